@@ -1,0 +1,1 @@
+"""The mainsail command line."""

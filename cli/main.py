@@ -1,0 +1,55 @@
+"""The ``mainsail`` command: a root group; each command group lives in its own module.
+
+Domain errors become clear messages and exit codes here; a traceback shown to
+a user is a bug.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import redis
+
+from statemachines import InvalidTransition
+from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
+
+
+class MainsailGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ConfigurationError as exc:
+            raise click.ClickException(str(exc)) from None
+        except (MainsailError, InvalidTransition) as exc:
+            raise click.ClickException(str(exc)) from None
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise click.ClickException(str(StoreUnavailable(
+                f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))) from None
+
+
+@click.group(cls=MainsailGroup)
+@click.version_option(package_name="mainsail")
+def cli() -> None:
+    """Mainsail: durable coding-agent sessions on Celery and Redis."""
+
+
+def _register() -> None:
+    from cli import demo, fsm, run, worker
+
+    cli.add_command(run.run)
+    cli.add_command(worker.worker)
+    cli.add_command(worker.reap)
+    cli.add_command(demo.demo)
+    cli.add_command(fsm.fsm)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)

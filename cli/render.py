@@ -1,0 +1,149 @@
+"""Rendering a session for a person at a terminal (rich), and following it live.
+
+:func:`follow` replays the transcript with XRANGE and then tails both the
+transcript and the live-delta stream with XREAD BLOCK from the last ids seen,
+never ``$``, so nothing written between the two calls is lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from rich.console import Console
+from rich.text import Text
+
+from workflows import keys
+from workflows.models import AssistantEntry, ResultEntry, SystemEntry, UserEntry, parse_entry
+from workflows.store import Store
+from workflows.tools import REGISTRY
+
+
+def _summary(name: str, tool_input: dict) -> str:
+    tool = REGISTRY.get(name)
+    s = tool.summary(tool_input) if tool else ""
+    s = " ".join(s.split())
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+class Renderer:
+    """Prints entries and deltas: streamed text, ``⏺ Tool(arg)`` lines, short results."""
+
+    def __init__(self, console: Console | None = None, *, show_prompts: bool = True) -> None:
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.show_prompts = show_prompts
+        self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
+        self._mid_line = False
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._mid_line = False
+
+    def delta(self, step: str, attempt: int, text: str) -> None:
+        seen = self.streamed.get(step)
+        if seen is not None and seen != attempt:
+            self._end_line()
+            self.console.print(Text("(the model call restarted on another worker)", style="yellow"))
+        self.streamed[step] = attempt
+        self.console.file.write(text)
+        self.console.file.flush()
+        self._mid_line = not text.endswith("\n")
+
+    def entry(self, e) -> None:
+        if isinstance(e, AssistantEntry):
+            text = e.message.text()
+            if e.step_id not in self.streamed and text:
+                self._end_line()
+                self.console.print(Text(text))
+            self._end_line()
+            for tu in e.message.tool_uses():
+                self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"),
+                                                 f"({_summary(tu.name, tu.input)})"))
+        elif isinstance(e, UserEntry):
+            self._end_line()
+            if e.origin == "tool_result":
+                block = e.message.blocks()[0]
+                line = e.display or (block.text.splitlines() or [""])[0]
+                style = "red" if getattr(block, "is_error", False) else "dim"
+                self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
+            elif self.show_prompts:
+                self.console.print(Text(f"> {e.message.text()}", style="bold"))
+        elif isinstance(e, SystemEntry):
+            self._end_line()
+            style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
+            self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
+        elif isinstance(e, ResultEntry):
+            self._end_line()
+            self.console.print(closing_line(e))
+
+    def close(self) -> None:
+        self._end_line()
+
+
+def closing_line(e: ResultEntry) -> Text:
+    u = e.usage
+    tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+    facts = (f"session {e.session_id[:8]} · {e.num_turns} turn{'s' if e.num_turns != 1 else ''} · "
+             f"{tokens:,} tokens · ${e.total_cost_usd:.4f} · {e.duration_ms / 1000:.1f}s")
+    if e.is_error:
+        return Text.assemble(("✗ ", "bold red"), (f"{e.subtype}: {e.result}\n  ", "red"), (facts, "dim"))
+    return Text.assemble(("✓ ", "bold green"), (facts, "dim"))
+
+
+def follow(
+    store: Store,
+    sid: str,
+    on_entry: Callable[[object], None],
+    on_delta: Callable[[str, int, str], None] | None = None,
+    *,
+    after: str | None = None,
+    stop: Callable[[object], bool] = lambda e: isinstance(e, ResultEntry),
+    block_ms: int = 1000,
+    timeout: float | None = None,
+) -> object | None:
+    """Replay then tail a session until ``stop(entry)`` is true; return that entry.
+
+    Reconnects after a Redis hiccup and resumes from the last ids seen, so no
+    entry is missed or repeated.
+    """
+    log_key, live_key = keys.log(sid), keys.live(sid)
+    last_log = after or "0-0"
+    last_live = store.last_live_id(sid) if on_delta else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    backoff = 0.1
+    while True:
+        try:
+            streams = {log_key: last_log}
+            if on_delta:
+                streams[live_key] = last_live
+            rows = store.tail(streams, block_ms=block_ms)
+            backoff = 0.1
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+            continue
+        # Deltas were published before the commit that records their message: show them first.
+        rows.sort(key=lambda kv: 0 if kv[0] == live_key else 1)
+        for key, items in rows:
+            for item_id, fields in items:
+                if key == live_key:
+                    last_live = item_id
+                    if fields.get("type") == "text":
+                        on_delta(fields.get("step", ""), int(fields.get("attempt", 0)), fields.get("text", ""))
+                    continue
+                last_log = item_id
+                entry = parse_entry(fields["entry"])
+                on_entry(entry)
+                if stop(entry):
+                    return entry
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+
+
+def stderr_console() -> Console:
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)

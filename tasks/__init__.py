@@ -1,0 +1,1 @@
+"""Celery: the app, thin step tasks, dispatch, the reaper, worker start-up."""

@@ -1,0 +1,64 @@
+"""The Celery app: queues, routing and the reliability settings the step protocol needs.
+
+The broker URL is set at run time by :func:`configure` (the CLI resolves it:
+MAINSAIL_REDIS_URL, a local Redis, or the embedded one), so importing this
+module connects to nothing.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+QUEUES = ("model", "tools", "memory")
+
+#: Celery task name per step kind.
+TASK_FOR_KIND = {
+    "model": "mainsail.model.call",
+    "tool": "mainsail.tools.run",
+    "compact": "mainsail.model.compact",
+    "memory": "mainsail.memory.fork",
+}
+
+app = Celery("mainsail", include=["tasks.steps", "tasks.reaper"])
+
+app.conf.update(
+    # Execution is at-least-once: a message is acked only after the task returns,
+    # and the ledger (not the broker) makes a duplicate delivery a no-op.
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    task_serializer="json",
+    accept_content=["json"],
+    task_default_queue="model",
+    task_queues=[Queue(q, routing_key=q) for q in QUEUES],
+    task_routes={
+        "mainsail.model.*": {"queue": "model"},
+        "mainsail.tools.*": {"queue": "tools"},
+        "mainsail.memory.*": {"queue": "memory"},
+        "mainsail.reaper.*": {"queue": "model"},
+    },
+    broker_transport_options={
+        # Well above the longest step: lost workers are found by the ledger's
+        # leases within seconds; the broker's redelivery is only a backstop.
+        "visibility_timeout": 6 * 3600,
+        # Celery's keys never mix with Mainsail's own (mainsail:...).
+        "global_keyprefix": "mainsail-celery:",
+    },
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    worker_send_task_events=False,
+    task_send_sent_event=False,
+    worker_enable_remote_control=False,
+    enable_utc=True,
+)
+
+
+def configure(redis_url: str) -> Celery:
+    """Point the app's broker at ``redis_url``; call once per process before use."""
+    app.conf.broker_url = redis_url
+    from tasks import runtime
+
+    runtime.set_redis_url(redis_url)
+    return app

@@ -1,0 +1,1 @@
+"""What a session does: models, store, engine, tools, model calls. Never imports tasks/."""

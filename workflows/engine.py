@@ -1,0 +1,506 @@
+"""The engine: apply one event to a session, under its lock, and say what runs next.
+
+Every public method follows the same shape (the step protocol's commit):
+
+1. take the session lock, load the record (and the step, for step events);
+2. fence: a step event counts only if the step is still ``running``, owned by the
+   caller, and of the session's current epoch; otherwise it is a late or
+   duplicate delivery and changes nothing;
+3. fire the machine's trigger(s), append transcript entries, write new step
+   records as ``pending`` with a pickup deadline, all in one MULTI/EXEC;
+4. release the lock and return the new steps. The caller dispatches them
+   (``tasks/`` does, with ``send_task``); the engine never imports ``tasks/``.
+
+A crash between 3 and 4 loses nothing: the reaper finds pending steps whose
+pickup deadline has passed and dispatches them again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from statemachines import Snapshot, State, next_state
+from workflows import keys
+from workflows.exceptions import SessionBusy, ToolInputError
+from workflows.model_client import ModelReply
+from workflows.models import (
+    AssistantEntry,
+    Message,
+    PermissionMode,
+    ResultEntry,
+    SessionRecord,
+    StateEntry,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    SystemEntry,
+    TextBlock,
+    ToolCall,
+    ToolCallStatus,
+    ToolResultBlock,
+    Usage,
+    UserEntry,
+    new_id,
+)
+from workflows.permissions import Decision, decide
+from workflows.pricing import cost_usd
+from workflows.settings import Settings
+from workflows.store import Store
+from workflows.tools import get_tool, validate_input
+from workflows.tools.base import ToolOutput
+
+QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory"}
+
+INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
+@dataclass
+class _Tx:
+    """What one event changes; written in one MULTI/EXEC by :meth:`Engine._commit`."""
+
+    rec: SessionRecord
+    entries: list = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)  # updated or new
+    dispatch: list[StepRecord] = field(default_factory=list)  # new pending steps to send
+    cleared: list[StepRecord] = field(default_factory=list)  # leases to drop
+    leases: dict[str, tuple[StepRecord, float]] = field(default_factory=dict)
+    inbox_pops: int = 0
+
+
+class Engine:
+    """Applies events to sessions. Holds the store and settings, no session state."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # ================================================================== sessions
+
+    def create_session(
+        self,
+        workspace: str,
+        *,
+        model: str | None = None,
+        permission_mode: PermissionMode | str | None = None,
+        max_turns: int | None = None,
+        tools_queue: str = "tools",
+        sid: str | None = None,
+    ) -> SessionRecord:
+        """Create an idle session for ``workspace`` (an existing directory)."""
+        ws = os.path.realpath(workspace)
+        if not os.path.isdir(ws):
+            raise FileNotFoundError(f"Workspace {workspace!r} is not a directory")
+        rec = SessionRecord(
+            id=sid or new_id(),
+            model=model or self.settings.model,
+            permission_mode=PermissionMode(permission_mode or self.settings.permission_mode),
+            workspace=ws,
+            git_branch=_git_branch(ws),
+            max_turns=max_turns if max_turns is not None else self.settings.max_turns,
+            tools_queue=tools_queue,
+        )
+        self.store.create_session(rec)
+        return rec
+
+    def submit(self, sid: str, prompt: str) -> list[StepRecord]:
+        """Start a run with ``prompt``, or queue it in the inbox while the session is busy."""
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            if rec.state is not State.IDLE:
+                self.store.push_inbox(sid, prompt)
+                return []
+            tx = _Tx(rec)
+            self._start_run(tx, prompt)
+            self._commit(tx)
+        return tx.dispatch
+
+    def cancel(self, sid: str, reason: str = "Cancelled by user") -> bool:
+        """Stop the running turn: bump the epoch, close dangling tool calls, return to idle.
+
+        Returns False when the session was already idle.
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            if rec.state is State.IDLE:
+                return False
+            tx = _Tx(rec)
+            self._add(tx, SystemEntry(session_id=sid, subtype="interrupted", content=reason))
+            self._abort_run(tx, "cancel", "cancelled", reason)
+            self._commit(tx)
+        return True
+
+    # ================================================================== step protocol
+
+    def claim(self, sid: str, step_id: str, owner: str) -> tuple[StepRecord | None, list[StepRecord]]:
+        """Claim a step for ``owner``.
+
+        Returns ``(step, [])`` when the caller now runs it, ``(None, steps)`` when it
+        must not (done, superseded, someone else's live lease, or attempts used up,
+        in which case the failure is committed and ``steps`` may hold follow-ups).
+        """
+        now = time.time()
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            step = self.store.get_step(sid, step_id)
+            if step.finished:
+                return None, []
+            tx = _Tx(rec)
+            if step.epoch != rec.epoch:
+                self._supersede(tx, step)
+                self._commit(tx)
+                return None, []
+            if step.status is StepStatus.RUNNING:
+                deadline = self.store.deadline(step)
+                if deadline is not None and deadline > now:
+                    return None, []
+            if step.attempt >= self.settings.max_attempts:
+                self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
+                           "its worker stopped each time (lease expired).")
+                self._commit(tx)
+                return None, tx.dispatch
+            step.status = StepStatus.RUNNING
+            step.attempt += 1
+            step.owner = owner
+            tx.steps.append(step)
+            tx.leases[step.id] = (step, now + self.settings.lease_seconds)
+            self._commit(tx)
+        return step, []
+
+    def heartbeat(self, sid: str, step_id: str, owner: str) -> bool:
+        """Extend the lease of a running step. False: the step is no longer ours to run."""
+        step = self.store.get_step(sid, step_id)
+        if step.status is not StepStatus.RUNNING or step.owner != owner:
+            return False
+        if self.store.get_session(sid).epoch != step.epoch:
+            return False
+        self.store.set_deadline(step, time.time() + self.settings.lease_seconds, only_existing=True)
+        return True
+
+    def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply) -> list[StepRecord]:
+        """Commit a model reply: record it, then fan out tool calls or end the run."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._finish_step(tx, step)
+            rec = tx.rec
+            msg = reply.message
+            cost = cost_usd(rec.model, msg.usage)
+            rec.turns += 1
+            rec.run_turns += 1
+            rec.usage = rec.usage + msg.usage
+            rec.run_usage = rec.run_usage + msg.usage
+            rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + msg.usage
+            rec.cost_usd += cost
+            rec.run_cost_usd += cost
+            rec.api_ms += reply.duration_ms
+            rec.run_api_ms += reply.duration_ms
+            self._add(tx, AssistantEntry(session_id=sid, message=msg, cost_usd=cost,
+                                         duration_ms=reply.duration_ms, step_id=step.id))
+            tool_uses = msg.tool_uses()
+            if tool_uses:
+                self._fan_out(tx, tool_uses)
+            else:
+                self._end_run(tx)
+            self._commit(tx)
+        return tx.dispatch
+
+    def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
+        """Commit one tool result; when its batch is complete, start the next batch or model call."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._finish_step(tx, step)
+            call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+            if call is None or call.status is ToolCallStatus.DONE:
+                self._commit(tx)
+                return []
+            self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
+            call.status = ToolCallStatus.DONE
+            self._advance_tools(tx)
+            self._commit(tx)
+        return tx.dispatch
+
+    def fail_step(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
+        """A step failed for good (e.g. the model API after its retries): end the run with the error."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._fail(tx, step, error)
+            self._commit(tx)
+        return tx.dispatch
+
+    def reap(self, now: float | None = None) -> list[StepRecord]:
+        """Find steps whose lease or pickup deadline passed; return those to dispatch again."""
+        now = now or time.time()
+        out: list[StepRecord] = []
+        for sid, step_id in self.store.due(now):
+            try:
+                out.extend(self._reap_one(sid, step_id, now))
+            except Exception:  # one broken session must not stop the sweep
+                import logging
+
+                logging.getLogger(__name__).exception("reaping %s/%s failed", sid, step_id)
+        return out
+
+    def _reap_one(self, sid: str, step_id: str, now: float) -> list[StepRecord]:
+        with self.store.lock(sid):
+            try:
+                rec = self.store.get_session(sid)
+                step = self.store.get_step(sid, step_id)
+            except Exception:
+                self.store.r.zrem(keys.leases(), keys.lease_member(sid, step_id))
+                return []
+            tx = _Tx(rec)
+            if step.finished:
+                tx.cleared.append(step)
+                self._commit(tx)
+                return []
+            if step.epoch != rec.epoch:
+                self._supersede(tx, step)
+                self._commit(tx)
+                return []
+            deadline = self.store.deadline(step)
+            if deadline is not None and deadline > now:
+                return []
+            if step.status is StepStatus.RUNNING:
+                if step.attempt >= self.settings.max_attempts:
+                    self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
+                               "its worker stopped each time (lease expired).")
+                    self._commit(tx)
+                    return tx.dispatch
+                step.status = StepStatus.PENDING
+                step.owner = None
+                step.error = "lease expired: the worker stopped or lost Redis"
+                self._add(tx, SystemEntry(
+                    session_id=sid, subtype="warning", step_id=step.id,
+                    content=f"{self._step_name(rec, step)} lost its worker (attempt {step.attempt}); "
+                            "dispatching it again.",
+                ))
+            tx.steps.append(step)
+            tx.leases[step.id] = (step, now + self.settings.pickup_timeout_seconds)
+            self._commit(tx)
+            return [step]
+
+    # ================================================================== run logic
+
+    def _start_run(self, tx: _Tx, prompt: str) -> None:
+        rec = tx.rec
+        rec.run_started_at = time.time()
+        rec.run_turns = 0
+        rec.run_api_ms = 0
+        rec.run_usage = Usage()
+        rec.run_cost_usd = 0.0
+        rec.tool_calls = []
+        rec.last_error = None
+        if not rec.title:
+            rec.title = _title(prompt)
+        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=prompt)))
+        self._fire(tx, "submit")
+        self._new_step(tx, StepKind.MODEL)
+
+    def _fan_out(self, tx: _Tx, tool_uses) -> None:
+        """Check every tool call (input, permission), then dispatch the first batch.
+
+        Consecutive read-only calls form one batch that runs in parallel; each
+        mutating call is a batch of its own, so they run in the order given.
+        """
+        rec = tx.rec
+        self._fire(tx, "tools_requested")
+        calls: list[ToolCall] = []
+        refused: list[tuple[str, ToolOutput]] = []
+        batch, prev_read_only = -1, False
+        for tu in tool_uses:
+            try:
+                tool = get_tool(tu.name)
+                validate_input(tu.name, tu.input)
+            except ToolInputError as exc:
+                refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
+                continue
+            perm = decide(tool, tu.input, rec.permission_mode)
+            if perm.decision is not Decision.ALLOW:
+                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display="denied")))
+                continue
+            if not (tool.read_only and prev_read_only):
+                batch += 1
+            prev_read_only = tool.read_only
+            calls.append(ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch))
+        rec.tool_calls = calls
+        rec.current_batch = -1
+        for tool_use_id, output in refused:
+            self._add_tool_result(tx, tool_use_id, output)
+        self._advance_tools(tx)
+
+    def _advance_tools(self, tx: _Tx) -> None:
+        """Dispatch the next batch when the current one is done; after the last, call the model."""
+        rec = tx.rec
+        if any(c.batch == rec.current_batch and c.status is not ToolCallStatus.DONE for c in rec.tool_calls):
+            return
+        rec.current_batch += 1
+        batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
+        if not batch:
+            rec.tool_calls = []
+            self._fire(tx, "tools_finished")
+            self._next_model_call(tx)
+            return
+        for call in batch:
+            step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+            call.step_id = step.id
+            call.status = ToolCallStatus.DISPATCHED
+
+    def _next_model_call(self, tx: _Tx) -> None:
+        rec = tx.rec
+        if rec.max_turns is not None and rec.run_turns >= rec.max_turns:
+            self._fire(tx, "halt")
+            self._add_result(tx, "error_max_turns", f"Stopped after reaching the turn limit ({rec.max_turns}).")
+            return
+        self._new_step(tx, StepKind.MODEL)
+
+    def _end_run(self, tx: _Tx) -> None:
+        self._fire(tx, "answered")
+        text = ""
+        for e in reversed(tx.entries):
+            if isinstance(e, AssistantEntry):
+                text = e.message.text()
+                break
+        self._add_result(tx, "success", text)
+        self._after_idle(tx)
+
+    def _after_idle(self, tx: _Tx) -> None:
+        """The session is idle: the oldest queued message, if any, starts the next run."""
+        queued = self.store.inbox(tx.rec.id)
+        if tx.rec.state is State.IDLE and len(queued) > tx.inbox_pops:
+            prompt = queued[tx.inbox_pops]
+            tx.inbox_pops += 1
+            self._start_run(tx, prompt)
+
+    def _fail(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        step.status = StepStatus.FAILED
+        step.error = error
+        tx.steps.append(step)
+        tx.cleared.append(step)
+        tx.rec.last_error = error
+        self._add(tx, SystemEntry(session_id=tx.rec.id, subtype="error", content=error, step_id=step.id))
+        self._abort_run(tx, "fail", "error_during_execution", error)
+
+    def _abort_run(self, tx: _Tx, trigger: str, subtype: str, reason: str) -> None:
+        """End the run early: newer epoch, every dangling tool call closed, back to idle."""
+        rec = tx.rec
+        rec.epoch += 1
+        for call in rec.tool_calls:
+            if call.status is not ToolCallStatus.DONE:
+                self._add_tool_result(tx, call.tool_use_id, ToolOutput(content=INTERRUPTED, is_error=True,
+                                                                       display="interrupted"))
+        rec.tool_calls = []
+        self._fire(tx, trigger)
+        self._add_result(tx, subtype, reason, is_error=True)
+        if trigger != "cancel":
+            self._after_idle(tx)
+
+    # ================================================================== helpers
+
+    def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord]:
+        rec = self.store.get_session(sid)
+        step = self.store.get_step(sid, step_id)
+        if step.status is not StepStatus.RUNNING or step.owner != owner:
+            return None, step
+        if step.epoch != rec.epoch:
+            tx = _Tx(rec)
+            self._supersede(tx, step)
+            self._commit(tx)
+            return None, step
+        return _Tx(rec), step
+
+    def _finish_step(self, tx: _Tx, step: StepRecord) -> None:
+        step.status = StepStatus.DONE
+        tx.steps.append(step)
+        tx.cleared.append(step)
+
+    def _supersede(self, tx: _Tx, step: StepRecord) -> None:
+        step.status = StepStatus.SUPERSEDED
+        tx.steps.append(step)
+        tx.cleared.append(step)
+
+    def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None) -> StepRecord:
+        queue = tx.rec.tools_queue if kind is StepKind.TOOL else QUEUE_FOR_KIND[kind]
+        step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
+                          queue=queue, tool_use_id=tool_use_id)
+        tx.steps.append(step)
+        tx.dispatch.append(step)
+        tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)
+        return step
+
+    def _fire(self, tx: _Tx, trigger: str) -> None:
+        rec = tx.rec
+        snap = Snapshot(auto_memory=False, manual_compaction=False)
+        dest = next_state(rec.state, trigger, snap)
+        self._add(tx, StateEntry(session_id=rec.id, trigger=trigger, source=rec.state, dest=dest))
+        rec.state = dest
+
+    def _add(self, tx: _Tx, entry) -> None:
+        rec = tx.rec
+        entry.parent_uuid = rec.last_uuid
+        entry.cwd = rec.workspace
+        entry.git_branch = rec.git_branch
+        rec.last_uuid = entry.uuid
+        tx.entries.append(entry)
+
+    def _add_tool_result(self, tx: _Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
+        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.content, is_error=output.is_error)
+        self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
+                                origin="tool_result", display=output.display or None, step_id=step_id))
+
+    def _add_result(self, tx: _Tx, subtype: str, text: str, is_error: bool = False) -> None:
+        rec = tx.rec
+        self._add(tx, ResultEntry(
+            session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
+            num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
+            duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
+        ))
+
+    def _step_name(self, rec: SessionRecord, step: StepRecord) -> str:
+        if step.kind is StepKind.TOOL:
+            call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+            return f"Tool step {step.id[:8]} ({call.name if call else 'tool'})"
+        return f"{step.kind.value.capitalize()} step {step.id[:8]}"
+
+    def _commit(self, tx: _Tx) -> None:
+        s = self.store
+        p = s.pipeline()
+        s.save_session(tx.rec, p)
+        s.append(tx.rec.id, tx.entries, p)
+        for step in tx.steps:
+            s.put_step(step, p)
+        for step in tx.cleared:
+            if step.id not in tx.leases:
+                s.clear_deadline(step, p)
+        for step, deadline in tx.leases.values():
+            s.set_deadline(step, deadline, p)
+        for _ in range(tx.inbox_pops):
+            p.lpop(keys.inbox(tx.rec.id))
+        p.execute()
+
+
+def require_idle(rec: SessionRecord, action: str) -> None:
+    if rec.state is not State.IDLE:
+        raise SessionBusy(f"Cannot {action} session {rec.id[:8]}: it is {rec.state.value}. "
+                          f"Wait for it, or `mainsail cancel {rec.id[:8]}`.")
+
+
+def _title(prompt: str) -> str:
+    line = " ".join(prompt.split())
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def _git_branch(path: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=path, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

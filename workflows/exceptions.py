@@ -1,0 +1,65 @@
+"""Every error Mainsail raises on purpose.
+
+Hierarchy::
+
+    MainsailError                   root: the CLI turns any of these into a message, never a traceback
+    ├── ConfigurationError          you configured it wrong (settings, API key, Redis URL); fix and rerun
+    │   └── MissingCredentials      no API key and no base URL for a real model
+    ├── StoreUnavailable            Redis cannot be reached
+    ├── SessionNotFound             no session with that id (or prefix)
+    ├── AmbiguousSession            a prefix matches several sessions
+    ├── SessionBusy                 the operation needs an idle session
+    ├── LockTimeout                 another writer held the session lock too long
+    ├── StepNotFound                a task named a step the ledger does not hold
+    └── ToolError                   a tool refused its input or failed; becomes an error tool_result
+        └── ToolInputError          the model's tool input did not validate
+
+``statemachines.InvalidTransition`` is the domain error for an illegal trigger; it
+lives with the machine so that package stays free of imports.
+"""
+
+from __future__ import annotations
+
+
+class MainsailError(Exception):
+    """Root of every error Mainsail raises on purpose."""
+
+
+class ConfigurationError(MainsailError):
+    """The configuration is wrong; the message says which setting and how to fix it."""
+
+
+class MissingCredentials(ConfigurationError):
+    """No ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL for a model that needs one."""
+
+
+class StoreUnavailable(MainsailError):
+    """Redis could not be reached."""
+
+
+class SessionNotFound(MainsailError):
+    """No session matches the id or prefix given."""
+
+
+class AmbiguousSession(MainsailError):
+    """A session id prefix matches more than one session."""
+
+
+class SessionBusy(MainsailError):
+    """The operation needs the session to be idle."""
+
+
+class LockTimeout(MainsailError):
+    """The session lock could not be acquired in time."""
+
+
+class StepNotFound(MainsailError):
+    """A task named a step that is not in the session's ledger."""
+
+
+class ToolError(MainsailError):
+    """A tool refused or failed; the message is sent to the model as an error result."""
+
+
+class ToolInputError(ToolError):
+    """The tool input from the model did not validate against the tool's schema."""

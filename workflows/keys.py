@@ -1,0 +1,90 @@
+"""Every Redis key Mainsail uses, built in one place.
+
+Ids are validated here so that no caller can build a malformed key (a colon
+or a space in an id would silently address another session's data).
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "mainsail:"
+_ID = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+
+
+def _check(kind: str, value: str) -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise ValueError(f"Invalid {kind} id {value!r}: use letters, digits, '-' or '_' (1-128 characters)")
+    return value
+
+
+def session(sid: str) -> str:
+    """The session record (JSON string)."""
+    return f"{PREFIX}session:{_check('session', sid)}"
+
+
+def log(sid: str) -> str:
+    """The transcript stream: append-only, never trimmed."""
+    return f"{session(sid)}:log"
+
+
+def live(sid: str) -> str:
+    """Ephemeral streaming deltas for watchers (capped, with a TTL)."""
+    return f"{session(sid)}:live"
+
+
+def steps(sid: str) -> str:
+    """The step ledger: hash of step id -> step record JSON."""
+    return f"{session(sid)}:steps"
+
+
+def inbox(sid: str) -> str:
+    """User messages that arrived while the session was busy."""
+    return f"{session(sid)}:inbox"
+
+
+def lock(sid: str) -> str:
+    """The single-writer lock of a session."""
+    return f"{session(sid)}:lock"
+
+
+def files_read(sid: str) -> str:
+    """Hash of absolute path -> mtime at the last Read, for Write/Edit's read-first rule."""
+    return f"{session(sid)}:files"
+
+
+def sessions() -> str:
+    """Sorted set of session ids by last update."""
+    return f"{PREFIX}sessions"
+
+
+def leases() -> str:
+    """Sorted set of ``sid/step`` members by lease (or pickup) deadline, for the reaper."""
+    return f"{PREFIX}steps:leases"
+
+
+def lease_member(sid: str, step_id: str) -> str:
+    return f"{_check('session', sid)}/{_check('step', step_id)}"
+
+
+def parse_lease_member(member: str) -> tuple[str, str]:
+    sid, _, step_id = member.partition("/")
+    return _check("session", sid), _check("step", step_id)
+
+
+def reaper_lock() -> str:
+    return f"{PREFIX}reaper:lock"
+
+
+def workers() -> str:
+    """Sorted set of worker names by heartbeat expiry."""
+    return f"{PREFIX}workers"
+
+
+def worker(name: str) -> str:
+    """Hash describing one worker (queues, pid, host)."""
+    return f"{PREFIX}worker:{name}"
+
+
+def project_memory(pid: str) -> str:
+    return f"{PREFIX}project:{_check('project', pid)}:memory"

@@ -1,0 +1,106 @@
+"""The model call: the official anthropic SDK, streaming, with its own retries.
+
+``scripted:NAME`` models run the shipped scripted Messages API in-process
+through the real SDK (an httpx2 mock transport), so ``mainsail demo`` and the
+benchmarks need no credentials and still exercise the SDK's streaming parser.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import anthropic
+
+from workflows.exceptions import MissingCredentials
+from workflows.models import AssistantMessage, Usage
+from workflows.settings import Settings
+
+_clients: dict[tuple, anthropic.Anthropic] = {}
+_clients_lock = threading.Lock()
+
+
+def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
+    """A cached SDK client for ``model`` (one per process and configuration)."""
+    key = (model if model.startswith("scripted:") else "", settings.anthropic_api_key, settings.anthropic_base_url,
+           settings.api_max_retries, settings.api_timeout_seconds)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _make(model, settings)
+            _clients[key] = client
+        return client
+
+
+def _make(model: str, settings: Settings) -> anthropic.Anthropic:
+    if model.startswith("scripted:"):
+        from workflows import scripted
+
+        return scripted.make_client(scripted.get_api(model.removeprefix("scripted:")),
+                                    max_retries=settings.api_max_retries)
+    try:
+        settings.require_credentials(model)
+    except MissingCredentials as exc:
+        raise MissingCredentials(f"{exc} (on worker; set it in the worker's environment)") from None
+    return anthropic.Anthropic(
+        # A compatible endpoint may need no key; the SDK needs some credential.
+        api_key=settings.anthropic_api_key or "mainsail-no-key",
+        base_url=settings.anthropic_base_url or None,
+        max_retries=settings.api_max_retries,
+        timeout=settings.api_timeout_seconds,
+    )
+
+
+@dataclass
+class ModelReply:
+    message: AssistantMessage
+    duration_ms: int
+
+
+def stream_reply(
+    client: anthropic.Anthropic,
+    request: dict,
+    on_text: Callable[[str], None],
+    cancel: threading.Event | None = None,
+) -> ModelReply:
+    """Stream one model call, reporting text deltas; return the final message and its usage.
+
+    Raises:
+        anthropic.APIError: after the SDK's own retries (429, 5xx, 529, connection errors).
+        InterruptedError: ``cancel`` was set while streaming.
+    """
+    start = time.monotonic()
+    with client.messages.stream(**request) as stream:
+        for event in stream:
+            if cancel is not None and cancel.is_set():
+                raise InterruptedError("model call cancelled")
+            if event.type == "text":
+                on_text(event.text)
+        final = stream.get_final_message()
+    data = final.model_dump(mode="json", exclude_none=True)
+    usage = data.get("usage") or {}
+    message = AssistantMessage(
+        id=data.get("id"),
+        model=data.get("model"),
+        stop_reason=data.get("stop_reason"),
+        content=[b for b in data.get("content", []) if b.get("type") in ("text", "tool_use", "thinking")],
+        usage=Usage(**{k: (usage.get(k) or 0) for k in Usage.model_fields}),
+    )
+    return ModelReply(message=message, duration_ms=int((time.monotonic() - start) * 1000))
+
+
+def describe_api_error(exc: Exception, attempts: int) -> str:
+    """A one-paragraph explanation of a failed model call for the transcript and the user."""
+    if isinstance(exc, anthropic.AuthenticationError):
+        return "The model API refused the credentials (401). Check ANTHROPIC_API_KEY on the workers."
+    if isinstance(exc, anthropic.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        err = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
+        kind = err.get("type", "error")
+        msg = err.get("message") or str(exc)
+        return f"Model call failed: {exc.status_code} {kind}: {msg} (after {attempts} retries)."
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"Could not reach the model API: {exc} (after {attempts} retries). Check ANTHROPIC_BASE_URL and the network."
+    return f"Model call failed: {type(exc).__name__}: {exc}"

@@ -1,0 +1,303 @@
+"""Pydantic models for everything Mainsail stores or sends.
+
+- Content blocks and messages in the Anthropic Messages API shape.
+- Transcript entries: a discriminated union on ``type``, each carrying the
+  fields Claude Code's transcripts carry (uuid, parentUuid, sessionId,
+  timestamp, cwd, gitBranch).
+- The session record and step records of the ledger.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import uuid as _uuid
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from statemachines import State
+
+
+def now() -> float:
+    return time.time()
+
+
+def iso_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    return str(_uuid.uuid4())
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- content
+
+
+class TextBlock(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolUseBlock(_Model):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultBlock(_Model):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[TextBlock] = ""
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content)
+
+
+class ThinkingBlock(_Model):
+    type: Literal["thinking"] = "thinking"
+    thinking: str = ""
+    signature: str = ""
+
+
+ContentBlock = Annotated[Union[TextBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock], Field(discriminator="type")]
+
+
+class Usage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+        )
+
+
+class Message(_Model):
+    role: Literal["user", "assistant"]
+    content: str | list[ContentBlock]
+
+    def blocks(self) -> list:
+        if isinstance(self.content, str):
+            return [TextBlock(text=self.content)]
+        return list(self.content)
+
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.blocks() if isinstance(b, ToolUseBlock)]
+
+    def text(self) -> str:
+        return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+
+    def to_api(self) -> dict:
+        return self.model_dump(mode="json", include={"role", "content"}, exclude_none=True)
+
+
+class AssistantMessage(Message):
+    role: Literal["assistant"] = "assistant"
+    id: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+class _Entry(_Model):
+    uuid: str = Field(default_factory=new_id)
+    parent_uuid: str | None = Field(default=None, alias="parentUuid")
+    session_id: str = Field(alias="sessionId")
+    timestamp: str = Field(default_factory=iso_now)
+    cwd: str = ""
+    git_branch: str | None = Field(default=None, alias="gitBranch")
+    step_id: str | None = None
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class UserEntry(_Entry):
+    """A user prompt, or the result of one tool call (as the API sends it: a user message)."""
+
+    type: Literal["user"] = "user"
+    message: Message
+    origin: Literal["prompt", "tool_result", "inbox", "synthetic"] = "prompt"
+    display: str | None = None  # a one-line summary of a tool result, for watchers
+
+
+class AssistantEntry(_Entry):
+    type: Literal["assistant"] = "assistant"
+    message: AssistantMessage
+    cost_usd: float = 0.0
+    duration_ms: int = 0
+
+
+class StateEntry(_Entry):
+    """The machine moved: ``trigger`` took the session from ``source`` to ``dest``."""
+
+    type: Literal["state"] = "state"
+    trigger: str
+    source: State
+    dest: State
+
+
+class SystemEntry(_Entry):
+    """A notice for the user and the record: an error, a retry, a recovered step."""
+
+    type: Literal["system"] = "system"
+    subtype: Literal["error", "info", "warning", "interrupted"] = "info"
+    content: str
+
+
+class ResultEntry(_Entry):
+    """The end of a run (a submit until idle): what a script or a watcher needs."""
+
+    type: Literal["result"] = "result"
+    subtype: Literal[
+        "success", "error_during_execution", "error_max_turns", "error_max_budget_usd", "cancelled"
+    ] = "success"
+    is_error: bool = False
+    result: str = ""
+    num_turns: int = 0
+    duration_ms: int = 0
+    duration_api_ms: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    total_cost_usd: float = 0.0
+
+
+Entry = Annotated[
+    Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry], Field(discriminator="type")
+]
+ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
+
+
+def parse_entry(data: str | bytes | dict) -> _Entry:
+    if isinstance(data, (str, bytes)):
+        return ENTRY_ADAPTER.validate_json(data)
+    return ENTRY_ADAPTER.validate_python(data)
+
+
+# --------------------------------------------------------------------------- steps
+
+
+class StepKind(str, enum.Enum):
+    MODEL = "model"
+    TOOL = "tool"
+    COMPACT = "compact"
+    MEMORY = "memory"
+
+
+class StepStatus(str, enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    SUPERSEDED = "superseded"
+    FAILED = "failed"
+
+
+class StepRecord(_Model):
+    id: str
+    session_id: str
+    kind: StepKind
+    epoch: int
+    status: StepStatus = StepStatus.PENDING
+    attempt: int = 0
+    owner: str | None = None
+    lease_until: float = 0.0
+    queue: str = ""
+    tool_use_id: str | None = None
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (StepStatus.DONE, StepStatus.SUPERSEDED, StepStatus.FAILED)
+
+
+# --------------------------------------------------------------------------- session
+
+
+class ToolCallStatus(str, enum.Enum):
+    WAITING = "waiting"  # in a later batch
+    DISPATCHED = "dispatched"
+    DONE = "done"  # its result is in the transcript
+
+
+class ToolCall(_Model):
+    """One tool_use of the current turn and where it stands."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    batch: int = 0
+    status: ToolCallStatus = ToolCallStatus.WAITING
+    step_id: str | None = None
+
+
+class PermissionMode(str, enum.Enum):
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    PLAN = "plan"
+    DONT_ASK = "dontAsk"
+    BYPASS = "bypassPermissions"
+
+
+class SessionRecord(_Model):
+    id: str
+    state: State = State.IDLE
+    epoch: int = 0
+    model: str
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    workspace: str
+    git_branch: str | None = None
+    title: str = ""
+    tools_queue: str = "tools"
+    max_turns: int | None = None
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)
+
+    usage: Usage = Field(default_factory=Usage)
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    api_ms: int = 0
+    turns: int = 0  # model calls over the session's life
+
+    # The current run: from a submit until the session is idle again.
+    run_started_at: float = 0.0
+    run_turns: int = 0
+    run_api_ms: int = 0
+    run_usage: Usage = Field(default_factory=Usage)
+    run_cost_usd: float = 0.0
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    current_batch: int = 0
+
+    last_uuid: str | None = None  # newest transcript entry, the parent of the next
+    last_error: str | None = None
+
+    def pending_tool_calls(self) -> list[ToolCall]:
+        return [c for c in self.tool_calls if c.status is not ToolCallStatus.DONE]

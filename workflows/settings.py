@@ -1,0 +1,104 @@
+"""One settings object, read from the environment (``MAINSAIL_*``) and flags.
+
+pydantic-settings does the parsing and validation so every setting has one
+name, one type and one default, and an invalid value is reported by name.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workflows.exceptions import ConfigurationError, MissingCredentials
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "mainsail"
+
+
+class Settings(BaseSettings):
+    """Mainsail's configuration. Every field reads ``MAINSAIL_<NAME>`` unless noted."""
+
+    model_config = SettingsConfigDict(env_prefix="MAINSAIL_", extra="ignore", populate_by_name=True)
+
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for store, queues and locks. Unset: localhost:6379 if it answers, else embedded.",
+    )
+    local_redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="Tried when MAINSAIL_REDIS_URL is unset, before starting an embedded Redis.",
+    )
+    model: str = Field(default="claude-sonnet-4-5", description="Model for new sessions.")
+    anthropic_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "MAINSAIL_ANTHROPIC_API_KEY")
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "MAINSAIL_ANTHROPIC_BASE_URL")
+    )
+    max_tokens: int = Field(default=8192, ge=1, description="max_tokens of each model call.")
+    api_max_retries: int = Field(default=4, ge=0, description="SDK retries on 429/5xx/529 (honours retry-after).")
+    api_timeout_seconds: float = Field(default=600.0, gt=0)
+
+    lease_seconds: float = Field(default=30.0, gt=0, description="How long a claimed step is ours without a heartbeat.")
+    heartbeat_seconds: float | None = Field(default=None, gt=0, description="Default: a third of the lease.")
+    pickup_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="A pending step nobody claimed by then is dispatched again."
+    )
+    max_attempts: int = Field(default=3, ge=1, description="Attempts of one step before it fails for good.")
+    reaper_interval_seconds: float = Field(default=5.0, gt=0)
+    lock_timeout_seconds: float = Field(default=30.0, gt=0, description="Session lock expiry.")
+    lock_wait_seconds: float = Field(default=10.0, gt=0, description="How long to wait for the session lock.")
+
+    bash_default_timeout_ms: int = Field(default=120_000, gt=0)
+    bash_max_timeout_ms: int = Field(default=600_000, gt=0)
+    bash_max_output_chars: int = Field(default=30_000, gt=0)
+
+    max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
+    permission_mode: str = Field(default="default")
+    data_dir: Path = Field(default_factory=_default_data_dir, description="Embedded Redis data, logs.")
+    embedded_worker: bool = Field(default=True, description="Run a worker in the CLI when none is listening.")
+    worker_concurrency: int = Field(default=8, ge=1)
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat_seconds or max(self.lease_seconds / 3.0, 0.05)
+
+    def require_credentials(self, model: str) -> None:
+        """Raise :class:`MissingCredentials` when a real model cannot be reached."""
+        if model.startswith("scripted:"):
+            return
+        if not self.anthropic_api_key and not self.anthropic_base_url:
+            raise MissingCredentials(
+                f"No API key for model {model!r}: set ANTHROPIC_API_KEY "
+                "(or ANTHROPIC_BASE_URL for a compatible endpoint), "
+                "or try `mainsail demo`, which needs no credentials."
+            )
+
+
+def load_settings(**overrides) -> Settings:
+    """Settings from the environment, with non-None ``overrides`` (from flags) on top.
+
+    Raises:
+        ConfigurationError: a value does not validate; the message names the variable.
+    """
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**clean)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            name = "MAINSAIL_" + "_".join(str(p) for p in err["loc"]).upper()
+            lines.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigurationError("Invalid configuration:\n  " + "\n  ".join(lines)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

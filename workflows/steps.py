@@ -1,0 +1,135 @@
+"""Running one step: claim, heartbeat, execute, commit.
+
+``run_step`` is what every Celery task calls. It is deliberately free of
+Celery: it takes a ``dispatch`` callable for the steps the commit returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from typing import Callable
+
+import anthropic
+
+from workflows.context import build_request
+from workflows.engine import Engine
+from workflows.exceptions import MainsailError, MissingCredentials
+from workflows.model_client import client_for, describe_api_error, stream_reply
+from workflows.models import StepKind, StepRecord, new_id
+from workflows.tools import get_tool, run_tool
+from workflows.tools.base import ToolContext, ToolOutput
+
+log = logging.getLogger(__name__)
+
+Dispatch = Callable[[list[StepRecord]], None]
+
+UNKNOWN_OUTCOME = (
+    "The worker running this {tool} call stopped before it reported a result, so its outcome is "
+    "unknown: it may have run partly, fully, or not at all. It was not run again automatically. "
+    "Check its effects (for example with Read or a read-only command) before deciding to run it again."
+)
+
+
+def owner_token() -> str:
+    """Unique per claim attempt: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
+
+
+class Heartbeat(threading.Thread):
+    """Extends a running step's lease; sets ``cancel`` when the step is no longer ours."""
+
+    def __init__(self, engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> None:
+        super().__init__(name=f"heartbeat-{step.id[:8]}", daemon=True)
+        self.engine = engine
+        self.step = step
+        self.owner = owner
+        self.cancel = cancel
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        interval = self.engine.settings.heartbeat_interval
+        while not self._stop_event.wait(interval):
+            try:
+                if not self.engine.heartbeat(self.step.session_id, self.step.id, self.owner):
+                    self.cancel.set()
+                    return
+            except Exception:  # Redis hiccup: try again next beat; the lease has slack
+                log.warning("heartbeat of step %s failed", self.step.id, exc_info=True)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
+    """Claim and run one step, commit its result, dispatch what follows. Returns what happened."""
+    owner = owner_token()
+    step, follow_ups = engine.claim(sid, step_id, owner)
+    if step is None:
+        dispatch(follow_ups)
+        return "skipped"
+    cancel = threading.Event()
+    beat = Heartbeat(engine, step, owner, cancel)
+    beat.start()
+    try:
+        if step.kind is StepKind.MODEL:
+            next_steps = _model_step(engine, step, owner, cancel)
+        elif step.kind is StepKind.TOOL:
+            next_steps = _tool_step(engine, step, owner, cancel)
+        else:
+            next_steps = engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
+    finally:
+        beat.stop()
+    dispatch(next_steps)
+    return "done"
+
+
+def _model_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> list[StepRecord]:
+    store, settings = engine.store, engine.settings
+    sid = step.session_id
+    rec = store.get_session(sid)
+    request = build_request(rec, store.entries(sid), settings.max_tokens)
+
+    def on_text(text: str) -> None:
+        store.publish(sid, {"type": "text", "step": step.id, "attempt": step.attempt, "text": text})
+
+    try:
+        client = client_for(rec.model, settings)
+        reply = stream_reply(client, request, on_text, cancel)
+    except InterruptedError:
+        return []  # cancelled: the epoch moved on; nothing to record
+    except MissingCredentials as exc:
+        return engine.fail_step(sid, step.id, owner, str(exc))
+    except anthropic.APIError as exc:
+        return engine.fail_step(sid, step.id, owner, describe_api_error(exc, settings.api_max_retries))
+    return engine.record_model_reply(sid, step.id, owner, reply)
+
+
+def _tool_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> list[StepRecord]:
+    store, settings = engine.store, engine.settings
+    sid = step.session_id
+    rec = store.get_session(sid)
+    call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+    if call is None:
+        return engine.fail_step(sid, step.id, owner, f"Tool step {step.id} has no tool call in the session.")
+    tool = get_tool(call.name)
+    if step.attempt > 1 and not tool.idempotent:
+        output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
+                            display="outcome unknown: worker lost; not re-run")
+    else:
+        ctx = ToolContext(
+            workspace=rec.workspace,
+            session_id=sid,
+            files_read=store.files_tracker(sid),
+            cancel=cancel,
+            bash_default_timeout_ms=settings.bash_default_timeout_ms,
+            bash_max_timeout_ms=settings.bash_max_timeout_ms,
+            max_output_chars=settings.bash_max_output_chars,
+        )
+        output = run_tool(call.name, call.input, ctx)
+    return engine.record_tool_output(sid, step.id, owner, output)
+
+
+__all__ = ["Heartbeat", "run_step", "owner_token", "MainsailError"]

@@ -1,0 +1,253 @@
+"""The Redis store: one adapter, few verbs, every key from :mod:`workflows.keys`.
+
+Writers hold the session lock (:meth:`Store.lock`) and pass a pipeline so that
+an event's writes (session record, transcript entries, step records, leases)
+land in one MULTI/EXEC. Readers need no lock.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import LockError, LockNotOwnedError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from workflows import keys
+from workflows.exceptions import (
+    AmbiguousSession,
+    LockTimeout,
+    SessionNotFound,
+    StepNotFound,
+    StoreUnavailable,
+)
+from workflows.models import SessionRecord, StepRecord, parse_entry
+
+LIVE_MAXLEN = 2000
+LIVE_TTL_SECONDS = 3600
+
+Pipe = redis.client.Pipeline
+
+
+class Store:
+    """Session records, transcripts, live deltas, the step ledger, locks and leases."""
+
+    def __init__(self, client: redis.Redis, *, lock_timeout: float = 30.0, lock_wait: float = 10.0) -> None:
+        self.r = client
+        self.lock_timeout = lock_timeout
+        self.lock_wait = lock_wait
+
+    # ------------------------------------------------------------------ plumbing
+
+    def ping(self) -> None:
+        try:
+            self.r.ping()
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailable(f"Could not connect to Redis: {exc}") from exc
+
+    def pipeline(self) -> Pipe:
+        return self.r.pipeline(transaction=True)
+
+    @contextmanager
+    def lock(self, sid: str) -> Iterator[None]:
+        """Hold the session's single-writer lock.
+
+        Raises:
+            LockTimeout: another writer held it for longer than ``lock_wait``.
+        """
+        lk = self.r.lock(keys.lock(sid), timeout=self.lock_timeout, blocking_timeout=self.lock_wait)
+        if not lk.acquire():
+            raise LockTimeout(
+                f"Session {sid} is locked by another writer for over {self.lock_wait:.0f}s; try again."
+            )
+        try:
+            yield
+        finally:
+            try:
+                lk.release()
+            except (LockNotOwnedError, LockError):
+                # The lock expired under us; the writes were already fenced by the step owner.
+                pass
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(self, rec: SessionRecord) -> None:
+        if not self.r.set(keys.session(rec.id), rec.model_dump_json(), nx=True):
+            raise ValueError(f"Session {rec.id} already exists")
+        self.r.zadd(keys.sessions(), {rec.id: rec.updated_at})
+
+    def get_session(self, sid: str) -> SessionRecord:
+        raw = self.r.get(keys.session(sid))
+        if raw is None:
+            raise SessionNotFound(f"No session {sid!r}. List sessions with `mainsail sessions`.")
+        return SessionRecord.model_validate_json(raw)
+
+    def save_session(self, rec: SessionRecord, pipe: Pipe | None = None) -> None:
+        rec.updated_at = time.time()
+        p = pipe if pipe is not None else self.r
+        p.set(keys.session(rec.id), rec.model_dump_json())
+        p.zadd(keys.sessions(), {rec.id: rec.updated_at})
+
+    def session_ids(self, limit: int = 100) -> list[str]:
+        """Session ids, most recently updated first."""
+        return [_s(x) for x in self.r.zrevrange(keys.sessions(), 0, limit - 1)]
+
+    def resolve_session(self, prefix: str) -> str:
+        """The one session id starting with ``prefix``.
+
+        Raises:
+            SessionNotFound: nothing matches.
+            AmbiguousSession: several match; the message lists them.
+        """
+        prefix = prefix.strip()
+        if not prefix:
+            raise SessionNotFound("No session id given.")
+        all_ids = [_s(x) for x in self.r.zrevrange(keys.sessions(), 0, -1)]
+        if prefix in all_ids:
+            return prefix
+        matches = [s for s in all_ids if s.startswith(prefix)]
+        if not matches:
+            raise SessionNotFound(f"No session matches {prefix!r}. List sessions with `mainsail sessions`.")
+        if len(matches) > 1:
+            shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
+            raise AmbiguousSession(f"Session prefix {prefix!r} matches {len(matches)} sessions: {shown}")
+        return matches[0]
+
+    # ------------------------------------------------------------------ transcript
+
+    def append(self, sid: str, entries: Iterable, pipe: Pipe) -> None:
+        """Append transcript entries (never trimmed). Call under the lock, in a pipeline."""
+        for e in entries:
+            pipe.xadd(keys.log(sid), {"entry": json.dumps(e.dump(), separators=(",", ":"))})
+
+    def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
+        """Transcript entries after stream id ``after`` (exclusive), oldest first."""
+        start = f"({after}" if after else "-"
+        rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
+        return [(_s(i), parse_entry(f[b"entry"] if b"entry" in f else f["entry"])) for i, f in rows]
+
+    def entries(self, sid: str) -> list:
+        return [e for _, e in self.read_log(sid)]
+
+    def log_length(self, sid: str) -> int:
+        return int(self.r.xlen(keys.log(sid)))
+
+    # ------------------------------------------------------------------ live deltas
+
+    def publish(self, sid: str, data: dict) -> None:
+        """Publish an ephemeral delta for watchers (capped, expiring)."""
+        p = self.r.pipeline(transaction=False)
+        p.xadd(keys.live(sid), {k: str(v) for k, v in data.items()}, maxlen=LIVE_MAXLEN, approximate=True)
+        p.expire(keys.live(sid), LIVE_TTL_SECONDS)
+        p.execute()
+
+    def last_live_id(self, sid: str) -> str:
+        rows = self.r.xrevrange(keys.live(sid), count=1)
+        return _s(rows[0][0]) if rows else "0-0"
+
+    def tail(self, streams: dict[str, str], block_ms: int) -> list[tuple[str, list[tuple[str, dict]]]]:
+        """XREAD BLOCK on several streams from the last ids seen (never ``$``)."""
+        rows = self.r.xread(streams, block=block_ms)
+        out = []
+        for key, items in rows or []:
+            out.append((_s(key), [(_s(i), {_s(k): _s(v) for k, v in f.items()}) for i, f in items]))
+        return out
+
+    # ------------------------------------------------------------------ steps and leases
+
+    def get_step(self, sid: str, step_id: str) -> StepRecord:
+        raw = self.r.hget(keys.steps(sid), step_id)
+        if raw is None:
+            raise StepNotFound(f"Session {sid} has no step {step_id}")
+        return StepRecord.model_validate_json(raw)
+
+    def steps(self, sid: str) -> list[StepRecord]:
+        return [StepRecord.model_validate_json(v) for v in self.r.hvals(keys.steps(sid))]
+
+    def put_step(self, step: StepRecord, pipe: Pipe | None = None) -> None:
+        step.updated_at = time.time()
+        p = pipe if pipe is not None else self.r
+        p.hset(keys.steps(step.session_id), step.id, step.model_dump_json())
+
+    def set_deadline(self, step: StepRecord, deadline: float, pipe: Pipe | None = None, *, only_existing=False) -> None:
+        """Set when the reaper should look at ``step`` again (lease expiry or pickup deadline)."""
+        p = pipe if pipe is not None else self.r
+        p.zadd(keys.leases(), {keys.lease_member(step.session_id, step.id): deadline}, xx=only_existing)
+
+    def clear_deadline(self, step: StepRecord, pipe: Pipe | None = None) -> None:
+        p = pipe if pipe is not None else self.r
+        p.zrem(keys.leases(), keys.lease_member(step.session_id, step.id))
+
+    def deadline(self, step: StepRecord) -> float | None:
+        return self.r.zscore(keys.leases(), keys.lease_member(step.session_id, step.id))
+
+    def due(self, now: float, limit: int = 200) -> list[tuple[str, str]]:
+        """Steps whose lease or pickup deadline has passed."""
+        rows = self.r.zrangebyscore(keys.leases(), "-inf", now, start=0, num=limit)
+        return [keys.parse_lease_member(_s(m)) for m in rows]
+
+    # ------------------------------------------------------------------ inbox
+
+    def push_inbox(self, sid: str, text: str, pipe: Pipe | None = None) -> None:
+        (pipe if pipe is not None else self.r).rpush(keys.inbox(sid), text)
+
+    def pop_inbox(self, sid: str) -> str | None:
+        v = self.r.lpop(keys.inbox(sid))
+        return _s(v) if v is not None else None
+
+    def inbox(self, sid: str) -> list[str]:
+        return [_s(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
+
+    # ------------------------------------------------------------------ files read (Write/Edit rule)
+
+    def files_tracker(self, sid: str) -> "RedisFileTracker":
+        return RedisFileTracker(self.r, sid)
+
+    # ------------------------------------------------------------------ workers
+
+    def register_worker(self, name: str, queues: list[str], ttl: float, info: dict | None = None) -> None:
+        p = self.r.pipeline(transaction=False)
+        p.zadd(keys.workers(), {name: time.time() + ttl})
+        p.hset(keys.worker(name), mapping={"queues": ",".join(queues), **(info or {})})
+        p.expire(keys.worker(name), int(ttl) + 5)
+        p.execute()
+
+    def unregister_worker(self, name: str) -> None:
+        p = self.r.pipeline(transaction=False)
+        p.zrem(keys.workers(), name)
+        p.delete(keys.worker(name))
+        p.execute()
+
+    def live_queues(self) -> set[str]:
+        """Queues served by at least one worker whose registration has not expired."""
+        now = time.time()
+        names = [_s(n) for n in self.r.zrangebyscore(keys.workers(), now, "+inf")]
+        queues: set[str] = set()
+        for n in names:
+            q = self.r.hget(keys.worker(n), "queues")
+            if q:
+                queues.update(_s(q).split(","))
+        return queues
+
+
+class RedisFileTracker:
+    """Which files a session has read, shared by every worker."""
+
+    def __init__(self, r: redis.Redis, sid: str) -> None:
+        self.r = r
+        self.key = keys.files_read(sid)
+
+    def get(self, path: str) -> float | None:
+        v = self.r.hget(self.key, path)
+        return float(v) if v is not None else None
+
+    def set(self, path: str, mtime: float) -> None:
+        self.r.hset(self.key, path, repr(mtime))
+
+
+def _s(v) -> str:
+    return v.decode() if isinstance(v, bytes) else v

@@ -1,0 +1,52 @@
+"""Claude Code's core tools: Bash, Glob, Grep, Read, Edit, Write.
+
+Importing this package registers all of them in :data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.tools import bash, edit, glob, grep, read, write  # noqa: F401  (registers)
+from workflows.tools.base import (
+    REGISTRY,
+    MemoryTracker,
+    Tool,
+    ToolContext,
+    ToolInput,
+    ToolOutput,
+    get_tool,
+    run_tool,
+    validate_input,
+)
+from workflows.tools.bash import kill_process_group
+
+TOOL_ORDER = ("Bash", "Glob", "Grep", "Read", "Edit", "Write")
+
+
+def tool_schemas(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The Messages API tool definitions, in a stable order (Claude Code's, then by name).
+
+    Raises:
+        ToolInputError: ``names`` holds a tool that is not registered.
+    """
+    wanted = list(REGISTRY) if names is None else [get_tool(n).name for n in names]
+    rank = {name: i for i, name in enumerate(TOOL_ORDER)}
+    ordered = sorted(dict.fromkeys(wanted), key=lambda n: (rank.get(n, len(rank)), n))
+    return [REGISTRY[n].schema() for n in ordered]
+
+
+__all__ = [
+    "REGISTRY",
+    "TOOL_ORDER",
+    "MemoryTracker",
+    "Tool",
+    "ToolContext",
+    "ToolInput",
+    "ToolOutput",
+    "get_tool",
+    "kill_process_group",
+    "run_tool",
+    "tool_schemas",
+    "validate_input",
+]

@@ -1,0 +1,230 @@
+"""Bash: run a shell command in the session's working directory, in its own process group."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import IO
+
+from pydantic import Field
+
+from workflows.exceptions import ToolError
+from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
+
+MAX_TIMEOUT_MS = 600_000
+POLL_SECONDS = 0.05
+KILL_GRACE_SECONDS = 2.0
+# After the shell exits, how long to wait for a background child still holding the pipes.
+DRAIN_SECONDS = 1.0
+NO_OUTPUT = "(Bash completed with no output)"
+
+
+def _shell() -> str:
+    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_process_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM ``proc``'s whole process group, then SIGKILL whatever is left after ``grace`` s.
+
+    ``proc`` must have been started with ``start_new_session=True`` (its pid is the pgid).
+    The shell itself is reaped. Safe to call on a process that already exited.
+    """
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the shell so it does not keep the group alive as a zombie
+        if proc.returncode is not None and not _group_alive(pgid):
+            break
+        time.sleep(POLL_SECONDS)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+class _Collector:
+    """Reads one pipe to its end in a thread; keeps the first ``cap`` characters, counts the rest."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        self.cap = cap
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _add(self, text: str) -> None:
+        with self._lock:
+            room = self.cap - self.kept
+            if room > 0:
+                self.parts.append(text[:room])
+                self.kept += min(room, len(text))
+            self.dropped += max(0, len(text) - max(room, 0))
+
+    def _run(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            while True:
+                chunk = self._stream.read1(65536)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                self._add(decoder.decode(chunk))
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._add(decoder.decode(b"", final=True))
+
+    def snapshot(self) -> tuple[str, int]:
+        with self._lock:
+            return "".join(self.parts), self.dropped
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command to execute")
+    timeout: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT_MS,
+        description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})",
+    )
+    description: str | None = Field(
+        default=None,
+        description="Clear, concise description of what this command does in 5-10 words, in "
+        "active voice.",
+    )
+
+
+@register
+class BashTool(Tool):
+    name = "Bash"
+    description = (
+        "Executes a given bash command with an optional timeout, in the session's working "
+        "directory.\n\n"
+        "Usage notes:\n"
+        "- The command argument is required.\n"
+        f"- You can specify an optional timeout in milliseconds (up to {MAX_TIMEOUT_MS}ms / "
+        "10 minutes). If not specified, commands will timeout after 120000ms (2 minutes).\n"
+        "- It is very helpful if you write a clear, concise description of what this command "
+        "does in 5-10 words.\n"
+        "- If the output exceeds 30000 characters, output will be truncated before being "
+        "returned to you.\n"
+        "- Avoid using Bash with the `find`, `grep`, `cat`, `head`, `tail`, `sed`, `awk`, or "
+        "`echo` commands to search and read files; use the dedicated Glob, Grep, Read, Edit "
+        "and Write tools instead.\n"
+        "- When issuing multiple commands, use ';' or '&&' to separate them. DO NOT use "
+        "newlines (newlines are ok in quoted strings).\n"
+        "- A non-zero exit code is reported as an error with the output and the exit code."
+    )
+    input_model = BashInput
+    read_only = False
+    idempotent = False
+
+    def summary(self, args: dict) -> str:
+        return str(args.get("command", ""))
+
+    def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
+        timeout_ms = min(args.timeout or ctx.bash_default_timeout_ms, ctx.bash_max_timeout_ms)
+        timeout_label = f"{timeout_ms / 1000:g}s"
+        if ctx.cancel.is_set():
+            return ToolOutput(
+                content="Command was interrupted (the session was cancelled) before it started.",
+                is_error=True,
+                display="interrupted",
+            )
+        try:
+            proc = subprocess.Popen(
+                [_shell(), "-c", args.command],
+                cwd=str(ctx.cwd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"Cannot start the command in {ctx.cwd}: {exc}") from None
+
+        cap = ctx.max_output_chars
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _Collector(proc.stdout, cap), _Collector(proc.stderr, cap)
+        deadline = time.monotonic() + timeout_ms / 1000
+        stopped: str | None = None
+        while True:
+            try:
+                proc.wait(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if ctx.cancel.is_set():
+                stopped = "Command was interrupted (the session was cancelled)"
+                break
+            if time.monotonic() >= deadline:
+                stopped = f"Command timed out after {timeout_label}"
+                break
+        if stopped:
+            kill_process_group(proc)
+
+        # The shell is gone; wait for the pipes to close (a background child may hold them).
+        drain_until = time.monotonic() + DRAIN_SECONDS
+        for c in (out, err):
+            c.thread.join(timeout=max(0.0, drain_until - time.monotonic()))
+        for c, stream in ((out, proc.stdout), (err, proc.stderr)):
+            if not c.thread.is_alive():
+                stream.close()
+
+        text = self._combine(out, err, cap)
+        rc = proc.returncode
+        if stopped:
+            content = f"{text}\n{stopped}" if text else stopped
+            return ToolOutput(content=content, is_error=True, display=stopped.split(" (")[0])
+
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        if rc != 0:
+            code = 128 - rc if rc is not None and rc < 0 else rc
+            tail = f"Exit code {code}"
+            content = f"{text}\n{tail}" if text else tail
+            display = f"exit {code}" + (f": {first}" if first else "")
+            return ToolOutput(content=content, is_error=True, display=display[:100])
+        if not text.strip():
+            return ToolOutput(content=NO_OUTPUT, display="(no output)")
+        return ToolOutput(content=text, display=first[:100])
+
+    @staticmethod
+    def _combine(out: _Collector, err: _Collector, cap: int) -> str:
+        o, o_drop = out.snapshot()
+        e, e_drop = err.snapshot()
+        o, e = o.rstrip("\n"), e.rstrip("\n")
+        if o_drop:  # stdout alone is past the cap: stderr is all beyond it
+            text, dropped = o, o_drop + len(e) + e_drop
+        else:
+            text = f"{o}\n{e}" if o and e else (o or e)
+            dropped = e_drop
+        if len(text) > cap:
+            dropped += len(text) - cap
+            text = text[:cap]
+        if dropped:
+            text += f"\n\n... [output truncated: {dropped} more characters]"
+        return text
