@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 PREFIX = "mainsail:"
-_ID = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+_ID = re.compile(r"\A[A-Za-z0-9_\-]{1,128}\Z")  # \Z: "$" would accept a trailing newline
 
 
 def _check(kind: str, value: str) -> str:

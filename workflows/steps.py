@@ -13,6 +13,7 @@ import threading
 from typing import Callable
 
 import anthropic
+from redis.exceptions import RedisError
 
 from workflows.context import build_request
 from workflows.engine import Engine
@@ -104,6 +105,10 @@ def _model_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.
         return engine.fail_step(sid, step.id, owner, str(exc))
     except anthropic.APIError as exc:
         return engine.fail_step(sid, step.id, owner, describe_api_error(exc, settings.api_max_retries))
+    except RedisError:
+        raise  # transient: the lease expires and the reaper runs the step again
+    except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang
+        return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     return engine.record_model_reply(sid, step.id, owner, reply)
 
 

@@ -28,13 +28,29 @@ def _shell() -> str:
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs (zombies awaiting a reaper don't count)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    if not os.path.isdir("/proc/self"):
+        return True
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after the ")" of the command: state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def kill_process_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks (not part of the installed package). See bench/README.md."""

@@ -1,0 +1,119 @@
+"""End-to-end fixtures: the installed ``mainsail`` command, real worker processes,
+a private Redis and a fake Messages API over HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workflows.store import Store
+
+MAINSAIL = shutil.which("mainsail")
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class Cluster:
+    """Worker processes and CLI invocations sharing one environment."""
+
+    def __init__(self, env: dict, store: Store, tmp: Path) -> None:
+        self.env = env
+        self.store = store
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen] = []
+
+    def registered(self, pid: int) -> bool:
+        return any(name.decode().startswith(f"mainsail-{pid}@")
+                   for name in self.store.r.zrangebyscore("mainsail:workers", time.time(), "+inf"))
+
+    def start_worker(self, *args: str, cmd: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen(cmd or [MAINSAIL, "worker", *args], env=env or self.env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        wait_for(lambda: self.registered(proc.pid) or proc.poll() is not None, 30, what="worker registration")
+        assert proc.poll() is None, (self.tmp / f"worker-{len(self.procs) - 1}.log").read_text()
+        return proc
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        """SIGKILL, as a crash would: no shutdown, no ack, no unregistration."""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def mainsail(self, *args: str, cwd: Path, background: bool = False, timeout: float = 120):
+        cmd = [MAINSAIL, *args]
+        if background:
+            proc = subprocess.Popen(cmd, cwd=cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            self.procs.append(proc)
+            return proc
+        return subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture
+def cluster(real_redis, redis_server, tmp_path):
+    if MAINSAIL is None:
+        pytest.skip("the mainsail command is not installed (pip install -e .)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+    env.update({
+        "MAINSAIL_REDIS_URL": redis_server.url,
+        "MAINSAIL_DATA_DIR": str(tmp_path / "data"),
+        "MAINSAIL_LEASE_SECONDS": "2",
+        "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5",
+        "MAINSAIL_PICKUP_TIMEOUT_SECONDS": "10",
+        "MAINSAIL_EMBEDDED_WORKER": "false",
+        "ANTHROPIC_API_KEY": "test-key",
+        "PYTHONUNBUFFERED": "1",
+    })
+    c = Cluster(env, Store(real_redis), tmp_path)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    from workflows.scripted import DEMO_FILES
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name, content in DEMO_FILES.items():
+        (ws / name).write_text(content)
+    return ws
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+__all__ = ["wait_for", "Cluster", "sys"]
