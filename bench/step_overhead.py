@@ -78,23 +78,43 @@ class Procs:
             raise RuntimeError(f"{name} exited with status {p.returncode}\n{tail}")
 
     def stop(self, p: subprocess.Popen, timeout: float = 10.0) -> None:
-        if p.poll() is None:
+        name = next(n for n, q, _ in self.procs if q is p)
+        t0 = time.monotonic()
+        self._terminate([(name, p)], timeout)
+        print(f"stopped {name} in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+
+    def stop_all(self, timeout: float = 10.0) -> None:
+        """Terminate every process still running, wait up to ``timeout`` in all, kill the rest.
+
+        Workers are signalled before Redis (they talk to it while shutting down).
+        Further Ctrl-C / SIGTERM are ignored meanwhile, so cleanup cannot be cut short.
+        """
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            workers = [(n, p) for n, p, _ in self.procs if n != "redis-server"]
+            servers = [(n, p) for n, p, _ in self.procs if n == "redis-server"]
+            for tier in (workers, servers):
+                self._terminate(tier, timeout)
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    @staticmethod
+    def _terminate(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
+        live = [(n, p) for n, p in procs if p.poll() is None]
+        for _, p in live:
             try:
                 p.terminate()
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
             except ProcessLookupError:
                 pass
-
-    def stop_all(self) -> None:
-        # Workers first (they talk to Redis), Redis last.
-        for _, p, _ in reversed(self.procs):
+        deadline = time.monotonic() + timeout
+        for name, p in live:
             try:
-                self.stop(p)
-            except Exception as exc:  # keep stopping the others
-                print(f"warning: could not stop pid {p.pid}: {exc}", file=sys.stderr)
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                print(f"warning: {name} (pid {p.pid}) did not stop in {timeout:g}s; killing it", file=sys.stderr)
+                p.kill()
+                p.wait(5)
 
 
 def start_redis(procs: Procs, tmp: Path) -> str:
@@ -266,7 +286,11 @@ def run_bare_phase(procs: Procs, tmp: Path, base_url: str, rounds: int) -> dict:
 
     n = max(50, rounds * 20)
     timed(one, 20)  # warm-up
+    stats_client = redis.Redis.from_url(url)
+    stats_client.config_resetstat()
     ones = timed(one, n)
+    cmds = redis_command_stats(stats_client)
+    stats_client.close()
     threes = timed(three, max(20, n // 3))
     chains = timed(chained, max(20, n // 3))
     procs.stop(worker)
@@ -275,6 +299,7 @@ def run_bare_phase(procs: Procs, tmp: Path, base_url: str, rounds: int) -> dict:
         "three": statistics.median(threes),
         "chain3": statistics.median(chains),
         "n": n,
+        "redis_cmds_per_rt": sum(cmds.values()) / n,
     }
 
 
@@ -310,7 +335,12 @@ def report(steps: int, rounds: int, agent: dict, bare: dict) -> None:
     per = steps * rounds
     print(f"redis commands per agent step (whole server, incl. broker and watcher): "
           f"{agent['redis_cmds_per_step']:.1f}  [" + ", ".join(f"{k} {v / per:.1f}" for k, v in top) + "]")
+    print(f"redis commands per bare round trip (incl. result backend): {bare['redis_cmds_per_rt']:.1f}")
     print("session walls (ms): " + ", ".join(f"{w * 1000:.0f}" for w in agent["walls"]))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--steps and --rounds must be >= 1")
 
     # SIGTERM (e.g. from a CI timeout) cleans up like Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     tmp = Path(tempfile.mkdtemp(prefix="mainsail-bench-"))
     procs = Procs()
     try:

@@ -70,6 +70,12 @@ def resolve_redis_url(settings: Settings) -> str:
 
 
 _fake_server = None
+_threads_started = False
+
+
+def in_process_threads_started() -> bool:
+    """True once this process runs a worker or a fakeredis server of its own."""
+    return _threads_started
 
 
 def _embedded(settings: Settings) -> str:
@@ -80,7 +86,7 @@ def _embedded(settings: Settings) -> str:
         url = url_file.read_text().strip()
         if _ping(url):
             return url
-    binary = shutil.which("redis-server")
+    binary = shutil.which(settings.redis_server_bin) if settings.redis_server_bin else None
     if binary:
         port = _free_port()
         subprocess.run(
@@ -102,11 +108,12 @@ def _embedded(settings: Settings) -> str:
 
 
 def _fakeredis_server() -> str:
-    global _fake_server
+    global _fake_server, _threads_started
     from fakeredis import TcpFakeServer
 
     port = _free_port()
     _fake_server = TcpFakeServer(("127.0.0.1", port), server_type="redis")
+    _threads_started = True
     threading.Thread(target=_fake_server.serve_forever, daemon=True, name="fakeredis").start()
     _note("warning: no Redis server and no redis-server binary found; using an in-memory Redis in this "
           "process. Nothing survives this command: install Redis or set MAINSAIL_REDIS_URL.")
@@ -149,6 +156,8 @@ def ensure_worker(rt: Runtime, settings: Settings, queues: tuple[str, ...] = ("m
         return
     from tasks.worker import InProcessWorker
 
+    global _threads_started
+    _threads_started = True
     rt.worker = InProcessWorker(concurrency=settings.worker_concurrency).start()
     if not quiet:
         _note("No worker is listening; running one in this process. "

@@ -6,6 +6,7 @@ a user is a bug.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -48,8 +49,24 @@ _register()
 
 
 def main() -> None:
+    code: int | str | None = 0
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        code = 130
+    except SystemExit as exc:
+        code = exc.code
+    from cli import connect
+
+    if connect.in_process_threads_started():
+        # Celery's pool threads of an in-process worker cannot be joined reliably
+        # (a blocking broker read may never return); the session state is all in
+        # Redis, so leave without waiting for them.
+        if isinstance(code, str):
+            click.echo(code, err=True)
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or 0)
+    sys.exit(code)

@@ -21,10 +21,11 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from statemachines import Snapshot, State, next_state
 from workflows import keys
-from workflows.exceptions import SessionBusy, ToolInputError
+from workflows.exceptions import SessionBusy, SessionNotFound, StepNotFound, ToolInputError
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
@@ -55,6 +56,12 @@ from workflows.tools.base import ToolOutput
 QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory"}
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
+class Claim(NamedTuple):
+    step: StepRecord | None
+    follow_ups: list[StepRecord]
+    session: SessionRecord
 
 
 @dataclass
@@ -134,40 +141,38 @@ class Engine:
 
     # ================================================================== step protocol
 
-    def claim(self, sid: str, step_id: str, owner: str) -> tuple[StepRecord | None, list[StepRecord]]:
+    def claim(self, sid: str, step_id: str, owner: str) -> Claim:
         """Claim a step for ``owner``.
 
-        Returns ``(step, [])`` when the caller now runs it, ``(None, steps)`` when it
-        must not (done, superseded, someone else's live lease, or attempts used up,
-        in which case the failure is committed and ``steps`` may hold follow-ups).
+        ``Claim.step`` is set when the caller now runs it (with ``Claim.session`` as
+        of the claim); it is None when the caller must not (done, superseded,
+        someone else's live lease, or attempts used up, in which case the failure
+        is committed and ``Claim.follow_ups`` may hold steps to dispatch).
         """
         now = time.time()
         with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            step = self.store.get_step(sid, step_id)
+            rec, step, deadline = self.store.load_step(sid, step_id)
             if step.finished:
-                return None, []
+                return Claim(None, [], rec)
             tx = _Tx(rec)
             if step.epoch != rec.epoch:
                 self._supersede(tx, step)
                 self._commit(tx)
-                return None, []
-            if step.status is StepStatus.RUNNING:
-                deadline = self.store.deadline(step)
-                if deadline is not None and deadline > now:
-                    return None, []
+                return Claim(None, [], rec)
+            if step.status is StepStatus.RUNNING and deadline is not None and deadline > now:
+                return Claim(None, [], rec)
             if step.attempt >= self.settings.max_attempts:
                 self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
                            "its worker stopped each time (lease expired).")
                 self._commit(tx)
-                return None, tx.dispatch
+                return Claim(None, tx.dispatch, rec)
             step.status = StepStatus.RUNNING
             step.attempt += 1
             step.owner = owner
             tx.steps.append(step)
             tx.leases[step.id] = (step, now + self.settings.lease_seconds)
             self._commit(tx)
-        return step, []
+        return Claim(step, [], rec)
 
     def heartbeat(self, sid: str, step_id: str, owner: str) -> bool:
         """Extend the lease of a running step. False: the step is no longer ours to run."""
@@ -251,9 +256,8 @@ class Engine:
     def _reap_one(self, sid: str, step_id: str, now: float) -> list[StepRecord]:
         with self.store.lock(sid):
             try:
-                rec = self.store.get_session(sid)
-                step = self.store.get_step(sid, step_id)
-            except Exception:
+                rec, step, deadline = self.store.load_step(sid, step_id)
+            except (SessionNotFound, StepNotFound):
                 self.store.r.zrem(keys.leases(), keys.lease_member(sid, step_id))
                 return []
             tx = _Tx(rec)
@@ -265,7 +269,6 @@ class Engine:
                 self._supersede(tx, step)
                 self._commit(tx)
                 return []
-            deadline = self.store.deadline(step)
             if deadline is not None and deadline > now:
                 return []
             if step.status is StepStatus.RUNNING:
@@ -405,8 +408,7 @@ class Engine:
     # ================================================================== helpers
 
     def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord]:
-        rec = self.store.get_session(sid)
-        step = self.store.get_step(sid, step_id)
+        rec, step, _ = self.store.load_step(sid, step_id)
         if step.status is not StepStatus.RUNNING or step.owner != owner:
             return None, step
         if step.epoch != rec.epoch:

@@ -18,6 +18,7 @@ scripted ``errors`` have been served.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import threading
@@ -52,6 +53,7 @@ __all__ = [
 
 SCRIPTED_BASE_URL = "http://scripted.invalid"
 FINISHED_TEXT = "(script finished)"
+MAX_RECORDED_REQUESTS = 1000
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -197,7 +199,8 @@ class ScriptedMessagesAPI:
 
     def __init__(self, script: Script | TurnFunction | dict | None = None) -> None:
         self._lock = threading.Lock()
-        self._requests: list[dict] = []
+        # Bounded: a long-running worker serving demo sessions must not grow without end.
+        self._requests: collections.deque[dict] = collections.deque(maxlen=MAX_RECORDED_REQUESTS)
         self._error_counts: dict[int, int] = {}
         self._ids = itertools.count(1)
         self._script: Script | TurnFunction = Script()

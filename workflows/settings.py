@@ -34,6 +34,10 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/0",
         description="Tried when MAINSAIL_REDIS_URL is unset, before starting an embedded Redis.",
     )
+    redis_server_bin: str = Field(
+        default="redis-server",
+        description="The binary for the embedded Redis; empty: use an in-process fakeredis server instead.",
+    )
     model: str = Field(default="claude-sonnet-4-5", description="Model for new sessions.")
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "MAINSAIL_ANTHROPIC_API_KEY")

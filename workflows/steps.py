@@ -19,7 +19,7 @@ from workflows.context import build_request
 from workflows.engine import Engine
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.model_client import client_for, describe_api_error, stream_reply
-from workflows.models import StepKind, StepRecord, new_id
+from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 
@@ -67,7 +67,7 @@ class Heartbeat(threading.Thread):
 def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
     """Claim and run one step, commit its result, dispatch what follows. Returns what happened."""
     owner = owner_token()
-    step, follow_ups = engine.claim(sid, step_id, owner)
+    step, follow_ups, rec = engine.claim(sid, step_id, owner)
     if step is None:
         dispatch(follow_ups)
         return "skipped"
@@ -76,9 +76,9 @@ def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
     beat.start()
     try:
         if step.kind is StepKind.MODEL:
-            next_steps = _model_step(engine, step, owner, cancel)
+            next_steps = _model_step(engine, rec, step, owner, cancel)
         elif step.kind is StepKind.TOOL:
-            next_steps = _tool_step(engine, step, owner, cancel)
+            next_steps = _tool_step(engine, rec, step, owner, cancel)
         else:
             next_steps = engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
     finally:
@@ -87,11 +87,11 @@ def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
     return "done"
 
 
-def _model_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> list[StepRecord]:
+def _model_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+                cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
-    rec = store.get_session(sid)
-    request = build_request(rec, store.entries(sid), settings.max_tokens)
+    request = build_request(rec, store.cached_entries(sid), settings.max_tokens)
 
     def on_text(text: str) -> None:
         store.publish(sid, {"type": "text", "step": step.id, "attempt": step.attempt, "text": text})
@@ -112,10 +112,10 @@ def _model_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.
     return engine.record_model_reply(sid, step.id, owner, reply)
 
 
-def _tool_step(engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> list[StepRecord]:
+def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+               cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
-    rec = store.get_session(sid)
     call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
     if call is None:
         return engine.fail_step(sid, step.id, owner, f"Tool step {step.id} has no tool call in the session.")

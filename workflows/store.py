@@ -8,7 +8,9 @@ land in one MULTI/EXEC. Readers need no lock.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
@@ -29,6 +31,7 @@ from workflows.models import SessionRecord, StepRecord, parse_entry
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
+ENTRY_CACHE_SESSIONS = 64
 
 Pipe = redis.client.Pipeline
 
@@ -40,6 +43,8 @@ class Store:
         self.r = client
         self.lock_timeout = lock_timeout
         self.lock_wait = lock_wait
+        self._cache: OrderedDict[str, tuple[str | None, list]] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -62,7 +67,7 @@ class Store:
         lk = self.r.lock(keys.lock(sid), timeout=self.lock_timeout, blocking_timeout=self.lock_wait)
         if not lk.acquire():
             raise LockTimeout(
-                f"Session {sid} is locked by another writer for over {self.lock_wait:.0f}s; try again."
+                f"Session {sid} is locked by another writer for over {self.lock_wait:g}s; try again."
             )
         try:
             yield
@@ -133,6 +138,24 @@ class Store:
     def entries(self, sid: str) -> list:
         return [e for _, e in self.read_log(sid)]
 
+    def cached_entries(self, sid: str) -> list:
+        """All transcript entries, reading only what is new since this process last asked.
+
+        Entries are append-only and never rewritten, so a per-process cache keyed
+        by the last stream id is always right; it turns the model step's
+        transcript read from O(session) into O(new entries).
+        """
+        with self._cache_lock:
+            last_id, cached = self._cache.get(sid, (None, []))
+        rows = self.read_log(sid, after=last_id)
+        entries = cached + [e for _, e in rows]
+        with self._cache_lock:
+            self._cache[sid] = (rows[-1][0] if rows else last_id, entries)
+            self._cache.move_to_end(sid)
+            while len(self._cache) > ENTRY_CACHE_SESSIONS:
+                self._cache.popitem(last=False)
+        return list(entries)
+
     def log_length(self, sid: str) -> int:
         return int(self.r.xlen(keys.log(sid)))
 
@@ -164,6 +187,19 @@ class Store:
         if raw is None:
             raise StepNotFound(f"Session {sid} has no step {step_id}")
         return StepRecord.model_validate_json(raw)
+
+    def load_step(self, sid: str, step_id: str) -> tuple[SessionRecord, StepRecord, float | None]:
+        """The session, one of its steps and that step's deadline, in one round trip."""
+        p = self.r.pipeline(transaction=False)
+        p.get(keys.session(sid))
+        p.hget(keys.steps(sid), step_id)
+        p.zscore(keys.leases(), keys.lease_member(sid, step_id))
+        raw_rec, raw_step, deadline = p.execute()
+        if raw_rec is None:
+            raise SessionNotFound(f"No session {sid!r}. List sessions with `mainsail sessions`.")
+        if raw_step is None:
+            raise StepNotFound(f"Session {sid} has no step {step_id}")
+        return SessionRecord.model_validate_json(raw_rec), StepRecord.model_validate_json(raw_step), deadline
 
     def steps(self, sid: str) -> list[StepRecord]:
         return [StepRecord.model_validate_json(v) for v in self.r.hvals(keys.steps(sid))]

@@ -226,7 +226,7 @@ def test_a_late_result_after_cancel_is_discarded_and_the_transcript_stays_valid(
     inline.run(1)
     (tool_step,) = list(inline.queue)
     owner = owner_token()
-    claimed, _ = engine.claim(rec.id, tool_step.id, owner)
+    claimed = engine.claim(rec.id, tool_step.id, owner).step
     assert claimed is not None
     assert engine.cancel(rec.id) is True
     length = engine.store.log_length(rec.id)
@@ -247,7 +247,7 @@ def test_reaper_redispatches_a_step_whose_worker_died(engine, ws, settings):
     rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
     inline = Inline(engine)
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
-    dead, _ = engine.claim(rec.id, step.id, "dead-worker")  # claims, then never finishes
+    dead = engine.claim(rec.id, step.id, "dead-worker").step  # claims, then never finishes
     assert dead is not None
     assert engine.reap(time.time()) == []  # lease still alive
     again = engine.reap(time.time() + settings.lease_seconds + 1)
@@ -269,7 +269,7 @@ def test_a_step_that_keeps_losing_its_worker_fails_the_run(engine, ws, settings)
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     now = time.time()
     for i in range(2):
-        assert engine.claim(rec.id, step.id, f"dead-{i}")[0] is not None
+        assert engine.claim(rec.id, step.id, f"dead-{i}").step is not None
         now += settings.lease_seconds + 1
         engine.reap(now)
     assert engine.store.get_step(rec.id, step.id).status is StepStatus.FAILED
@@ -287,7 +287,7 @@ def test_a_mutating_command_whose_worker_died_is_not_run_again(engine, ws, setti
     inline.run(1)
     (tool_step,) = list(inline.queue)
     inline.queue.clear()
-    assert engine.claim(rec.id, tool_step.id, "dead")[0] is not None  # died mid-command
+    assert engine.claim(rec.id, tool_step.id, "dead").step is not None  # died mid-command
     inline.dispatch(engine.reap(time.time() + settings.lease_seconds + 1))
     inline.drain()
     assert not marker.exists()

@@ -104,12 +104,15 @@ class Tool:
         return ""
 
     def schema(self) -> dict[str, Any]:
-        """The tool definition sent to the Messages API."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_model.model_json_schema(),
-        }
+        """The tool definition sent to the Messages API (built once per process: it never changes)."""
+        cached = _SCHEMAS.get(self.name)
+        if cached is None:
+            cached = _SCHEMAS[self.name] = {
+                "name": self.name,
+                "description": self.description,
+                "input_schema": self.input_model.model_json_schema(),
+            }
+        return dict(cached)
 
 
 class ToolInput(BaseModel):
@@ -119,6 +122,7 @@ class ToolInput(BaseModel):
 
 
 REGISTRY: dict[str, Tool] = {}
+_SCHEMAS: dict[str, dict[str, Any]] = {}
 
 
 def register(tool_cls: type[Tool]) -> type[Tool]:
