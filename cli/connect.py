@@ -111,13 +111,40 @@ def _fakeredis_server() -> str:
     global _fake_server, _threads_started
     from fakeredis import TcpFakeServer
 
+    _log_fakeredis_errors()
     port = _free_port()
     _fake_server = TcpFakeServer(("127.0.0.1", port), server_type="redis")
     _threads_started = True
     threading.Thread(target=_fake_server.serve_forever, daemon=True, name="fakeredis").start()
+    url = f"redis://127.0.0.1:{port}/0"
+    # fakeredis's TCP server drops the connection after any error reply, including the
+    # NOSCRIPT that redis-py's Lock gets on its first EVALSHA: load the scripts up front.
+    from redis.lock import Lock
+
+    client = redis.Redis.from_url(url)
+    for script in (Lock.LUA_RELEASE_SCRIPT, Lock.LUA_EXTEND_SCRIPT, Lock.LUA_REACQUIRE_SCRIPT):
+        client.script_load(script)
+    client.close()
     _note("warning: no Redis server and no redis-server binary found; using an in-memory Redis in this "
           "process. Nothing survives this command: install Redis or set MAINSAIL_REDIS_URL.")
-    return f"redis://127.0.0.1:{port}/0"
+    return url
+
+
+def _log_fakeredis_errors() -> None:
+    """Send the in-process server's command errors (it drops the connection on one) to stderr."""
+    import logging
+
+    class _Errors(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return str(record.msg).startswith("!!!")
+
+    logger = logging.getLogger("fakeredis")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_Errors())
+    handler.setFormatter(logging.Formatter("fakeredis: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
 
 
 @dataclass

@@ -13,20 +13,36 @@ import click
 import redis
 
 from statemachines import InvalidTransition
-from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
+from workflows.exceptions import MainsailError, StoreUnavailable
+
+
+def _debug(exc: BaseException) -> None:
+    """With MAINSAIL_DEBUG=1, show the traceback behind a message (for bug reports)."""
+    if os.environ.get("MAINSAIL_DEBUG", "").lower() in ("1", "true", "yes"):
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
 
 
 class MainsailGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except ConfigurationError as exc:
-            raise click.ClickException(str(exc)) from None
-        except (MainsailError, InvalidTransition) as exc:
-            raise click.ClickException(str(exc)) from None
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise click.ClickException(str(StoreUnavailable(
-                f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:
+            _debug(exc)
+            raise click.ClickException(_message(exc)) from None
+
+
+def _message(exc: Exception) -> str:
+    """The one-paragraph message a user sees for an exception."""
+    if isinstance(exc, (MainsailError, InvalidTransition)):
+        return str(exc)
+    if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+        return str(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))
+    return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
+            "rerun with MAINSAIL_DEBUG=1 to see where it happened.")
 
 
 @click.group(cls=MainsailGroup)
