@@ -36,6 +36,7 @@ class Renderer:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.show_prompts = show_prompts
         self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
+        self.calls: dict[str, str] = {}  # tool_use id -> "Name(arg)" when a turn made several calls
         self._mid_line = False
 
     def _end_line(self) -> None:
@@ -61,14 +62,20 @@ class Renderer:
                 self._end_line()
                 self.console.print(Text(text))
             self._end_line()
-            for tu in e.message.tool_uses():
-                self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"),
-                                                 f"({_summary(tu.name, tu.input)})"))
+            uses = e.message.tool_uses()
+            for tu in uses:
+                label = f"{tu.name}({_summary(tu.name, tu.input)})"
+                if len(uses) > 1:  # results may arrive in any order: say whose each is
+                    self.calls[tu.id] = label
+                self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"), label[len(tu.name):]))
         elif isinstance(e, UserEntry):
             self._end_line()
             if e.origin == "tool_result":
                 block = e.message.blocks()[0]
                 line = e.display or (block.text.splitlines() or [""])[0]
+                owner = self.calls.pop(getattr(block, "tool_use_id", ""), None)
+                if owner:
+                    line = f"{owner}: {line}"
                 style = "red" if getattr(block, "is_error", False) else "dim"
                 self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
             elif self.show_prompts:

@@ -327,7 +327,7 @@ class Engine:
                 continue
             perm = decide(tool, tu.input, rec.permission_mode)
             if perm.decision is not Decision.ALLOW:
-                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display="denied")))
+                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
                 continue
             if not (tool.read_only and prev_read_only):
                 batch += 1

@@ -28,6 +28,7 @@ class PermissionResult:
     decision: Decision
     reason: str = ""
     source: str = "mode"  # what decided: "mode" or a rule
+    display: str = ""  # one line for the user
 
 
 def decide(tool: Tool, tool_input: dict, mode: PermissionMode) -> PermissionResult:
@@ -41,10 +42,12 @@ def decide(tool: Tool, tool_input: dict, mode: PermissionMode) -> PermissionResu
             f"Permission to use {tool.name} was denied: the session is in plan mode, which is read-only. "
             "Explore with Read, Glob and Grep and present a plan instead of making changes."
         )
+        display = "denied: plan mode is read-only"
     else:
         reason = (
             f"Permission to use {tool.name} was denied: the session's permission mode is {mode.value!r}, "
             "which runs only read-only tools (Read, Glob, Grep) without approval. Do not retry this call; "
             "continue without it, or tell the user to rerun with --permission-mode bypassPermissions."
         )
-    return PermissionResult(Decision.DENY, reason=reason, source=f"mode:{mode.value}")
+        display = f"denied: permission mode {mode.value!r} runs read-only tools only"
+    return PermissionResult(Decision.DENY, reason=reason, source=f"mode:{mode.value}", display=display)
