@@ -1,33 +1,127 @@
-"""Submitting a prompt and staying attached until the run ends (shared by run and demo)."""
+"""Submitting a prompt and staying attached until the run ends (shared by run and demo).
+
+While attached, each permission request is asked at the terminal:
+``⚡ Bash: npm test  (y)es / (n)o / (a)lways``. Typing anything else denies the
+call and passes the text to the model. The question is durable: the same
+request can be answered from another shell (``mainsail approve``), and the
+prompt notices.
+"""
 
 from __future__ import annotations
 
+import select
 import sys
+from collections import deque
+from typing import TextIO
 
 import click
 
 from cli.connect import Runtime
 from cli.render import Renderer, follow
 from tasks.dispatch import dispatch
-from workflows.models import ResultEntry
+from workflows import keys
+from workflows.exceptions import RequestClosed, RequestNotFound
+from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
+
+YES = {"y", "yes"}
+NO = {"n", "no"}
+ALWAYS = {"a", "always"}
+
+
+class Prompter:
+    """Asks for each permission request on ``stdin``; without input, says how to answer elsewhere."""
+
+    def __init__(self, rt: Runtime, sid: str, *, stdin: TextIO | None = None, interactive: bool = True) -> None:
+        self.rt = rt
+        self.sid = sid
+        self.stdin = stdin or sys.stdin
+        self.interactive = interactive
+        self.queue: deque[PermissionRequestEntry] = deque()
+        self.current: PermissionRequestEntry | None = None
+        self.answered: set[str] = set()
+
+    def on_entry(self, e) -> None:
+        if isinstance(e, PermissionRequestEntry):
+            self.queue.append(e)
+        elif isinstance(e, PermissionDecisionEntry) and e.request_id:
+            self.queue = deque(q for q in self.queue if q.request_id != e.request_id)
+            if self.current and self.current.request_id == e.request_id:
+                if e.request_id not in self.answered and self.interactive:
+                    click.echo(" (answered from another shell)", err=True)  # closes the prompt line
+                self.current = None
+
+    def poll(self) -> None:
+        if self.current is None and self.queue:
+            self.current = self.queue.popleft()
+            self._ask(self.current)
+        if self.current is None or not self.interactive:
+            return
+        try:
+            ready, _, _ = select.select([self.stdin], [], [], 0)
+        except (ValueError, OSError):  # no selectable stdin
+            ready = []
+            self.interactive = False
+        if not ready:
+            return
+        line = self.stdin.readline()
+        if line == "":
+            self.interactive = False
+            self._explain(self.current)
+            return
+        self._answer(self.current, line.strip())
+
+    def _ask(self, req: PermissionRequestEntry) -> None:
+        if self.interactive:
+            click.echo(click.style("⚡ ", fg="yellow") + f"{req.tool}: {req.summary}  "
+                       + click.style("(y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
+        else:
+            self._explain(req)
+
+    def _explain(self, req: PermissionRequestEntry) -> None:
+        click.echo(f"⚡ Waiting for approval of {req.tool}: {req.summary} (request {req.request_id}). "
+                   f"Answer from any shell: mainsail approve {self.sid[:8]} {req.request_id}  "
+                   f"or  mainsail deny {self.sid[:8]} {req.request_id} -m '...'", err=True)
+
+    def _answer(self, req: PermissionRequestEntry, text: str) -> None:
+        low = text.lower()
+        if not text:
+            self._ask(req)
+            return
+        approve = low in YES or low in ALWAYS
+        try:
+            steps = self.rt.engine.decide_request(
+                self.sid, req.request_id, approve, always=low in ALWAYS,
+                message=None if (approve or low in NO) else text)
+        except (RequestClosed, RequestNotFound) as exc:
+            click.echo(f"  {exc}", err=True)
+            self.current = None
+            return
+        self.answered.add(req.request_id)
+        dispatch(steps)
+        self.current = None
 
 
 def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = False,
-                     renderer: Renderer | None = None) -> ResultEntry:
+                     renderer: Renderer | None = None, interactive: bool | None = None) -> ResultEntry:
     """Submit ``prompt`` to session ``sid`` and follow it to its result entry.
 
     Ctrl-C detaches (the session goes on where a worker serves it) and exits 130.
     """
     after = _last_id(rt, sid)
     dispatch(rt.engine.submit(sid, prompt))
-    r = None if print_mode else (renderer or Renderer(show_prompts=False))
+    if interactive is None:
+        interactive = not print_mode
+    r = None if print_mode else (renderer or Renderer(show_prompts=False, show_requests=False))
+    prompter = Prompter(rt, sid, interactive=interactive)
+
+    def on_entry(e) -> None:
+        prompter.on_entry(e)  # first: an open prompt line is closed before anything else prints
+        if r:
+            r.entry(e)
+
     try:
-        result = follow(
-            rt.store, sid,
-            on_entry=(r.entry if r else lambda e: None),
-            on_delta=(r.delta if r else None),
-            after=after,
-        )
+        result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,
+                        poll=prompter.poll)
     except KeyboardInterrupt:
         if r:
             r.close()
@@ -39,7 +133,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
 
 
 def _last_id(rt: Runtime, sid: str) -> str | None:
-    rows = rt.store.r.xrevrange(f"mainsail:session:{sid}:log", count=1)
+    rows = rt.store.r.xrevrange(keys.log(sid), count=1)
     if not rows:
         return None
     rid = rows[0][0]
@@ -53,5 +147,7 @@ def finish(result: ResultEntry, print_mode: bool) -> None:
             click.echo(f"Error ({result.subtype}): {result.result}", err=True)
         else:
             click.echo(result.result)
+        for d in result.permission_denials:
+            click.echo(f"Denied: {d['tool_name']} {d['tool_input']}", err=True)
     if result.is_error:
         sys.exit(1)

@@ -52,13 +52,16 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from cli import demo, fsm, run, worker
+    from cli import approvals, demo, fsm, run, worker
 
     cli.add_command(run.run)
     cli.add_command(worker.worker)
     cli.add_command(worker.reap)
     cli.add_command(demo.demo)
     cli.add_command(fsm.fsm)
+    cli.add_command(approvals.pending)
+    cli.add_command(approvals.approve)
+    cli.add_command(approvals.deny)
 
 
 _register()

@@ -17,7 +17,15 @@ from rich.console import Console
 from rich.text import Text
 
 from workflows import keys
-from workflows.models import AssistantEntry, ResultEntry, SystemEntry, UserEntry, parse_entry
+from workflows.models import (
+    AssistantEntry,
+    PermissionDecisionEntry,
+    PermissionRequestEntry,
+    ResultEntry,
+    SystemEntry,
+    UserEntry,
+    parse_entry,
+)
 from workflows.store import Store
 from workflows.tools import REGISTRY
 
@@ -32,9 +40,11 @@ def _summary(name: str, tool_input: dict) -> str:
 class Renderer:
     """Prints entries and deltas: streamed text, ``⏺ Tool(arg)`` lines, short results."""
 
-    def __init__(self, console: Console | None = None, *, show_prompts: bool = True) -> None:
+    def __init__(self, console: Console | None = None, *, show_prompts: bool = True,
+                 show_requests: bool = True) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.show_prompts = show_prompts
+        self.show_requests = show_requests
         self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
         self.calls: dict[str, str] = {}  # tool_use id -> "Name(arg)" when a turn made several calls
         self._mid_line = False
@@ -84,6 +94,18 @@ class Renderer:
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
             self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
+        elif isinstance(e, PermissionRequestEntry):
+            self._end_line()
+            if self.show_requests:
+                self.console.print(Text.assemble(("⚡ ", "yellow"), f"{e.tool}: {e.summary}",
+                                                 (f"  waiting for approval (request {e.request_id})", "dim")))
+        elif isinstance(e, PermissionDecisionEntry):
+            if e.decided_by in ("user", "timeout") or e.rules_added:
+                self._end_line()
+                verb = "approved" if e.decision == "allow" else "denied"
+                added = f"; always allowed now: {', '.join(e.rules_added)}" if e.rules_added else ""
+                style = "green" if e.decision == "allow" else "yellow"
+                self.console.print(Text(f"  {verb} by {e.decided_by}{added}", style=style))
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
@@ -112,12 +134,17 @@ def follow(
     stop: Callable[[object], bool] = lambda e: isinstance(e, ResultEntry),
     block_ms: int = 1000,
     timeout: float | None = None,
+    poll: Callable[[], None] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
     Reconnects after a Redis hiccup and resumes from the last ids seen, so no
-    entry is missed or repeated.
+    entry is missed or repeated. ``poll`` (if given) runs after every read, at
+    least five times a second: the attached permission prompt reads the
+    terminal there.
     """
+    if poll is not None:
+        block_ms = min(block_ms, 200)
     log_key, live_key = keys.log(sid), keys.live(sid)
     last_log = after or "0-0"
     last_live = store.last_live_id(sid) if on_delta else None
@@ -148,6 +175,8 @@ def follow(
                 on_entry(entry)
                 if stop(entry):
                     return entry
+        if poll is not None:
+            poll()
         if deadline is not None and time.monotonic() > deadline:
             return None
 

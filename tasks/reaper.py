@@ -1,5 +1,9 @@
 """The reaper and the worker's housekeeping thread.
 
+The reaper also denies permission requests whose approval timeout passed: the
+deadline lives in Redis (``mainsail:approvals``), not in a Celery countdown,
+so it holds across restarts of every process.
+
 Every worker runs a :class:`Housekeeper`: it keeps the worker's registration
 fresh (so a CLI can tell whether anyone serves a queue) and, one instance at a
 time across all workers (a Redis lock), sweeps the lease set for steps whose
@@ -32,6 +36,7 @@ def sweep_once(engine: Engine) -> int:
         return 0
     try:
         steps = engine.reap()
+        steps += engine.expire_approvals()
         dispatch(steps)
         return len(steps)
     finally:

@@ -20,17 +20,30 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from statemachines import Snapshot, State, next_state
 from workflows import keys
-from workflows.exceptions import SessionBusy, SessionNotFound, StepNotFound, ToolInputError
+from workflows.exceptions import (
+    RequestClosed,
+    RequestNotFound,
+    SessionBusy,
+    SessionNotFound,
+    StepNotFound,
+    ToolInputError,
+)
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
     Message,
+    PermissionDecisionEntry,
     PermissionMode,
+    PermissionRequest,
+    PermissionRequestEntry,
+    RequestStatus,
+    RuleSet,
     ResultEntry,
     SessionRecord,
     StateEntry,
@@ -46,7 +59,7 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
-from workflows.permissions import Decision, decide
+from workflows.permissions import Decision, always_rules, decide, summary
 from workflows.pricing import cost_usd
 from workflows.settings import Settings
 from workflows.store import Store
@@ -75,6 +88,8 @@ class _Tx:
     cleared: list[StepRecord] = field(default_factory=list)  # leases to drop
     leases: dict[str, tuple[StepRecord, float]] = field(default_factory=dict)
     inbox_pops: int = 0
+    approval_deadlines: dict[str, float] = field(default_factory=dict)
+    approvals_cleared: list[str] = field(default_factory=list)
 
 
 class Engine:
@@ -93,8 +108,12 @@ class Engine:
         model: str | None = None,
         permission_mode: PermissionMode | str | None = None,
         max_turns: int | None = None,
+        max_budget_usd: float | None = None,
         tools_queue: str = "tools",
         sid: str | None = None,
+        rules: RuleSet | None = None,
+        home: str | None = None,
+        approval_timeout_seconds: float | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory)."""
         ws = os.path.realpath(workspace)
@@ -103,11 +122,15 @@ class Engine:
         rec = SessionRecord(
             id=sid or new_id(),
             model=model or self.settings.model,
-            permission_mode=PermissionMode(permission_mode or self.settings.permission_mode),
+            permission_mode=PermissionMode(permission_mode or self.settings.permission_mode or "default"),
             workspace=ws,
             git_branch=_git_branch(ws),
             max_turns=max_turns if max_turns is not None else self.settings.max_turns,
+            max_budget_usd=max_budget_usd,
             tools_queue=tools_queue,
+            rules=rules or RuleSet(),
+            home=home or os.path.expanduser("~"),
+            approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
         )
         self.store.create_session(rec)
         return rec
@@ -138,6 +161,59 @@ class Engine:
             self._abort_run(tx, "cancel", "cancelled", reason)
             self._commit(tx)
         return True
+
+    def set_model(self, sid: str, model: str) -> SessionRecord:
+        """Switch the model for the session's next calls (usage and cost stay per model)."""
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            rec.model = model
+            self.store.save_session(rec)
+        return rec
+
+    def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
+                      permission_mode: PermissionMode | str | None = None) -> SessionRecord:
+        """Change a session's limits or mode (for a resumed session's flags)."""
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            if max_turns is not None:
+                rec.max_turns = max_turns
+            if max_budget_usd is not None:
+                rec.max_budget_usd = max_budget_usd
+            if permission_mode is not None:
+                rec.permission_mode = PermissionMode(permission_mode)
+            self.store.save_session(rec)
+        return rec
+
+    def fork_session(self, sid: str) -> SessionRecord:
+        """Copy a session's transcript into a new session; the original is left untouched.
+
+        A busy session is copied up to the end of its last finished run, so the
+        fork never holds a tool call without its result.
+        """
+        with self.store.lock(sid):
+            src = self.store.get_session(sid)
+            entries = self.store.entries(sid)
+        if src.state is not State.IDLE:
+            ends = [i for i, e in enumerate(entries) if isinstance(e, ResultEntry)]
+            entries = entries[: ends[-1] + 1] if ends else []
+        rec = src.model_copy(deep=True, update={
+            "id": new_id(), "state": State.IDLE, "epoch": 0, "forked_from": src.id, "tool_calls": [],
+            "permission_requests": [], "current_batch": 0, "created_at": time.time(),
+            "last_uuid": entries[-1].uuid if entries else None,
+        })
+        self.store.create_session(rec)
+        p = self.store.pipeline()
+        copies = []
+        for e in entries:
+            e.session_id = rec.id
+            copies.append(e)
+        self.store.append(rec.id, copies, p)
+        self.store.save_session(rec, p)
+        read = self.store.r.hgetall(keys.files_read(sid))  # files the fork may Edit without re-reading
+        if read:
+            p.hset(keys.files_read(rec.id), mapping=read)
+        p.execute()
+        return rec
 
     # ================================================================== step protocol
 
@@ -199,6 +275,7 @@ class Engine:
             rec.usage = rec.usage + msg.usage
             rec.run_usage = rec.run_usage + msg.usage
             rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + msg.usage
+            rec.cost_by_model[rec.model] = rec.cost_by_model.get(rec.model, 0.0) + cost
             rec.cost_usd += cost
             rec.run_cost_usd += cost
             rec.api_ms += reply.duration_ms
@@ -300,6 +377,7 @@ class Engine:
         rec.run_usage = Usage()
         rec.run_cost_usd = 0.0
         rec.tool_calls = []
+        rec.run_denials = []
         rec.last_error = None
         if not rec.title:
             rec.title = _title(prompt)
@@ -308,15 +386,17 @@ class Engine:
         self._new_step(tx, StepKind.MODEL)
 
     def _fan_out(self, tx: _Tx, tool_uses) -> None:
-        """Check every tool call (input, permission), then dispatch the first batch.
+        """Check every tool call (input, permission); dispatch the first batch, or ask.
 
         Consecutive read-only calls form one batch that runs in parallel; each
-        mutating call is a batch of its own, so they run in the order given.
+        mutating call is a batch of its own, so they run in the order given. A
+        call that asks holds every batch until a person (or a timeout) decides;
+        no worker waits meanwhile.
         """
         rec = tx.rec
-        self._fire(tx, "tools_requested")
         calls: list[ToolCall] = []
         refused: list[tuple[str, ToolOutput]] = []
+        asked: list[PermissionRequest] = []
         batch, prev_read_only = -1, False
         for tu in tool_uses:
             try:
@@ -325,42 +405,151 @@ class Engine:
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
                 continue
-            perm = decide(tool, tu.input, rec.permission_mode)
-            if perm.decision is not Decision.ALLOW:
+            perm = decide(tool, tu.input, rec)
+            if perm.decision is Decision.DENY:
                 refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
+                rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
+                self._add(tx, PermissionDecisionEntry(
+                    session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="deny",
+                    decided_by="rule" if perm.rule else "mode", reason=perm.source))
                 continue
             if not (tool.read_only and prev_read_only):
                 batch += 1
             prev_read_only = tool.read_only
-            calls.append(ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch))
+            call = ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch)
+            if perm.decision is Decision.ASK:
+                call.status = ToolCallStatus.AWAITING_APPROVAL
+                asked.append(PermissionRequest(
+                    id=_request_id(rec), tool_use_id=tu.id, tool=tu.name, input=tu.input, epoch=rec.epoch,
+                    summary=summary(tu.name, tu.input), reason=perm.reason or perm.source,
+                    expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
+                ))
+            elif perm.rule:
+                self._add(tx, PermissionDecisionEntry(
+                    session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="allow", decided_by="rule",
+                    reason=perm.source))
+            calls.append(call)
         rec.tool_calls = calls
         rec.current_batch = -1
+        rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
         for tool_use_id, output in refused:
             self._add_tool_result(tx, tool_use_id, output)
+        if asked:
+            self._fire(tx, "approval_needed")
+            for req in asked:
+                self._add(tx, PermissionRequestEntry(
+                    session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
+                    input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at))
+                if req.expires_at:
+                    tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
+            return
+        self._fire(tx, "tools_requested")
         self._advance_tools(tx)
 
     def _advance_tools(self, tx: _Tx) -> None:
         """Dispatch the next batch when the current one is done; after the last, call the model."""
         rec = tx.rec
-        if any(c.batch == rec.current_batch and c.status is not ToolCallStatus.DONE for c in rec.tool_calls):
-            return
-        rec.current_batch += 1
-        batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
-        if not batch:
-            rec.tool_calls = []
-            self._fire(tx, "tools_finished")
-            self._next_model_call(tx)
-            return
-        for call in batch:
-            step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
-            call.step_id = step.id
-            call.status = ToolCallStatus.DISPATCHED
+        while True:
+            if any(c.batch == rec.current_batch and c.status is not ToolCallStatus.DONE for c in rec.tool_calls):
+                return
+            rec.current_batch += 1
+            batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
+            if not batch:
+                rec.tool_calls = []
+                self._fire(tx, "tools_finished")
+                self._next_model_call(tx)
+                return
+            todo = [c for c in batch if c.status is ToolCallStatus.WAITING]
+            for call in todo:
+                step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+                call.step_id = step.id
+                call.status = ToolCallStatus.DISPATCHED
+            if todo:
+                return
+
+    # ================================================================== permission decisions
+
+    def decide_request(self, sid: str, request: str | None, approve: bool, *, always: bool = False,
+                       message: str | None = None, by: str = "user") -> list[StepRecord]:
+        """Approve or deny a pending permission request (``request``: id, prefix, or None for the only one).
+
+        Raises:
+            RequestNotFound: no such request, or several pending and none named.
+            RequestClosed: already decided, or superseded by a cancel.
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            req = find_request(rec, request)
+            tx = _Tx(rec)
+            self._settle(tx, req, approve, by=by, message=message, always=always)
+            if approve and always:
+                for other in rec.pending_requests():
+                    perm = decide(get_tool(other.tool), other.input, rec)
+                    if perm.decision is Decision.ALLOW:
+                        self._settle(tx, other, True, by="rule", reason=perm.source)
+            self._fire(tx, "permission_decided")
+            if rec.state is State.RUNNING_TOOLS:
+                self._advance_tools(tx)
+            self._commit(tx)
+        return tx.dispatch
+
+    def expire_approvals(self, now: float | None = None) -> list[StepRecord]:
+        """Deny every request whose approval timeout has passed; return the steps that follow."""
+        now = now or time.time()
+        out: list[StepRecord] = []
+        for sid, request_id in self.store.due_approvals(now):
+            try:
+                out.extend(self.decide_request(sid, request_id, False, by="timeout"))
+            except (RequestClosed, RequestNotFound, SessionNotFound):
+                self.store.r.zrem(keys.approvals(), keys.lease_member(sid, request_id))
+        return out
+
+    def _settle(self, tx: _Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,
+                always: bool = False, reason: str = "") -> None:
+        rec = tx.rec
+        req.status = RequestStatus.APPROVED if approve else RequestStatus.DENIED
+        req.decided_by = by
+        req.decided_at = time.time()
+        req.message = message
+        tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
+        call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+        added: list[str] = []
+        if approve:
+            call.status = ToolCallStatus.WAITING
+            if always:
+                for rule in always_rules(call.name, call.input):
+                    rec.rules.add("allow", rule, "session")
+                    added.append(rule)
+        else:
+            if by == "timeout":
+                text = (f"Permission to use {call.name} was denied: nobody answered within "
+                        f"{rec.approval_timeout_seconds:g} seconds. Continue without it, or ask the user.")
+            else:
+                text = DENIED_BY_USER.format(tool=call.name)
+                if message:
+                    text += f" To tell you how to proceed, the user said:\n{message}"
+            self._add_tool_result(tx, call.tool_use_id, ToolOutput(
+                content=text, is_error=True,
+                display=f"denied ({by})" + (f": {message}" if message else "")))
+            call.status = ToolCallStatus.DONE
+            rec.run_denials.append(_denial(call.name, call.tool_use_id, call.input))
+        self._add(tx, PermissionDecisionEntry(
+            session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
+            decision="allow" if approve else "deny", decided_by=by, reason=reason, message=message,
+            rules_added=added))
 
     def _next_model_call(self, tx: _Tx) -> None:
         rec = tx.rec
         if rec.max_turns is not None and rec.run_turns >= rec.max_turns:
             self._fire(tx, "halt")
             self._add_result(tx, "error_max_turns", f"Stopped after reaching the turn limit ({rec.max_turns}).")
+            self._after_idle(tx)
+            return
+        if rec.max_budget_usd is not None and rec.run_cost_usd >= rec.max_budget_usd:
+            self._fire(tx, "halt")
+            self._add_result(tx, "error_max_budget_usd",
+                             f"Stopped after spending ${rec.run_cost_usd:.4f} of the ${rec.max_budget_usd:g} budget.")
+            self._after_idle(tx)
             return
         self._new_step(tx, StepKind.MODEL)
 
@@ -395,6 +584,9 @@ class Engine:
         """End the run early: newer epoch, every dangling tool call closed, back to idle."""
         rec = tx.rec
         rec.epoch += 1
+        for req in rec.pending_requests():
+            req.status = RequestStatus.SUPERSEDED
+            tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
         for call in rec.tool_calls:
             if call.status is not ToolCallStatus.DONE:
                 self._add_tool_result(tx, call.tool_use_id, ToolOutput(content=INTERRUPTED, is_error=True,
@@ -439,7 +631,8 @@ class Engine:
 
     def _fire(self, tx: _Tx, trigger: str) -> None:
         rec = tx.rec
-        snap = Snapshot(auto_memory=False, manual_compaction=False)
+        snap = Snapshot(auto_memory=False, manual_compaction=False,
+                        permissions_pending=len(rec.pending_requests()))
         dest = next_state(rec.state, trigger, snap)
         self._add(tx, StateEntry(session_id=rec.id, trigger=trigger, source=rec.state, dest=dest))
         rec.state = dest
@@ -463,6 +656,7 @@ class Engine:
             session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
             num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
             duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
+            permission_denials=list(rec.run_denials),
         ))
 
     def _step_name(self, rec: SessionRecord, step: StepRecord) -> str:
@@ -485,7 +679,65 @@ class Engine:
             s.set_deadline(step, deadline, p)
         for _ in range(tx.inbox_pops):
             p.lpop(keys.inbox(tx.rec.id))
+        for member in tx.approvals_cleared:
+            p.zrem(keys.approvals(), member)
+        if tx.approval_deadlines:
+            p.zadd(keys.approvals(), tx.approval_deadlines)
+        if tx.rec.state is State.AWAITING_PERMISSION:
+            p.zadd(keys.awaiting(), {tx.rec.id: time.time()}, nx=True)
+        else:
+            p.zrem(keys.awaiting(), tx.rec.id)
         p.execute()
+
+
+KEEP_REQUESTS = 50  # decided requests kept in the record, so a late approve gets a clear answer
+
+DENIED_BY_USER = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected "
+    "(eg. if it was a file edit, the new_string was NOT written to the file). Permission to use {tool} "
+    "was denied."
+)
+
+
+def _denial(tool: str, tool_use_id: str, tool_input: dict) -> dict:
+    return {"tool_name": tool, "tool_use_id": tool_use_id, "tool_input": tool_input}
+
+
+def _request_id(rec: SessionRecord) -> str:
+    taken = {r.id for r in rec.permission_requests}
+    while True:
+        rid = new_id().replace("-", "")[:8]
+        if rid not in taken:
+            return rid
+
+
+def find_request(rec: SessionRecord, request: str | None) -> PermissionRequest:
+    """The request named by id or unique prefix; with None, the only pending one."""
+    sid = rec.id[:8]
+    if not request:
+        pending = rec.pending_requests()
+        if len(pending) == 1:
+            return pending[0]
+        if not pending:
+            raise RequestNotFound(f"Session {sid} has no pending permission request (it is {rec.state.value}).")
+        listing = ", ".join(f"{r.id} ({r.tool}: {r.summary})" for r in pending)
+        raise RequestNotFound(f"Session {sid} has {len(pending)} pending requests; name one: {listing}")
+    matches = [r for r in rec.permission_requests if r.id.startswith(request)]
+    if not matches:
+        raise RequestNotFound(f"Session {sid} has no permission request {request!r}. "
+                              f"See `mainsail pending`.")
+    if len(matches) > 1:
+        raise RequestNotFound(f"Request prefix {request!r} matches {len(matches)} requests of session {sid}: "
+                              + ", ".join(r.id for r in matches))
+    req = matches[0]
+    if req.status is RequestStatus.SUPERSEDED:
+        raise RequestClosed(f"Request {req.id} of session {sid} ({req.tool}: {req.summary}) was superseded "
+                            "by a cancel; there is nothing to decide.")
+    if req.status is not RequestStatus.PENDING:
+        when = datetime.fromtimestamp(req.decided_at or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        raise RequestClosed(f"Request {req.id} of session {sid} ({req.tool}: {req.summary}) was already "
+                            f"{req.status.value} by {req.decided_by} at {when}.")
+    return req
 
 
 def require_idle(rec: SessionRecord, action: str) -> None:

@@ -11,6 +11,8 @@ Hierarchy::
     ├── SessionBusy                 the operation needs an idle session
     ├── LockTimeout                 another writer held the session lock too long
     ├── StepNotFound                a task named a step the ledger does not hold
+    ├── RequestNotFound             no pending permission request matches (or several do)
+    ├── RequestClosed               the request was already decided, or superseded by a cancel
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
         └── ToolInputError          the model's tool input did not validate
 
@@ -55,6 +57,14 @@ class LockTimeout(MainsailError):
 
 class StepNotFound(MainsailError):
     """A task named a step that is not in the session's ledger."""
+
+
+class RequestNotFound(MainsailError):
+    """No permission request of the session matches the id given, or several do."""
+
+
+class RequestClosed(MainsailError):
+    """The permission request was already decided, or a cancel superseded it."""
 
 
 class ToolError(MainsailError):

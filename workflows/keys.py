@@ -72,6 +72,16 @@ def parse_lease_member(member: str) -> tuple[str, str]:
     return _check("session", sid), _check("step", step_id)
 
 
+def awaiting() -> str:
+    """Sorted set of session ids waiting for a permission decision, by since when."""
+    return f"{PREFIX}awaiting"
+
+
+def approvals() -> str:
+    """Sorted set of ``sid/request`` members by approval deadline (auto-deny when passed)."""
+    return f"{PREFIX}approvals"
+
+
 def reaper_lock() -> str:
     return f"{PREFIX}reaper:lock"
 

@@ -173,6 +173,33 @@ class SystemEntry(_Entry):
     content: str
 
 
+class PermissionRequestEntry(_Entry):
+    """A tool call needs a person's decision; the session waits in ``awaiting_permission``."""
+
+    type: Literal["permission_request"] = "permission_request"
+    request_id: str
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""
+    reason: str = ""  # the rule or mode that asked
+    expires_at: float | None = None
+
+
+class PermissionDecisionEntry(_Entry):
+    """What was decided about a tool call, by whom (user, rule, mode, timeout), and when (timestamp)."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    request_id: str | None = None
+    tool_use_id: str
+    tool: str
+    decision: Literal["allow", "deny"]
+    decided_by: Literal["user", "rule", "mode", "timeout"]
+    reason: str = ""
+    message: str | None = None  # what the user said with a denial
+    rules_added: list[str] = Field(default_factory=list)
+
+
 class ResultEntry(_Entry):
     """The end of a run (a submit until idle): what a script or a watcher needs."""
 
@@ -187,10 +214,13 @@ class ResultEntry(_Entry):
     duration_api_ms: int = 0
     usage: Usage = Field(default_factory=Usage)
     total_cost_usd: float = 0.0
+    permission_denials: list[dict[str, Any]] = Field(default_factory=list)
 
 
 Entry = Annotated[
-    Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry], Field(discriminator="type")
+    Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
+          PermissionDecisionEntry],
+    Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
 
@@ -243,7 +273,8 @@ class StepRecord(_Model):
 
 
 class ToolCallStatus(str, enum.Enum):
-    WAITING = "waiting"  # in a later batch
+    AWAITING_APPROVAL = "awaiting_approval"
+    WAITING = "waiting"  # allowed; its batch has not started
     DISPATCHED = "dispatched"
     DONE = "done"  # its result is in the transcript
 
@@ -257,6 +288,54 @@ class ToolCall(_Model):
     batch: int = 0
     status: ToolCallStatus = ToolCallStatus.WAITING
     step_id: str | None = None
+
+
+class RuleSpec(_Model):
+    """One permission rule as written (``Bash(npm test:*)``) and where it came from."""
+
+    rule: str
+    source: str = ""
+
+
+class RuleSet(_Model):
+    """Permission rules by kind. Stored in the session record so every worker sees the same."""
+
+    allow: list[RuleSpec] = Field(default_factory=list)
+    ask: list[RuleSpec] = Field(default_factory=list)
+    deny: list[RuleSpec] = Field(default_factory=list)
+
+    def combined(self, other: "RuleSet") -> "RuleSet":
+        return RuleSet(allow=self.allow + other.allow, ask=self.ask + other.ask, deny=self.deny + other.deny)
+
+    def add(self, kind: str, rule: str, source: str = "") -> None:
+        bucket: list[RuleSpec] = getattr(self, kind)
+        if not any(r.rule == rule for r in bucket):
+            bucket.append(RuleSpec(rule=rule, source=source))
+
+
+class RequestStatus(str, enum.Enum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    SUPERSEDED = "superseded"
+
+
+class PermissionRequest(_Model):
+    """One question to a person about one tool call, kept in the session record."""
+
+    id: str
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""
+    reason: str = ""
+    epoch: int = 0
+    created_at: float = Field(default_factory=now)
+    expires_at: float | None = None
+    status: RequestStatus = RequestStatus.PENDING
+    decided_by: str | None = None
+    decided_at: float | None = None
+    message: str | None = None
 
 
 class PermissionMode(str, enum.Enum):
@@ -278,12 +357,19 @@ class SessionRecord(_Model):
     title: str = ""
     tools_queue: str = "tools"
     max_turns: int | None = None
+    rules: RuleSet = Field(default_factory=RuleSet)  # settings files + flags at start, plus "always" answers
+    home: str = ""  # the submitting user's home, for ~/ in rules
+    approval_timeout_seconds: float | None = None
+    permission_requests: list[PermissionRequest] = Field(default_factory=list)
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 
     usage: Usage = Field(default_factory=Usage)
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    cost_by_model: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
+    max_budget_usd: float | None = None
+    forked_from: str | None = None
     api_ms: int = 0
     turns: int = 0  # model calls over the session's life
 
@@ -296,8 +382,12 @@ class SessionRecord(_Model):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     current_batch: int = 0
 
+    run_denials: list[dict[str, Any]] = Field(default_factory=list)
     last_uuid: str | None = None  # newest transcript entry, the parent of the next
     last_error: str | None = None
 
     def pending_tool_calls(self) -> list[ToolCall]:
         return [c for c in self.tool_calls if c.status is not ToolCallStatus.DONE]
+
+    def pending_requests(self) -> list[PermissionRequest]:
+        return [r for r in self.permission_requests if r.status is RequestStatus.PENDING]

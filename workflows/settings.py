@@ -64,7 +64,12 @@ class Settings(BaseSettings):
     bash_max_output_chars: int = Field(default=30_000, gt=0)
 
     max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
-    permission_mode: str = Field(default="default")
+    permission_mode: str | None = Field(
+        default=None, description="Mode of new sessions; unset: the settings files' defaultMode, else default."
+    )
+    approval_timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Deny a permission request nobody answered in this time."
+    )
     data_dir: Path = Field(default_factory=_default_data_dir, description="Embedded Redis data, logs.")
     embedded_worker: bool = Field(default=True, description="Run a worker in the CLI when none is listening.")
     worker_concurrency: int = Field(default=8, ge=1)

@@ -226,6 +226,15 @@ class Store:
         rows = self.r.zrangebyscore(keys.leases(), "-inf", now, start=0, num=limit)
         return [keys.parse_lease_member(_s(m)) for m in rows]
 
+    def due_approvals(self, now: float, limit: int = 200) -> list[tuple[str, str]]:
+        """Permission requests whose approval timeout has passed."""
+        rows = self.r.zrangebyscore(keys.approvals(), "-inf", now, start=0, num=limit)
+        return [keys.parse_lease_member(_s(m)) for m in rows]
+
+    def awaiting_sessions(self) -> list[str]:
+        """Sessions waiting for a permission decision, longest waiting first."""
+        return [_s(x) for x in self.r.zrange(keys.awaiting(), 0, -1)]
+
     # ------------------------------------------------------------------ inbox
 
     def push_inbox(self, sid: str, text: str, pipe: Pipe | None = None) -> None:

@@ -56,14 +56,26 @@ class Cluster:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
 
-    def mainsail(self, *args: str, cwd: Path, background: bool = False, timeout: float = 120):
+    def mainsail(self, *args: str, cwd: Path, background: bool = False, timeout: float = 120,
+                 stdin=subprocess.DEVNULL):
         cmd = [MAINSAIL, *args]
         if background:
             proc = subprocess.Popen(cmd, cwd=cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
+                                    stdin=stdin, text=True)
             self.procs.append(proc)
             return proc
-        return subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout,
+                              stdin=stdin)
+
+    def session_id(self) -> str:
+        (sid,) = self.store.session_ids()
+        return sid
+
+    def wait_state(self, state: str, timeout: float = 30) -> str:
+        def reached():
+            ids = self.store.session_ids()
+            return ids and self.store.get_session(ids[0]).state.value == state and ids[0]
+        return wait_for(reached, timeout, what=f"the session to be {state}")
 
     def stop(self) -> None:
         for p in self.procs:

@@ -116,21 +116,6 @@ def test_unknown_tool_is_an_error_result_naming_the_available_tools(engine, ws):
     assert block.is_error and "Unknown tool 'Frobnicate'" in block.text and "Read" in block.text
 
 
-def test_default_mode_runs_reads_and_denies_edits_with_the_reason(engine, ws):
-    turns = [Turn(tool_uses=[
-        ToolUse(name="Read", input={"file_path": "calc.py"}),
-        ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
-    ]), Turn(text="done")]
-    rec = session(engine, ws, turns, mode="default")
-    inline = Inline(engine)
-    inline.dispatch(engine.submit(rec.id, "go"))
-    inline.drain()
-    read, edit = sorted(tool_results(engine, rec.id), key=lambda b: b.tool_use_id)
-    assert not read.is_error and "def add" in read.text
-    assert edit.is_error and "Permission to use Edit was denied" in edit.text and "'default'" in edit.text
-    assert "a - b" in (ws / "calc.py").read_text()
-
-
 def test_read_only_calls_run_in_one_batch_and_mutating_ones_in_order(engine, ws):
     (ws / "b.txt").write_text("b\n")
     turns = [Turn(tool_uses=[

@@ -1,0 +1,69 @@
+"""``mainsail pending``, ``mainsail approve`` and ``mainsail deny``: answer from any shell."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from cli.connect import connect
+from tasks.dispatch import dispatch
+from workflows.engine import find_request
+from workflows.settings import load_settings
+
+
+def _ago(t: float) -> str:
+    s = max(0, int(time.time() - t))
+    return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
+
+
+@click.command("pending")
+def pending() -> None:
+    """List permission requests waiting for a decision, across sessions."""
+    rt = connect(load_settings())
+    rows = 0
+    for sid in rt.store.awaiting_sessions():
+        rec = rt.store.get_session(sid)
+        for req in rec.pending_requests():
+            rows += 1
+            expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
+            click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + f"{req.tool}: {req.summary}")
+            click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {rec.title}")
+            click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
+                                   f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
+    if not rows:
+        click.echo("No pending permission requests.")
+
+
+def _decide(session: str, request: str | None, approve: bool, always: bool = False,
+            message: str | None = None) -> None:
+    settings = load_settings()
+    rt = connect(settings)
+    sid = rt.store.resolve_session(session)
+    req = find_request(rt.store.get_session(sid), request)
+    steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)
+    dispatch(steps)
+    verb = "Approved" if approve else "Denied"
+    extra = " (and added a session rule for it)" if always else ""
+    click.echo(f"{verb} {req.tool}: {req.summary} (session {sid[:8]}, request {req.id}){extra}.")
+    if steps and not ({"model", "tools"} & rt.store.live_queues()):
+        click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",
+                   err=True)
+
+
+@click.command("approve")
+@click.argument("session")
+@click.argument("request", required=False)
+@click.option("--always", is_flag=True, help="Also allow later calls like this one in this session.")
+def approve(session: str, request: str | None, always: bool) -> None:
+    """Approve a pending request of SESSION (id or prefix); REQUEST may be omitted when only one waits."""
+    _decide(session, request, True, always=always)
+
+
+@click.command("deny")
+@click.argument("session")
+@click.argument("request", required=False)
+@click.option("-m", "--message", help="Tell the model why, or what to do instead.")
+def deny(session: str, request: str | None, message: str | None) -> None:
+    """Deny a pending request of SESSION; the model gets an error result with your message."""
+    _decide(session, request, False, message=message)

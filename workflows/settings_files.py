@@ -1,0 +1,230 @@
+"""Permission settings from Claude Code-style settings files and the CLI flags.
+
+Layers, lowest first (a later one wins for scalar settings; rules from every
+layer are combined, each remembering where it came from)::
+
+    ~/.claude/settings.json            user
+    ~/.mainsail/settings.json          user (Mainsail beats Claude at the same level)
+    <ws>/.claude/settings.json         project
+    <ws>/.mainsail/settings.json       project
+    <ws>/.claude/settings.local.json   local
+    <ws>/.mainsail/settings.local.json local
+    --allowedTools / --disallowedTools flags
+
+Format (Claude Code's; unknown keys are ignored)::
+
+    {"permissions": {"allow": ["Bash(npm test:*)"], "ask": [], "deny": ["Read(./.env)"],
+                     "defaultMode": "acceptEdits"},
+     "approvalTimeoutSeconds": 300}
+
+``approvalTimeoutSeconds`` may also sit inside ``permissions`` (the top-level
+one wins when a file has both). Every mistake is a :class:`SettingsError`
+naming the file and line; missing files are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from workflows.exceptions import ConfigurationError
+from workflows.models import PermissionMode, RuleSet, RuleSpec
+from workflows.rules import RuleSyntaxError, parse_rule
+
+__all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
+
+MODES = ", ".join(m.value for m in PermissionMode)
+KINDS = ("allow", "ask", "deny")
+
+
+class SettingsError(ConfigurationError):
+    """A settings file or a permission flag is wrong; the message names it, the line, and the fix."""
+
+
+@dataclass
+class PermissionSettings:
+    rules: RuleSet = field(default_factory=RuleSet)
+    default_mode: PermissionMode | None = None
+    approval_timeout_seconds: float | None = None
+    files: list[str] = field(default_factory=list)  # the files actually read, in order
+
+
+def settings_paths(workspace: Path, home: Path) -> list[Path]:
+    """The six settings files, lowest precedence first."""
+    workspace, home = Path(workspace), Path(home)
+    return [
+        home / ".claude" / "settings.json",
+        home / ".mainsail" / "settings.json",
+        workspace / ".claude" / "settings.json",
+        workspace / ".mainsail" / "settings.json",
+        workspace / ".claude" / "settings.local.json",
+        workspace / ".mainsail" / "settings.local.json",
+    ]
+
+
+def split_rules(values: str | Iterable[str] | None) -> list[str]:
+    """Split flag values into rules: on commas and whitespace outside parentheses.
+
+    ``"Bash(git diff:*) Edit, Read"`` → three rules; ``"Bash(npm run test *)"``
+    stays one (neither spaces nor commas inside parentheses split).
+    """
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        cur: list[str] = []
+        depth = 0
+        for ch in str(value):
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if depth == 0 and (ch == "," or ch.isspace()):
+                if cur:
+                    out.append("".join(cur))
+                cur = []
+            else:
+                cur.append(ch)
+        if cur:
+            out.append("".join(cur))
+    return out
+
+
+def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list[str] | None = None,
+                             disallowed_tools: list[str] | None = None) -> PermissionSettings:
+    """Read every settings layer and the flags into one :class:`PermissionSettings`.
+
+    Raises:
+        SettingsError: invalid JSON, a rule that does not parse, a value of the
+            wrong type, an unknown defaultMode, a bad approvalTimeoutSeconds, a
+            directory or unreadable file in place of a settings file, or a flag
+            rule that does not parse.
+    """
+    out = PermissionSettings()
+    for path in settings_paths(workspace, home):
+        text = _read(path)
+        if text is None:
+            continue
+        out.files.append(str(path))
+        _apply_file(out, path, text)
+    for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
+                               ("--disallowedTools", "deny", disallowed_tools)):
+        for rule in split_rules(values):
+            try:
+                parse_rule(rule)
+            except RuleSyntaxError as exc:
+                raise SettingsError(f"Invalid permission rule {rule!r} in {flag}: {exc.why}") from None
+            getattr(out.rules, kind).append(RuleSpec(rule=rule, source=flag))
+    return out
+
+
+# --------------------------------------------------------------------------- one file
+
+
+def _read(path: Path) -> str | None:
+    if path.is_dir():
+        raise SettingsError(f"{path} is a directory, not a settings file. Remove it or move it aside.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}). "
+                            "Fix the file or move it aside.") from None
+    except OSError as exc:
+        raise SettingsError(f"Cannot read {path}: {exc.strerror or exc}. Fix its permissions or move it "
+                            "aside.") from None
+
+
+def _line_of(text: str, needle: str, start: int = 0) -> int | None:
+    at = text.find(needle, start)
+    if at < 0 and start:
+        at = text.find(needle)
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
+def _key_at(text: str, key: str, start: int = 0) -> int:
+    m = re.compile(r'"' + re.escape(key) + r'"\s*:').search(text, start)
+    return m.start() if m else -1
+
+
+def _where(path: Path, line: int | None) -> str:
+    return f"{path}, line {line}" if line else str(path)
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+    return f"{kind} {json.dumps(value)[:60]}"
+
+
+def _apply_file(out: PermissionSettings, path: Path, text: str) -> None:
+    if not text.strip():
+        return  # an empty file holds no settings
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"Invalid JSON in {path}, line {exc.lineno}, column {exc.colno}: {exc.msg}. "
+                            "Fix the file or move it aside.") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}, line 1: the settings must be a JSON object like "
+                            f'{{"permissions": {{"allow": [...]}}}}, not a {_describe(data)}. '
+                            "Fix the file or move it aside.")
+    start = max(_key_at(text, "permissions"), 0)
+
+    def key_line(key: str, inside: bool) -> int | None:
+        at = _key_at(text, key, start if inside else 0)
+        if at < 0 and inside:
+            at = _key_at(text, key)
+        return None if at < 0 else text.count("\n", 0, at) + 1
+
+    perms = data.get("permissions")
+    if perms is None:
+        perms = {}
+    if not isinstance(perms, dict):
+        raise SettingsError(f"{_where(path, key_line('permissions', False))}: 'permissions' must be an "
+                            f'object like {{"allow": ["Bash(npm test:*)"], "deny": []}}, '
+                            f"not a {_describe(perms)}.")
+    for kind in KINDS:
+        rules = perms.get(kind)
+        if rules is None:
+            continue
+        fix = 'like ["Bash(npm test:*)", "Read"]'
+        if not isinstance(rules, list):
+            raise SettingsError(f"{_where(path, key_line(kind, True))}: 'permissions.{kind}' must be a list of "
+                                f"rule strings {fix}, not a {_describe(rules)}.")
+        for n, rule in enumerate(rules, 1):
+            if not isinstance(rule, str):
+                raise SettingsError(f"{_where(path, key_line(kind, True))}: 'permissions.{kind}' must be a list "
+                                    f"of rule strings {fix}; item {n} is a {_describe(rule)}.")
+            try:
+                parse_rule(rule)
+            except RuleSyntaxError as exc:
+                at = max(_key_at(text, kind, start), start)
+                line = _line_of(text, json.dumps(rule), at) or _line_of(text, json.dumps(rule, ensure_ascii=False), at)
+                raise SettingsError(f"Invalid permission rule {rule!r} in {_where(path, line)}: {exc.why}") from None
+            getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
+
+    mode = perms.get("defaultMode")
+    if mode is not None:
+        try:
+            out.default_mode = PermissionMode(mode)
+        except (ValueError, TypeError):
+            raise SettingsError(f"{_where(path, key_line('defaultMode', True))}: 'permissions.defaultMode' is "
+                                f"{json.dumps(mode)}, which is not a permission mode. Use one of: {MODES}."
+                                ) from None
+
+    for key, value, inside in (("permissions.approvalTimeoutSeconds", perms.get("approvalTimeoutSeconds"), True),
+                               ("approvalTimeoutSeconds", data.get("approvalTimeoutSeconds"), False)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise SettingsError(f"{_where(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
+                                f"positive number of seconds, like 300; it is {json.dumps(value)}.")
+        out.approval_timeout_seconds = float(value)
