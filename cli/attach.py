@@ -21,7 +21,7 @@ from cli.render import Renderer, follow
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import RequestClosed, RequestNotFound
-from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
+from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, UserEntry
 
 YES = {"y", "yes"}
 NO = {"n", "no"}
@@ -102,10 +102,14 @@ class Prompter:
 
 
 def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = False,
-                     renderer: Renderer | None = None, interactive: bool | None = None) -> ResultEntry:
-    """Submit ``prompt`` to session ``sid`` and follow it to its result entry.
+                     renderer: Renderer | None = None, interactive: bool | None = None,
+                     stream=None) -> ResultEntry:
+    """Submit ``prompt`` to session ``sid`` and follow it to the result of the run it starts.
 
-    Ctrl-C detaches (the session goes on where a worker serves it) and exits 130.
+    A busy session queues the prompt; the watch then goes on through the current
+    run to the end of the one the prompt starts. ``stream`` (a ``StreamJson``)
+    receives every entry. Ctrl-C detaches (the session goes on where a worker
+    serves it) and exits 130.
     """
     after = _last_id(rt, sid)
     dispatch(rt.engine.submit(sid, prompt))
@@ -114,14 +118,20 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
     r = None if print_mode else (renderer or Renderer(show_prompts=False, show_requests=False))
     prompter = Prompter(rt, sid, interactive=interactive)
 
+    ours = {"started": False}
+
     def on_entry(e) -> None:
         prompter.on_entry(e)  # first: an open prompt line is closed before anything else prints
+        if isinstance(e, UserEntry) and e.origin == "prompt" and e.message.text() == prompt:
+            ours["started"] = True
         if r:
             r.entry(e)
+        if stream is not None:
+            stream.entry(e)
 
     try:
         result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,
-                        poll=prompter.poll)
+                        poll=prompter.poll, stop=lambda e: isinstance(e, ResultEntry) and ours["started"])
     except KeyboardInterrupt:
         if r:
             r.close()

@@ -30,6 +30,11 @@ class MainsailGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt, SystemExit):
             raise
+        except BrokenPipeError:
+            # The reader went away (`mainsail ... | head`): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(141) from None
         except Exception as exc:
             _debug(exc)
             raise click.ClickException(_message(exc)) from None
@@ -45,16 +50,43 @@ def _message(exc: Exception) -> str:
             "rerun with MAINSAIL_DEBUG=1 to see where it happened.")
 
 
-@click.group(cls=MainsailGroup)
+@click.group(cls=MainsailGroup, invoke_without_command=True)
 @click.version_option(package_name="mainsail")
-def cli() -> None:
-    """Mainsail: durable coding-agent sessions on Celery and Redis."""
+@click.option("-r", "--resume", metavar="SID", help="Interactive mode on this session (id or unique prefix).")
+@click.option("-c", "--continue", "continue_", is_flag=True, help="Interactive mode on this directory's latest session.")
+@click.option("--fork-session", "fork", is_flag=True, help="With --resume/--continue: work on a copy.")
+@click.option("--model", help="Model for the session.")
+@click.option("--permission-mode", type=click.Choice(["default", "acceptEdits", "plan", "dontAsk",
+                                                      "bypassPermissions"]))
+@click.option("--allowedTools", "--allowed-tools", "allowed_tools", multiple=True, metavar="RULES")
+@click.option("--disallowedTools", "--disallowed-tools", "disallowed_tools", multiple=True, metavar="RULES")
+@click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
+@click.pass_context
+def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, allowed_tools, disallowed_tools,
+        approval_timeout) -> None:
+    """Mainsail: durable coding-agent sessions on Celery and Redis.
+
+    With no command, opens an interactive prompt loop on a new session (or the
+    one --resume/--continue names). Type /help there for the slash commands.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from pathlib import Path
+
+    from cli.interactive import run_interactive
+
+    run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
+                    allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+                    approval_timeout=approval_timeout, workspace=Path.cwd())
 
 
 def _register() -> None:
-    from cli import approvals, demo, fsm, run, worker
+    from cli import approvals, demo, fsm, run, sessions, worker
 
     cli.add_command(run.run)
+    cli.add_command(run.submit)
+    for command in (sessions.sessions, sessions.show, sessions.watch, sessions.send, sessions.cancel):
+        cli.add_command(command)
     cli.add_command(worker.worker)
     cli.add_command(worker.reap)
     cli.add_command(demo.demo)

@@ -1,13 +1,22 @@
-"""``mainsail run PROMPT``: a new session in the current directory, watched to the end."""
+"""``mainsail run PROMPT`` and ``mainsail submit PROMPT``.
+
+``run`` attaches and watches the run to its end; ``--background`` (or
+``submit``) prints the session id and returns at once. ``--resume``,
+``--continue`` and ``--fork-session`` pick the session; ``-p`` with
+``--output-format`` prints what scripts parse.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from cli.attach import finish, submit_and_watch
-from cli.connect import connect, ensure_worker
+from cli.connect import Runtime, connect, ensure_worker
+from cli.select import pick_session
+from tasks.dispatch import dispatch
 from workflows.models import PermissionMode
 from workflows.settings import load_settings
 from workflows.settings_files import load_permission_settings
@@ -28,6 +37,21 @@ def permission_options(f):
     return f
 
 
+def session_options(f):
+    """Choosing, limiting and placing the session."""
+    f = click.option("--cwd", "workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     default=".", help="The session's workspace (default: the current directory).")(f)
+    f = click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+                     help="Stop the run once it has cost this much.")(f)
+    f = click.option("--max-turns", type=click.IntRange(1), help="Stop a run after this many model turns.")(f)
+    f = click.option("--fork-session", "fork", is_flag=True, help="With --resume/--continue: work on a copy.")(f)
+    f = click.option("-c", "--continue", "continue_", is_flag=True,
+                     help="Continue the most recent session of this directory.")(f)
+    f = click.option("-r", "--resume", metavar="SID", help="Resume a session (id or unique prefix).")(f)
+    f = click.option("--model", help="Model for this session (default: MAINSAIL_MODEL).")(f)
+    return f
+
+
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
                         settings) -> dict:
     """Mode, rules and timeout for a new session: flags, then MAINSAIL_*, then settings files.
@@ -43,26 +67,124 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
             "home": str(Path.home())}
 
 
+def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
+                 disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path) -> str:
+    """The session these flags name (resumed, continued or forked, with the flags applied), or a new one."""
+    sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
+    if sid is None:
+        perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
+                                    approval_timeout, settings)
+        return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
+                                        **perms).id
+    if model:
+        rt.engine.set_model(sid, model)
+    rt.engine.update_limits(sid, max_turns=max_turns, max_budget_usd=max_budget_usd,
+                            permission_mode=permission_mode)
+    return sid
+
+
 @click.command("run")
-@click.argument("prompt")
+@click.argument("prompt", required=False)
 @click.option("-p", "--print", "print_mode", is_flag=True, help="Print only the final answer (for scripts).")
-@click.option("--model", help="Model for this session (default: MAINSAIL_MODEL).")
+@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]), default="text",
+              show_default=True, help="With -p: the final answer, one result object, or NDJSON events.")
+@click.option("--input-format", type=click.Choice(["text", "stream-json"]), default="text", show_default=True,
+              help="stream-json: read NDJSON user messages from stdin, one run each.")
+@click.option("--background", is_flag=True, help="Print the session id and return at once (like submit).")
+@session_options
 @permission_options
-@click.option("--max-turns", type=click.IntRange(1), help="Stop after this many model turns.")
-@click.option("--cwd", "workspace", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",
-              help="The session's workspace (default: the current directory).")
-def run(prompt: str, print_mode: bool, model: str | None, permission_mode: str | None, allowed_tools,
-        disallowed_tools, approval_timeout: float | None, max_turns: int | None, workspace: Path) -> None:
-    """Run PROMPT as a new session and watch it until it finishes."""
+def run(prompt: str | None, print_mode: bool, output_format: str, input_format: str, background: bool,
+        model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path, permission_mode,
+        allowed_tools, disallowed_tools, approval_timeout) -> None:
+    """Run PROMPT in a session and watch it until it finishes."""
+    if input_format == "stream-json":
+        from cli.output import read_stream_json_input
+
+        try:
+            prompts = list(read_stream_json_input(sys.stdin))
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not prompts:
+            raise click.UsageError("--input-format stream-json read no user message from stdin.")
+    elif not prompt:
+        raise click.UsageError("Missing PROMPT (or use --input-format stream-json, or `mainsail` for "
+                               "interactive mode).")
+    else:
+        prompts = [prompt]
+    if output_format != "text":
+        print_mode = True
     settings = load_settings(model=model)
-    settings.require_credentials(settings.model)
-    perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
-                                settings)
     rt = connect(settings)
     try:
+        sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
+                           permission_mode=permission_mode, allowed_tools=allowed_tools,
+                           disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
+                           max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace)
+        settings.require_credentials(rt.store.get_session(sid).model)
+        if background:
+            for p in prompts:
+                dispatch(rt.engine.submit(sid, p))
+            _background_note(rt, sid)
+            return
         ensure_worker(rt, settings, quiet=print_mode)
-        rec = rt.engine.create_session(str(workspace), max_turns=max_turns, **perms)
-        result = submit_and_watch(rt, rec.id, prompt, print_mode=print_mode)
+        result = None
+        stream = _stream_writer(rt, sid) if output_format == "stream-json" else None
+        for p in prompts:
+            result = submit_and_watch(rt, sid, p, print_mode=print_mode, stream=stream)
+            if result.is_error:
+                break
     finally:
         rt.close()
+    if output_format == "json":
+        import json
+
+        from cli.output import result_json
+
+        click.echo(json.dumps(result_json(result)))
+        if result.is_error:
+            sys.exit(1)
+        return
+    if output_format == "stream-json":
+        if result.is_error:
+            sys.exit(1)
+        return
     finish(result, print_mode)
+
+
+@click.command("submit")
+@click.argument("prompt")
+@session_options
+@permission_options
+def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path,
+           permission_mode, allowed_tools, disallowed_tools, approval_timeout) -> None:
+    """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
+    settings = load_settings(model=model)
+    rt = connect(settings)
+    sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
+                       permission_mode=permission_mode, allowed_tools=allowed_tools,
+                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
+                       max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace)
+    settings.require_credentials(rt.store.get_session(sid).model)
+    dispatch(rt.engine.submit(sid, prompt))
+    _background_note(rt, sid)
+
+
+def _background_note(rt: Runtime, sid: str) -> None:
+    click.echo(sid)
+    if not ({"model", "tools"} <= rt.store.live_queues()):
+        click.echo("No worker is listening: the session waits in its queue until you start `mainsail worker`.",
+                   err=True)
+    click.echo(f"Watch it with: mainsail watch {sid[:8]}", err=True)
+
+
+def _stream_writer(rt: Runtime, sid: str):
+    from cli.output import StreamJson
+    from workflows.tools import tool_schemas
+
+    stream = StreamJson(sys.stdout.write, sys.stdout.flush)
+    stream.init(rt.store.get_session(sid), [t["name"] for t in tool_schemas()])
+    return stream
+
+
+__all__ = ["run", "submit", "open_session", "session_permissions", "permission_options", "session_options",
+           "load_permission_settings"]

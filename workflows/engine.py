@@ -250,14 +250,13 @@ class Engine:
             self._commit(tx)
         return Claim(step, [], rec)
 
-    def heartbeat(self, sid: str, step_id: str, owner: str) -> bool:
-        """Extend the lease of a running step. False: the step is no longer ours to run."""
-        step = self.store.get_step(sid, step_id)
-        if step.status is not StepStatus.RUNNING or step.owner != owner:
+    def heartbeat(self, sid: str, step_id: str, owner: str, *, extend: bool = True) -> bool:
+        """Check (and with ``extend``, renew) a running step's lease. False: no longer ours to run."""
+        rec, step, _ = self.store.load_step(sid, step_id)
+        if step.status is not StepStatus.RUNNING or step.owner != owner or rec.epoch != step.epoch:
             return False
-        if self.store.get_session(sid).epoch != step.epoch:
-            return False
-        self.store.set_deadline(step, time.time() + self.settings.lease_seconds, only_existing=True)
+        if extend:
+            self.store.set_deadline(step, time.time() + self.settings.lease_seconds, only_existing=True)
         return True
 
     def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply) -> list[StepRecord]:

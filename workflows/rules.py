@@ -250,6 +250,8 @@ class _Lexer:
                 self._redirect("")
             else:
                 w = self._word()
+                if not w.raw:  # cannot happen; never loop forever on a tokenizer slip
+                    raise _ParseError(f"unexpected character {c!r}")
                 if (w.raw.isdigit() and self.i < len(s) and s[self.i] in "<>"
                         and not s.startswith("(", self.i + 1)):
                     self._redirect(w.raw)
@@ -498,7 +500,7 @@ def _strip_wrapper(words: list[_Word]) -> list[_Word] | None:
     return rest[i:] if i < len(rest) else None
 
 
-def command_words(words: list[_Word]) -> list[_Word]:
+def _command_words(words: list[_Word]) -> list[_Word]:
     """The words of the command proper.
 
     Strips, repeatedly: leading environment assignments (``FOO=bar cmd``;
@@ -530,7 +532,7 @@ class _Cmd:
 def _commands(parts: Iterable[_Part]) -> list[_Cmd]:
     out = []
     for p in parts:
-        words = command_words(p.words)
+        words = _command_words(p.words)
         if not words:
             continue
         out.append(_Cmd(" ".join(w.raw for w in p.words), " ".join(w.raw for w in words), tuple(words), p))
@@ -849,7 +851,7 @@ def _redirect_problem(parts: list[_Part], ws: str, hm: str) -> str | None:
                 return f"output redirection to {target} (outside the workspace) needs approval"
             if _protected(path, ws, hm):
                 return f"output redirection to {target} ({_PROTECTED_TEXT}) needs approval"
-        if _changes_dir(command_words(part.words)):
+        if _changes_dir(_command_words(part.words)):
             cwd_known = False
     return None
 

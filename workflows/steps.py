@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from typing import Callable
 
 import anthropic
@@ -26,6 +27,8 @@ from workflows.tools.base import ToolContext, ToolOutput
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[list[StepRecord]], None]
+
+CANCEL_CHECK_SECONDS = 1.0
 
 UNKNOWN_OUTCOME = (
     "The worker running this {tool} call stopped before it reported a result, so its outcome is "
@@ -52,11 +55,16 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         interval = self.engine.settings.heartbeat_interval
-        while not self._stop_event.wait(interval):
+        check = min(CANCEL_CHECK_SECONDS, interval)  # a cancel must stop a command within about a second
+        last_beat = time.monotonic()
+        while not self._stop_event.wait(check):
+            extend = time.monotonic() - last_beat >= interval - check / 2
             try:
-                if not self.engine.heartbeat(self.step.session_id, self.step.id, self.owner):
+                if not self.engine.heartbeat(self.step.session_id, self.step.id, self.owner, extend=extend):
                     self.cancel.set()
                     return
+                if extend:
+                    last_beat = time.monotonic()
             except Exception:  # Redis hiccup: try again next beat; the lease has slack
                 log.warning("heartbeat of step %s failed", self.step.id, exc_info=True)
 

@@ -67,6 +67,9 @@ class Cluster:
         return subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout,
                               stdin=stdin)
 
+    def mainsail_cmd(self) -> list[str]:
+        return [MAINSAIL]
+
     def session_id(self) -> str:
         (sid,) = self.store.session_ids()
         return sid

@@ -337,8 +337,8 @@ def test_a_symlink_into_a_denied_directory_is_matched_resolved(tmp_path):
     (ws / "secrets").mkdir(parents=True)
     home.mkdir()
     (ws / "innocent").symlink_to(ws / "secrets")
-    r = evaluate("Read", F("innocent/key.txt"), mode=PermissionMode.DEFAULT, rules=ruleset({"deny": ["Read(secrets/**)"]}),
-                 workspace=str(ws), home=str(home), read_only=True)
+    r = evaluate("Read", F("innocent/key.txt"), mode=PermissionMode.DEFAULT,
+                 rules=ruleset({"deny": ["Read(secrets/**)"]}), workspace=str(ws), home=str(home), read_only=True)
     assert r.decision is D
 
 

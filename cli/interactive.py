@@ -1,0 +1,575 @@
+"""``mainsail`` with no command: an interactive prompt loop on one session.
+
+Each line you type is a prompt: it is submitted to the session and the turn is
+streamed until it ends; permission requests are asked on the same terminal
+(``(y)es / (n)o / (a)lways``). A line starting with ``/`` is a command (type
+``/help``). Keys:
+
+- Ctrl-C while the session works interrupts the turn (the session is cancelled:
+  its running tool is stopped and every open tool call gets an "interrupted"
+  result) and returns to the prompt. Esc cannot be read in line mode; Ctrl-C is
+  the interrupt key here.
+- Ctrl-C or Ctrl-D at the prompt leaves; the session stays in Redis and
+  ``mainsail --resume ID`` (or ``--continue``) picks it up again.
+
+On a terminal lines are read with ``input()`` (readline editing and history);
+otherwise stdin is read line by line without buffering, so a script can be
+piped in and the permission prompt still sees the answers it holds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import click
+import redis
+
+from cli.attach import Prompter
+from cli.connect import Runtime, connect, ensure_worker
+from cli.render import Renderer, follow
+from cli.run import session_permissions
+from cli.select import pick_session
+from statemachines import InvalidTransition, State
+from tasks.dispatch import dispatch
+from workflows import keys
+from workflows.exceptions import MainsailError, StoreUnavailable
+from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
+from workflows.pricing import PRICES
+from workflows.settings import Settings, load_settings
+
+PROMPT = "> "
+RECENT = 10  # sessions /resume lists
+
+
+# ====================================================================== reading lines
+
+
+class LineReader:
+    """Lines typed (or piped) on stdin.
+
+    ``prompt()`` is what the loop reads; ``fileno()`` and ``readline()`` make it the
+    ``stdin`` of the permission :class:`~cli.attach.Prompter`. Off a terminal every
+    read takes the bytes of one line only (``os.read`` of one byte at a time), so no
+    line waits in a Python buffer where ``select`` cannot see it.
+    """
+
+    def __init__(self, stdin=None) -> None:
+        self.stdin = stdin or sys.stdin
+        self.fd = self.stdin.fileno()
+        self.tty = os.isatty(self.fd)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def readline(self) -> str:
+        """One line with its newline; ``""`` at end of input."""
+        buf = bytearray()
+        while True:
+            b = os.read(self.fd, 1)
+            if not b:
+                break
+            buf += b
+            if b == b"\n":
+                break
+        return buf.decode("utf-8", errors="replace")
+
+    def prompt(self, text: str = PROMPT) -> str | None:
+        """The next line without its newline; None at end of input (Ctrl-D).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C while waiting.
+        """
+        if self.tty:
+            try:
+                return input(text)
+            except EOFError:
+                click.echo("")
+                return None
+        line = self.readline()
+        if line == "":
+            return None
+        line = line.rstrip("\r\n")
+        click.echo(f"{text}{line}")  # the transcript reads as if it had been typed
+        return line
+
+
+def _setup_readline(history: Path, commands: list[str]) -> Callable[[], None]:
+    """Line editing, history (kept in ``history``) and Tab completion of slash commands."""
+    try:
+        import readline
+    except ImportError:  # no readline on this platform: plain input()
+        return lambda: None
+    try:
+        readline.read_history_file(history)
+    except OSError:
+        pass
+    readline.set_history_length(1000)
+
+    def complete(text: str, state: int) -> str | None:
+        line = readline.get_line_buffer()
+        if not line.startswith("/") or " " in line:
+            return None
+        matches = [c + " " for c in commands if c.startswith(text)]
+        return matches[state] if state < len(matches) else None
+
+    readline.set_completer_delims(" \t\n")
+    readline.set_completer(complete)
+    readline.parse_and_bind("tab: complete")
+
+    def save() -> None:
+        try:
+            history.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(history)
+        except OSError:
+            pass
+
+    return save
+
+
+# ====================================================================== formatting
+
+
+def _ago(t: float) -> str:
+    age = max(0.0, time.time() - t)
+    if age < 60:
+        return f"{int(age)}s ago"
+    if age < 3600:
+        return f"{int(age // 60)}m ago"
+    if age < 86400:
+        return f"{int(age // 3600)}h ago"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+def _duration(ms: int) -> str:
+    s = ms / 1000
+    if s < 60:
+        return f"{s:.1f}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{int(m)}m {s:.0f}s"
+    h, m = divmod(m, 60)
+    return f"{int(h)}h {int(m)}m"
+
+
+def _usage(u: Usage) -> str:
+    return (f"{u.input_tokens:,} input, {u.output_tokens:,} output, {u.cache_read_input_tokens:,} cache read, "
+            f"{u.cache_creation_input_tokens:,} cache write")
+
+
+def _cut(s: str, n: int) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _status_lines(rec: SessionRecord, inbox: list[str]) -> list[str]:
+    try:  # the same facts `mainsail show` prints, when that command is there
+        from cli.sessions import describe
+    except ImportError:
+        describe = None
+    if describe is not None:
+        return describe(rec, inbox)
+    u = rec.usage
+    return [
+        f"session     {rec.id}",
+        f"title       {rec.title or '-'}",
+        f"state       {rec.state.value}" + (f"  ({len(inbox)} queued)" if inbox else ""),
+        f"workspace   {rec.workspace}",
+        f"model       {rec.model}",
+        f"permissions {rec.permission_mode.value}",
+        f"turns       {rec.turns}",
+        f"tokens      {u.total:,} ({_usage(u)})",
+        f"cost        ${rec.cost_usd:.4f}",
+    ]
+
+
+def _error(exc: BaseException) -> None:
+    click.echo(click.style("Error: ", fg="red", bold=True) + str(exc), err=True)
+
+
+# ====================================================================== the loop
+
+
+class Exit(Exception):
+    """Leave the loop (``/exit``, end of input)."""
+
+
+class Interactive:
+    """The prompt loop on one session at a time (``/clear`` and ``/resume`` switch it)."""
+
+    def __init__(self, rt: Runtime, settings: Settings, workspace: Path, reader: LineReader,
+                 sid: str | None = None) -> None:
+        self.rt = rt
+        self.settings = settings
+        self.workspace = Path(os.path.realpath(workspace))
+        self.reader = reader
+        self.sid = sid or ""
+        self.commands: dict[str, tuple[Callable[[str], None], str]] = {
+            "/help": (self.cmd_help, "this list"),
+            "/status": (self.cmd_status, "the session: id, state, title, model, mode, workspace, turns, tokens, cost"),
+            "/cost": (self.cmd_cost, "cost, tokens and API time, per model"),
+            "/model": (self.cmd_model, "[NAME]  show the model, or switch the session to NAME"),
+            "/permissions": (self.cmd_permissions, "the permission mode and the allow / ask / deny rules"),
+            "/clear": (self.cmd_clear, "start a new session here (same model, mode and rules)"),
+            "/resume": (self.cmd_resume, "[ID]  switch to another session (no ID: pick a recent one)"),
+            "/exit": (self.cmd_exit, "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)"),
+            "/quit": (self.cmd_exit, ""),
+        }
+
+    @property
+    def engine(self):
+        return self.rt.engine
+
+    @property
+    def store(self):
+        return self.rt.store
+
+    def record(self) -> SessionRecord:
+        return self.store.get_session(self.sid)
+
+    # ------------------------------------------------------------------ loop
+
+    def loop(self) -> None:
+        """Read and run lines until /exit, end of input, or Ctrl-C at the prompt."""
+        while True:
+            try:
+                line = self.reader.prompt(PROMPT)
+            except KeyboardInterrupt:
+                click.echo("")
+                self._goodbye()
+                return
+            if line is None:
+                self._goodbye()
+                return
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                if self.is_command(line):
+                    self.command(line)
+                else:
+                    self.turn(line)
+            except Exit:
+                self._goodbye()
+                return
+            except KeyboardInterrupt:  # in a command (e.g. the /resume choice): drop it
+                click.echo("\n(cancelled)")
+            except (MainsailError, InvalidTransition, click.ClickException) as exc:
+                _error(exc.format_message() if isinstance(exc, click.ClickException) else exc)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                _error(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? "
+                                        "Check MAINSAIL_REDIS_URL."))
+
+    def _goodbye(self) -> None:
+        try:
+            rec = self.record()
+        except (MainsailError, redis.RedisError):
+            rec = None
+        if rec is not None and rec.title:
+            click.echo(f"Bye. Resume this session with: mainsail --resume {rec.id[:8]}")
+        else:
+            click.echo("Bye.")
+
+    @staticmethod
+    def is_command(line: str) -> bool:
+        """``/word ...`` is a command; ``/usr/bin/x fails`` (a path) is a prompt."""
+        if not line.startswith("/"):
+            return False
+        name = line.split(maxsplit=1)[0]
+        return "/" not in name[1:]
+
+    def command(self, line: str) -> None:
+        name, _, arg = line.partition(" ")
+        name = name.lower()
+        entry = self.commands.get(name)
+        if entry is None:
+            click.echo(f"Unknown command {name}. Type /help.", err=True)
+            return
+        entry[0](arg.strip())
+
+    # ------------------------------------------------------------------ a turn
+
+    def turn(self, text: str) -> ResultEntry | None:
+        """Submit ``text`` and stream the session until that prompt's run ends.
+
+        Ctrl-C cancels the session's running turn and returns (None).
+        """
+        sid = self.sid
+        rec = self.record()
+        busy = rec.state is not State.IDLE
+        # A busy session: replay its current run, so its open permission requests are asked too.
+        after = _run_start_id(self.store, sid) if busy else _last_id(self.store, sid)
+        steps = self.engine.submit(sid, text)
+        queued = not steps
+        dispatch(steps)
+        if queued:
+            click.echo(f"Session {sid[:8]} is busy ({self.record().state.value}); your message runs when "
+                       "its current turn ends. Ctrl-C interrupts it.", err=True)
+        r = Renderer(show_prompts=queued, show_requests=False)
+        prompter = Prompter(self.rt, sid, stdin=self.reader, interactive=True)
+        mine = False
+
+        def on_entry(e) -> None:
+            nonlocal mine
+            prompter.on_entry(e)  # first: an open prompt line is closed before anything else prints
+            r.entry(e)
+            if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and e.message.text() == text:
+                mine = True
+
+        def stop(e) -> bool:
+            return isinstance(e, ResultEntry) and mine
+
+        try:
+            return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
+                          poll=prompter.poll)
+        except KeyboardInterrupt:
+            r.close()
+            if prompter.current is not None:
+                click.echo("", err=True)  # close the open permission prompt line
+            self.interrupt(text if queued else None)
+            return None
+
+    def interrupt(self, queued_text: str | None = None) -> None:
+        """Cancel the running turn (Ctrl-C while it works); a second Ctrl-C meanwhile is ignored."""
+        sid = self.sid
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            if queued_text is not None:  # our message had not started: do not leave it queued
+                self.store.r.lrem(keys.inbox(sid), 1, queued_text)
+            cancelled = self.engine.cancel(sid, "Interrupted by user")
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+        lead = "\n" if self.reader.tty else ""  # after the terminal's ^C
+        click.echo(lead + ("Interrupted." if cancelled else "Interrupted (the turn had already ended)."))
+
+    # ------------------------------------------------------------------ commands
+
+    def cmd_help(self, arg: str) -> None:
+        click.echo("Type a message to send it to the session. Commands:")
+        for name, (_, text) in self.commands.items():
+            if text:
+                click.echo(f"  {name:<13} {text}")
+        click.echo("Keys: Ctrl-C interrupts a running turn (Esc does not work in this line mode); "
+                   "Ctrl-C or Ctrl-D at the prompt leaves.")
+        click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
+
+    def cmd_status(self, arg: str) -> None:
+        rec = self.record()
+        for line in _status_lines(rec, self.store.inbox(rec.id)):
+            click.echo(line)
+
+    def cmd_cost(self, arg: str) -> None:
+        rec = self.record()
+        click.echo(f"Total cost:            ${rec.cost_usd:.4f}")
+        click.echo(f"Total duration (API):  {_duration(rec.api_ms)}")
+        click.echo(f"Model calls:           {rec.turns}")
+        click.echo(f"Usage:                 {_usage(rec.usage)}")
+        if rec.usage_by_model:
+            click.echo("Usage by model:")
+            width = max(len(m) for m in rec.usage_by_model)
+            for model, usage in rec.usage_by_model.items():
+                cost = rec.cost_by_model.get(model, 0.0)
+                click.echo(f"  {model:<{width}}  {_usage(usage)}  (${cost:.4f})")
+
+    def cmd_model(self, arg: str) -> None:
+        rec = self.record()
+        if not arg:
+            click.echo(f"Current model: {rec.model}. Switch with /model NAME.")
+            return
+        if len(arg.split()) != 1:
+            click.echo("Usage: /model NAME (one model name, e.g. claude-haiku-4-5).", err=True)
+            return
+        if arg == rec.model:
+            click.echo(f"Already using {arg}.")
+            return
+        self.settings.require_credentials(arg)
+        self.engine.set_model(rec.id, arg)
+        note = "" if rec.state is State.IDLE else " (from the session's next model call)"
+        click.echo(f"Model set to {arg} (was {rec.model}){note}.")
+        if not any(arg.startswith(p) for p in PRICES):
+            click.echo(f"Note: no price is known for {arg}; its cost is estimated at Sonnet prices.", err=True)
+
+    def cmd_permissions(self, arg: str) -> None:
+        rec = self.record()
+        click.echo(f"Permission mode: {rec.permission_mode.value}")
+        for kind in ("allow", "ask", "deny"):
+            rules = getattr(rec.rules, kind)
+            if not rules:
+                click.echo(f"{kind.capitalize()} rules: none")
+                continue
+            click.echo(f"{kind.capitalize()} rules:")
+            width = max(len(r.rule) for r in rules)
+            for r in rules:
+                click.echo(f"  {r.rule:<{width}}  from {r.source or 'unknown'}")
+
+    def cmd_clear(self, arg: str) -> None:
+        old = self.record()
+        rec = self.engine.create_session(
+            old.workspace, model=old.model, permission_mode=old.permission_mode, max_turns=old.max_turns,
+            max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
+            home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds)
+        self.sid = rec.id
+        kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
+        click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
+
+    def cmd_resume(self, arg: str) -> None:
+        if arg:
+            self.switch(self.store.resolve_session(arg))
+            return
+        recent = self.recent()
+        if not recent:
+            click.echo(f"No session was started in {self.workspace}.")
+            return
+        click.echo(f"Recent sessions in {self.workspace}:")
+        for i, rec in enumerate(recent, 1):
+            mark = "*" if rec.id == self.sid else " "
+            click.echo(f" {mark}{i:>2}. {rec.id[:8]}  {_cut(rec.title or '(no messages)', 40):<40}  "
+                       f"{rec.state.value:<19} {_ago(rec.updated_at)}")
+        choice = self.reader.prompt("Resume which? (number or id prefix; Enter keeps this one) ")
+        choice = (choice or "").strip()
+        if not choice:
+            click.echo(f"Staying on session {self.sid[:8]}.")
+            return
+        if choice.isdigit() and 1 <= int(choice) <= len(recent):
+            self.switch(recent[int(choice) - 1].id)
+        else:
+            self.switch(self.store.resolve_session(choice))
+
+    def recent(self) -> list[SessionRecord]:
+        ws = str(self.workspace)
+        out = []
+        for sid in self.store.session_ids(limit=10_000):
+            rec = self.store.get_session(sid)
+            if rec.workspace == ws:
+                out.append(rec)
+                if len(out) >= RECENT:
+                    break
+        return out
+
+    def switch(self, sid: str) -> None:
+        if sid == self.sid:
+            click.echo(f"Already on session {sid[:8]}.")
+            return
+        rec = self.store.get_session(sid)
+        self.settings.require_credentials(rec.model)
+        self.sid = sid
+        announce(rec)
+        recap(self.store, sid)
+
+    def cmd_exit(self, arg: str) -> None:
+        raise Exit()
+
+
+# ====================================================================== helpers
+
+
+def announce(rec: SessionRecord, headline: str | None = None) -> None:
+    """``Resumed session 1a2b3c4d: <title>`` plus what a user needs to know about its state."""
+    click.echo(f"{headline or f'Resumed session {rec.id[:8]}'}: {rec.title or '(no messages yet)'}")
+    facts = f"  {rec.model} · {rec.permission_mode.value} · {rec.workspace}"
+    if rec.state is not State.IDLE:
+        facts += f" · {rec.state.value} (a message now runs after its current turn)"
+    click.echo(click.style(facts, dim=True))
+
+
+def recap(store, sid: str) -> None:
+    """Show the session's last exchange (from its last prompt), so you know where it stands."""
+    entries = store.entries(sid)
+    start = None
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+            start = i
+            break
+    if start is None:
+        return
+    r = Renderer(show_prompts=True, show_requests=True)
+    for e in entries[start:]:
+        r.entry(e)
+    r.close()
+
+
+def _last_id(store, sid: str) -> str | None:
+    rows = store.r.xrevrange(keys.log(sid), count=1)
+    if not rows:
+        return None
+    rid = rows[0][0]
+    return rid.decode() if isinstance(rid, bytes) else rid
+
+
+def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
+    """The log id just before the current run: the last result entry (None: from the start)."""
+    rows = store.r.xrevrange(keys.log(sid), count=scan)
+    for rid, fields in rows:
+        raw = fields.get(b"entry") if b"entry" in fields else fields.get("entry")
+        try:
+            entry = parse_entry(raw)
+        except Exception:  # an entry this version cannot parse: not a result
+            continue
+        if isinstance(entry, ResultEntry):
+            return rid.decode() if isinstance(rid, bytes) else rid
+    if len(rows) == scan:
+        rid = rows[-1][0]
+        return rid.decode() if isinstance(rid, bytes) else rid
+    return None
+
+
+def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
+                             allowed_tools, disallowed_tools, approval_timeout, workspace: Path) -> str:
+    """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
+    sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
+    if sid is None:
+        settings.require_credentials(settings.model)
+        perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
+                                    approval_timeout, settings)
+        rec = rt.engine.create_session(str(workspace), **perms)
+        click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
+        click.echo(click.style(f"  {rec.model} · {rec.permission_mode.value}", dim=True))
+        return rec.id
+    rec = rt.store.get_session(sid)
+    settings.require_credentials(model or rec.model)
+    if model:
+        rec = rt.engine.set_model(sid, model)
+    if permission_mode:
+        rec = rt.engine.update_limits(sid, permission_mode=permission_mode)
+    if allowed_tools or disallowed_tools or approval_timeout:
+        click.echo("Note: --allowedTools, --disallowedTools and --approval-timeout apply to new sessions; "
+                   f"session {sid[:8]} keeps its rules (see /permissions).", err=True)
+    announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
+    recap(rt.store, sid)
+    return sid
+
+
+def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
+                    permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
+                    workspace: Path) -> None:
+    """The interactive mode: open (or pick) a session and run the prompt loop on it."""
+    settings = load_settings(model=model)
+    rt = connect(settings)
+    save_history: Callable[[], None] = lambda: None
+    try:
+        sid = open_interactive_session(
+            rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
+            permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+            approval_timeout=approval_timeout, workspace=workspace)
+        ensure_worker(rt, settings)
+        reader = LineReader()
+        ui = Interactive(rt, settings, workspace, reader, sid)
+        if reader.tty:
+            save_history = _setup_readline(settings.data_dir / "history", list(ui.commands))
+            click.echo(click.style("Type a message, or /help. Ctrl-C interrupts a turn; Ctrl-D leaves.",
+                                   dim=True))
+        ui.loop()
+    finally:
+        save_history()
+        rt.close()
+
+
+__all__ = ["run_interactive", "Interactive", "LineReader", "open_interactive_session"]

@@ -1,0 +1,156 @@
+"""The interactive loop's commands and keys on fakeredis, with a scripted line reader.
+
+Turns are driven end to end in tests/e2e/test_interactive.py; here the loop's own
+logic: command parsing, errors that do not end the loop, Ctrl-C at the prompt and
+Ctrl-C during a turn (the session is cancelled).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli import interactive
+from cli.connect import Runtime
+from cli.interactive import Interactive
+from statemachines import State
+from workflows.engine import Engine
+from workflows.models import ResultEntry, SystemEntry, UserEntry
+from workflows.store import Store
+
+MODEL = "scripted:demo"
+
+
+class Lines:
+    """A LineReader stand-in: returns the scripted lines; an exception instance is raised."""
+
+    tty = False
+
+    def __init__(self, *lines) -> None:
+        self.lines = list(lines)
+        self.prompts: list[str] = []
+
+    def prompt(self, text: str = "> "):
+        self.prompts.append(text)
+        if not self.lines:
+            return None
+        item = self.lines.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def fileno(self) -> int:
+        raise OSError("no terminal")
+
+    def readline(self) -> str:
+        return ""
+
+
+@pytest.fixture
+def rt(fake_redis, settings):
+    return Runtime(url="", engine=Engine(Store(fake_redis, lock_wait=1.0), settings))
+
+
+@pytest.fixture
+def ws(tmp_path):
+    d = tmp_path / "ws"
+    d.mkdir()
+    return d
+
+
+def make(rt, ws, *lines, mode="default") -> Interactive:
+    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode=mode)
+    return Interactive(rt, rt.engine.settings, ws, Lines(*lines), rec.id)
+
+
+def test_ctrl_c_at_the_prompt_leaves(rt, ws, capsys):
+    ui = make(rt, ws, "/help", KeyboardInterrupt(), "/status")
+    ui.loop()
+    out = capsys.readouterr().out
+    assert "Commands:" in out and out.rstrip().endswith("Bye.")
+    assert ui.reader.lines == ["/status"], "the loop read on after Ctrl-C"
+
+
+def test_end_of_input_and_exit_leave(rt, ws, capsys):
+    make(rt, ws).loop()
+    assert "Bye." in capsys.readouterr().out
+    ui = make(rt, ws, "/quit", "/status")
+    ui.loop()
+    assert ui.reader.lines == ["/status"]
+
+
+def test_unknown_commands_and_domain_errors_keep_the_loop_going(rt, ws, capsys):
+    ui = make(rt, ws, "/compact", "/resume nosuchsession", "", "   ", "/model", "/exit")
+    ui.loop()
+    captured = capsys.readouterr()
+    assert "Unknown command /compact. Type /help." in captured.err
+    assert "No session matches 'nosuchsession'" in captured.err
+    assert f"Current model: {MODEL}" in captured.out
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_a_path_is_a_prompt_not_a_command():
+    assert Interactive.is_command("/status")
+    assert Interactive.is_command("/model claude-haiku-4-5")
+    assert not Interactive.is_command("/usr/bin/python crashes on start")
+    assert not Interactive.is_command("fix /status")
+
+
+def test_model_switch_and_credentials(rt, ws, capsys):
+    ui = make(rt, ws, "/model scripted:other", "/model claude-haiku-4-5", "/exit")
+    ui.loop()
+    captured = capsys.readouterr()
+    assert f"Model set to scripted:other (was {MODEL})" in captured.out
+    # No credentials in the unit settings: the switch to a real model is refused, clearly.
+    assert "No API key for model 'claude-haiku-4-5'" in captured.err
+    assert rt.store.get_session(ui.sid).model == "scripted:other"
+
+
+def test_clear_keeps_mode_rules_and_model(rt, ws, capsys):
+    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="acceptEdits")
+    rec.rules.add("allow", "Bash(npm test:*)", "--allowedTools")
+    rt.store.save_session(rec)
+    ui = Interactive(rt, rt.engine.settings, ws, Lines("/clear", "/permissions", "/exit"), rec.id)
+    ui.loop()
+    assert ui.sid != rec.id
+    new = rt.store.get_session(ui.sid)
+    assert (new.model, new.permission_mode.value) == (MODEL, "acceptEdits")
+    assert [(r.rule, r.source) for r in new.rules.allow] == [("Bash(npm test:*)", "--allowedTools")]
+    out = capsys.readouterr().out
+    assert f"New session {ui.sid[:8]} in {new.workspace}" in out
+    assert "Permission mode: acceptEdits" in out and "Bash(npm test:*)  from --allowedTools" in out
+
+
+def test_resume_lists_this_workspaces_sessions_and_takes_a_number(rt, ws, capsys):
+    first = rt.engine.create_session(str(ws), model=MODEL)
+    first.title = "the first one"
+    rt.store.save_session(first)
+    ui = make(rt, ws, "/resume", "2", "/exit")
+    ui.loop()
+    out = capsys.readouterr().out
+    assert "Recent sessions in" in out and "the first one" in out
+    assert ui.sid == first.id
+    assert f"Resumed session {first.id[:8]}: the first one" in out
+
+
+def test_ctrl_c_during_a_turn_cancels_the_session_and_returns_to_the_prompt(rt, ws, capsys, monkeypatch):
+    sent = []
+    monkeypatch.setattr(interactive, "dispatch", sent.extend)
+
+    def follow(store, sid, **kw):
+        assert store.get_session(sid).state is not State.IDLE
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(interactive, "follow", follow)
+    ui = make(rt, ws, "Do something slow", "/status", "/exit", mode="bypassPermissions")
+    ui.loop()
+    out = capsys.readouterr().out
+    assert sent, "the turn was not dispatched"
+    assert "Interrupted." in out
+    assert "state       idle" in out, "the loop did not go on to /status"
+    rec = rt.store.get_session(ui.sid)
+    assert rec.state is State.IDLE
+    entries = rt.store.entries(ui.sid)
+    assert any(isinstance(e, SystemEntry) and e.subtype == "interrupted" and e.content == "Interrupted by user"
+               for e in entries)
+    assert [e.subtype for e in entries if isinstance(e, ResultEntry)] == ["cancelled"]
+    assert isinstance(entries[0], UserEntry) and entries[0].message.text() == "Do something slow"
