@@ -85,7 +85,8 @@ def _register() -> None:
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
-    for command in (sessions.sessions, sessions.show, sessions.watch, sessions.send, sessions.cancel):
+    for command in (sessions.sessions, sessions.show, sessions.watch, sessions.send, sessions.cancel,
+                    sessions.compact):
         cli.add_command(command)
     cli.add_command(worker.worker)
     cli.add_command(worker.reap)

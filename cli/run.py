@@ -49,6 +49,8 @@ def session_options(f):
                      help="Continue the most recent session of this directory.")(f)
     f = click.option("-r", "--resume", metavar="SID", help="Resume a session (id or unique prefix).")(f)
     f = click.option("--model", help="Model for this session (default: MAINSAIL_MODEL).")(f)
+    f = click.option("--append-system-prompt", metavar="TEXT", help="Append TEXT to the system prompt.")(f)
+    f = click.option("--system-prompt", metavar="TEXT", help="Replace the default system prompt.")(f)
     return f
 
 
@@ -68,13 +70,15 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
 
 
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
-                 disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path) -> str:
+                 disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
+                 system_prompt: str | None = None, append_system_prompt: str | None = None) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings)
         return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
+                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                         **perms).id
     if model:
         rt.engine.set_model(sid, model)
@@ -95,7 +99,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
 @permission_options
 def run(prompt: str | None, print_mode: bool, output_format: str, input_format: str, background: bool,
         model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path, permission_mode,
-        allowed_tools, disallowed_tools, approval_timeout) -> None:
+        allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt) -> None:
     """Run PROMPT in a session and watch it until it finishes."""
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
@@ -119,7 +123,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
         sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
                            permission_mode=permission_mode, allowed_tools=allowed_tools,
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
-                           max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace)
+                           max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
+                           system_prompt=system_prompt, append_system_prompt=append_system_prompt)
         settings.require_credentials(rt.store.get_session(sid).model)
         if background:
             for p in prompts:
@@ -156,14 +161,16 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
 @session_options
 @permission_options
 def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path,
-           permission_mode, allowed_tools, disallowed_tools, approval_timeout) -> None:
+           permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
+           append_system_prompt) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
     rt = connect(settings)
     sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
                        permission_mode=permission_mode, allowed_tools=allowed_tools,
                        disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
-                       max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace)
+                       max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
+                       system_prompt=system_prompt, append_system_prompt=append_system_prompt)
     settings.require_credentials(rt.store.get_session(sid).model)
     dispatch(rt.engine.submit(sid, prompt))
     _background_note(rt, sid)

@@ -14,12 +14,13 @@ from datetime import datetime
 import click
 from rich.console import Console
 
-from cli.connect import Runtime, connect
+from cli.connect import Runtime, connect, ensure_worker
 from cli.render import Renderer, follow
 from statemachines import State
 from tasks.dispatch import dispatch
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
+from workflows.tokens import describe_usage
 
 
 def _when(t: float) -> str:
@@ -81,6 +82,8 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
         + (f", {len(rec.rules.allow)} allow / {len(rec.rules.ask)} ask / {len(rec.rules.deny)} deny rules"
            if (rec.rules.allow or rec.rules.ask or rec.rules.deny) else ""),
         f"turns       {rec.turns}" + (f" (limit {rec.max_turns} per run)" if rec.max_turns else ""),
+        f"context     {describe_usage(rec.context_tokens + rec.context_added, rec.model)}"
+        + (" · auto-compact off (failed repeatedly)" if rec.auto_compact_off else ""),
         f"tokens      {u.total:,} (in {u.input_tokens:,}, out {u.output_tokens:,}, "
         f"cache read {u.cache_read_input_tokens:,}, cache write {u.cache_creation_input_tokens:,})",
         f"cost        ${rec.cost_usd:.4f}" + (f" (budget ${rec.max_budget_usd:g} per run)"
@@ -168,6 +171,27 @@ def send(session: str, message: str, interrupt: bool) -> None:
         click.echo(f"Session {sid[:8]} is busy; queued as message {n} of {n}: it runs when the current turn ends.")
 
 
+@click.command("compact")
+@click.argument("session")
+@click.argument("instructions", required=False)
+def compact(session: str, instructions: str | None) -> None:
+    """Compact an idle session now: its conversation is summarised for the model (the transcript keeps it)."""
+    settings = load_settings()
+    rt = connect(settings)
+    try:
+        sid = rt.store.resolve_session(session)
+        ensure_worker(rt, settings)
+        after = rt.store.read_log(sid)[-1][0] if rt.store.log_length(sid) else None
+        dispatch(rt.engine.compact(sid, instructions))
+        r = Renderer(Console(highlight=False, soft_wrap=True), show_prompts=False)
+        result = follow(rt.store, sid, on_entry=r.entry, after=after, stop=lambda e: isinstance(e, ResultEntry))
+    finally:
+        rt.close()
+    click.echo(result.result if not result.is_error else f"Error: {result.result}")
+    if result.is_error:
+        sys.exit(1)
+
+
 @click.command("cancel")
 @click.argument("session")
 def cancel(session: str) -> None:
@@ -181,4 +205,4 @@ def cancel(session: str) -> None:
         click.echo(f"Session {sid[:8]} is idle; there is nothing to cancel.")
 
 
-__all__ = ["sessions", "show", "watch", "send", "cancel", "describe"]
+__all__ = ["sessions", "show", "watch", "send", "cancel", "compact", "describe"]

@@ -22,3 +22,9 @@ def call_model(sid: str, step_id: str) -> str:
 def run_tool(sid: str, step_id: str) -> str:
     """One tool call of a session, in the session's workspace."""
     return run_step(runtime.engine(), sid, step_id, dispatch)
+
+
+@app.task(name="mainsail.model.compact")
+def compact(sid: str, step_id: str) -> str:
+    """One compaction of a session (a summary call, or its memory document)."""
+    return run_step(runtime.engine(), sid, step_id, dispatch)

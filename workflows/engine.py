@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from statemachines import Snapshot, State, next_state
-from workflows import keys
+from workflows import context_files, keys
 from workflows.exceptions import (
+    ContextFull,
     RequestClosed,
     RequestNotFound,
     SessionBusy,
@@ -37,6 +38,8 @@ from workflows.exceptions import (
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
+    CompactBoundaryEntry,
+    SummaryEntry,
     Message,
     PermissionDecisionEntry,
     PermissionMode,
@@ -63,6 +66,7 @@ from workflows.permissions import Decision, always_rules, decide, summary
 from workflows.pricing import cost_usd
 from workflows.settings import Settings
 from workflows.store import Store
+from workflows.tokens import estimate_tokens, thresholds
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
@@ -114,6 +118,8 @@ class Engine:
         rules: RuleSet | None = None,
         home: str | None = None,
         approval_timeout_seconds: float | None = None,
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory)."""
         ws = os.path.realpath(workspace)
@@ -130,8 +136,14 @@ class Engine:
             tools_queue=tools_queue,
             rules=rules or RuleSet(),
             home=home or os.path.expanduser("~"),
+            custom_system_prompt=system_prompt,
+            append_system_prompt=append_system_prompt,
             approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
         )
+        # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
+        rec.system_context = context_files.system_context(ws)
+        rec.user_context = context_files.user_context(ws, rec.home, date.today())
+        rec.context_added = estimate_tokens(rec.system_context + rec.user_context)
         self.store.create_session(rec)
         return rec
 
@@ -142,10 +154,41 @@ class Engine:
             if rec.state is not State.IDLE:
                 self.store.push_inbox(sid, prompt)
                 return []
+            self._check_room(rec, prompt)
             tx = _Tx(rec)
             self._start_run(tx, prompt)
             self._commit(tx)
         return tx.dispatch
+
+    def compact(self, sid: str, instructions: str | None = None) -> list[StepRecord]:
+        """Compact an idle session now (``/compact``), with optional instructions for the summary."""
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            require_idle(rec, "compact")
+            tx = _Tx(rec)
+            rec.run_started_at = time.time()
+            rec.run_turns = rec.run_api_ms = 0
+            rec.run_usage = Usage()
+            rec.run_cost_usd = 0.0
+            self._begin_compaction(tx, "manual", instructions)
+            self._commit(tx)
+        return tx.dispatch
+
+    def context_size(self, rec: SessionRecord) -> int:
+        """Tokens in the session's context: the last reported usage plus estimates since."""
+        return rec.context_tokens + rec.context_added
+
+    def _check_room(self, rec: SessionRecord, prompt: str) -> None:
+        limits = thresholds(rec.model, self.settings.autocompact_pct_override)
+        size = self.context_size(rec) + estimate_tokens(prompt)
+        auto = self.settings.auto_compact and not rec.auto_compact_off
+        if size >= limits.blocking and not auto:
+            why = ("auto-compact is off for this session after repeated failures"
+                   if rec.auto_compact_off else "auto-compact is disabled")
+            raise ContextFull(
+                f"Session {rec.id[:8]} is at {size:,} of {limits.window:,} tokens, past the blocking limit "
+                f"({limits.blocking:,}), and {why}. Run /compact (or `mainsail compact {rec.id[:8]}`) "
+                "before sending another prompt.")
 
     def cancel(self, sid: str, reason: str = "Cancelled by user") -> bool:
         """Stop the running turn: bump the epoch, close dangling tool calls, return to idle.
@@ -268,17 +311,13 @@ class Engine:
             self._finish_step(tx, step)
             rec = tx.rec
             msg = reply.message
-            cost = cost_usd(rec.model, msg.usage)
+            cost = self._charge(rec, msg.usage, reply.duration_ms)
             rec.turns += 1
             rec.run_turns += 1
-            rec.usage = rec.usage + msg.usage
-            rec.run_usage = rec.run_usage + msg.usage
-            rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + msg.usage
-            rec.cost_by_model[rec.model] = rec.cost_by_model.get(rec.model, 0.0) + cost
-            rec.cost_usd += cost
-            rec.run_cost_usd += cost
-            rec.api_ms += reply.duration_ms
-            rec.run_api_ms += reply.duration_ms
+            u = msg.usage
+            rec.context_tokens = (u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+                                  + u.output_tokens)
+            rec.context_added = 0
             self._add(tx, AssistantEntry(session_id=sid, message=msg, cost_usd=cost,
                                          duration_ms=reply.duration_ms, step_id=step.id))
             tool_uses = msg.tool_uses()
@@ -288,6 +327,19 @@ class Engine:
                 self._end_run(tx)
             self._commit(tx)
         return tx.dispatch
+
+    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int) -> float:
+        """Add a call's usage and cost to the session, the run and the model's totals."""
+        cost = cost_usd(rec.model, usage)
+        rec.usage = rec.usage + usage
+        rec.run_usage = rec.run_usage + usage
+        rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + usage
+        rec.cost_by_model[rec.model] = rec.cost_by_model.get(rec.model, 0.0) + cost
+        rec.cost_usd += cost
+        rec.run_cost_usd += cost
+        rec.api_ms += duration_ms
+        rec.run_api_ms += duration_ms
+        return cost
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
         """Commit one tool result; when its batch is complete, start the next batch or model call."""
@@ -380,9 +432,12 @@ class Engine:
         rec.last_error = None
         if not rec.title:
             rec.title = _title(prompt)
-        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=prompt)))
+        entry = UserEntry(session_id=rec.id, message=Message(role="user", content=prompt))
+        self._add(tx, entry)
+        rec.run_prompt_uuid = entry.uuid
+        rec.context_added += estimate_tokens(prompt)
         self._fire(tx, "submit")
-        self._new_step(tx, StepKind.MODEL)
+        self._next_model_call(tx)
 
     def _fan_out(self, tx: _Tx, tool_uses) -> None:
         """Check every tool call (input, permission); dispatch the first batch, or ask.
@@ -550,7 +605,84 @@ class Engine:
                              f"Stopped after spending ${rec.run_cost_usd:.4f} of the ${rec.max_budget_usd:g} budget.")
             self._after_idle(tx)
             return
+        limits = thresholds(rec.model, self.settings.autocompact_pct_override)
+        if (self.settings.auto_compact and not rec.auto_compact_off
+                and self.context_size(rec) >= limits.auto_compact):
+            self._begin_compaction(tx, "auto")
+            return
         self._new_step(tx, StepKind.MODEL)
+
+    # ================================================================== compaction
+
+    def _begin_compaction(self, tx: _Tx, trigger: str, instructions: str | None = None) -> None:
+        rec = tx.rec
+        rec.compact_trigger = trigger
+        rec.compact_instructions = instructions
+        self._fire(tx, "compact" if trigger == "manual" else "compaction_needed")
+        self._new_step(tx, StepKind.COMPACT)
+
+    def record_compaction(self, sid: str, step_id: str, owner: str, summary: str, *, source: str,
+                          usage: Usage | None = None, duration_ms: int = 0) -> list[StepRecord]:
+        """Commit a compaction: a boundary and the summary; then the model call (auto) or idle (manual)."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._finish_step(tx, step)
+            rec = tx.rec
+            if usage is not None:
+                self._charge(rec, usage, duration_ms)
+            before = self.context_size(rec)
+            trigger = rec.compact_trigger or "auto"
+            preserved = [rec.run_prompt_uuid] if trigger == "auto" and rec.run_turns == 0 and rec.run_prompt_uuid \
+                else []
+            self._add(tx, CompactBoundaryEntry(session_id=sid, trigger=trigger, pre_tokens=before, source=source,
+                                               preserved=preserved, step_id=step.id))
+            self._add(tx, SummaryEntry(session_id=sid, summary=summary, step_id=step.id))
+            rec.context_tokens = estimate_tokens(summary) + estimate_tokens(rec.system_context + rec.user_context)
+            rec.context_added = 0
+            rec.compact_failures = 0
+            if trigger == "manual":
+                rec.auto_compact_off = False
+            self._compaction_done(tx, f"Compacted {before:,} tokens into a summary of about "
+                                      f"{rec.context_tokens:,}.")
+            self._commit(tx)
+        return tx.dispatch
+
+    def record_compaction_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
+        """A compaction failed: count it (the circuit breaker), then go on without it or stop."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            step.status = StepStatus.FAILED
+            step.error = error
+            tx.steps.append(step)
+            tx.cleared.append(step)
+            rec = tx.rec
+            rec.compact_failures += 1
+            self._add(tx, SystemEntry(session_id=sid, subtype="warning", step_id=step.id,
+                                      content=f"Compaction failed ({rec.compact_failures} in a row): {error}"))
+            if rec.compact_failures >= self.settings.compact_max_failures and not rec.auto_compact_off:
+                rec.auto_compact_off = True
+                self._add(tx, SystemEntry(session_id=sid, subtype="error", content=(
+                    f"Auto-compact failed {rec.compact_failures} times in a row, so it is off for this session. "
+                    f"Run /compact (or `mainsail compact {sid[:8]}`) to try again.")))
+            self._compaction_done(tx, f"Compaction failed: {error}", failed=True)
+            self._commit(tx)
+        return tx.dispatch
+
+    def _compaction_done(self, tx: _Tx, text: str, failed: bool = False) -> None:
+        rec = tx.rec
+        manual = rec.compact_trigger == "manual"
+        self._fire(tx, "compacted")
+        rec.compact_trigger = None
+        rec.compact_instructions = None
+        if manual:
+            self._add_result(tx, "error_during_execution" if failed else "success", text)
+            self._after_idle(tx)
+        else:
+            self._new_step(tx, StepKind.MODEL)  # never another compaction: it goes on, over the threshold or not
 
     def _end_run(self, tx: _Tx) -> None:
         self._fire(tx, "answered")
@@ -630,7 +762,7 @@ class Engine:
 
     def _fire(self, tx: _Tx, trigger: str) -> None:
         rec = tx.rec
-        snap = Snapshot(auto_memory=False, manual_compaction=False,
+        snap = Snapshot(auto_memory=False, manual_compaction=rec.compact_trigger == "manual",
                         permissions_pending=len(rec.pending_requests()))
         dest = next_state(rec.state, trigger, snap)
         self._add(tx, StateEntry(session_id=rec.id, trigger=trigger, source=rec.state, dest=dest))
@@ -646,6 +778,7 @@ class Engine:
 
     def _add_tool_result(self, tx: _Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
         block = ToolResultBlock(tool_use_id=tool_use_id, content=output.content, is_error=output.is_error)
+        tx.rec.context_added += estimate_tokens(output.content)
         self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
                                 origin="tool_result", display=output.display or None, step_id=step_id))
 

@@ -9,6 +9,7 @@ Hierarchy::
     ├── SessionNotFound             no session with that id (or prefix)
     ├── AmbiguousSession            a prefix matches several sessions
     ├── SessionBusy                 the operation needs an idle session
+    ├── ContextFull                 the context is past the blocking limit: compact first
     ├── LockTimeout                 another writer held the session lock too long
     ├── StepNotFound                a task named a step the ledger does not hold
     ├── RequestNotFound             no pending permission request matches (or several do)
@@ -49,6 +50,10 @@ class AmbiguousSession(MainsailError):
 
 class SessionBusy(MainsailError):
     """The operation needs the session to be idle."""
+
+
+class ContextFull(MainsailError):
+    """A new prompt would not fit: the context is past the blocking limit and auto-compact is off."""
 
 
 class LockTimeout(MainsailError):

@@ -53,6 +53,11 @@ def files_read(sid: str) -> str:
     return f"{session(sid)}:files"
 
 
+def session_memory(sid: str) -> str:
+    """The session's memory document (markdown), kept by the session-memory fork."""
+    return f"{session(sid)}:memory"
+
+
 def sessions() -> str:
     """Sorted set of session ids by last update."""
     return f"{PREFIX}sessions"

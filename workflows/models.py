@@ -200,6 +200,23 @@ class PermissionDecisionEntry(_Entry):
     rules_added: list[str] = Field(default_factory=list)
 
 
+class CompactBoundaryEntry(_Entry):
+    """Everything before this entry is replaced, for the model, by the summary that follows it."""
+
+    type: Literal["compact_boundary"] = "compact_boundary"
+    trigger: Literal["auto", "manual"] = "auto"
+    pre_tokens: int = 0
+    source: Literal["summary_call", "session_memory"] = "summary_call"
+    preserved: list[str] = Field(default_factory=list)  # uuids before the boundary the model still sees
+
+
+class SummaryEntry(_Entry):
+    """The summary the model receives instead of the messages before the last boundary."""
+
+    type: Literal["summary"] = "summary"
+    summary: str
+
+
 class ResultEntry(_Entry):
     """The end of a run (a submit until idle): what a script or a watcher needs."""
 
@@ -219,7 +236,7 @@ class ResultEntry(_Entry):
 
 Entry = Annotated[
     Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
-          PermissionDecisionEntry],
+          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry],
     Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
@@ -370,6 +387,21 @@ class SessionRecord(_Model):
     cost_usd: float = 0.0
     max_budget_usd: float | None = None
     forked_from: str | None = None
+
+    # Context, computed once at the start so every worker sends the same bytes (the prompt cache holds).
+    system_context: str = ""
+    user_context: str = ""
+    custom_system_prompt: str | None = None
+    append_system_prompt: str | None = None
+
+    # Token accounting and compaction.
+    context_tokens: int = 0  # the last response's input (+ cache) and output tokens
+    context_added: int = 0  # estimated tokens added since that response
+    run_prompt_uuid: str | None = None
+    compact_failures: int = 0
+    auto_compact_off: bool = False  # the circuit breaker tripped
+    compact_trigger: str | None = None  # "auto" | "manual" while compacting
+    compact_instructions: str | None = None
     api_ms: int = 0
     turns: int = 0  # model calls over the session's life
 

@@ -64,6 +64,15 @@ class Settings(BaseSettings):
     bash_max_output_chars: int = Field(default=30_000, gt=0)
 
     max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
+    auto_compact: bool = Field(default=True, description="Compact automatically past the threshold.")
+    autocompact_pct_override: float | None = Field(
+        default=None, gt=0, le=100, description="Auto-compact at this percentage of the effective window."
+    )
+    compact_max_failures: int = Field(default=3, ge=1, description="Auto-compact stops after this many failures.")
+    tool_result_limits: dict[str, int] = Field(
+        default={"Bash": 30_000, "Grep": 20_000, "Glob": 20_000},
+        description="Past this many characters a tool's full result is saved and the model gets a preview.",
+    )
     permission_mode: str | None = Field(
         default=None, description="Mode of new sessions; unset: the settings files' defaultMode, else default."
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -87,6 +88,10 @@ def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
             next_steps = _model_step(engine, rec, step, owner, cancel)
         elif step.kind is StepKind.TOOL:
             next_steps = _tool_step(engine, rec, step, owner, cancel)
+        elif step.kind is StepKind.COMPACT:
+            from workflows.compaction import run_compaction
+
+            next_steps = run_compaction(engine, rec, step, owner, cancel)
         else:
             next_steps = engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
     finally:
@@ -132,6 +137,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
                             display="outcome unknown: worker lost; not re-run")
     else:
+        limit = settings.tool_result_limits.get(call.name)
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,
@@ -139,10 +145,43 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             cancel=cancel,
             bash_default_timeout_ms=settings.bash_default_timeout_ms,
             bash_max_timeout_ms=settings.bash_max_timeout_ms,
-            max_output_chars=settings.bash_max_output_chars,
+            # A tool with a result limit keeps (nearly) everything: the full result is saved below.
+            max_output_chars=SAVED_RESULT_CAP if limit else settings.bash_max_output_chars,
         )
         output = run_tool(call.name, call.input, ctx)
+        if limit and len(output.content) > limit:
+            output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
     return engine.record_tool_output(sid, step.id, owner, output)
+
+
+SAVED_RESULT_CAP = 20_000_000  # characters a tool may return before its own truncation applies
+PREVIEW_CHARS = 2_000
+RESULTS_DIR = os.path.join(".mainsail", "tool-results")
+
+
+def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolOutput, limit: int) -> ToolOutput:
+    """Save a result past ``limit`` characters in the workspace; the model gets a preview and the path.
+
+    The folder ignores itself (a ``.gitignore`` of ``*``), so it never shows in git status; it lives in the
+    workspace, so any tools worker that serves the session can Read it.
+    """
+    folder = os.path.join(workspace, RESULTS_DIR)
+    os.makedirs(folder, exist_ok=True)
+    ignore = os.path.join(folder, ".gitignore")
+    if not os.path.exists(ignore):
+        with open(ignore, "w") as f:
+            f.write("*\n")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id) + ".txt"
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(output.content)
+    lines = output.content.count("\n") + 1
+    preview = output.content[:PREVIEW_CHARS]
+    note = (f"\n\n... [{tool} output too large: {len(output.content):,} characters in {lines:,} lines, over the "
+            f"{limit:,}-character limit. The full output is saved at {path}; read the rest with Read "
+            f"(file_path, offset, limit) or search it with Grep.]")
+    return ToolOutput(content=preview + note, is_error=output.is_error,
+                      display=(output.display or f"{tool} output") + f" (full output saved: {len(output.content):,} chars)")
 
 
 __all__ = ["Heartbeat", "run_step", "owner_token", "MainsailError"]

@@ -247,6 +247,13 @@ class Store:
     def inbox(self, sid: str) -> list[str]:
         return [_s(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
 
+    # ------------------------------------------------------------------ session memory
+
+    def session_memory(self, sid: str) -> str | None:
+        """The session's memory document (its running summary), if it has one."""
+        v = self.r.get(keys.session_memory(sid))
+        return _s(v) if v else None
+
     # ------------------------------------------------------------------ files read (Write/Edit rule)
 
     def files_tracker(self, sid: str) -> "RedisFileTracker":

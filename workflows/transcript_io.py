@@ -33,6 +33,7 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import ValidationError
 
+from workflows.engine import INTERRUPTED, _git_branch
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -53,7 +54,6 @@ COMMON = ("uuid", "parentUuid", "sessionId", "timestamp", "cwd", "gitBranch")
 MESSAGE_TYPES = ("user", "assistant")
 CONTENT_TYPES = ("text", "tool_use", "tool_result", "thinking")
 
-INTERRUPTED = "[Request interrupted by user for tool use]"  # as workflows.engine.INTERRUPTED
 
 
 def version() -> str:
@@ -220,6 +220,7 @@ def _entry_from_line(n: int, obj: dict):
     common = {k: obj[k] for k in COMMON if k in obj}
     if common.get("gitBranch") == "":
         common["gitBranch"] = None
+    common.setdefault("sessionId", "")  # replaced on import anyway
     try:
         if isinstance(payload, dict) and "type" in payload:
             return parse_entry(payload)
@@ -377,7 +378,7 @@ def import_entries(lines: Iterable[str]) -> tuple[list, dict]:
         "cwd": first.cwd or None,
         "gitBranch": first.git_branch,
         "model": model,
-        "source_session_id": entries[-1].session_id,
+        "source_session_id": entries[-1].session_id or None,
     }
     return entries, meta
 
@@ -420,8 +421,6 @@ def import_session(store: Store, lines: Iterable[str], *, workspace: str | None 
         from workflows.settings import Settings
 
         default_model = Settings.model_fields["model"].default
-    from workflows.engine import _git_branch
-
     sid = new_id()
     usage = Usage()
     cost = 0.0

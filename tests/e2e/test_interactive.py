@@ -8,6 +8,7 @@ for a prompt starting "Fix", and runs ``sleep 30`` for one starting "Slow".
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -31,6 +32,7 @@ def reply(body: dict) -> Turn:
     if any(b.get("type") == "tool_result" for b in blocks):
         return Turn(text="The file looks fine.")
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    text = re.sub(r"<system-reminder>.*?</system-reminder>\s*", "", text, flags=re.S).strip()
     if text.startswith("Fix"):
         return Turn(text="Reading calc.py.", tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})])
     if text.startswith("Slow"):
@@ -179,9 +181,16 @@ def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, w
                             stdin=subprocess.PIPE)
     proc.stdin.write("Slow command please\n")
     proc.stdin.flush()
-    sid = cluster.wait_state("running_tools", timeout=15)
-    wait_for(lambda: any(st.kind is StepKind.TOOL and st.status is StepStatus.RUNNING
-                         for st in cluster.store.steps(sid)), 10, what="the Bash step to run")
+    try:
+        sid = cluster.wait_state("running_tools", timeout=15)
+        wait_for(lambda: any(st.kind is StepKind.TOOL and st.status is StepStatus.RUNNING
+                             for st in cluster.store.steps(sid)), 10, what="the Bash step to run")
+    except AssertionError:
+        proc.kill()
+        out, err = proc.communicate()
+        ids = cluster.store.session_ids()
+        state = [(x[:8], cluster.store.get_session(x).state.value) for x in ids]
+        raise AssertionError(f"{state}\n{out}\n{err}\n" + (cluster.tmp / "worker-0.log").read_text()) from None
     proc.send_signal(signal.SIGINT)
     wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 10, what="the cancel")
     stdout, stderr = proc.communicate("/status\n/exit\n", timeout=15)

@@ -1,0 +1,423 @@
+"""The context Claude Code gives a model besides the transcript: pure functions.
+
+- :func:`system_context`: the ``<env>`` block and the ``gitStatus`` snapshot,
+  computed once at a session's start. The caller stores the string in the
+  session record so every worker sends the same bytes.
+- :func:`user_context`: the memory files (CLAUDE.md, MAINSAIL.md and their
+  ``@path`` imports) and today's date, wrapped in a ``<system-reminder>``: the
+  first content block of the first user message.
+- :data:`DEFAULT_SYSTEM_PROMPT` and :func:`system_prompt`: the ``system``
+  parameter of a Messages API call, as a list of text blocks.
+
+Only files and ``git`` subprocesses are read; nothing here touches Redis, and
+nothing here raises for a missing, unreadable or odd file or repository.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal
+
+# --------------------------------------------------------------------------- system prompt
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are Mainsail, an interactive CLI coding agent. You help the user with software engineering \
+tasks in their workspace: fixing bugs, adding features, refactoring, explaining code, and running \
+commands. Use the instructions below and the tools available to you.
+
+# Tone and style
+Be concise and direct. Answer in a few lines unless the user asks for detail; skip preamble and \
+summaries nobody asked for. When you have finished a change, say briefly what you changed and how \
+you checked it. Your text is shown in a terminal: plain text or short Markdown.
+
+# Doing tasks
+- Understand before you change: explore with Glob and Grep, and Read a file before you edit it. \
+Never guess a file's contents, names or APIs; read them.
+- Prefer Edit over Write for an existing file; Write is for new files or complete rewrites. Follow \
+the conventions of the code around you.
+- Run the project's tests, linters and builds with Bash to check your work when you can, and fix \
+what you broke.
+- Only paths inside the workspace can be read or changed; a path outside it is refused.
+- When you are blocked or a request is ambiguous, ask the user in your reply instead of guessing.
+
+# Tools
+- Read returns up to 2,000 lines from the start of a file by default; use offset and limit for \
+longer files.
+- Edit replaces an exact old_string that must be unique in the file (give more surrounding \
+context, or use replace_all).
+- Bash commands time out after 2 minutes by default (at most 10 minutes); output past 30,000 \
+characters is truncated.
+- Call independent tools together in one response; several read-only calls run in parallel.
+
+# Permissions
+Some tool calls need the user's approval. If a call is denied, do not retry the same call: \
+adjust your approach or ask the user what they want instead, and mention the denial in your \
+answer."""
+
+
+def system_prompt(custom: str | None, append: str | None, system_context: str) -> list[dict]:
+    """The ``system`` parameter: [default-or-custom prompt (+ append), system context].
+
+    ``custom`` (even "") replaces :data:`DEFAULT_SYSTEM_PROMPT`; ``append`` joins
+    the same block after a blank line. Empty blocks are left out (the API refuses
+    empty text blocks). Same inputs, same bytes.
+    """
+    prompt = DEFAULT_SYSTEM_PROMPT if custom is None else custom
+    if append:
+        prompt = f"{prompt}\n\n{append}" if prompt else append
+    blocks = [{"type": "text", "text": prompt}] if prompt else []
+    if system_context:
+        blocks.append({"type": "text", "text": system_context})
+    return blocks
+
+
+# --------------------------------------------------------------------------- git and environment
+
+GIT_TIMEOUT_SECONDS = 5.0
+MAX_STATUS_CHARS = 2000
+STATUS_TRUNCATED_NOTE = (
+    '... (truncated because it exceeds 2k characters. If you need more information, run '
+    '"git status" using Bash)'
+)
+GIT_STATUS_HEADER = (
+    "This is the git status at the start of the conversation. Note that this status is a "
+    "snapshot in time, and will not update during the conversation."
+)
+
+
+def _git(workspace: str, *args: str) -> str | None:
+    """``git args`` in ``workspace``: its stdout, or None when it failed in any way."""
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def is_git_repo(workspace: str) -> bool:
+    """Whether ``workspace`` is inside a git work tree (False for a .git dir or a bare repo)."""
+    out = _git(workspace, "rev-parse", "--is-inside-work-tree")
+    return out is not None and out.strip() == "true"
+
+
+def _current_branch(workspace: str) -> str:
+    out = _git(workspace, "rev-parse", "--abbrev-ref", "HEAD")
+    if out is None or not out.strip():  # an unborn branch: no commits yet
+        out = _git(workspace, "symbolic-ref", "--short", "-q", "HEAD")
+    return (out or "").strip() or "HEAD"
+
+
+def _main_branch(workspace: str, current: str) -> str:
+    target = (_git(workspace, "symbolic-ref", "-q", "refs/remotes/origin/HEAD") or "").strip()
+    prefix = "refs/remotes/origin/"
+    if target.startswith(prefix) and len(target) > len(prefix):
+        return target[len(prefix):]
+    refs = set(
+        (_git(
+            workspace, "for-each-ref", "--format=%(refname)",
+            "refs/heads/main", "refs/heads/master", "refs/remotes/origin/main", "refs/remotes/origin/master",
+        ) or "").split()
+    )
+    for name in ("main", "master"):
+        if f"refs/heads/{name}" in refs or f"refs/remotes/origin/{name}" in refs:
+            return name
+    return current
+
+
+def git_status(workspace: str) -> str:
+    """Claude Code's ``gitStatus: ...`` block for ``workspace``; "" outside a git repository."""
+    if not is_git_repo(workspace):
+        return ""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        f_branch = pool.submit(_current_branch, workspace)
+        f_user = pool.submit(_git, workspace, "config", "user.name")
+        f_status = pool.submit(_git, workspace, "-c", "color.status=false", "status", "--short")
+        f_log = pool.submit(
+            _git, workspace, "log", "--oneline", "--no-decorate", "--no-color", "--no-show-signature",
+            "-n", "5",
+        )
+        branch = f_branch.result()
+        main = _main_branch(workspace, branch)
+        user = (f_user.result() or "").strip()
+        status = (f_status.result() or "").strip()
+        log = (f_log.result() or "").strip()
+    if len(status) > MAX_STATUS_CHARS:
+        status = status[:MAX_STATUS_CHARS] + "\n" + STATUS_TRUNCATED_NOTE
+    parts = [
+        f"{GIT_STATUS_HEADER}\nCurrent branch: {branch}",
+        f"Main branch (you will usually use this for PRs): {main}",
+    ]
+    if user:
+        parts.append(f"Git user: {user}")
+    parts.append(f"Status:\n{status or '(clean)'}")
+    if log:
+        parts.append(f"Recent commits:\n{log}")
+    return "gitStatus: " + "\n\n".join(parts)
+
+
+def environment_block(workspace: str, *, git_repo: bool | None = None) -> str:
+    """The ``<env>`` block: working directory, git or not, platform and OS version (no date)."""
+    if git_repo is None:
+        git_repo = is_git_repo(workspace)
+    return (
+        "<env>\n"
+        f"Working directory: {os.path.abspath(workspace)}\n"
+        f"Is directory a git repo: {'Yes' if git_repo else 'No'}\n"
+        f"Platform: {sys.platform}\n"
+        f"OS Version: {platform.release()}\n"
+        "</env>"
+    )
+
+
+def system_context(workspace: str) -> str:
+    """The environment block, then the git status block when ``workspace`` is in a repository."""
+    git = git_status(workspace)
+    env = environment_block(workspace, git_repo=bool(git))
+    return f"{env}\n{git}" if git else env
+
+
+# --------------------------------------------------------------------------- memory files
+
+MAX_MEMORY_CHARS = 40_000
+MAX_IMPORT_HOPS = 5
+
+MemoryKind = Literal["user", "project", "local"]
+
+#: What each directory from the root down to the workspace may hold, in this order.
+PROJECT_FILES: tuple[tuple[str, MemoryKind], ...] = (
+    ("CLAUDE.md", "project"),
+    (".claude/CLAUDE.md", "project"),
+    ("MAINSAIL.md", "project"),
+    (".mainsail/MAINSAIL.md", "project"),
+    ("CLAUDE.local.md", "local"),
+    ("MAINSAIL.local.md", "local"),
+)
+USER_FILES: tuple[str, ...] = (".claude/CLAUDE.md", ".mainsail/MAINSAIL.md")
+
+DESCRIPTIONS: dict[str, str] = {
+    "user": "user's private global instructions for all projects",
+    "project": "project instructions, checked into the codebase",
+    "local": "user's private project instructions, not checked in",
+}
+
+CLAUDE_MD_HEADER = (
+    "Codebase and user instructions are shown below. Be sure to adhere to these instructions. "
+    "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them "
+    "exactly as written."
+)
+REMINDER_OPEN = (
+    "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
+)
+REMINDER_CLOSE = (
+    "\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should not "
+    "respond to this context unless it is highly relevant to your task.\n</system-reminder>"
+)
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """One memory file as sent, or (with ``note``) an import that was skipped.
+
+    ``kind`` is where the file's instructions come from; an imported file has
+    the kind of the file that (transitively) imported it.
+    """
+
+    path: str
+    kind: MemoryKind
+    content: str
+    imported_by: str | None = None
+    note: str | None = None
+
+
+def _read_memory(path: str) -> str | None:
+    """The file's text, stripped and cut at 40,000 characters; None if it cannot be read."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_MEMORY_CHARS * 4 + 8)  # enough bytes for 40,000 UTF-8 characters + 1
+    except OSError:
+        return None
+    text = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    if len(text) > MAX_MEMORY_CHARS:
+        text = (
+            text[:MAX_MEMORY_CHARS]
+            + f"\n\n... (truncated: this file exceeds {MAX_MEMORY_CHARS:,} characters; "
+            f"only the first {MAX_MEMORY_CHARS:,} are shown)"
+        )
+    return text
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\\x00]|\\ )+)", re.MULTILINE)
+_TRAILING_PUNCT = ".,;:!?)]}>'\""
+
+
+def import_paths(content: str) -> list[str]:
+    """The ``@path`` tokens of a memory file, in order, outside code fences and code spans.
+
+    A token starts a line or follows whitespace; ``\\ `` escapes a space in a
+    path; trailing sentence punctuation is not part of the path.
+    """
+    paragraphs: list[list[str]] = [[]]
+    fence: str | None = None
+    for line in content.splitlines():
+        if fence is not None:
+            stripped = line.strip()
+            if (
+                len(line) - len(line.lstrip(" ")) <= 3
+                and stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+            ):
+                fence = None
+            continue
+        m = _FENCE_OPEN.match(line)
+        if m:
+            fence = m.group(1)
+            paragraphs.append([])
+            continue
+        if not line.strip():
+            paragraphs.append([])
+        else:
+            paragraphs[-1].append(line)
+    found: list[str] = []
+    for para in paragraphs:
+        text = _CODE_SPAN.sub(lambda m: "\x00" * len(m.group(0)), "\n".join(para))
+        for m in _IMPORT.finditer(text):
+            path = m.group(1).replace("\\ ", " ").rstrip(_TRAILING_PUNCT)
+            if path and not path.startswith("@"):
+                found.append(path)
+    return found
+
+
+def _resolve_import(token: str, importer: str, home: str) -> str:
+    if token == "~" or token.startswith("~/"):
+        path = os.path.join(home, token[2:])
+    elif os.path.isabs(token):
+        path = token
+    else:
+        path = os.path.join(os.path.dirname(importer), token)
+    return os.path.normpath(path)
+
+
+def _directories(workspace: str, stop_at: str | None) -> list[str]:
+    """From the root (or ``stop_at``) down to ``workspace``, both included."""
+    ws = os.path.abspath(workspace)
+    chain = [ws]
+    while True:
+        parent = os.path.dirname(chain[-1])
+        if parent == chain[-1]:
+            break
+        chain.append(parent)
+    chain.reverse()
+    if stop_at is not None:
+        stop = os.path.abspath(stop_at)
+        if stop in chain:
+            chain = chain[chain.index(stop):]
+        else:  # the workspace is not under stop_at: only the workspace itself
+            chain = [ws]
+    return chain
+
+
+def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[MemoryFile]:
+    """Every memory file Claude Code would load, in the order it sends them.
+
+    The user's ``~/.claude/CLAUDE.md`` and ``~/.mainsail/MAINSAIL.md``; then, in
+    each directory from the root (or ``stop_at``) down to the workspace,
+    :data:`PROJECT_FILES`. Each file is followed by the files it imports
+    (depth-first, in order of appearance). A file seen already (by realpath) is
+    not loaded twice; an import that cannot be followed becomes an entry with a
+    ``note`` and no content.
+    """
+    home = os.path.abspath(home)
+    candidates: list[tuple[str, MemoryKind]] = [(os.path.join(home, rel), "user") for rel in USER_FILES]
+    for d in _directories(workspace, stop_at):
+        candidates += [(os.path.join(d, rel), kind) for rel, kind in PROJECT_FILES]
+
+    out: list[MemoryFile] = []
+    seen: set[str] = set()
+
+    def follow(importer: str, kind: MemoryKind, content: str, depth: int, stack: tuple[str, ...]) -> None:
+        for token in import_paths(content):
+            path = _resolve_import(token, importer, home)
+            real = os.path.realpath(path)
+            text: str | None = None
+            if real in stack:
+                reason = "import cycle"
+            elif depth + 1 > MAX_IMPORT_HOPS:
+                reason = f"more than {MAX_IMPORT_HOPS} hops"
+            elif real in seen:
+                reason = "already included"
+            elif not os.path.exists(path):
+                reason = "not found"
+            elif not os.path.isfile(path):
+                reason = "not a file"
+            else:
+                text = _read_memory(path)
+                reason = "unreadable" if text is None else ""
+            if text is None:
+                out.append(MemoryFile(path, kind, "", importer, f"(import of {path} skipped: {reason})"))
+                continue
+            seen.add(real)
+            out.append(MemoryFile(path, kind, text, importer))
+            follow(path, kind, text, depth + 1, stack + (real,))
+
+    for path, kind in candidates:
+        if not os.path.isfile(path):
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        text = _read_memory(path)
+        if text is None:
+            continue
+        seen.add(real)
+        out.append(MemoryFile(path, kind, text))
+        follow(path, kind, text, 0, (real,))
+    return out
+
+
+def render_memory(files: list[MemoryFile]) -> str:
+    """The ``claudeMd`` section's body; "" when no file has content or a note."""
+    parts: list[str] = []
+    for f in files:
+        if f.note:
+            parts.append(f.note)
+        elif f.content:
+            desc = f"imported by {f.imported_by}" if f.imported_by else DESCRIPTIONS[f.kind]
+            parts.append(f"Contents of {f.path} ({desc}):\n\n{f.content}")
+    if not parts:
+        return ""
+    return CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(parts)
+
+
+def user_context(workspace: str, home: str, today: date, stop_at: str | None = None) -> str:
+    """The ``<system-reminder>`` with the memory files and today's date (first user message)."""
+    sections: list[tuple[str, str]] = []
+    claude_md = render_memory(memory_files(workspace, home, stop_at))
+    if claude_md:
+        sections.append(("claudeMd", claude_md))
+    sections.append(("currentDate", f"Today's date is {today.isoformat()}."))
+    body = "\n".join(f"# {key}\n{value}" for key, value in sections)
+    return REMINDER_OPEN + body + REMINDER_CLOSE

@@ -1,0 +1,76 @@
+"""Token accounting: how full a session's context is, against its model's window.
+
+The context size is the last response's reported input (plus cache) and
+output tokens, plus an estimate (characters / 4) for what was added since.
+The effective window reserves room for output: ``W = window - min(max
+output, 20,000)``. Thresholds from W: warning and error at W - 20,000,
+auto-compact at W - 13,000 (or a configured percentage of W), blocking at
+W - 3,000.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+# (context window, max output tokens), by model-name prefix; longest prefix wins.
+MODELS: dict[str, tuple[int, int]] = {
+    "claude-opus-4-5": (200_000, 64_000),
+    "claude-opus-4-1": (200_000, 32_000),
+    "claude-opus-4": (200_000, 32_000),
+    "claude-sonnet-4-5": (200_000, 64_000),
+    "claude-sonnet-4": (200_000, 64_000),
+    "claude-3-7-sonnet": (200_000, 64_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+    "claude-3-5-haiku": (200_000, 8_192),
+    "scripted:": (200_000, 64_000),
+}
+DEFAULT_MODEL = (200_000, 32_000)
+OUTPUT_RESERVE_CAP = 20_000
+
+
+def model_limits(model: str) -> tuple[int, int]:
+    for prefix in sorted(MODELS, key=len, reverse=True):
+        if model.startswith(prefix):
+            return MODELS[prefix]
+    return DEFAULT_MODEL
+
+
+def effective_window(model: str) -> int:
+    window, max_output = model_limits(model)
+    return window - min(max_output, OUTPUT_RESERVE_CAP)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    window: int  # the effective window W
+    warning: int
+    error: int
+    auto_compact: int
+    blocking: int
+
+
+def thresholds(model: str, autocompact_pct: float | None = None) -> Thresholds:
+    w = effective_window(model)
+    auto = int(w * autocompact_pct / 100) if autocompact_pct else w - 13_000
+    return Thresholds(window=w, warning=w - 20_000, error=w - 20_000, auto_compact=auto, blocking=w - 3_000)
+
+
+def estimate_tokens(obj) -> int:
+    """A rough count for text not yet measured by the API: four characters a token."""
+    text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
+    return (len(text) + 3) // 4
+
+
+def describe_usage(tokens: int, model: str, autocompact_pct: float | None = None) -> str:
+    """One line for `/status` and `mainsail show`: used of window, and what is next."""
+    t = thresholds(model, autocompact_pct)
+    pct = 100 * tokens / t.window if t.window else 0
+    note = ""
+    if tokens >= t.blocking:
+        note = " · over the blocking limit: /compact before the next prompt"
+    elif tokens >= t.auto_compact:
+        note = " · auto-compact will run before the next model call"
+    elif tokens >= t.warning:
+        note = f" · {t.auto_compact - tokens:,} tokens until auto-compact"
+    return f"{tokens:,} of {t.window:,} tokens ({pct:.0f}%){note}"
