@@ -35,6 +35,7 @@ from cli.connect import Runtime, connect, ensure_worker
 from cli.render import Renderer, follow
 from cli.run import session_permissions
 from cli.select import pick_session
+from cli.sessions import describe
 from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys
@@ -165,27 +166,6 @@ def _usage(u: Usage) -> str:
 def _cut(s: str, n: int) -> str:
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _status_lines(rec: SessionRecord, inbox: list[str]) -> list[str]:
-    try:  # the same facts `mainsail show` prints, when that command is there
-        from cli.sessions import describe
-    except ImportError:
-        describe = None
-    if describe is not None:
-        return describe(rec, inbox)
-    u = rec.usage
-    return [
-        f"session     {rec.id}",
-        f"title       {rec.title or '-'}",
-        f"state       {rec.state.value}" + (f"  ({len(inbox)} queued)" if inbox else ""),
-        f"workspace   {rec.workspace}",
-        f"model       {rec.model}",
-        f"permissions {rec.permission_mode.value}",
-        f"turns       {rec.turns}",
-        f"tokens      {u.total:,} ({_usage(u)})",
-        f"cost        ${rec.cost_usd:.4f}",
-    ]
 
 
 def _error(exc: BaseException) -> None:
@@ -362,7 +342,7 @@ class Interactive:
 
     def cmd_status(self, arg: str) -> None:
         rec = self.record()
-        for line in _status_lines(rec, self.store.inbox(rec.id)):
+        for line in describe(rec, self.store.inbox(rec.id)):
             click.echo(line)
 
     def cmd_cost(self, arg: str) -> None:

@@ -81,7 +81,7 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
 
 def _register() -> None:
-    from cli import approvals, demo, fsm, run, sessions, worker
+    from cli import approvals, demo, fsm, run, sessions, transfer, worker
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
@@ -95,6 +95,8 @@ def _register() -> None:
     cli.add_command(approvals.pending)
     cli.add_command(approvals.approve)
     cli.add_command(approvals.deny)
+    cli.add_command(transfer.export_cmd)
+    cli.add_command(transfer.import_cmd)
 
 
 _register()

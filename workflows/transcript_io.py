@@ -39,11 +39,9 @@ from workflows.models import (
     AssistantMessage,
     Message,
     SessionRecord,
-    TextBlock,
     ToolResultBlock,
     Usage,
     UserEntry,
-    iso_now,
     new_id,
     parse_entry,
 )

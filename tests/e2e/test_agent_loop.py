@@ -7,6 +7,7 @@ a worker SIGKILLed during the model call, and during the command.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -95,6 +96,11 @@ def test_worker_killed_during_the_model_call(cluster, workspace):
         stdout, stderr = run.communicate(timeout=90)
         assert run.returncode == 0, stdout + stderr
         assert turn_requests(server, 1) == 2, "the model call was not made again"
+        # The context was computed once, at the start: the new worker sends the same bytes (the cache holds).
+        systems = {json.dumps(body["system"]) for body in server.requests}
+        firsts = {body["messages"][0]["content"][0]["text"] for body in server.requests}  # the user context
+        assert len(systems) == 1 and len(firsts) == 1
+        assert "gitStatus" not in next(iter(systems))  # the workspace is not a git repository
         entries = check_transcript(cluster, workspace)
         warnings = [e.content for e in entries if isinstance(e, SystemEntry) and e.subtype == "warning"]
         assert any("lost its worker" in w for w in warnings)

@@ -2,7 +2,8 @@
 lines on its stdin, real worker processes, real Redis and a fake Messages API.
 
 The fake model answers each prompt by name ("Answer to: <prompt>"), reads calc.py
-for a prompt starting "Fix", and runs ``sleep 30`` for one starting "Slow".
+for a prompt starting "Fix", runs ``sleep 30`` for one starting "Slow" and writes
+approved.txt with Bash for one starting "Run".
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import pytest
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.engine import INTERRUPTED
-from workflows.models import ResultEntry, StepKind, StepStatus, SystemEntry, UserEntry
+from workflows.models import PermissionDecisionEntry, ResultEntry, StepKind, StepStatus, SystemEntry, UserEntry
 from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 
 SONNET, HAIKU = "claude-sonnet-4-5", "claude-haiku-4-5"
+COMMAND = "echo approved > approved.txt"
 
 
 def reply(body: dict) -> Turn:
@@ -35,12 +37,14 @@ def reply(body: dict) -> Turn:
     text = re.sub(r"<system-reminder>.*?</system-reminder>\s*", "", text, flags=re.S).strip()
     if text.startswith("Fix"):
         return Turn(text="Reading calc.py.", tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})])
+    if text.startswith("Run"):
+        return Turn(text="Writing it.", tool_uses=[ToolUse(name="Bash", input={"command": COMMAND})])
     if text.startswith("Slow"):
         return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "sleep 30"})])
     return Turn(text=f"Answer to: {text}")
 
 
-def interactive(cluster, workspace, lines: str, *args: str, timeout: float = 20):
+def interactive(cluster, workspace, lines: str, *args: str, timeout: float = 60):
     proc = cluster.mainsail(*args, cwd=workspace, background=True, stdin=subprocess.PIPE)
     stdout, stderr = proc.communicate(lines, timeout=timeout)
     assert "Traceback" not in stdout + stderr, stdout + stderr
@@ -119,6 +123,18 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
     assert stdout.rstrip().endswith(f"Bye. Resume this session with: mainsail --resume {sid[:8]}")
 
 
+def test_permission_prompts_read_the_same_stdin(cluster, workspace, api):
+    # The answer "y" waits in the pipe behind the prompt: the loop must not have swallowed it.
+    stdout, stderr = interactive(cluster, workspace, "Run the command\ny\nRun it again\nn\n/exit\n")
+    assert f"⚡ Bash: {COMMAND}  (y)es / (n)o / (a)lways" in stderr
+    s = sections(stdout)
+    assert "approved by user" in s["Run the command"][0] and "denied by user" in s["Run it again"][0]
+    assert (workspace / "approved.txt").read_text() == "approved\n"
+    decisions = [e.decision for e in cluster.store.entries(cluster.session_id())
+                 if isinstance(e, PermissionDecisionEntry)]
+    assert decisions == ["allow", "deny"]
+
+
 def test_continue_resumes_this_directorys_latest_session(cluster, workspace, api):
     server = api
     interactive(cluster, workspace, "First message\n/exit\n")
@@ -136,11 +152,15 @@ def test_continue_resumes_this_directorys_latest_session(cluster, workspace, api
     assert body["model"] == HAIKU and cluster.store.get_session(sid).model == HAIKU
     assert user_texts(cluster, sid) == ["First message", "Second message"]
 
-    stdout, _ = interactive(cluster, workspace, "Third message\n/exit\n", "--continue", "--fork-session")
+
+def test_continue_with_fork_session_works_on_a_copy(cluster, workspace, api):
+    interactive(cluster, workspace, "First message\n/exit\n")
+    sid = cluster.session_id()
+    stdout, _ = interactive(cluster, workspace, "Second message\n/exit\n", "--continue", "--fork-session")
     (fork,) = [x for x in cluster.store.session_ids() if x != sid]
     assert stdout.startswith(f"Forked session {fork[:8]} from {sid[:8]}: First message\n")
-    assert user_texts(cluster, fork) == ["First message", "Second message", "Third message"]
-    assert user_texts(cluster, sid) == ["First message", "Second message"]
+    assert user_texts(cluster, fork) == ["First message", "Second message"]
+    assert user_texts(cluster, sid) == ["First message"]
 
 
 def test_clear_starts_a_new_session_with_the_same_settings(cluster, workspace, api):

@@ -367,10 +367,16 @@ def test_user_context_is_byte_stable(tree):
     top, repo, ws, home = tree
     write(ws / "CLAUDE.md", "see @../notes.md and @missing.md")
     write(repo / "notes.md", "notes")
+    make_repo(repo)  # the middle level is a git repository; the workspace is a subdirectory of it
+    commit(repo, "CLAUDE.md", "repo project", "Add memory")
     a = user_context(str(ws), str(home), TODAY, stop_at=str(top))
     b = user_context(str(ws), str(home), TODAY, stop_at=str(top))
     assert a.encode() == b.encode()
     assert a.count("Contents of ") == 11
+    ctx = system_context(str(ws))
+    assert ctx.encode() == system_context(str(ws)).encode()
+    assert "Is directory a git repo: Yes" in ctx
+    assert "Status:\n?? ../" in ctx  # git reports paths relative to the workspace
 
 
 def test_large_file_is_cut_at_40000_characters(tmp_path):
