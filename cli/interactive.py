@@ -33,7 +33,7 @@ import redis
 from cli.attach import Prompter
 from cli.connect import Runtime, connect, ensure_worker
 from cli.render import Renderer, follow
-from cli.run import session_permissions
+from cli.run import apply_flags, session_permissions
 from cli.select import pick_session
 from cli.sessions import describe
 from statemachines import InvalidTransition, State
@@ -194,6 +194,7 @@ class Interactive:
             "/status": (self.cmd_status, "the session: id, state, title, model, mode, workspace, turns, tokens, cost"),
             "/cost": (self.cmd_cost, "cost, tokens and API time, per model"),
             "/model": (self.cmd_model, "[NAME]  show the model, or switch the session to NAME"),
+            "/compact": (self.cmd_compact, "[INSTRUCTIONS]  summarise the conversation for the model now"),
             "/permissions": (self.cmd_permissions, "the permission mode and the allow / ask / deny rules"),
             "/clear": (self.cmd_clear, "start a new session here (same model, mode and rules)"),
             "/resume": (self.cmd_resume, "[ID]  switch to another session (no ID: pick a recent one)"),
@@ -313,6 +314,22 @@ class Interactive:
                 click.echo("", err=True)  # close the open permission prompt line
             self.interrupt(text if queued else None)
             return None
+
+    def cmd_compact(self, arg: str) -> None:
+        """Compact now (from idle); the model sees the summary from the next prompt on."""
+        after = _last_id(self.store, self.sid)
+        dispatch(self.engine.compact(self.sid, arg or None))
+        r = Renderer(show_prompts=False, show_requests=False)
+        try:
+            result = follow(self.store, self.sid, on_entry=r.entry, after=after,
+                            stop=lambda e: isinstance(e, ResultEntry))
+        except KeyboardInterrupt:
+            r.close()
+            self.interrupt()
+            return
+        r.close()
+        if not result.is_error:
+            click.echo(result.result)
 
     def interrupt(self, queued_text: str | None = None) -> None:
         """Cancel the running turn (Ctrl-C while it works); a second Ctrl-C meanwhile is ignored."""
@@ -515,13 +532,8 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         return rec.id
     rec = rt.store.get_session(sid)
     settings.require_credentials(model or rec.model)
-    if model:
-        rec = rt.engine.set_model(sid, model)
-    if permission_mode:
-        rec = rt.engine.update_limits(sid, permission_mode=permission_mode)
-    if allowed_tools or disallowed_tools or approval_timeout:
-        click.echo("Note: --allowedTools, --disallowedTools and --approval-timeout apply to new sessions; "
-                   f"session {sid[:8]} keeps its rules (see /permissions).", err=True)
+    rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     return sid

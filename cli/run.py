@@ -80,11 +80,28 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
         return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                         system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                         **perms).id
-    if model:
-        rt.engine.set_model(sid, model)
-    rt.engine.update_limits(sid, max_turns=max_turns, max_budget_usd=max_budget_usd,
-                            permission_mode=permission_mode)
+    apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
+                max_budget_usd=max_budget_usd, workspace=workspace)
     return sid
+
+
+def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
+                approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path):
+    """Apply a resume's flags to an existing session: model, mode, limits; flag rules join its own."""
+    rec = rt.engine.set_model(sid, model) if model else None
+    flag_rules = None
+    if allowed_tools or disallowed_tools:
+        flag_rules = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
+                                              disallowed_tools=list(disallowed_tools)).rules
+        flag_rules.allow = [r for r in flag_rules.allow if r.source == "--allowedTools"]
+        flag_rules.deny = [r for r in flag_rules.deny if r.source == "--disallowedTools"]
+        flag_rules.ask = []
+    if any(v is not None for v in (permission_mode, flag_rules, approval_timeout, max_turns, max_budget_usd)):
+        rec = rt.engine.update_limits(sid, max_turns=max_turns, max_budget_usd=max_budget_usd,
+                                      permission_mode=permission_mode, rules=flag_rules,
+                                      approval_timeout_seconds=approval_timeout)
+    return rec or rt.store.get_session(sid)
 
 
 @click.command("run")

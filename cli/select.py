@@ -18,7 +18,8 @@ def latest_in(rt: Runtime, workspace: Path) -> str:
     """
     ws = os.path.realpath(workspace)
     for sid in rt.store.session_ids(limit=10_000):
-        if rt.store.get_session(sid).workspace == ws:
+        rec = rt.store.get_session(sid)
+        if rec.workspace == ws and rec.last_uuid is not None:  # skip sessions nobody wrote to (a /clear)
             return sid
     raise SessionNotFound(f"No session was started in {ws}; start one with `mainsail run \"...\"`.")
 

@@ -214,10 +214,17 @@ class Engine:
         return rec
 
     def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
-                      permission_mode: PermissionMode | str | None = None) -> SessionRecord:
-        """Change a session's limits or mode (for a resumed session's flags)."""
+                      permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
+                      approval_timeout_seconds: float | None = None) -> SessionRecord:
+        """Change a session's limits, mode, rules (added to its own) or approval timeout (a resume's flags)."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if rules is not None:
+                for kind in ("allow", "ask", "deny"):
+                    for spec in getattr(rules, kind):
+                        rec.rules.add(kind, spec.rule, spec.source)
+            if approval_timeout_seconds is not None:
+                rec.approval_timeout_seconds = approval_timeout_seconds
             if max_turns is not None:
                 rec.max_turns = max_turns
             if max_budget_usd is not None:

@@ -79,10 +79,10 @@ def test_end_of_input_and_exit_leave(rt, ws, capsys):
 
 
 def test_unknown_commands_and_domain_errors_keep_the_loop_going(rt, ws, capsys):
-    ui = make(rt, ws, "/compact", "/resume nosuchsession", "", "   ", "/model", "/exit")
+    ui = make(rt, ws, "/bogus", "/resume nosuchsession", "", "   ", "/model", "/exit")
     ui.loop()
     captured = capsys.readouterr()
-    assert "Unknown command /compact. Type /help." in captured.err
+    assert "Unknown command /bogus. Type /help." in captured.err
     assert "No session matches 'nosuchsession'" in captured.err
     assert f"Current model: {MODEL}" in captured.out
     assert "Traceback" not in captured.out + captured.err
