@@ -17,6 +17,7 @@ pickup deadline has passed and dispatches them again.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -69,6 +70,8 @@ from workflows.store import Store
 from workflows.tokens import estimate_tokens, thresholds
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
+
+log = logging.getLogger(__name__)
 
 QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory"}
 
@@ -383,9 +386,7 @@ class Engine:
             try:
                 out.extend(self._reap_one(sid, step_id, now))
             except Exception:  # one broken session must not stop the sweep
-                import logging
-
-                logging.getLogger(__name__).exception("reaping %s/%s failed", sid, step_id)
+                log.exception("reaping %s/%s failed", sid, step_id)
         return out
 
     def _reap_one(self, sid: str, step_id: str, now: float) -> list[StepRecord]:
