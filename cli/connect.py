@@ -175,7 +175,7 @@ def connect(settings: Settings) -> Runtime:
     return Runtime(url=url, engine=engine)
 
 
-def ensure_worker(rt: Runtime, settings: Settings, queues: tuple[str, ...] = ("model", "tools"),
+def ensure_worker(rt: Runtime, settings: Settings, queues: tuple[str, ...] = ("model", "tools", "memory"),
                   quiet: bool = False) -> None:
     """Run a worker in this process when no registered worker serves ``queues``."""
     missing = set(queues) - rt.store.live_queues()

@@ -203,10 +203,11 @@ def _background_note(rt: Runtime, sid: str) -> None:
 
 def _stream_writer(rt: Runtime, sid: str):
     from cli.output import StreamJson
-    from workflows.tools import tool_schemas
+    from workflows.context import session_tools
 
     stream = StreamJson(sys.stdout.write, sys.stdout.flush)
-    stream.init(rt.store.get_session(sid), [t["name"] for t in tool_schemas()])
+    rec = rt.store.get_session(sid)
+    stream.init(rec, session_tools(rec))
     return stream
 
 

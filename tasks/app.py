@@ -17,7 +17,8 @@ TASK_FOR_KIND = {
     "model": "mainsail.model.call",
     "tool": "mainsail.tools.run",
     "compact": "mainsail.model.compact",
-    "memory": "mainsail.memory.fork",
+    "memory": "mainsail.memory.session",
+    "extract": "mainsail.memory.extract",
 }
 
 app = Celery("mainsail", include=["tasks.steps", "tasks.reaper"])

@@ -28,3 +28,15 @@ def run_tool(sid: str, step_id: str) -> str:
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""
     return run_step(runtime.engine(), sid, step_id, dispatch)
+
+
+@app.task(name="mainsail.memory.session")
+def update_session_memory(sid: str, step_id: str) -> str:
+    """One session-memory update: a fork that edits the session's notes (in the background)."""
+    return run_step(runtime.engine(), sid, step_id, dispatch)
+
+
+@app.task(name="mainsail.memory.extract")
+def extract_memories(sid: str, step_id: str) -> str:
+    """One auto-memory extraction: a fork that saves durable records for the session's project."""
+    return run_step(runtime.engine(), sid, step_id, dispatch)

@@ -174,8 +174,16 @@ class FakeMessagesServer:
 
     @property
     def requests(self) -> list[dict]:
-        """Bodies of the ``/v1/messages`` requests received, retries included."""
+        """Bodies of the sessions' ``/v1/messages`` requests received, retries included (no memory forks)."""
         return self.api.requests
+
+    @property
+    def all_requests(self) -> list[dict]:
+        """Every request body, the memory forks' included."""
+        return self.api.all_requests
+
+    def fork_requests(self, kind: str) -> list[dict]:
+        return self.api.fork_requests(kind)
 
     @property
     def request_headers(self) -> list[dict]:

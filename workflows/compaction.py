@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from workflows.context import api_messages
 from workflows.engine import Engine
+from workflows.memory import has_content
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import SessionRecord, StepRecord
 
@@ -66,7 +67,7 @@ def run_compaction(engine: Engine, rec: SessionRecord, step: StepRecord, owner: 
     store, settings = engine.store, engine.settings
     sid = step.session_id
     memory = store.session_memory(sid)
-    if memory:
+    if has_content(memory):
         return engine.record_compaction(sid, step.id, owner, memory, source="session_memory")
     request = compaction_request(rec, store.cached_entries(sid), settings.max_tokens)
     try:

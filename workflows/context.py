@@ -21,7 +21,7 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
-from workflows.tools import tool_schemas
+from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
 
 CACHE = {"type": "ephemeral"}
 
@@ -106,12 +106,17 @@ def with_cache_breakpoints(request: dict) -> dict:
     return request
 
 
+def session_tools(rec: SessionRecord) -> list[str]:
+    """The tools a session's agent is offered: the core six, and the memory tools with auto-memory on."""
+    return list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
+
+
 def build_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
     """The keyword arguments of ``client.messages.stream`` for the session's next call."""
     return with_cache_breakpoints({
         "model": rec.model,
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": tool_schemas(),
+        "tools": tool_schemas(session_tools(rec)),
         "messages": api_messages(entries, rec.user_context),
     })

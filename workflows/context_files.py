@@ -412,12 +412,14 @@ def render_memory(files: list[MemoryFile]) -> str:
     return CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(parts)
 
 
-def user_context(workspace: str, home: str, today: date, stop_at: str | None = None) -> str:
-    """The ``<system-reminder>`` with the memory files and today's date (first user message)."""
+def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "") -> str:
+    """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date."""
     sections: list[tuple[str, str]] = []
     claude_md = render_memory(memory_files(workspace, home, stop_at))
     if claude_md:
         sections.append(("claudeMd", claude_md))
+    if auto_memory:
+        sections.append(("autoMemory", auto_memory))
     sections.append(("currentDate", f"Today's date is {today.isoformat()}."))
     body = "\n".join(f"# {key}\n{value}" for key, value in sections)
     return REMINDER_OPEN + body + REMINDER_CLOSE

@@ -36,6 +36,16 @@ from workflows.exceptions import (
     StepNotFound,
     ToolInputError,
 )
+from workflows.memory import (
+    MemoryRecord,
+    MemoryThresholds,
+    ProjectMemory,
+    has_content,
+    memory_context,
+    project_id,
+    project_root,
+    should_update_session_memory,
+)
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
@@ -73,7 +83,8 @@ from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
 
-QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory"}
+QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory",
+                  StepKind.EXTRACT: "memory"}
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
@@ -97,6 +108,10 @@ class _Tx:
     inbox_pops: int = 0
     approval_deadlines: dict[str, float] = field(default_factory=dict)
     approvals_cleared: list[str] = field(default_factory=list)
+    memory_doc: str | None = None  # the session's new memory document
+    records_put: list[MemoryRecord] = field(default_factory=list)  # project memory records
+    records_deleted: list[str] = field(default_factory=list)
+    checkpoints_cleared: list[str] = field(default_factory=list)  # finished forks' step ids
 
 
 class Engine:
@@ -123,8 +138,14 @@ class Engine:
         approval_timeout_seconds: float | None = None,
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
+        auto_memory: bool | None = None,
     ) -> SessionRecord:
-        """Create an idle session for ``workspace`` (an existing directory)."""
+        """Create an idle session for ``workspace`` (an existing directory).
+
+        With auto-memory on (``auto_memory``, default the setting), the session
+        belongs to the project of its git root and starts with that project's
+        MEMORY.md index in its context.
+        """
         ws = os.path.realpath(workspace)
         if not os.path.isdir(ws):
             raise FileNotFoundError(f"Workspace {workspace!r} is not a directory")
@@ -145,7 +166,15 @@ class Engine:
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
-        rec.user_context = context_files.user_context(ws, rec.home, date.today())
+        rec.auto_memory = self.settings.auto_memory if auto_memory is None else auto_memory
+        index = ""
+        if rec.auto_memory:
+            rec.project_root = project_root(ws)
+            rec.project_id = project_id(rec.project_root)
+            index = ProjectMemory(self.store.r, rec.project_id, rec.project_root).index(
+                self.settings.memory_index_lines)
+        rec.user_context = context_files.user_context(ws, rec.home, date.today(),
+                                                      auto_memory=memory_context(index))
         rec.context_added = estimate_tokens(rec.system_context + rec.user_context)
         self.store.create_session(rec)
         return rec
@@ -154,6 +183,13 @@ class Engine:
         """Start a run with ``prompt``, or queue it in the inbox while the session is busy."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if rec.state is State.EXTRACTING:
+                # Nobody waits for memory: the message runs now, the extraction goes on beside it.
+                self.store.push_inbox(sid, prompt)
+                tx = _Tx(rec)
+                self._leave_extracting(tx)
+                self._commit(tx)
+                return tx.dispatch
             if rec.state is not State.IDLE:
                 self.store.push_inbox(sid, prompt)
                 return []
@@ -203,6 +239,12 @@ class Engine:
             if rec.state is State.IDLE:
                 return False
             tx = _Tx(rec)
+            if rec.state is State.EXTRACTING:  # the run already has its result; stop waiting for memory
+                self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=(
+                    "Stopped waiting for the memory extraction; it goes on in the background.")))
+                self._fire(tx, "cancel")
+                self._commit(tx)
+                return True
             self._add(tx, SystemEntry(session_id=sid, subtype="interrupted", content=reason))
             self._abort_run(tx, "cancel", "cancelled", reason)
             self._commit(tx)
@@ -251,6 +293,7 @@ class Engine:
             entries = entries[: ends[-1] + 1] if ends else []
         rec = src.model_copy(deep=True, update={
             "id": new_id(), "state": State.IDLE, "epoch": 0, "forked_from": src.id, "tool_calls": [],
+            "memory_step": None, "memory_trailing": False, "extract_step": None, "extract_trailing": False,
             "permission_requests": [], "current_batch": 0, "created_at": time.time(),
             "last_uuid": entries[-1].uuid if entries else None,
         })
@@ -284,7 +327,7 @@ class Engine:
             if step.finished:
                 return Claim(None, [], rec)
             tx = _Tx(rec)
-            if step.epoch != rec.epoch:
+            if _stale(step, rec):
                 self._supersede(tx, step)
                 self._commit(tx)
                 return Claim(None, [], rec)
@@ -306,7 +349,7 @@ class Engine:
     def heartbeat(self, sid: str, step_id: str, owner: str, *, extend: bool = True) -> bool:
         """Check (and with ``extend``, renew) a running step's lease. False: no longer ours to run."""
         rec, step, _ = self.store.load_step(sid, step_id)
-        if step.status is not StepStatus.RUNNING or step.owner != owner or rec.epoch != step.epoch:
+        if step.status is not StepStatus.RUNNING or step.owner != owner or _stale(step, rec):
             return False
         if extend:
             self.store.set_deadline(step, time.time() + self.settings.lease_seconds, only_existing=True)
@@ -331,6 +374,7 @@ class Engine:
             self._add(tx, AssistantEntry(session_id=sid, message=msg, cost_usd=cost,
                                          duration_ms=reply.duration_ms, step_id=step.id))
             tool_uses = msg.tool_uses()
+            self._maybe_update_session_memory(tx, len(tool_uses))
             if tool_uses:
                 self._fan_out(tx, tool_uses)
             else:
@@ -338,17 +382,18 @@ class Engine:
             self._commit(tx)
         return tx.dispatch
 
-    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int) -> float:
-        """Add a call's usage and cost to the session, the run and the model's totals."""
+    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int, *, run: bool = True) -> float:
+        """Add a call's usage and cost to the session and the model's totals (and the run's, with ``run``)."""
         cost = cost_usd(rec.model, usage)
         rec.usage = rec.usage + usage
-        rec.run_usage = rec.run_usage + usage
         rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + usage
         rec.cost_by_model[rec.model] = rec.cost_by_model.get(rec.model, 0.0) + cost
         rec.cost_usd += cost
-        rec.run_cost_usd += cost
         rec.api_ms += duration_ms
-        rec.run_api_ms += duration_ms
+        if run:
+            rec.run_usage = rec.run_usage + usage
+            rec.run_cost_usd += cost
+            rec.run_api_ms += duration_ms
         return cost
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
@@ -364,6 +409,8 @@ class Engine:
                 return []
             self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
             call.status = ToolCallStatus.DONE
+            if call.name in MEMORY_WRITERS and not output.is_error:
+                tx.rec.run_wrote_memory = True
             self._advance_tools(tx)
             self._commit(tx)
         return tx.dispatch
@@ -401,7 +448,7 @@ class Engine:
                 tx.cleared.append(step)
                 self._commit(tx)
                 return []
-            if step.epoch != rec.epoch:
+            if _stale(step, rec):
                 self._supersede(tx, step)
                 self._commit(tx)
                 return []
@@ -437,6 +484,7 @@ class Engine:
         rec.run_cost_usd = 0.0
         rec.tool_calls = []
         rec.run_denials = []
+        rec.run_wrote_memory = False
         rec.last_error = None
         if not rec.title:
             rec.title = _title(prompt)
@@ -463,6 +511,8 @@ class Engine:
         for tu in tool_uses:
             try:
                 tool = get_tool(tu.name)
+                if tool.memory_tool and not (rec.auto_memory and rec.project_id):
+                    raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
                 validate_input(tu.name, tu.input)
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
@@ -650,6 +700,8 @@ class Engine:
             rec.context_tokens = estimate_tokens(summary) + estimate_tokens(rec.system_context + rec.user_context)
             rec.context_added = 0
             rec.compact_failures = 0
+            if rec.memory_tokens is not None:  # growth counts from the compacted size
+                rec.memory_tokens = rec.context_tokens
             if trigger == "manual":
                 rec.auto_compact_off = False
             self._compaction_done(tx, f"Compacted {before:,} tokens into a summary of about "
@@ -700,7 +752,10 @@ class Engine:
                 text = e.message.text()
                 break
         self._add_result(tx, "success", text)
-        self._after_idle(tx)
+        if tx.rec.state is State.EXTRACTING:
+            self._begin_extraction(tx)
+        else:
+            self._after_idle(tx)
 
     def _after_idle(self, tx: _Tx) -> None:
         """The session is idle: the oldest queued message, if any, starts the next run."""
@@ -711,6 +766,9 @@ class Engine:
             self._start_run(tx, prompt)
 
     def _fail(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        if step.background:
+            self._fork_failed(tx, step, error)
+            return
         step.status = StepStatus.FAILED
         step.error = error
         tx.steps.append(step)
@@ -736,13 +794,167 @@ class Engine:
         if trigger != "cancel":
             self._after_idle(tx)
 
+    # ================================================================== memory forks
+
+    def _maybe_update_session_memory(self, tx: _Tx, tool_calls: int) -> None:
+        """After a model turn: ask for a session-memory update when the thresholds say so."""
+        rec, st = tx.rec, self.settings
+        if not st.session_memory:
+            return
+        rec.memory_tool_calls += tool_calls
+        tokens = self.context_size(rec)
+        limits = MemoryThresholds(st.session_memory_init_tokens, st.session_memory_update_tokens,
+                                  st.session_memory_tool_calls)
+        if not should_update_session_memory(tokens, rec.memory_tokens, rec.memory_tool_calls, tool_calls > 0,
+                                            limits):
+            return
+        rec.memory_tokens = tokens
+        rec.memory_tool_calls = 0
+        self._request_fork(tx, StepKind.MEMORY)
+
+    def _request_fork(self, tx: _Tx, kind: StepKind) -> None:
+        """Start a memory fork of ``kind``, or, while one runs, ask for one trailing run after it.
+
+        The slot in the session record (``memory_step`` / ``extract_step``) is the
+        fork's lock: written under the session lock, released by its commit or
+        its failure, so two forks of a kind never run at once; a trailing run
+        reads the transcript when it starts, so only the latest request counts.
+        """
+        rec = tx.rec
+        if kind is StepKind.MEMORY:
+            if rec.memory_step:
+                rec.memory_trailing = True
+            else:
+                rec.memory_step = self._new_step(tx, kind).id
+        else:
+            if rec.extract_step:
+                rec.extract_trailing = True
+            else:
+                rec.extract_step = self._new_step(tx, kind).id
+
+    def _begin_extraction(self, tx: _Tx) -> None:
+        """A final answer: extract durable memories from the turn (the session waits in ``extracting``)."""
+        rec = tx.rec
+        if rec.run_wrote_memory:
+            rec.extract_cursor = rec.last_uuid
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="memory", content=(
+                "Memory was written directly in this turn, so the memory extraction is skipped.")))
+            self._leave_extracting(tx)
+            return
+        self._request_fork(tx, StepKind.EXTRACT)
+        if len(self.store.inbox(rec.id)) > tx.inbox_pops:
+            self._leave_extracting(tx)  # a message is waiting: it runs now, the extraction beside it
+
+    def _leave_extracting(self, tx: _Tx) -> None:
+        self._fire(tx, "extracted")
+        self._after_idle(tx)
+
+    def save_fork_checkpoint(self, sid: str, step_id: str, owner: str, data: str) -> bool:
+        """Save a memory fork's progress; False when the step is no longer ``owner``'s to run."""
+        with self.store.lock(sid):
+            _, step, _ = self.store.load_step(sid, step_id)
+            if step.status is not StepStatus.RUNNING or step.owner != owner:
+                return False
+            self.store.save_fork_checkpoint(sid, step_id, data)
+        return True
+
+    def record_session_memory(self, sid: str, step_id: str, owner: str, doc: str | None, *, covers: str | None,
+                              usage: Usage, duration_ms: int) -> list[StepRecord]:
+        """Commit a session-memory update: the document, once; then a trailing update if one was asked for."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._finish_step(tx, step)
+            rec = tx.rec
+            cost = self._charge(rec, usage, duration_ms, run=False)
+            if has_content(doc):
+                tx.memory_doc = doc
+                rec.memory_updates += 1
+                rec.memory_covers = covers
+                text = f"Session memory updated ({len(doc):,} characters; update {rec.memory_updates})."
+            else:
+                text = "Session memory unchanged: the update made no edit."
+            self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
+                                      usage=usage, cost_usd=cost))
+            self._fork_done(tx, step)
+            self._commit(tx)
+        return tx.dispatch
+
+    def record_extraction(self, sid: str, step_id: str, owner: str, *, puts: list[MemoryRecord],
+                          deletes: list[str], start_cursor: str | None, until: str | None, usage: Usage,
+                          duration_ms: int) -> list[StepRecord]:
+        """Commit an extraction: its record writes in the same MULTI as the step's end (never twice)."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._finish_step(tx, step)
+            rec = tx.rec
+            cost = self._charge(rec, usage, duration_ms, run=False)
+            tx.records_put = puts
+            tx.records_deleted = deletes
+            if rec.extract_cursor == start_cursor:  # a direct write since may have moved it further on
+                rec.extract_cursor = until
+            parts = []
+            if puts:
+                parts.append(f"saved {len(puts)} memor{'y' if len(puts) == 1 else 'ies'}: "
+                             + ", ".join(f"{r.name} ({r.type})" for r in puts))
+            if deletes:
+                parts.append("deleted " + ", ".join(deletes))
+            text = ("Memory extraction " + "; ".join(parts) + ".") if parts else "Memory extraction: nothing new to save."
+            self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
+                                      usage=usage, cost_usd=cost))
+            self._fork_done(tx, step)
+            self._commit(tx)
+        return tx.dispatch
+
+    def record_fork_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
+        """A memory fork failed for good: say so; the session goes on (memory is never worth stopping for)."""
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            self._fork_failed(tx, step, error)
+            self._commit(tx)
+        return tx.dispatch
+
+    def _fork_failed(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        step.status = StepStatus.FAILED
+        step.error = error
+        tx.steps.append(step)
+        tx.cleared.append(step)
+        what = "Session-memory update" if step.kind is StepKind.MEMORY else "Memory extraction"
+        self._add(tx, SystemEntry(session_id=tx.rec.id, subtype="warning", step_id=step.id,
+                                  content=f"{what} failed: {error}"))
+        self._fork_done(tx, step)
+
+    def _fork_done(self, tx: _Tx, step: StepRecord) -> None:
+        """Release the fork's slot; start the trailing run, or let a session waiting in ``extracting`` go."""
+        rec = tx.rec
+        tx.checkpoints_cleared.append(step.id)
+        if step.kind is StepKind.MEMORY:
+            if rec.memory_step == step.id:
+                rec.memory_step = None
+            if rec.memory_trailing and rec.memory_step is None:
+                rec.memory_trailing = False
+                self._request_fork(tx, StepKind.MEMORY)
+            return
+        if rec.extract_step == step.id:
+            rec.extract_step = None
+        if rec.extract_trailing and rec.extract_step is None:
+            rec.extract_trailing = False
+            self._request_fork(tx, StepKind.EXTRACT)
+        elif rec.state is State.EXTRACTING and rec.extract_step is None:
+            self._leave_extracting(tx)
+
     # ================================================================== helpers
 
     def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord]:
         rec, step, _ = self.store.load_step(sid, step_id)
         if step.status is not StepStatus.RUNNING or step.owner != owner:
             return None, step
-        if step.epoch != rec.epoch:
+        if _stale(step, rec):
             tx = _Tx(rec)
             self._supersede(tx, step)
             self._commit(tx)
@@ -770,7 +982,8 @@ class Engine:
 
     def _fire(self, tx: _Tx, trigger: str) -> None:
         rec = tx.rec
-        snap = Snapshot(auto_memory=False, manual_compaction=rec.compact_trigger == "manual",
+        snap = Snapshot(auto_memory=rec.auto_memory and rec.project_id is not None,
+                        manual_compaction=rec.compact_trigger == "manual",
                         permissions_pending=len(rec.pending_requests()))
         dest = next_state(rec.state, trigger, snap)
         self._add(tx, StateEntry(session_id=rec.id, trigger=trigger, source=rec.state, dest=dest))
@@ -823,11 +1036,30 @@ class Engine:
             p.zrem(keys.approvals(), member)
         if tx.approval_deadlines:
             p.zadd(keys.approvals(), tx.approval_deadlines)
+        if tx.memory_doc is not None:
+            p.set(keys.session_memory(tx.rec.id), tx.memory_doc)
+        if tx.records_put or tx.records_deleted:
+            project = ProjectMemory(s.r, tx.rec.project_id, tx.rec.project_root)
+            for record in tx.records_put:
+                project.put(record, p)
+            for name in tx.records_deleted:
+                project.delete(name, p)
+        for step_id in tx.checkpoints_cleared:
+            p.delete(keys.fork_checkpoint(tx.rec.id, step_id))
         if tx.rec.state is State.AWAITING_PERMISSION:
             p.zadd(keys.awaiting(), {tx.rec.id: time.time()}, nx=True)
         else:
             p.zrem(keys.awaiting(), tx.rec.id)
         p.execute()
+
+
+#: Tools whose success means the main agent saved memory itself (the turn's extraction is skipped).
+MEMORY_WRITERS = frozenset({"MemoryWrite", "MemoryDelete"})
+
+
+def _stale(step: StepRecord, rec: SessionRecord) -> bool:
+    """A step of an older epoch (a cancel came since); memory forks run beside turns and never go stale."""
+    return not step.background and step.epoch != rec.epoch
 
 
 KEEP_REQUESTS = 50  # decided requests kept in the record, so a late approve gets a clear answer

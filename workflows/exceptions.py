@@ -78,3 +78,7 @@ class ToolError(MainsailError):
 
 class ToolInputError(ToolError):
     """The tool input from the model did not validate against the tool's schema."""
+
+
+class MemoryRecordError(ToolError):
+    """A memory record or file that does not validate, or is missing; the message says how to fix it."""

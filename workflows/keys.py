@@ -58,6 +58,11 @@ def session_memory(sid: str) -> str:
     return f"{session(sid)}:memory"
 
 
+def fork_checkpoint(sid: str, step_id: str) -> str:
+    """A memory fork's progress (messages, staged writes), so another worker can resume it."""
+    return f"{session(sid)}:fork:{_check('step', step_id)}"
+
+
 def sessions() -> str:
     """Sorted set of session ids by last update."""
     return f"{PREFIX}sessions"
@@ -102,4 +107,10 @@ def worker(name: str) -> str:
 
 
 def project_memory(pid: str) -> str:
+    """Hash of record name -> auto-memory record JSON, for one project (git root)."""
     return f"{PREFIX}project:{_check('project', pid)}:memory"
+
+
+def projects() -> str:
+    """Hash of project id -> its root path."""
+    return f"{PREFIX}projects"

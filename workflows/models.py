@@ -169,8 +169,11 @@ class SystemEntry(_Entry):
     """A notice for the user and the record: an error, a retry, a recovered step."""
 
     type: Literal["system"] = "system"
-    subtype: Literal["error", "info", "warning", "interrupted"] = "info"
+    subtype: Literal["error", "info", "warning", "interrupted", "memory"] = "info"
     content: str
+    # A memory fork's model calls: they are the session's cost too, but not a turn of it.
+    usage: Usage | None = None
+    cost_usd: float = 0.0
 
 
 class PermissionRequestEntry(_Entry):
@@ -255,7 +258,12 @@ class StepKind(str, enum.Enum):
     MODEL = "model"
     TOOL = "tool"
     COMPACT = "compact"
-    MEMORY = "memory"
+    MEMORY = "memory"  # a session-memory update (background fork)
+    EXTRACT = "extract"  # an auto-memory extraction (fork; the session waits in ``extracting``)
+
+
+#: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
+BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT})
 
 
 class StepStatus(str, enum.Enum):
@@ -284,6 +292,10 @@ class StepRecord(_Model):
     @property
     def finished(self) -> bool:
         return self.status in (StepStatus.DONE, StepStatus.SUPERSEDED, StepStatus.FAILED)
+
+    @property
+    def background(self) -> bool:
+        return self.kind in BACKGROUND_KINDS
 
 
 # --------------------------------------------------------------------------- session
@@ -416,6 +428,23 @@ class SessionRecord(_Model):
 
     run_denials: list[dict[str, Any]] = Field(default_factory=list)
     last_uuid: str | None = None  # newest transcript entry, the parent of the next
+    run_wrote_memory: bool = False  # the main agent saved a memory record in this run
+
+    # Session memory: the running summary kept by a background fork.
+    memory_step: str | None = None  # the update running now (at most one: this is its lock)
+    memory_trailing: bool = False  # another update was asked for while it ran
+    memory_tokens: int | None = None  # context size when the last update was asked for
+    memory_tool_calls: int = 0  # tool calls since then
+    memory_updates: int = 0
+    memory_covers: str | None = None  # newest entry the memory document has seen
+
+    # Auto-memory: durable records per project, extracted after a final answer.
+    auto_memory: bool = True
+    project_id: str | None = None
+    project_root: str | None = None
+    extract_step: str | None = None  # the extraction running now (never two at once)
+    extract_trailing: bool = False  # a later turn ended while it ran: one more run, over the latest
+    extract_cursor: str | None = None  # newest entry an extraction (or a direct write) covered
     last_error: str | None = None
 
     def pending_tool_calls(self) -> list[ToolCall]:

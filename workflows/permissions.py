@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from workflows.models import SessionRecord
+from workflows.models import PermissionMode, SessionRecord
 from workflows.rules import Decision, PermissionResult, always_rules, evaluate, summary
 from workflows.tools.base import Tool
 
@@ -18,7 +18,11 @@ __all__ = ["Decision", "PermissionResult", "always_rules", "decide", "summary"]
 
 
 def decide(tool: Tool, tool_input: dict, rec: SessionRecord) -> PermissionResult:
-    """Allow, deny or ask for one tool call of session ``rec``."""
+    """Allow, deny or ask for one tool call of session ``rec``.
+
+    The memory tools touch only the project's memory records (never the workspace), so
+    they run without asking, like read-only tools, except in plan mode; rules still apply.
+    """
     return evaluate(
         tool.name,
         tool_input,
@@ -26,5 +30,5 @@ def decide(tool: Tool, tool_input: dict, rec: SessionRecord) -> PermissionResult
         rules=rec.rules,
         workspace=rec.workspace,
         home=rec.home or os.path.expanduser("~"),
-        read_only=tool.read_only,
+        read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
     )

@@ -21,6 +21,7 @@ import asyncio
 import collections
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -31,6 +32,8 @@ from typing import Any
 import anthropic
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field
+
+from workflows.memory import fork_kind
 
 __all__ = [
     "DEMO_FILES",
@@ -130,6 +133,10 @@ class Script(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     turns: list[Turn] = Field(default_factory=list)
+    # The memory forks' turns (chosen the same way, by their own assistant messages).
+    # None: the default fork behaviour (:func:`default_fork_turn`).
+    session_memory: list[Turn] | None = None
+    extract: list[Turn] | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> Script:
@@ -201,7 +208,7 @@ class ScriptedMessagesAPI:
         self._lock = threading.Lock()
         # Bounded: a long-running worker serving demo sessions must not grow without end.
         self._requests: collections.deque[dict] = collections.deque(maxlen=MAX_RECORDED_REQUESTS)
-        self._error_counts: dict[int, int] = {}
+        self._error_counts: dict[tuple[str, int], int] = {}
         self._ids = itertools.count(1)
         self._script: Script | TurnFunction = Script()
         self.set_script(script if script is not None else Script())
@@ -229,10 +236,19 @@ class ScriptedMessagesAPI:
             self._error_counts.clear()
 
     @property
-    def requests(self) -> list[dict]:
-        """The JSON bodies received so far (a snapshot copy), in order, retries included."""
+    def all_requests(self) -> list[dict]:
+        """Every JSON body received so far (a snapshot copy), in order, retries included."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def requests(self) -> list[dict]:
+        """The sessions' own requests: :attr:`all_requests` without the memory forks'."""
+        return [b for b in self.all_requests if fork_kind(b) is None]
+
+    def fork_requests(self, kind: str) -> list[dict]:
+        """The requests of one kind of memory fork: ``"session_memory"`` or ``"extract"``."""
+        return [b for b in self.all_requests if fork_kind(b) == kind]
 
     def attempts(self, turn: int) -> int:
         """How many requests asked for ``turn`` so far."""
@@ -247,6 +263,13 @@ class ScriptedMessagesAPI:
     def turn_for(self, body: dict) -> Turn:
         index = self.turn_index(body)
         script = self._script
+        kind = fork_kind(body)
+        if kind is not None:  # a memory fork: its own turns, so the main script's turns are not consumed
+            turns = getattr(script, kind, None)
+            if turns is None:
+                return default_fork_turn(kind, body, index)
+            turn = turns[index] if index < len(turns) else Turn(text="Done.", stop_reason="end_turn")
+            return Turn.model_validate(turn) if isinstance(turn, dict) else turn
         if isinstance(script, Script):
             if index < len(script.turns):
                 return script.turns[index]
@@ -270,10 +293,11 @@ class ScriptedMessagesAPI:
             return self._error_reply(500, "api_error", f"scripted turn {index} failed: {exc!r}", None, request_no)
 
         if turn.errors:
+            key = (fork_kind(body) or "main", index)
             with self._lock:
-                served = self._error_counts.get(index, 0)
+                served = self._error_counts.get(key, 0)
                 if served < len(turn.errors):
-                    self._error_counts[index] = served + 1
+                    self._error_counts[key] = served + 1
                     err = turn.errors[served]
                 else:
                     err = None
@@ -532,6 +556,29 @@ def demo_turn(body: dict) -> Turn:
             result = f"but running it printed:\n\n{output or '(no output)'}"
         return Turn(text=f"Fixed the bug in calc.py: `add()` used `-` instead of `+`; {result}")
     return Turn(text=FINISHED_TEXT, stop_reason="end_turn")
+
+
+_NOTES_PATH = re.compile(r'file_path "([^"]+)"')
+_FIRST_PROMPT = re.compile(r"^User: (.+)$", re.M)
+
+
+def default_fork_turn(kind: str, body: dict, index: int) -> Turn:
+    """What the scripted model does as a memory fork when its script says nothing.
+
+    The session-memory fork writes the first prompt it sees into "Current State",
+    then stops; the extraction saves nothing. Both are one or two turns.
+    """
+    if kind == "session_memory" and index == 0:
+        messages = body.get("messages") or [{}]
+        prompt = _block_text(messages[0].get("content"))
+        path = _NOTES_PATH.search(prompt)
+        asked = _FIRST_PROMPT.search(prompt)
+        if path and asked:
+            line = "_What is actively being worked on right now? Pending tasks not yet completed. Immediate next steps._"
+            return Turn(tool_uses=[ToolUse(name="Edit", input={
+                "file_path": path.group(1), "old_string": line,
+                "new_string": f"{line}\nWorking on: {asked.group(1).strip()[:200]}"})])
+    return Turn(text="Nothing to save." if kind == "extract" else "Notes updated.", stop_reason="end_turn")
 
 
 # --------------------------------------------------------------------------- benchmarks

@@ -79,6 +79,16 @@ class Settings(BaseSettings):
     approval_timeout_seconds: float | None = Field(
         default=None, gt=0, description="Deny a permission request nobody answered in this time."
     )
+    session_memory: bool = Field(default=True, description="Keep a running session summary (a background fork).")
+    session_memory_init_tokens: int = Field(
+        default=10_000, ge=0, description="Context tokens before the first session-memory update.")
+    session_memory_update_tokens: int = Field(
+        default=5_000, ge=0, description="Context growth (tokens) between session-memory updates.")
+    session_memory_tool_calls: int = Field(
+        default=10, ge=0, description="Tool calls between updates (or a turn without tool calls).")
+    auto_memory: bool = Field(default=True, description="Extract durable memories after each final answer.")
+    memory_fork_max_turns: int = Field(default=5, ge=1, description="Model turns of one memory fork.")
+    memory_index_lines: int = Field(default=200, ge=0, description="Lines of MEMORY.md loaded into new sessions.")
     data_dir: Path = Field(default_factory=_default_data_dir, description="Embedded Redis data, logs.")
     embedded_worker: bool = Field(default=True, description="Run a worker in the CLI when none is listening.")
     worker_concurrency: int = Field(default=8, ge=1)

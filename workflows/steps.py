@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from workflows.context import build_request
 from workflows.engine import Engine
 from workflows.exceptions import MainsailError, MissingCredentials
+from workflows.memory import ProjectMemory
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.tools import get_tool, run_tool
@@ -92,6 +93,10 @@ def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
             from workflows.compaction import run_compaction
 
             next_steps = run_compaction(engine, rec, step, owner, cancel)
+        elif step.kind in (StepKind.MEMORY, StepKind.EXTRACT):
+            from workflows.forks import run_memory_fork
+
+            next_steps = run_memory_fork(engine, rec, step, owner, cancel)
         else:
             next_steps = engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
     finally:
@@ -125,6 +130,13 @@ def _model_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str
     return engine.record_model_reply(sid, step.id, owner, reply)
 
 
+def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
+    """The session's project memory, when auto-memory is on for it."""
+    if rec.auto_memory and rec.project_id:
+        return ProjectMemory(store.r, rec.project_id, rec.project_root)
+    return None
+
+
 def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
                cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
@@ -147,6 +159,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             bash_max_timeout_ms=settings.bash_max_timeout_ms,
             # A tool with a result limit keeps (nearly) everything: the full result is saved below.
             max_output_chars=SAVED_RESULT_CAP if limit else settings.bash_max_output_chars,
+            memory=project_memory(store, rec),
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

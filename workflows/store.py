@@ -32,6 +32,7 @@ from workflows.models import SessionRecord, StepRecord, parse_entry
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
 ENTRY_CACHE_SESSIONS = 64
+FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 
 Pipe = redis.client.Pipeline
 
@@ -253,6 +254,14 @@ class Store:
         """The session's memory document (its running summary), if it has one."""
         v = self.r.get(keys.session_memory(sid))
         return _s(v) if v else None
+
+    def fork_checkpoint(self, sid: str, step_id: str) -> str | None:
+        """A memory fork's saved progress (JSON), if it has any."""
+        v = self.r.get(keys.fork_checkpoint(sid, step_id))
+        return _s(v) if v else None
+
+    def save_fork_checkpoint(self, sid: str, step_id: str, data: str) -> None:
+        self.r.set(keys.fork_checkpoint(sid, step_id), data, ex=FORK_CHECKPOINT_TTL)
 
     # ------------------------------------------------------------------ files read (Write/Edit rule)
 

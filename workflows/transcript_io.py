@@ -39,6 +39,7 @@ from workflows.models import (
     AssistantMessage,
     Message,
     SessionRecord,
+    SystemEntry,
     ToolResultBlock,
     Usage,
     UserEntry,
@@ -431,6 +432,9 @@ def import_session(store: Store, lines: Iterable[str], *, workspace: str | None 
             cost += e.cost_usd
             api_ms += e.duration_ms
             turns += 1
+        elif isinstance(e, SystemEntry) and e.usage is not None:  # a memory fork's calls
+            usage = usage + e.usage
+            cost += e.cost_usd
     rec = SessionRecord(
         id=sid, model=model or meta["model"] or default_model, workspace=ws, git_branch=_git_branch(ws),
         title=_title(entries), last_uuid=entries[-1].uuid, usage=usage, cost_usd=cost, api_ms=api_ms,

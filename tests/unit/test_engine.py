@@ -78,7 +78,7 @@ def test_demo_session_reads_edits_runs_and_finishes(engine, ws):
     assert result.num_turns == 4
     states = [(e.trigger, e.dest) for e in entries if isinstance(e, StateEntry)]
     assert states[0] == ("submit", State.QUERYING)
-    assert states[-1] == ("answered", State.IDLE)
+    assert states[-2:] == [("answered", State.EXTRACTING), ("extracted", State.IDLE)]
     assert all(s.status is StepStatus.DONE for s in engine.store.steps(rec.id))
     assert engine.store.due(time.time() + 3600) == []
 

@@ -116,7 +116,7 @@ def test_every_exported_line_has_claude_codes_fields(engine, ws):
         prev = e.uuid
     kinds = [json.loads(ln)["type"] for ln in lines]
     assert kinds[0] == "user" and "assistant" in kinds and "system" in kinds
-    result_line = json.loads(lines[-1])
+    result_line = [json.loads(ln) for ln in lines if json.loads(ln).get("subtype") == "result"][-1]
     assert result_line["subtype"] == "result" and result_line["content"].startswith("success: Fixed")
 
 

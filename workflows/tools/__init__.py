@@ -1,13 +1,15 @@
-"""Claude Code's core tools: Bash, Glob, Grep, Read, Edit, Write.
+"""Claude Code's core tools (Bash, Glob, Grep, Read, Edit, Write) and the memory tools.
 
-Importing this package registers all of them in :data:`REGISTRY`.
+Importing this package registers all of them in :data:`REGISTRY`. The memory
+tools (MemoryRead, MemoryWrite, MemoryDelete) are offered only where auto-memory
+is on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workflows.tools import bash, edit, glob, grep, read, write  # noqa: F401  (registers)
+from workflows.tools import bash, edit, glob, grep, memory_tools, read, write  # noqa: F401  (registers)
 from workflows.tools.base import (
     REGISTRY,
     MemoryTracker,
@@ -22,21 +24,25 @@ from workflows.tools.base import (
 from workflows.tools.bash import kill_process_group
 
 TOOL_ORDER = ("Bash", "Glob", "Grep", "Read", "Edit", "Write")
+MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 
 def tool_schemas(names: list[str] | None = None) -> list[dict[str, Any]]:
     """The Messages API tool definitions, in a stable order (Claude Code's, then by name).
 
+    ``names`` None: the six core tools.
+
     Raises:
         ToolInputError: ``names`` holds a tool that is not registered.
     """
-    wanted = list(REGISTRY) if names is None else [get_tool(n).name for n in names]
+    wanted = list(TOOL_ORDER) if names is None else [get_tool(n).name for n in names]
     rank = {name: i for i, name in enumerate(TOOL_ORDER)}
     ordered = sorted(dict.fromkeys(wanted), key=lambda n: (rank.get(n, len(rank)), n))
     return [REGISTRY[n].schema() for n in ordered]
 
 
 __all__ = [
+    "MEMORY_TOOLS",
     "REGISTRY",
     "TOOL_ORDER",
     "MemoryTracker",

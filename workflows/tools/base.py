@@ -52,6 +52,7 @@ class ToolContext:
     bash_default_timeout_ms: int = 120_000
     bash_max_timeout_ms: int = 600_000
     max_output_chars: int = 30_000
+    memory: Any = None  # the project's ProjectMemory when auto-memory is on (memory tools only)
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -92,6 +93,8 @@ class Tool:
     read_only: ClassVar[bool] = False
     # Safe to run again after a worker died mid-run (the same input gives the same end state).
     idempotent: ClassVar[bool] = False
+    # Reads or writes the project's memory records only (never the workspace).
+    memory_tool: ClassVar[bool] = False
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError

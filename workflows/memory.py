@@ -1,0 +1,298 @@
+"""The two memories: a session's running summary, and a project's durable records.
+
+* **Session memory** is one markdown document per session (``session:{sid}:memory``),
+  kept by a background fork after model turns that pass :func:`should_update_session_memory`.
+  Compaction uses it first, saving a summarisation call.
+* **Auto-memory** is a set of records per project (``project:{pid}:memory``, the
+  project being the workspace's git root), written by the extraction fork after a
+  final answer (or directly by the main agent with ``MemoryWrite``) and indexed in
+  a ``MEMORY.md`` that new sessions of the project start with.
+
+Everything here is pure or talks to Redis through :class:`ProjectMemory`; the
+forks that write these live in :mod:`workflows.forks`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import redis
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from workflows import keys
+from workflows.exceptions import MemoryRecordError
+
+# =========================================================================== session memory: when
+
+
+@dataclass(frozen=True)
+class MemoryThresholds:
+    """When a session-memory update is due (``MAINSAIL_SESSION_MEMORY_*``)."""
+
+    init_tokens: int = 10_000  # the context must pass this before the first update
+    update_tokens: int = 5_000  # and grow by this much between updates (always required)
+    tool_calls: int = 10  # and either this many tool calls since the last update ...
+
+
+def should_update_session_memory(tokens: int, tokens_at_last: int | None, tool_calls_since: int,
+                                 last_turn_had_tool_calls: bool, t: MemoryThresholds = MemoryThresholds()) -> bool:
+    """Whether to update the session's memory after a model turn (pure).
+
+    ``tokens``: the context size now; ``tokens_at_last``: at the last update (None: never
+    updated). The token condition is always required: past ``init_tokens`` before the
+    first update, and grown by ``update_tokens`` since the last. Then either enough tool
+    calls happened since, or the last assistant turn made none (a natural break).
+    """
+    if tokens_at_last is None and tokens < t.init_tokens:
+        return False
+    if tokens - (tokens_at_last or 0) < t.update_tokens:
+        return False
+    return tool_calls_since >= t.tool_calls or not last_turn_had_tool_calls
+
+
+# =========================================================================== session memory: what
+
+SESSION_MEMORY_TEMPLATE = """\
+# Session Title
+_A short and distinctive 5-10 word descriptive title for the session_
+
+# Current State
+_What is actively being worked on right now? Pending tasks not yet completed. Immediate next steps._
+
+# Task specification
+_What did the user ask to build? Any design decisions or other explanatory context_
+
+# Files and Functions
+_What are the important files? In short, what do they contain and why are they relevant?_
+
+# Workflow
+_What bash commands are usually run and in what order? How to interpret their output if not obvious?_
+
+# Errors & Corrections
+_Errors encountered and how they were fixed. What did the user correct? What approaches failed and should not be tried again?_
+
+# Codebase and System Documentation
+_What are the important system components? How do they work/fit together?_
+
+# Learnings
+_What has worked well? What has not? What to avoid? Do not duplicate items from other sections_
+
+# Key results
+_If the user asked a specific output such as an answer to a question, a table, or other document, repeat the exact result here_
+
+# Worklog
+_Step by step, what was attempted, done? Very terse summary for each step_
+"""
+
+
+def session_memory_path(sid: str) -> str:
+    """The name the session-memory fork edits the document by (it lives in Redis, not on disk)."""
+    return f"/mainsail/sessions/{sid}/memory.md"
+
+
+def has_content(doc: str | None) -> bool:
+    """A document worth compacting with: present, and not the bare template."""
+    return bool(doc and doc.strip() and doc.strip() != SESSION_MEMORY_TEMPLATE.strip())
+
+
+# =========================================================================== the forks' requests
+
+#: How each memory fork's system prompt begins; the scripted model answers forks by it.
+SESSION_MEMORY_MARK = "You are Mainsail's session-memory agent."
+EXTRACT_MARK = "You are Mainsail's memory extraction agent."
+
+
+def fork_kind(body: dict) -> str | None:
+    """``"session_memory"`` or ``"extract"`` for a memory fork's Messages API request, else None."""
+    system = body.get("system")
+    if isinstance(system, list) and system and isinstance(system[0], dict):
+        system = system[0].get("text")
+    if not isinstance(system, str):
+        return None
+    if system.startswith(SESSION_MEMORY_MARK):
+        return "session_memory"
+    if system.startswith(EXTRACT_MARK):
+        return "extract"
+    return None
+
+
+# =========================================================================== auto-memory records
+
+MemoryType = Literal["user", "feedback", "project", "reference"]
+MEMORY_TYPES: tuple[str, ...] = ("user", "feedback", "project", "reference")
+INDEX_NAME = "MEMORY"
+_NAME = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
+
+
+class MemoryRecord(BaseModel):
+    name: str
+    description: str
+    type: MemoryType
+    body: str = ""
+    updated_at: float = Field(default_factory=time.time)
+    session_id: str | None = None  # the session that wrote it last
+
+    def markdown(self) -> str:
+        """The record as Claude Code stores one: YAML frontmatter, then the body."""
+        head = yaml.safe_dump({"name": self.name, "description": self.description, "type": self.type},
+                              sort_keys=False, allow_unicode=True, width=1000)
+        return f"---\n{head}---\n\n{self.body.strip()}\n"
+
+
+def check_name(name: str) -> str:
+    """Raises MemoryRecordError unless ``name`` is a valid record name (it is also its file name)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise MemoryRecordError(
+            f"Invalid memory name {name!r}: use 1-64 lowercase letters, digits, '-' or '_', starting with a "
+            "letter or digit (for example 'user-role' or 'feedback_testing').")
+    if name.upper() == INDEX_NAME:
+        raise MemoryRecordError("The name 'memory' is reserved for the MEMORY.md index; choose another.")
+    return name
+
+
+def make_record(name: str, description: str, type: str, body: str, session_id: str | None = None) -> MemoryRecord:
+    """A validated record. Raises MemoryRecordError naming the bad field and the allowed values."""
+    check_name(name)
+    if type not in MEMORY_TYPES:
+        raise MemoryRecordError(f"Invalid memory type {type!r} for {name!r}: use one of {', '.join(MEMORY_TYPES)}.")
+    description = " ".join((description or "").split())
+    if not description:
+        raise MemoryRecordError(f"Memory {name!r} needs a one-line description (it is what the index shows).")
+    return MemoryRecord(name=name, description=description, type=type, body=(body or "").strip(),
+                        session_id=session_id)
+
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+
+
+def parse_markdown(text: str, *, where: str, default_name: str | None = None) -> MemoryRecord:
+    """A record from markdown with YAML frontmatter (``name``, ``description``, ``type``).
+
+    Raises:
+        MemoryRecordError: no frontmatter, bad YAML, or a missing or invalid field; ``where``
+            (a file name) is named in the message.
+    """
+    m = _FRONTMATTER.match(text.lstrip("\ufeff"))
+    if not m:
+        raise MemoryRecordError(f"{where}: no YAML frontmatter. A memory file starts with '---', then the lines "
+                           "'name: ...', 'description: ...' and 'type: user|feedback|project|reference', then '---'.")
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise MemoryRecordError(f"{where}: the frontmatter is not valid YAML: {exc}") from None
+    if not isinstance(meta, dict):
+        raise MemoryRecordError(f"{where}: the frontmatter must be 'key: value' lines.")
+    name = str(meta.get("name") or default_name or "")
+    try:
+        return make_record(name, str(meta.get("description") or ""), str(meta.get("type") or ""),
+                           m.group(2))
+    except MemoryRecordError as exc:
+        raise MemoryRecordError(f"{where}: {exc}") from None
+
+
+def index_markdown(records: list[MemoryRecord]) -> str:
+    """``MEMORY.md``: one line per record, grouped by type (Claude Code's index layout)."""
+    if not records:
+        return ""
+    lines = ["# Memory index", ""]
+    for kind in MEMORY_TYPES:
+        group = sorted((r for r in records if r.type == kind), key=lambda r: r.name)
+        for r in group:
+            lines.append(f"- [{r.name}]({r.name}.md) ({r.type}): {r.description}")
+    return "\n".join(lines) + "\n"
+
+
+# =========================================================================== projects
+
+
+def project_root(workspace: str) -> str:
+    """The project a workspace belongs to: its git root, else the workspace itself."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True,
+                             text=True, timeout=5)
+        if out.returncode == 0 and out.stdout.strip():
+            return os.path.realpath(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.path.realpath(workspace)
+
+
+def project_id(root: str) -> str:
+    """A key-safe id for a project root: a readable tail of the path and a hash of all of it."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", root).strip("-")[-48:] or "root"
+    return f"{slug}-{hashlib.sha256(root.encode()).hexdigest()[:10]}"
+
+
+class ProjectMemory:
+    """The auto-memory records of one project, in Redis (shared by every worker)."""
+
+    def __init__(self, r: redis.Redis, pid: str, root: str | None = None) -> None:
+        self.r = r
+        self.pid = pid
+        self.root = root
+        self.key = keys.project_memory(pid)
+
+    @classmethod
+    def for_workspace(cls, r: redis.Redis, workspace: str) -> "ProjectMemory":
+        root = project_root(workspace)
+        return cls(r, project_id(root), root)
+
+    def records(self) -> list[MemoryRecord]:
+        raw = self.r.hgetall(self.key)
+        out = [MemoryRecord.model_validate_json(v) for v in raw.values()]
+        return sorted(out, key=lambda x: (MEMORY_TYPES.index(x.type), x.name))
+
+    def get(self, name: str) -> MemoryRecord | None:
+        raw = self.r.hget(self.key, name)
+        return MemoryRecord.model_validate_json(raw) if raw else None
+
+    def require(self, name: str) -> MemoryRecord:
+        rec = self.get(name)
+        if rec is None:
+            names = ", ".join(r.name for r in self.records()) or "none yet"
+            raise MemoryRecordError(f"No memory named {name!r} in project {self.root or self.pid} (records: {names}).")
+        return rec
+
+    def put(self, record: MemoryRecord, pipe=None) -> None:
+        p = pipe if pipe is not None else self.r.pipeline(transaction=True)
+        p.hset(self.key, record.name, record.model_dump_json())
+        if self.root:
+            p.hset(keys.projects(), self.pid, self.root)
+        if pipe is None:
+            p.execute()
+
+    def delete(self, name: str, pipe=None) -> bool:
+        if pipe is not None:
+            pipe.hdel(self.key, name)
+            return True
+        return bool(self.r.hdel(self.key, name))
+
+    def index(self, max_lines: int | None = None) -> str:
+        text = index_markdown(self.records())
+        if max_lines is not None:
+            lines = text.splitlines()
+            if len(lines) > max_lines:
+                text = "\n".join(lines[:max_lines]) + (
+                    f"\n\n[MEMORY.md has {len(lines)} lines; only the first {max_lines} are shown. "
+                    "Read a record by name with MemoryRead.]\n")
+        return text
+
+
+def memory_context(index: str) -> str:
+    """The ``autoMemory`` section new sessions start with (empty when the project has no records)."""
+    if not index.strip():
+        return ""
+    return ("Memories saved from earlier sessions in this project. MEMORY.md indexes them; read a record "
+            "with MemoryRead when it is relevant, and save what the user asks you to remember with "
+            "MemoryWrite.\n\nContents of MEMORY.md:\n\n" + index.strip())
+
+
+def validation_message(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
