@@ -161,3 +161,32 @@ def finish(result: ResultEntry, print_mode: bool) -> None:
             click.echo(f"Denied: {d['tool_name']} {d['tool_input']}", err=True)
     if result.is_error:
         sys.exit(1)
+
+
+def wait_for_memory(rt: Runtime, sid: str, *, quiet: bool = False, timeout: float = 30.0) -> None:
+    """Before a command with an in-process worker exits: let the session's memory forks finish.
+
+    Without this, they would wait for the next worker (their steps are durable, so
+    nothing is lost either way; this only saves the wait). Ctrl-C stops waiting.
+    """
+    import time
+
+    from statemachines import State
+
+    def busy() -> bool:
+        rec = rt.store.get_session(sid)
+        return rec.state is State.EXTRACTING or bool(rec.memory_step or rec.extract_step)
+
+    if not busy():
+        return
+    if not quiet:
+        click.echo(click.style("Saving memory…", dim=True), err=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while busy() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    if busy() and not quiet:
+        click.echo(click.style(f"Memory for session {sid[:8]} is still being saved; it goes on when a worker "
+                               "runs (`mainsail worker`).", dim=True), err=True)

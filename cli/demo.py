@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli.attach import finish, submit_and_watch
+from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from workflows.models import PermissionMode
 from workflows.scripted import DEMO_FILES, DEMO_PROMPT
@@ -31,6 +31,8 @@ def demo(workspace: Path | None) -> None:
         click.secho(f"Demo workspace: {ws}", dim=True)
         click.secho(f"> {DEMO_PROMPT}", bold=True)
         result = submit_and_watch(rt, rec.id, DEMO_PROMPT)
+        if rt.worker is not None:
+            wait_for_memory(rt, rec.id)
     finally:
         rt.close()
     for name in DEMO_FILES:

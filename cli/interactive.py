@@ -31,6 +31,7 @@ import click
 import redis
 
 from cli.attach import Prompter
+from cli.attach import wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.render import Renderer, follow
 from cli.run import apply_flags, session_permissions
@@ -196,6 +197,7 @@ class Interactive:
             "/model": (self.cmd_model, "[NAME]  show the model, or switch the session to NAME"),
             "/compact": (self.cmd_compact, "[INSTRUCTIONS]  summarise the conversation for the model now"),
             "/permissions": (self.cmd_permissions, "the permission mode and the allow / ask / deny rules"),
+            "/memory": (self.cmd_memory, "the session's notes and the project's MEMORY.md (edit: mainsail memory edit)"),
             "/clear": (self.cmd_clear, "start a new session here (same model, mode and rules)"),
             "/resume": (self.cmd_resume, "[ID]  switch to another session (no ID: pick a recent one)"),
             "/exit": (self.cmd_exit, "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)"),
@@ -362,6 +364,21 @@ class Interactive:
         for line in describe(rec, self.store.inbox(rec.id)):
             click.echo(line)
 
+    def cmd_memory(self, arg: str) -> None:
+        rec = self.record()
+        notes = self.store.session_memory(rec.id)
+        click.echo(click.style("Session memory", bold=True) + f" ({rec.memory_updates} update(s))")
+        click.echo(notes.rstrip() if notes else "  none yet: it is written once the context passes "
+                   f"{self.settings.session_memory_init_tokens:,} tokens")
+        if not (rec.auto_memory and rec.project_id):
+            click.echo(click.style("Auto-memory is off for this session.", dim=True))
+            return
+        from workflows.memory import ProjectMemory
+
+        index = ProjectMemory(self.store.r, rec.project_id, rec.project_root).index()
+        click.echo(click.style(f"\nMEMORY.md of {rec.project_root}", bold=True))
+        click.echo(index.rstrip() if index else "  no records yet")
+
     def cmd_cost(self, arg: str) -> None:
         rec = self.record()
         click.echo(f"Total cost:            ${rec.cost_usd:.4f}")
@@ -388,7 +405,7 @@ class Interactive:
             return
         self.settings.require_credentials(arg)
         self.engine.set_model(rec.id, arg)
-        note = "" if rec.state is State.IDLE else " (from the session's next model call)"
+        note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
         click.echo(f"Model set to {arg} (was {rec.model}){note}.")
         if not any(arg.startswith(p) for p in PRICES):
             click.echo(f"Note: no price is known for {arg}; its cost is estimated at Sonnet prices.", err=True)
@@ -541,9 +558,9 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
-                    workspace: Path) -> None:
+                    workspace: Path, no_memory: bool = False) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it."""
-    settings = load_settings(model=model)
+    settings = load_settings(model=model, auto_memory=False if no_memory else None)
     rt = connect(settings)
     save_history: Callable[[], None] = lambda: None
     try:
@@ -551,6 +568,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
             approval_timeout=approval_timeout, workspace=workspace)
+        if no_memory:
+            rt.engine.update_limits(sid, auto_memory=False)
         ensure_worker(rt, settings)
         reader = LineReader()
         ui = Interactive(rt, settings, workspace, reader, sid)
@@ -559,6 +578,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             click.echo(click.style("Type a message, or /help. Ctrl-C interrupts a turn; Ctrl-D leaves.",
                                    dim=True))
         ui.loop()
+        if rt.worker is not None:
+            wait_for_memory(rt, ui.sid)
     finally:
         save_history()
         rt.close()

@@ -61,9 +61,10 @@ def _message(exc: Exception) -> str:
 @click.option("--allowedTools", "--allowed-tools", "allowed_tools", multiple=True, metavar="RULES")
 @click.option("--disallowedTools", "--disallowed-tools", "disallowed_tools", multiple=True, metavar="RULES")
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
+@click.option("--no-memory", "no_memory", is_flag=True, help="No auto-memory for the session.")
 @click.pass_context
 def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, allowed_tools, disallowed_tools,
-        approval_timeout) -> None:
+        approval_timeout, no_memory) -> None:
     """Mainsail: durable coding-agent sessions on Celery and Redis.
 
     With no command, opens an interactive prompt loop on a new session (or the
@@ -77,11 +78,11 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
     run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
                     allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                    approval_timeout=approval_timeout, workspace=Path.cwd())
+                    approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory)
 
 
 def _register() -> None:
-    from cli import approvals, demo, fsm, run, sessions, transfer, worker
+    from cli import approvals, demo, fsm, memory, run, sessions, transfer, worker
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
@@ -97,6 +98,7 @@ def _register() -> None:
     cli.add_command(approvals.deny)
     cli.add_command(transfer.export_cmd)
     cli.add_command(transfer.import_cmd)
+    cli.add_command(memory.memory)
 
 
 _register()

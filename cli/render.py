@@ -93,7 +93,10 @@ class Renderer:
         elif isinstance(e, SystemEntry):
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
-            self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
+            if e.subtype == "memory":
+                self.console.print(Text(f"✎ {e.content}", style="dim"))
+            else:
+                self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
         elif isinstance(e, PermissionRequestEntry):
             self._end_line()
             if self.show_requests:

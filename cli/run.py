@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from cli.attach import finish, submit_and_watch
+from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.select import pick_session
 from tasks.dispatch import dispatch
@@ -51,6 +51,8 @@ def session_options(f):
     f = click.option("--model", help="Model for this session (default: MAINSAIL_MODEL).")(f)
     f = click.option("--append-system-prompt", metavar="TEXT", help="Append TEXT to the system prompt.")(f)
     f = click.option("--system-prompt", metavar="TEXT", help="Replace the default system prompt.")(f)
+    f = click.option("--no-memory", "no_memory", is_flag=True,
+                     help="No auto-memory: no MEMORY.md in the context, no memory tools, no extraction.")(f)
     return f
 
 
@@ -71,7 +73,8 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
 
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
                  disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
-                 system_prompt: str | None = None, append_system_prompt: str | None = None) -> str:
+                 system_prompt: str | None = None, append_system_prompt: str | None = None,
+                 no_memory: bool = False) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
@@ -79,10 +82,12 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                                     approval_timeout, settings)
         return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                         system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                                        **perms).id
+                                        auto_memory=False if no_memory else None, **perms).id
     apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                 disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                 max_budget_usd=max_budget_usd, workspace=workspace)
+    if no_memory:
+        rt.engine.update_limits(sid, auto_memory=False)
     return sid
 
 
@@ -116,7 +121,8 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
 @permission_options
 def run(prompt: str | None, print_mode: bool, output_format: str, input_format: str, background: bool,
         model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path, permission_mode,
-        allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt) -> None:
+        allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt,
+        no_memory) -> None:
     """Run PROMPT in a session and watch it until it finishes."""
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
@@ -141,7 +147,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                            permission_mode=permission_mode, allowed_tools=allowed_tools,
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
-                           system_prompt=system_prompt, append_system_prompt=append_system_prompt)
+                           system_prompt=system_prompt, append_system_prompt=append_system_prompt,
+                           no_memory=no_memory)
         settings.require_credentials(rt.store.get_session(sid).model)
         if background:
             for p in prompts:
@@ -155,6 +162,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
             result = submit_and_watch(rt, sid, p, print_mode=print_mode, stream=stream)
             if result.is_error:
                 break
+        if rt.worker is not None:
+            wait_for_memory(rt, sid, quiet=print_mode)
     finally:
         rt.close()
     if output_format == "json":
@@ -179,7 +188,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
 @permission_options
 def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path,
            permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
-           append_system_prompt) -> None:
+           append_system_prompt, no_memory) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
     rt = connect(settings)
@@ -187,7 +196,8 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
                        permission_mode=permission_mode, allowed_tools=allowed_tools,
                        disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                        max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
-                       system_prompt=system_prompt, append_system_prompt=append_system_prompt)
+                       system_prompt=system_prompt, append_system_prompt=append_system_prompt,
+                       no_memory=no_memory)
     settings.require_credentials(rt.store.get_session(sid).model)
     dispatch(rt.engine.submit(sid, prompt))
     _background_note(rt, sid)

@@ -102,3 +102,15 @@ def settings(tmp_path, monkeypatch):
     from workflows.settings import load_settings
 
     return load_settings(data_dir=tmp_path / "data", lease_seconds=2.0, pickup_timeout_seconds=5.0)
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """A workspace holding the demo's files."""
+    from workflows.scripted import DEMO_FILES
+
+    d = tmp_path / "ws"
+    d.mkdir()
+    for name, content in DEMO_FILES.items():
+        (d / name).write_text(content)
+    return d

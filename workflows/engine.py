@@ -260,10 +260,12 @@ class Engine:
 
     def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
                       permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
-                      approval_timeout_seconds: float | None = None) -> SessionRecord:
-        """Change a session's limits, mode, rules (added to its own) or approval timeout (a resume's flags)."""
+                      approval_timeout_seconds: float | None = None, auto_memory: bool | None = None) -> SessionRecord:
+        """Change a session's limits, mode, rules (added to its own), approval timeout or auto-memory."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if auto_memory is False:  # turning it on later would need the project's index in the context
+                rec.auto_memory = False
             if rules is not None:
                 for kind in ("allow", "ask", "deny"):
                     for spec in getattr(rules, kind):

@@ -53,7 +53,7 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from workflows.rules import Decision, evaluate
+from workflows.rules import Decision, evaluate, redirects_output
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 
 FORK_MAX_TOKENS = 8192
@@ -345,7 +345,7 @@ class ExtractionFork:
             perm = evaluate("Bash", tool_input, mode=PermissionMode.PLAN, rules=_READ_ONLY_RULES,
                             workspace=self.rec.workspace, home=self.rec.home or self.rec.workspace,
                             read_only=False)
-            if perm.decision is not Decision.ALLOW:
+            if perm.decision is not Decision.ALLOW or redirects_output(str(tool_input.get("command", ""))):
                 state.denied.append(f"Bash {tool_input.get('command', '')!r}")
                 return _denied(f"Bash command {tool_input.get('command', '')!r} is not allowed: only read-only "
                                f"commands ({', '.join(READ_ONLY_COMMANDS[:8])}, ...) may run here; {rule}.")

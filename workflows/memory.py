@@ -143,7 +143,8 @@ class MemoryRecord(BaseModel):
         """The record as Claude Code stores one: YAML frontmatter, then the body."""
         head = yaml.safe_dump({"name": self.name, "description": self.description, "type": self.type},
                               sort_keys=False, allow_unicode=True, width=1000)
-        return f"---\n{head}---\n\n{self.body.strip()}\n"
+        body = self.body.strip()
+        return f"---\n{head}---\n" + (f"\n{body}\n" if body else "")
 
 
 def check_name(name: str) -> str:

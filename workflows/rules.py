@@ -830,6 +830,24 @@ def _changes_dir(words: list[_Word]) -> bool:
     return bool(words) and words[0].value in ("cd", "pushd", "popd")
 
 
+def redirects_output(command: str) -> bool:
+    """Whether ``command`` writes through an output redirection (other than to /dev/null and the like),
+    or cannot be parsed well enough to tell."""
+    parsed = _parse(command)
+    if parsed.error or parsed.substitution:
+        return True
+    for part in list(parsed.parts) + list(parsed.sub_parts):
+        for r in part.redirects:
+            if r.op not in (">", ">>", ">|", "&>", "&>>", "<>", ">&"):
+                continue
+            target = r.target.value
+            if r.op == ">&" and (target.isdigit() or target == "-"):
+                continue
+            if target not in _SAFE_DEVICES:
+                return True
+    return False
+
+
 def _redirect_problem(parts: list[_Part], ws: str, hm: str) -> str | None:
     """Why an output redirection of these (top-level, in order) parts needs approval, or None."""
     cwd_known = True

@@ -265,10 +265,13 @@ class ScriptedMessagesAPI:
         script = self._script
         kind = fork_kind(body)
         if kind is not None:  # a memory fork: its own turns, so the main script's turns are not consumed
-            turns = getattr(script, kind, None)
+            turns = getattr(script, kind, None)  # a list of turns, or (on a turn function) a function
             if turns is None:
                 return default_fork_turn(kind, body, index)
-            turn = turns[index] if index < len(turns) else Turn(text="Done.", stop_reason="end_turn")
+            if callable(turns):
+                turn = turns(body)
+            else:
+                turn = turns[index] if index < len(turns) else Turn(text="Done.", stop_reason="end_turn")
             return Turn.model_validate(turn) if isinstance(turn, dict) else turn
         if isinstance(script, Script):
             if index < len(script.turns):

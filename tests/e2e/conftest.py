@@ -115,13 +115,7 @@ def cluster(real_redis, redis_server, tmp_path):
 
 
 @pytest.fixture
-def workspace(tmp_path):
-    from workflows.scripted import DEMO_FILES
-
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for name, content in DEMO_FILES.items():
-        (ws / name).write_text(content)
+def workspace(ws):
     return ws
 
 

@@ -70,7 +70,8 @@ def test_a_session_reads_edits_runs_and_finishes(cluster, workspace):
         assert server.request_headers[0]["headers"].get("authorization") == "Bearer test-key"
         assert len(server.requests) == 4
         assert server.requests[0]["stream"] is True
-        assert [t["name"] for t in server.requests[0]["tools"]] == ["Bash", "Glob", "Grep", "Read", "Edit", "Write"]
+        assert [t["name"] for t in server.requests[0]["tools"]] == [
+            "Bash", "Glob", "Grep", "Read", "Edit", "Write", "MemoryDelete", "MemoryRead", "MemoryWrite"]
         assert entries[0].cwd == str(workspace.resolve())
 
 

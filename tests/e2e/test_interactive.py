@@ -85,8 +85,9 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
     server = api
     script = ("/status\nFix calc.py\n/cost\n/model claude-haiku-4-5\n/status\n/permissions\n/bogus\n"
               "Second question\n/cost\n/exit\n")
+    # --no-memory: /cost must see every call made so far; an extraction would add one after it printed.
     stdout, stderr = interactive(cluster, workspace, script, "--permission-mode", "bypassPermissions",
-                                 "--allowedTools", "Bash(npm test:*)")
+                                 "--allowedTools", "Bash(npm test:*)", "--no-memory")
     sid = cluster.session_id()
     rec = cluster.store.get_session(sid)
     s = sections(stdout)

@@ -26,20 +26,6 @@ EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b"
 RUN = ToolUse(name="Bash", input={"command": "python3 calc.py"})
 
 
-@pytest.fixture
-def engine(fake_redis, settings):
-    return Engine(Store(fake_redis, lock_wait=1.0), settings)
-
-
-@pytest.fixture
-def ws(tmp_path):
-    d = tmp_path / "ws"
-    d.mkdir()
-    for name, content in DEMO_FILES.items():
-        (d / name).write_text(content)
-    return d
-
-
 def start(engine, ws, turns, mode="default", **kw):
     model = scripted_model(Script(turns=turns))
     rec = engine.create_session(str(ws), model=model, permission_mode=mode, **kw)

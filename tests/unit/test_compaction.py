@@ -33,19 +33,9 @@ from workflows.tools import run_tool
 BIG = ScriptUsage(input_tokens=190_000, output_tokens=500)
 
 
-@pytest.fixture
-def engine(fake_redis, settings):
-    settings.api_max_retries = 0
-    return Engine(Store(fake_redis, lock_wait=1.0), settings)
-
-
-@pytest.fixture
-def ws(tmp_path):
-    d = tmp_path / "ws"
-    d.mkdir()
-    for name, content in DEMO_FILES.items():
-        (d / name).write_text(content)
-    return d
+@pytest.fixture(autouse=True)
+def no_retries(settings):
+    settings.api_max_retries = 0  # a scripted error fails at once
 
 
 def is_compaction(body: dict) -> bool:

@@ -25,20 +25,6 @@ from workflows.store import Store
 from workflows.tools.base import ToolOutput
 
 
-@pytest.fixture
-def engine(fake_redis, settings):
-    return Engine(Store(fake_redis, lock_wait=1.0), settings)
-
-
-@pytest.fixture
-def ws(tmp_path):
-    d = tmp_path / "ws"
-    d.mkdir()
-    for name, content in DEMO_FILES.items():
-        (d / name).write_text(content)
-    return d
-
-
 def session(engine, ws, turns, mode="bypassPermissions", **kw):
     model = scripted_model(Script(turns=turns) if isinstance(turns, list) else turns)
     return engine.create_session(str(ws), model=model, permission_mode=mode, **kw)

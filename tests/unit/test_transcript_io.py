@@ -27,20 +27,6 @@ CLAUDE_FIELDS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", 
                  "isSidechain", "userType")
 
 
-@pytest.fixture
-def engine(fake_redis, settings):
-    return Engine(Store(fake_redis, lock_wait=1.0), settings)
-
-
-@pytest.fixture
-def ws(tmp_path):
-    d = tmp_path / "ws"
-    d.mkdir()
-    for name, content in DEMO_FILES.items():
-        (d / name).write_text(content)
-    return d
-
-
 def demo_session(engine, ws, mode="bypassPermissions"):
     """The demo run to the end; in default mode Edit is approved and Bash denied with a message."""
     rec = engine.create_session(str(ws), model="scripted:demo", permission_mode=mode)
