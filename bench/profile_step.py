@@ -139,19 +139,6 @@ def main(argv: list[str] | None = None) -> int:
         session()  # warm-up
         plain = [session() for _ in range(args.rounds)]
 
-        # What if the tool schemas were built once per process (they never change)?
-        import functools
-
-        import workflows.context as context_mod
-
-        cached = functools.lru_cache(maxsize=None)(context_mod.tool_schemas)
-        orig_schemas = context_mod.tool_schemas
-        context_mod.tool_schemas = lambda: [dict(d) for d in cached()]
-        try:
-            what_if = [session() for _ in range(args.rounds)]
-        finally:
-            context_mod.tool_schemas = orig_schemas
-
         instrument_redis()
         instrument_mainsail()
         TIME.clear(), CALLS.clear(), RTT.clear(), CMDS.clear()
@@ -161,8 +148,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nin-process steps, no Celery: read_loop:{args.steps}, {args.rounds} sessions")
         print(f"  per agent step (model+tool), uninstrumented: {statistics.median(plain) / args.steps * 1000:.2f} ms"
               f"   instrumented: {statistics.median(inst) / args.steps * 1000:.2f} ms")
-        print(f"  what-if, tool_schemas() computed once per process: "
-              f"{statistics.median(what_if) / args.steps * 1000:.2f} ms per agent step")
         print(f"\n  {'phase (inclusive; per agent step)':<46} {'ms':>7} {'calls':>6} {'redis RTs':>9}")
         print("  (ms inclusive of nested phases; redis round trips counted in the innermost phase only)")
         for name, t in sorted(TIME.items(), key=lambda kv: -kv[1]):

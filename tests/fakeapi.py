@@ -10,7 +10,7 @@ SDK in worker subprocesses can reach it through ``ANTHROPIC_BASE_URL``::
 
 Endpoints: ``POST /v1/messages`` (streaming SSE with chunked transfer encoding,
 one flush per event, or JSON), ``POST /v1/messages/count_tokens``, and the
-controls ``GET /_requests`` (JSON list of the bodies received), ``POST /_script``
+controls ``GET /_requests`` (JSON list of the bodies received; ``?all=1`` with the memory forks'), ``POST /_script``
 (replace the script with a JSON Script body) and ``POST /_reset`` (forget
 requests and served errors).
 
@@ -64,9 +64,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         owner = self.server.owner
-        path = self.path.split("?", 1)[0]
-        if path == "/_requests":
-            self._send_json(200, owner.requests)
+        path, _, query = self.path.partition("?")
+        if path == "/_requests":  # ?all=1: the memory forks' requests too
+            self._send_json(200, owner.all_requests if "all=1" in query else owner.requests)
         elif path == "/_health":
             self._send_json(200, {"ok": True})
         else:
