@@ -10,7 +10,6 @@ import click
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from workflows.models import PermissionMode
-from workflows.scripted import DEMO_FILES, DEMO_PROMPT
 from workflows.settings import load_settings
 
 
@@ -19,6 +18,8 @@ from workflows.settings import load_settings
               help="Where to put the demo files (default: a new temporary directory).")
 def demo(workspace: Path | None) -> None:
     """Run a scripted session (Read, Edit, Bash) through Redis, a worker and the machine."""
+    from workflows.scripted import DEMO_FILES, DEMO_PROMPT
+
     ws = workspace or Path(tempfile.mkdtemp(prefix="mainsail-demo-"))
     ws.mkdir(parents=True, exist_ok=True)
     for name, content in DEMO_FILES.items():

@@ -10,13 +10,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
-
-import anthropic
+from typing import TYPE_CHECKING, Callable
 
 from workflows.exceptions import MissingCredentials
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
+
+if TYPE_CHECKING:  # importing the SDK takes over a second: commands that make no call skip it
+    import anthropic
 
 _clients: dict[tuple, anthropic.Anthropic] = {}
 _clients_lock = threading.Lock()
@@ -44,6 +45,8 @@ def _make(model: str, settings: Settings) -> anthropic.Anthropic:
         settings.require_credentials(model)
     except MissingCredentials as exc:
         raise MissingCredentials(f"{exc} (on worker; set it in the worker's environment)") from None
+    import anthropic
+
     return anthropic.Anthropic(
         # A compatible endpoint may need no key; the SDK needs some credential.
         api_key=settings.anthropic_api_key or "mainsail-no-key",
@@ -93,6 +96,8 @@ def stream_reply(
 
 def describe_api_error(exc: Exception, attempts: int) -> str:
     """A one-paragraph explanation of a failed model call for the transcript and the user."""
+    import anthropic
+
     if isinstance(exc, anthropic.AuthenticationError):
         return "The model API refused the credentials (401). Check ANTHROPIC_API_KEY on the workers."
     if isinstance(exc, anthropic.APIStatusError):

@@ -146,3 +146,37 @@ def test_a_fork_resumes_from_its_checkpoint_on_another_worker(cluster, workspace
         assert sum(1 for b in calls if len(b["messages"]) == 3) == 2, "turn 2 was in flight: asked again"
         sid = cluster.session_id()
         assert cluster.store.r.keys(f"mainsail:session:{sid}:fork:*") == [], "the checkpoint went with the commit"
+
+
+def test_the_memory_commands_round_trip_claude_codes_layout(cluster, workspace, tmp_path):
+    def ms(*args):
+        return cluster.mainsail("memory", *args, cwd=workspace)
+
+    assert "No memories for project" in ms("list").stdout
+    out = ms("edit", "user-role", "--type", "user", "--description", "Data engineer", "--body", "Prefers SQL.")
+    assert out.returncode == 0 and "Saved memory 'user-role' (user)" in out.stdout
+    bad = ms("edit", "x", "--type", "user", "--description", "", "--body", "b")
+    assert bad.returncode == 1 and "needs a one-line description" in bad.stderr and "Traceback" not in bad.stderr
+    folder = tmp_path / "export"
+    assert ms("export", str(folder)).returncode == 0
+    assert (folder / "user-role.md").read_text() == (
+        "---\nname: user-role\ndescription: Data engineer\ntype: user\n---\n\nPrefers SQL.\n")
+    assert "- [user-role](user-role.md) (user): Data engineer" in (folder / "MEMORY.md").read_text()
+
+    (folder / "grafana.md").write_text("---\nname: grafana\ndescription: Latency dashboards\ntype: reference\n"
+                                       "---\n\ngrafana.internal/d/api\n")
+    (folder / "broken.md").write_text("---\nname: broken\ndescription: d\ntype: opinion\n---\n")
+    refused = ms("import", str(folder))
+    assert refused.returncode == 1 and "Nothing was imported" in refused.stderr
+    assert "broken.md: Invalid memory type 'opinion'" in refused.stderr and "grafana" not in ms("list").stdout
+    (folder / "broken.md").unlink()
+    assert "Imported 2 memory record(s)" in ms("import", str(folder)).stdout
+    listing = ms("list").stdout
+    assert "grafana" in listing and "reference" in listing and "2 record(s)" in listing
+    assert ms("show", "grafana").stdout.endswith("grafana.internal/d/api\n")
+    assert "(reference): Latency dashboards" in ms("show").stdout
+    missing = ms("rm", "grafana", "nope")
+    assert missing.returncode == 1 and "nothing was deleted" in missing.stderr
+    assert ms("rm", "grafana").returncode == 0 and "grafana" not in ms("list").stdout
+    unknown = ms("show", "zzz")
+    assert unknown.returncode == 1 and "neither a memory record" in unknown.stderr
