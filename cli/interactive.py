@@ -284,7 +284,7 @@ class Interactive:
         """
         sid = self.sid
         rec = self.record()
-        busy = rec.state is not State.IDLE
+        busy = rec.state not in (State.IDLE, State.EXTRACTING)  # extracting: a message runs at once
         # A busy session: replay its current run, so its open permission requests are asked too.
         after = _run_start_id(self.store, sid) if busy else _last_id(self.store, sid)
         steps = self.engine.submit(sid, text)
@@ -488,7 +488,7 @@ def announce(rec: SessionRecord, headline: str | None = None) -> None:
     """``Resumed session 1a2b3c4d: <title>`` plus what a user needs to know about its state."""
     click.echo(f"{headline or f'Resumed session {rec.id[:8]}'}: {rec.title or '(no messages yet)'}")
     facts = f"  {rec.model} · {rec.permission_mode.value} · {rec.workspace}"
-    if rec.state is not State.IDLE:
+    if rec.state not in (State.IDLE, State.EXTRACTING):
         facts += f" · {rec.state.value} (a message now runs after its current turn)"
     click.echo(click.style(facts, dim=True))
 

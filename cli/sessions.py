@@ -138,7 +138,8 @@ def watch(session: str, forever: bool) -> None:
             r.entry(e)
         if not forever and _idle(rt, sid):
             r.close()
-            click.secho(f"(session {sid[:8]} is idle)", dim=True)
+            extracting = rt.store.get_session(sid).state is State.EXTRACTING
+            click.secho(f"(session {sid[:8]} is idle{'; saving memory' if extracting else ''})", dim=True)
             return
         follow(rt.store, sid, on_entry=r.entry, on_delta=r.delta, after=rows[-1][0] if rows else None, stop=done)
     except KeyboardInterrupt:
@@ -149,7 +150,8 @@ def watch(session: str, forever: bool) -> None:
 
 
 def _idle(rt: Runtime, sid: str) -> bool:
-    return rt.store.get_session(sid).state is State.IDLE and not rt.store.inbox(sid)
+    """Nothing more to watch: idle (or only saving memory after the answer) with nothing queued."""
+    return rt.store.get_session(sid).state in (State.IDLE, State.EXTRACTING) and not rt.store.inbox(sid)
 
 
 @click.command("send")

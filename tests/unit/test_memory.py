@@ -397,3 +397,18 @@ def test_a_failed_extraction_warns_and_releases_the_session(engine, ws):
     assert rec.state is State.IDLE and rec.extract_step is None
     warn = [e.content for e in engine.store.entries(rec.id) if isinstance(e, SystemEntry) and e.subtype == "warning"]
     assert warn and warn[-1].startswith("Memory extraction failed:") and "bad request" in warn[-1]
+
+
+def test_compact_while_extracting_does_not_wait_for_memory(engine, ws):
+    model = scripted_model(Script(turns=[Turn(text="ok")], extract=EXTRACT_SAVES))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "I'm a data scientist"))
+    inline.run(1)
+    assert engine.store.get_session(rec.id).state is State.EXTRACTING
+    inline.dispatch(engine.compact(rec.id))
+    assert engine.store.get_session(rec.id).state is State.COMPACTING
+    inline.drain()
+    rec = engine.store.get_session(rec.id)
+    assert rec.state is State.IDLE and rec.extract_step is None
+    assert len(ProjectMemory(engine.store.r, rec.project_id).records()) == 2
