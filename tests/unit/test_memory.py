@@ -372,19 +372,24 @@ def test_no_memory_sessions_neither_extract_nor_load_nor_offer_memory_tools(engi
     assert "autoMemory" not in json.dumps(body) and "MemoryWrite" not in {t["name"] for t in body["tools"]}
 
 
-def test_cancel_while_extracting_lets_the_session_go_and_the_extraction_finish(engine, ws):
+@pytest.mark.parametrize("action", ["cancel", "compact"])
+def test_cancel_or_compact_while_extracting_does_not_wait_for_the_extraction(engine, ws, action):
     model = scripted_model(Script(turns=[Turn(text="ok")], extract=EXTRACT_SAVES))
     rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "I'm a data scientist"))
     inline.run(1)
     assert engine.store.get_session(rec.id).state is State.EXTRACTING
-    assert engine.cancel(rec.id) is True
-    assert engine.store.get_session(rec.id).state is State.IDLE
+    if action == "cancel":
+        assert engine.cancel(rec.id) is True
+        assert engine.store.get_session(rec.id).state is State.IDLE
+    else:
+        inline.dispatch(engine.compact(rec.id))
+        assert engine.store.get_session(rec.id).state is State.COMPACTING
     inline.drain()
     rec = engine.store.get_session(rec.id)
-    assert len(ProjectMemory(engine.store.r, rec.project_id).records()) == 2
     assert rec.state is State.IDLE and rec.extract_step is None
+    assert len(ProjectMemory(engine.store.r, rec.project_id).records()) == 2
 
 
 def test_a_failed_extraction_warns_and_releases_the_session(engine, ws):
@@ -397,18 +402,3 @@ def test_a_failed_extraction_warns_and_releases_the_session(engine, ws):
     assert rec.state is State.IDLE and rec.extract_step is None
     warn = [e.content for e in engine.store.entries(rec.id) if isinstance(e, SystemEntry) and e.subtype == "warning"]
     assert warn and warn[-1].startswith("Memory extraction failed:") and "bad request" in warn[-1]
-
-
-def test_compact_while_extracting_does_not_wait_for_memory(engine, ws):
-    model = scripted_model(Script(turns=[Turn(text="ok")], extract=EXTRACT_SAVES))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
-    inline = Inline(engine)
-    inline.dispatch(engine.submit(rec.id, "I'm a data scientist"))
-    inline.run(1)
-    assert engine.store.get_session(rec.id).state is State.EXTRACTING
-    inline.dispatch(engine.compact(rec.id))
-    assert engine.store.get_session(rec.id).state is State.COMPACTING
-    inline.drain()
-    rec = engine.store.get_session(rec.id)
-    assert rec.state is State.IDLE and rec.extract_step is None
-    assert len(ProjectMemory(engine.store.r, rec.project_id).records()) == 2
