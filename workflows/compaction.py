@@ -1,6 +1,7 @@
 """The compaction step: replace the conversation, for the model, by a summary.
 
-First choice: the session's memory document, if it has one (no model call).
+First choice: the session's memory document, if it has one (no model call); the
+messages it does not cover yet stay in the model's view verbatim.
 Otherwise a summarisation call asks for Claude Code's sections, honouring the
 user's ``/compact`` instructions. The call has no tools and is never itself
 compacted. The transcript keeps everything; the engine records a
@@ -15,11 +16,12 @@ import threading
 import anthropic
 from redis.exceptions import RedisError
 
-from workflows.context import api_messages
+from workflows.context import api_messages, model_view
 from workflows.engine import Engine
 from workflows.memory import has_content
 from workflows.model_client import client_for, describe_api_error, stream_reply
-from workflows.models import SessionRecord, StepRecord
+from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
+from workflows.tokens import estimate_tokens
 
 SUMMARY_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
 
@@ -62,14 +64,49 @@ def extract_summary(text: str) -> str:
     return (m.group(1) if m else text).strip()
 
 
+KEEP_MAX_TOKENS = 40_000  # past this, the notes are too far behind: a summary call instead
+
+
+def kept_after_notes(entries: list, covers: str | None, max_tokens: int = KEEP_MAX_TOKENS) -> list | None:
+    """The messages the session's notes do not cover yet, to keep verbatim after a compaction from them.
+
+    None when the notes cannot stand in for the conversation: what they cover is not in the
+    model's view any more (an earlier compaction), or too much happened since. The kept part
+    never starts with a tool result whose call it would cut off.
+    """
+    if covers is None:  # notes not written by the fork (put there by hand): they stand for everything
+        return []
+    view = model_view(entries)
+    at = next((i for i, e in enumerate(view) if e.uuid == covers), None)
+    if at is None:
+        return None
+    start = at + 1
+    first = next((e for e in view[start:] if isinstance(e, (UserEntry, AssistantEntry))), None)
+    if isinstance(first, UserEntry) and first.origin == "tool_result":
+        start = max(i for i in range(start) if isinstance(view[i], AssistantEntry))
+    kept = [e for e in view[start:]
+            if isinstance(e, AssistantEntry) or (isinstance(e, UserEntry) and e.origin != "synthetic")]
+    if _tokens_of(kept) > max_tokens:
+        return None
+    return kept
+
+
+def _tokens_of(entries: list) -> int:
+    return sum(estimate_tokens(e.message.model_dump(mode="json")) for e in entries)
+
+
 def run_compaction(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
                    cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
     memory = store.session_memory(sid)
+    entries = store.cached_entries(sid)
     if has_content(memory):
-        return engine.record_compaction(sid, step.id, owner, memory, source="session_memory")
-    request = compaction_request(rec, store.cached_entries(sid), settings.max_tokens)
+        kept = kept_after_notes(entries, rec.memory_covers)
+        if kept is not None:
+            return engine.record_compaction(sid, step.id, owner, memory, source="session_memory",
+                                            keep=[e.uuid for e in kept], kept_tokens=_tokens_of(kept))
+    request = compaction_request(rec, entries, settings.max_tokens)
     try:
         reply = stream_reply(client_for(rec.model, settings), request, lambda _text: None, cancel)
     except InterruptedError:

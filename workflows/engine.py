@@ -684,7 +684,8 @@ class Engine:
         self._new_step(tx, StepKind.COMPACT)
 
     def record_compaction(self, sid: str, step_id: str, owner: str, summary: str, *, source: str,
-                          usage: Usage | None = None, duration_ms: int = 0) -> list[StepRecord]:
+                          usage: Usage | None = None, duration_ms: int = 0, keep: list[str] = (),
+                          kept_tokens: int = 0) -> list[StepRecord]:
         """Commit a compaction: a boundary and the summary; then the model call (auto) or idle (manual)."""
         with self.store.lock(sid):
             tx, step = self._fenced(sid, step_id, owner)
@@ -698,10 +699,12 @@ class Engine:
             trigger = rec.compact_trigger or "auto"
             preserved = [rec.run_prompt_uuid] if trigger == "auto" and rec.run_turns == 0 and rec.run_prompt_uuid \
                 else []
+            preserved = list(dict.fromkeys([*preserved, *keep]))  # the messages the notes do not cover yet
             self._add(tx, CompactBoundaryEntry(session_id=sid, trigger=trigger, pre_tokens=before, source=source,
                                                preserved=preserved, step_id=step.id))
             self._add(tx, SummaryEntry(session_id=sid, summary=summary, step_id=step.id))
-            rec.context_tokens = estimate_tokens(summary) + estimate_tokens(rec.system_context + rec.user_context)
+            rec.context_tokens = (estimate_tokens(summary) + estimate_tokens(rec.system_context + rec.user_context)
+                                  + kept_tokens)
             rec.context_added = 0
             rec.compact_failures = 0
             if rec.memory_tokens is not None:  # growth counts from the compacted size

@@ -402,3 +402,48 @@ def test_a_failed_extraction_warns_and_releases_the_session(engine, ws):
     assert rec.state is State.IDLE and rec.extract_step is None
     warn = [e.content for e in engine.store.entries(rec.id) if isinstance(e, SystemEntry) and e.subtype == "warning"]
     assert warn and warn[-1].startswith("Memory extraction failed:") and "bad request" in warn[-1]
+
+
+def test_compaction_from_notes_keeps_what_they_do_not_cover_yet(engine, ws):
+    engine.settings.session_memory_init_tokens = 100
+    engine.settings.session_memory_update_tokens = 100
+    engine.settings.autocompact_pct_override = 50
+    (ws / "late.txt").write_text("LATE-RESULT-42\n")
+
+    def main(body):
+        text = json.dumps(body["messages"])
+        if "LATE-RESULT-42" in text:
+            return Turn(text="second answer", usage=big(1_000))
+        if "now read late.txt" in text:
+            return Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "late.txt"})], usage=big(190_000))
+        return Turn(text="first answer", usage=big(20_000))
+
+    sid, model = run_session(engine, ws, main, "remember the plan")
+    assert engine.store.get_session(sid).memory_covers
+    engine.settings.session_memory = False  # the notes stay behind from here on
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(sid, "now read late.txt"))
+    inline.drain()
+    (boundary,) = [e for e in engine.store.entries(sid) if isinstance(e, CompactBoundaryEntry)]
+    assert boundary.source == "session_memory" and len(boundary.preserved) >= 3
+    after = json.dumps(api_of(model).requests[-1]["messages"])
+    notes_at = after.index("Working on: remember the plan")
+    assert notes_at < after.index("now read late.txt") < after.index("LATE-RESULT-42")
+    assert "first answer" not in after, "what the notes cover is gone from the view"
+    assert not any("create a detailed summary" in json.dumps(b) for b in api_of(model).all_requests)
+
+
+def test_the_kept_part_never_cuts_a_tool_call_from_its_result_and_has_a_limit(engine, ws):
+    from workflows.compaction import kept_after_notes
+    from workflows.models import AssistantEntry, UserEntry
+
+    turns = [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]), Turn(text="done")]
+    sid, _ = run_session(engine, ws, Script(turns=turns), "read it", auto_memory=False)
+    entries = engine.store.entries(sid)
+    call = next(e for e in entries if isinstance(e, AssistantEntry) and e.message.tool_uses())
+    result = next(e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result")
+    kept = kept_after_notes(entries, call.uuid)
+    assert [e.uuid for e in kept][:2] == [call.uuid, result.uuid], "the call comes back with its result"
+    assert kept_after_notes(entries, entries[-1].uuid) == []
+    assert kept_after_notes(entries, "not-in-the-view") is None
+    assert kept_after_notes(entries, call.uuid, max_tokens=5) is None, "too far behind: summary call instead"
