@@ -5,7 +5,8 @@ Every public method follows the same shape (the step protocol's commit):
 1. take the session lock, load the record (and the step, for step events);
 2. fence: a step event counts only if the step is still ``running``, owned by the
    caller, and of the session's current epoch; otherwise it is a late or
-   duplicate delivery and changes nothing;
+   duplicate delivery and changes nothing (for step events, :meth:`Engine._step_event`
+   does 1, 2 and 4 around the method's own ``apply``);
 3. fire the machine's trigger(s), append transcript entries, write new step
    records as ``pending`` with a pickup deadline, all in one MULTI/EXEC;
 4. release the lock and return the new steps. The caller dispatches them
@@ -23,7 +24,7 @@ import subprocess
 import time
 from datetime import date, datetime, timezone
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from statemachines import Snapshot, State, next_state
 from workflows import context_files, keys
@@ -65,7 +66,6 @@ from workflows.models import (
     StepRecord,
     StepStatus,
     SystemEntry,
-    TextBlock,
     ToolCall,
     ToolCallStatus,
     ToolResultBlock,
@@ -361,10 +361,8 @@ class Engine:
 
     def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply) -> list[StepRecord]:
         """Commit a model reply: record it, then fan out tool calls or end the run."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
             msg = reply.message
@@ -383,8 +381,8 @@ class Engine:
                 self._fan_out(tx, tool_uses)
             else:
                 self._end_run(tx)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int, *, run: bool = True) -> float:
         """Add a call's usage and cost to the session and the model's totals (and the run's, with ``run``)."""
@@ -402,32 +400,27 @@ class Engine:
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
         """Commit one tool result; when its batch is complete, start the next batch or model call."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
             if call is None or call.status is ToolCallStatus.DONE:
-                self._commit(tx)
-                return []
+                return
             self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
             call.status = ToolCallStatus.DONE
             if call.name in MEMORY_WRITERS and not output.is_error:
                 tx.rec.run_wrote_memory = True
             self._advance_tools(tx)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def fail_step(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
         """A step failed for good (e.g. the model API after its retries): end the run with the error."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._fail(tx, step, error)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def reap(self, now: float | None = None) -> list[StepRecord]:
         """Find steps whose lease or pickup deadline passed; return those to dispatch again."""
@@ -687,10 +680,8 @@ class Engine:
                           usage: Usage | None = None, duration_ms: int = 0, keep: list[str] = (),
                           kept_tokens: int = 0) -> list[StepRecord]:
         """Commit a compaction: a boundary and the summary; then the model call (auto) or idle (manual)."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
             if usage is not None:
@@ -713,15 +704,13 @@ class Engine:
                 rec.auto_compact_off = False
             self._compaction_done(tx, f"Compacted {before:,} tokens into a summary of about "
                                       f"{rec.context_tokens:,}.")
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def record_compaction_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
         """A compaction failed: count it (the circuit breaker), then go on without it or stop."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             step.status = StepStatus.FAILED
             step.error = error
             tx.steps.append(step)
@@ -736,8 +725,8 @@ class Engine:
                     f"Auto-compact failed {rec.compact_failures} times in a row, so it is off for this session. "
                     f"Run /compact (or `mainsail compact {sid[:8]}`) to try again.")))
             self._compaction_done(tx, f"Compaction failed: {error}", failed=True)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def _compaction_done(self, tx: _Tx, text: str, failed: bool = False) -> None:
         rec = tx.rec
@@ -868,10 +857,8 @@ class Engine:
     def record_session_memory(self, sid: str, step_id: str, owner: str, doc: str | None, *, covers: str | None,
                               usage: Usage, duration_ms: int) -> list[StepRecord]:
         """Commit a session-memory update: the document, once; then a trailing update if one was asked for."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
             cost = self._charge(rec, usage, duration_ms, run=False)
@@ -885,17 +872,15 @@ class Engine:
             self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
                                       usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def record_extraction(self, sid: str, step_id: str, owner: str, *, puts: list[MemoryRecord],
                           deletes: list[str], start_cursor: str | None, until: str | None, usage: Usage,
                           duration_ms: int) -> list[StepRecord]:
         """Commit an extraction: its record writes in the same MULTI as the step's end (never twice)."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
             cost = self._charge(rec, usage, duration_ms, run=False)
@@ -913,18 +898,16 @@ class Engine:
             self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
                                       usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def record_fork_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
         """A memory fork failed for good: say so; the session goes on (memory is never worth stopping for)."""
-        with self.store.lock(sid):
-            tx, step = self._fenced(sid, step_id, owner)
-            if tx is None:
-                return []
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
             self._fork_failed(tx, step, error)
-            self._commit(tx)
-        return tx.dispatch
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def _fork_failed(self, tx: _Tx, step: StepRecord, error: str) -> None:
         step.status = StepStatus.FAILED
@@ -956,6 +939,21 @@ class Engine:
             self._leave_extracting(tx)
 
     # ================================================================== helpers
+
+    def _step_event(self, sid: str, step_id: str, owner: str,
+                    apply: Callable[[_Tx, StepRecord], None]) -> list[StepRecord]:
+        """The commit of a step's outcome: under the lock, fenced, ``apply``, one MULTI/EXEC; the steps to send.
+
+        A late or duplicate delivery (the step is not ``owner``'s running step, or is
+        of an older epoch) changes nothing and returns no steps.
+        """
+        with self.store.lock(sid):
+            tx, step = self._fenced(sid, step_id, owner)
+            if tx is None:
+                return []
+            apply(tx, step)
+            self._commit(tx)
+        return tx.dispatch
 
     def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord]:
         rec, step, _ = self.store.load_step(sid, step_id)
