@@ -38,6 +38,7 @@ from workflows.exceptions import (
     ToolInputError,
 )
 from workflows.memory import (
+    ExtractionLock,
     MemoryRecord,
     MemoryThresholds,
     ProjectMemory,
@@ -357,7 +358,26 @@ class Engine:
             return False
         if extend:
             self.store.set_deadline(step, time.time() + self.settings.lease_seconds, only_existing=True)
+            if step.kind is StepKind.EXTRACT and rec.project_id:
+                self.extraction_lock(rec, step).extend()
         return True
+
+    def extraction_lock(self, rec: SessionRecord, step: StepRecord) -> ExtractionLock:
+        return ExtractionLock(self.store.r, rec.project_id, keys.lease_member(rec.id, step.id),
+                              2 * self.settings.lease_seconds)
+
+    def defer_step(self, sid: str, step_id: str, owner: str, delay: float, why: str) -> list[StepRecord]:
+        """Give a claimed step back, unrun and not counted as an attempt; the reaper sends it after ``delay``."""
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
+            step.status = StepStatus.PENDING
+            step.owner = None
+            step.attempt = max(0, step.attempt - 1)
+            step.error = why
+            tx.steps.append(step)
+            tx.leases[step.id] = (step, time.time() + delay)
+
+        return self._step_event(sid, step_id, owner, apply)
 
     def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply) -> list[StepRecord]:
         """Commit a model reply: record it, then fan out tool calls or end the run."""

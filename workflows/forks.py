@@ -379,7 +379,27 @@ class ExtractionFork:
 
 def run_memory_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
                     cancel: threading.Event) -> list[StepRecord]:
-    """Run (or resume) one memory fork to its end and commit what it staged."""
+    """Run (or resume) one memory fork to its end and commit what it staged.
+
+    An extraction first takes its project's extraction lock; while another session's
+    extraction holds it, the step is given back to run a moment later (no worker waits).
+    """
+    lock = None
+    if step.kind is StepKind.EXTRACT and rec.project_id:
+        lock = engine.extraction_lock(rec, step)
+        if not lock.acquire():  # another session of the project is extracting: wait, without a worker
+            holder = lock.holder() or "another session"
+            return engine.defer_step(step.session_id, step.id, owner, engine.settings.extract_wait_seconds,
+                                     f"waiting for the project's running extraction ({holder})")
+    try:
+        return _run_fork(engine, rec, step, owner, cancel)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+              cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
     fork = SessionMemoryFork(engine, rec) if step.kind is StepKind.MEMORY else ExtractionFork(engine, rec)

@@ -111,6 +111,11 @@ def project_memory(pid: str) -> str:
     return f"{PREFIX}project:{_check('project', pid)}:memory"
 
 
+def project_extract_lock(pid: str) -> str:
+    """Held by the one extraction of a project that runs now (token ``sid/step``)."""
+    return f"{PREFIX}project:{_check('project', pid)}:extract-lock"
+
+
 def projects() -> str:
     """Hash of project id -> its root path."""
     return f"{PREFIX}projects"

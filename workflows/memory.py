@@ -286,6 +286,50 @@ class ProjectMemory:
         return text
 
 
+class ExtractionLock:
+    """At most one extraction per project at a time, across its sessions and every worker.
+
+    A redis-py ``Lock`` whose token is the extraction step (``sid/step``), so a later
+    attempt of the same step (after its worker died) holds it again; it expires when
+    no heartbeat extends it.
+    """
+
+    def __init__(self, r: redis.Redis, pid: str, token: str, ttl: float) -> None:
+        self.r = r
+        self.token = token
+        self.ttl = ttl
+        self.lock = r.lock(keys.project_extract_lock(pid), timeout=ttl, thread_local=False,
+                           raise_on_release_error=False)
+
+    def acquire(self) -> bool:
+        if self.lock.acquire(blocking=False, token=self.token):
+            return True
+        if self.holder() == self.token:  # a later attempt of the same step
+            self.lock.local.token = self.token.encode()
+            self.extend()
+            return True
+        return False
+
+    def holder(self) -> str | None:
+        v = self.r.get(self.lock.name)
+        return v.decode() if isinstance(v, bytes) else v
+
+    def extend(self) -> bool:
+        """Renew the TTL if this step still holds the lock."""
+        self.lock.local.token = self.token.encode()
+        try:
+            return bool(self.lock.extend(self.ttl, replace_ttl=True))
+        except redis.exceptions.LockError:
+            return False
+
+    def release(self) -> None:
+        self.lock.local.token = self.token.encode()
+        try:
+            self.lock.release()
+        except redis.exceptions.LockError:
+            pass  # expired meanwhile: nothing to release
+
+
 def memory_context(index: str) -> str:
     """The ``autoMemory`` section new sessions start with (empty when the project has no records)."""
     if not index.strip():

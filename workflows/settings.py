@@ -88,6 +88,8 @@ class Settings(BaseSettings):
         default=10, ge=0, description="Tool calls between updates (or a turn without tool calls).")
     auto_memory: bool = Field(default=True, description="Extract durable memories after each final answer.")
     memory_fork_max_turns: int = Field(default=5, ge=1, description="Model turns of one memory fork.")
+    extract_wait_seconds: float = Field(
+        default=2.0, gt=0, description="Retry delay of an extraction while another of the project runs.")
     memory_index_lines: int = Field(default=200, ge=0, description="Lines of MEMORY.md loaded into new sessions.")
     data_dir: Path = Field(default_factory=_default_data_dir, description="Embedded Redis data, logs.")
     embedded_worker: bool = Field(default=True, description="Run a worker in the CLI when none is listening.")

@@ -447,3 +447,51 @@ def test_the_kept_part_never_cuts_a_tool_call_from_its_result_and_has_a_limit(en
     assert kept_after_notes(entries, entries[-1].uuid) == []
     assert kept_after_notes(entries, "not-in-the-view") is None
     assert kept_after_notes(entries, call.uuid, max_tokens=5) is None, "too far behind: summary call instead"
+
+
+def test_two_sessions_of_a_project_never_extract_at_once(engine, ws):
+    import threading
+    import time as _time
+
+    from workflows.steps import run_step
+
+    release, extracting = threading.Event(), threading.Event()
+
+    def main(body):
+        return Turn(text="ok")
+
+    def extract(body):
+        if "User: from A" in body["messages"][0]["content"][0]["text"]:
+            extracting.set()
+            release.wait(10)
+        return Turn(text="Nothing to save.")
+
+    main.extract = extract
+    model = scripted_model(main)
+    a = engine.create_session(str(ws), model=model)
+    b = engine.create_session(str(ws), model=model)
+    assert a.project_id == b.project_id
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(a.id, "from A"))
+    inline.run(1)
+    (ext_a,) = inline.queue
+    inline.queue.clear()
+    worker = threading.Thread(target=run_step, args=(engine, a.id, ext_a.id, inline.dispatch))
+    worker.start()
+    assert extracting.wait(10)
+
+    inline.dispatch(engine.submit(b.id, "from B"))
+    inline.drain()  # B's model call, then its extraction: given back, not run
+    (ext_b,) = [s for s in engine.store.steps(b.id) if s.kind is StepKind.EXTRACT]
+    assert ext_b.status is StepStatus.PENDING and ext_b.attempt == 0 and "waiting for the project's" in ext_b.error
+    assert engine.store.get_session(b.id).state is State.EXTRACTING
+    assert len(api_of(model).fork_requests("extract")) == 1, "only A's extraction ran"
+
+    release.set()
+    worker.join(10)
+    assert engine.store.get_session(a.id).state is State.IDLE
+    inline.dispatch([s for s in engine.reap(now=_time.time() + 30) if s.session_id == b.id])
+    inline.drain()
+    assert engine.store.get_session(b.id).state is State.IDLE
+    assert len(api_of(model).fork_requests("extract")) == 2
+    assert engine.store.r.get(keys.project_extract_lock(a.project_id)) is None, "released after each commit"
