@@ -19,7 +19,7 @@ from cli.select import pick_session
 from tasks.dispatch import dispatch
 from workflows.models import PermissionMode
 from workflows.settings import load_settings
-from workflows.settings_files import load_permission_settings
+from workflows.permissions.settings_files import load_permission_settings
 
 MODES = [m.value for m in PermissionMode]
 

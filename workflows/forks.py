@@ -53,7 +53,7 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from workflows.rules import Decision, evaluate, redirects_output
+from workflows.permissions.rules import Decision, evaluate, redirects_output
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 
 FORK_MAX_TOKENS = 8192

@@ -1,4 +1,4 @@
-"""Permission rules and modes (workflows.rules): a decision table, then messages, parsing, always, summary."""
+"""Permission rules and modes (workflows.permissions.rules): a decision table, then messages, parsing, always, summary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from workflows.models import PermissionMode
-from workflows.rules import (
+from workflows.permissions.rules import (
     Decision,
     RuleSet,
     RuleSyntaxError,

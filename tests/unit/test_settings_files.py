@@ -1,4 +1,4 @@
-"""Settings files and flags (workflows.settings_files): layering, flag splitting, and every error message."""
+"""Settings files and flags (workflows.permissions.settings_files): layering, flag splitting, and every error message."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from workflows.exceptions import ConfigurationError
 from workflows.models import PermissionMode
-from workflows.settings_files import SettingsError, load_permission_settings, split_rules
+from workflows.permissions.settings_files import SettingsError, load_permission_settings, split_rules
 
 LAYERS = [  # (base, relative path), lowest precedence first
     ("home", ".claude/settings.json"),

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 from workflows.exceptions import ConfigurationError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
-from workflows.rules import RuleSyntaxError, parse_rule
+from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
 __all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
 

@@ -1,6 +1,6 @@
 """The permission hook: every tool call passes :func:`decide` before it runs.
 
-The rule language and the modes live in :mod:`workflows.rules` (pure); this
+The rule language and the modes live in :mod:`workflows.permissions.rules` (pure); this
 module applies them to a session: its mode, its rules (settings files and
 flags captured at start, plus the "always" answers given since), its
 workspace and its user's home.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from workflows.models import PermissionMode, SessionRecord
-from workflows.rules import Decision, PermissionResult, always_rules, evaluate, summary
+from workflows.permissions.rules import Decision, PermissionResult, always_rules, evaluate, summary
 from workflows.tools.base import Tool
 
 __all__ = ["Decision", "PermissionResult", "always_rules", "decide", "summary"]
