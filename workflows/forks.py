@@ -349,7 +349,7 @@ class ExtractionFork:
                 state.denied.append(f"Bash {tool_input.get('command', '')!r}")
                 return _denied(f"Bash command {tool_input.get('command', '')!r} is not allowed: only read-only "
                                f"commands ({', '.join(READ_ONLY_COMMANDS[:8])}, ...) may run here; {rule}.")
-        ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, files_read=MemoryTracker(),
+        ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, home=self.rec.home, files_read=MemoryTracker(),
                           cancel=cancel, max_output_chars=FORK_TOOL_OUTPUT_CHARS,
                           bash_default_timeout_ms=60_000, bash_max_timeout_ms=120_000)
         return run_tool(name, tool_input, ctx)

@@ -153,6 +153,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,
+            home=rec.home,
             files_read=store.files_tracker(sid),
             cancel=cancel,
             bash_default_timeout_ms=settings.bash_default_timeout_ms,

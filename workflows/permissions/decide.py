@@ -9,15 +9,18 @@ workspace and its user's home.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from workflows.models import PermissionMode, SessionRecord
 from workflows.permissions.rules import Decision, PermissionResult, always_rules, evaluate, summary
-from workflows.tools.base import Tool
+
+if TYPE_CHECKING:
+    from workflows.tools.base import Tool
 
 __all__ = ["Decision", "PermissionResult", "always_rules", "decide", "summary"]
 
 
-def decide(tool: Tool, tool_input: dict, rec: SessionRecord) -> PermissionResult:
+def decide(tool: "Tool", tool_input: dict, rec: SessionRecord) -> PermissionResult:
     """Allow, deny or ask for one tool call of session ``rec``.
 
     The memory tools touch only the project's memory records (never the workspace), so

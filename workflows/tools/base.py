@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workflows.exceptions import ToolError, ToolInputError
+from workflows.permissions import paths
 
 
 class FileReadTracker(Protocol):
@@ -47,6 +48,7 @@ class ToolContext:
     workspace: Path
     session_id: str = "local"
     cwd: Path | None = None
+    home: str = ""  # the session's home, for ~ in paths (the permission checker uses the same)
     files_read: FileReadTracker = field(default_factory=MemoryTracker)
     cancel: threading.Event = field(default_factory=threading.Event)
     bash_default_timeout_ms: int = 120_000
@@ -57,17 +59,18 @@ class ToolContext:
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
         self.cwd = Path(os.path.realpath(self.cwd)) if self.cwd else self.workspace
+        self.home = self.home or os.path.expanduser("~")
 
     def resolve(self, path: str, what: str = "path") -> Path:
-        """Resolve ``path`` (absolute, or relative to cwd) and refuse it outside the workspace.
+        """Resolve ``path`` with the permission checker's resolver and refuse it outside the workspace.
 
         Raises:
-            ToolError: the path is outside the session's workspace.
+            ToolError: the path cannot be resolved, or is outside the session's workspace.
         """
-        p = Path(os.path.expanduser(path))
-        if not p.is_absolute():
-            p = self.cwd / p
-        real = Path(os.path.realpath(p))
+        try:
+            real = Path(paths.resolve(path, cwd=str(self.cwd), home=self.home))
+        except paths.Unresolvable as exc:
+            raise ToolError(f"{what} {path!r} cannot be used: {exc}. Use a plain path under the workspace.") from None
         if real != self.workspace and not real.is_relative_to(self.workspace):
             raise ToolError(
                 f"{what} {path!r} is outside the session's workspace {self.workspace}: "

@@ -1,0 +1,123 @@
+"""The one path resolver: the permission checker and the tools resolve every path here.
+
+A path the model writes (a tool's ``file_path``, a command's argument, a
+redirection target) becomes an absolute, symlink-free path exactly as bash and
+the kernel would see it, or :class:`Unresolvable` when that cannot be known.
+Because the checker and the tool call the same function with the same
+``cwd``/``home``, they can never disagree about which file a call touches.
+
+Tilde forms follow bash: ``~`` and ``~/x`` (the session's home), ``~user``
+(that user's home from the password database), ``~+`` (the working directory),
+``~-`` (``OLDPWD``: unknown to us, so unresolvable). ``..`` and symlinks are
+resolved by ``os.path.realpath`` on the joined path, the way the kernel walks it.
+
+:func:`open_inside` opens a resolved path without following a symlink swapped
+in after the check (``O_NOFOLLOW`` on the last component, then the opened
+descriptor's real path must still be inside the root), so a race cannot read
+or write outside the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+
+__all__ = [
+    "PROTECTED_DIRS",
+    "Unresolvable",
+    "expand",
+    "inside",
+    "open_inside",
+    "protected",
+    "resolve",
+]
+
+#: Folders whose contents steer the agent or git: writes there are never auto-approved.
+PROTECTED_DIRS = (".git", ".mainsail", ".claude")
+
+_USER_TILDE = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*\$?)(?=/|$)")
+
+
+class Unresolvable(ValueError):
+    """A path whose target cannot be known (``~-``, an unknown ``~user``, a NUL byte, an empty path)."""
+
+
+def expand(text: str, *, cwd: str, home: str) -> str:
+    """``text`` tilde-expanded and made absolute against ``cwd``, not yet normalised.
+
+    Raises:
+        Unresolvable: empty, holds a NUL byte, ``~-``, or names a user that does not exist.
+    """
+    if not isinstance(text, str) or not text:
+        raise Unresolvable("an empty path")
+    if "\0" in text:
+        raise Unresolvable(f"the path {text!r} holds a NUL byte")
+    if text.startswith("~"):
+        head, sep, rest = text.partition("/")
+        if head == "~":
+            base = home
+        elif head == "~+":
+            base = cwd
+        elif head == "~-":
+            raise Unresolvable(f"{text!r} names the previous directory (~-), which is not known here")
+        elif _USER_TILDE.fullmatch(head):
+            try:
+                base = pwd.getpwnam(head[1:]).pw_dir
+            except KeyError:
+                raise Unresolvable(f"{text!r} names user {head[1:]!r}, who does not exist here") from None
+        else:  # "~x y" or other forms bash leaves alone: a literal name in cwd
+            base = None
+        if base is not None:
+            if not base:
+                raise Unresolvable(f"{text!r}: the home directory is not known")
+            text = base + (sep + rest if sep else "")
+    if not os.path.isabs(text):
+        text = os.path.join(cwd, text)
+    return text
+
+
+def resolve(text: str, *, cwd: str, home: str) -> str:
+    """The absolute, symlink-free path ``text`` names (see :func:`expand`).
+
+    Raises:
+        Unresolvable: see :func:`expand`.
+    """
+    return os.path.realpath(expand(text, cwd=cwd, home=home))
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether resolved ``path`` is ``root`` or under it."""
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+def protected(path: str, workspace: str, home: str) -> bool:
+    """Whether resolved ``path`` is in ``.git/``, ``.mainsail/`` or ``.claude/`` (at any depth of the
+    workspace), or in ``~/.mainsail`` or ``~/.claude``."""
+    if inside(path, workspace):
+        rel = os.path.relpath(path, workspace)
+        return any(seg in PROTECTED_DIRS for seg in rel.split(os.sep))
+    return bool(home) and any(inside(path, os.path.join(home, d)) for d in PROTECTED_DIRS[1:])
+
+
+def open_inside(path: str, root: str, flags: int, mode: int = 0o666) -> int:
+    """Open resolved ``path`` and return the descriptor, only if what was opened is inside ``root``.
+
+    The last component is opened with ``O_NOFOLLOW`` (a symlink swapped in since the
+    check fails to open), and the descriptor's real path is checked again, so a
+    directory swapped for a symlink on the way is caught too.
+
+    Raises:
+        PermissionError: the opened file is outside ``root`` (the descriptor is closed).
+        OSError: the open itself failed (``ELOOP`` for a symlink at the last component).
+    """
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else os.path.realpath(path)
+    except OSError:
+        real = os.path.realpath(path)
+    if not inside(real, os.path.realpath(root)):
+        os.close(fd)
+        raise PermissionError(f"{path} resolves to {real}, outside {root}")
+    return fd
