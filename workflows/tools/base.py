@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -55,6 +55,10 @@ class ToolContext:
     bash_max_timeout_ms: int = 600_000
     max_output_chars: int = 30_000
     memory: Any = None  # the project's ProjectMemory when auto-memory is on (memory tools only)
+    # True for a resolved path the session's Read deny rules cover: Glob and Grep leave it out.
+    read_denied: Callable[[str], bool] | None = None
+    # The OS sandbox Bash runs in (workflows.permissions.sandbox); None: no sandbox.
+    sandbox: Any = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
