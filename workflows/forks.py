@@ -44,7 +44,6 @@ from workflows.memory import (
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import (
     AssistantEntry,
-    PermissionMode,
     RuleSet,
     SessionRecord,
     StepKind,
@@ -53,7 +52,7 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from workflows.permissions.rules import Decision, evaluate, redirects_output
+from workflows.permissions import Decision, decide, read_denied_for
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 
 FORK_MAX_TOKENS = 8192
@@ -61,16 +60,19 @@ TRANSCRIPT_MAX_CHARS = 60_000  # the newest part of the conversation a fork is s
 RESULT_PREVIEW_CHARS = 600
 FORK_TOOL_OUTPUT_CHARS = 20_000
 
-#: Commands the extraction may run: they only read. Anything else (or any redirection,
-#: substitution or unparsable command) is denied; the rule engine parses compounds.
+#: Commands the extraction may run: they only read. They are its allow list, checked by the
+#: session's own decision function in plan mode (so a write, a redirection, a substitution or
+#: anything not understood is denied), after the session's own mode and deny rules.
 READ_ONLY_COMMANDS = (
     "ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "tree", "file", "stat", "du", "which",
     "date", "uname", "git status", "git log", "git diff", "git show", "git branch", "git rev-parse",
     "git ls-files", "git blame", "git remote -v",
 )
-_READ_ONLY_RULES = RuleSet()
+_EXTRACT_ALLOW = RuleSet()
 for _cmd in READ_ONLY_COMMANDS:
-    _READ_ONLY_RULES.add("allow", f"Bash({_cmd}:*)", "memory extraction")
+    _EXTRACT_ALLOW.add("allow", f"Bash({_cmd}:*)", "memory extraction")
+for _tool in ("Read", "Glob", "Grep"):
+    _EXTRACT_ALLOW.add("allow", _tool, "memory extraction")
 
 
 class ForkState(BaseModel):
@@ -341,17 +343,16 @@ class ExtractionFork:
             if record is None:
                 return _denied(f"No memory named {key!r}.")
             return ToolOutput(content=record.markdown())
-        if name == "Bash":
-            perm = evaluate("Bash", tool_input, mode=PermissionMode.PLAN, rules=_READ_ONLY_RULES,
-                            workspace=self.rec.workspace, home=self.rec.home or self.rec.workspace,
-                            read_only=False)
-            if perm.decision is not Decision.ALLOW or redirects_output(str(tool_input.get("command", ""))):
-                state.denied.append(f"Bash {tool_input.get('command', '')!r}")
-                return _denied(f"Bash command {tool_input.get('command', '')!r} is not allowed: only read-only "
-                               f"commands ({', '.join(READ_ONLY_COMMANDS[:8])}, ...) may run here; {rule}.")
-        ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, home=self.rec.home, files_read=MemoryTracker(),
-                          cancel=cancel, max_output_chars=FORK_TOOL_OUTPUT_CHARS,
-                          bash_default_timeout_ms=60_000, bash_max_timeout_ms=120_000)
+        perm = decide(get_tool(name), tool_input, self.rec, caller_allow=_EXTRACT_ALLOW,
+                      caller="the memory extraction")
+        if perm.decision is not Decision.ALLOW:
+            shown = tool_input.get("command") or tool_input.get("file_path") or tool_input.get("path") or ""
+            state.denied.append(f"{name} {shown!r}" if shown else name)
+            return _denied(f"{perm.reason} ({rule}).")
+        ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, home=self.rec.home,
+                          files_read=MemoryTracker(), cancel=cancel, max_output_chars=FORK_TOOL_OUTPUT_CHARS,
+                          bash_default_timeout_ms=60_000, bash_max_timeout_ms=120_000,
+                          read_denied=read_denied_for(self.rec), sandbox=getattr(self.rec, "sandbox", None))
         return run_tool(name, tool_input, ctx)
 
     def _records(self, state: ForkState) -> list[MemoryRecord]:

@@ -279,7 +279,7 @@ def test_a_final_answer_extracts_records_that_the_next_session_starts_with(engin
     assert not results[0].get("is_error") and "def add" in results[0]["content"]
     assert results[1]["is_error"] and "Edit of calc.py is not allowed" in results[1]["content"]
     assert "write only memory records" in results[1]["content"]
-    assert results[2]["is_error"] and "only read-only" in results[2]["content"]
+    assert results[2]["is_error"] and "may only read" in results[2]["content"]
     assert not results[3].get("is_error"), results[3]
     assert "saved 2 memories" in memory_notes(engine, rec.id)[-1]
 

@@ -7,15 +7,8 @@ import os
 import pytest
 
 from workflows.models import PermissionMode
-from workflows.permissions.rules import (
-    Decision,
-    RuleSet,
-    RuleSyntaxError,
-    always_rules,
-    evaluate,
-    parse_rule,
-    summary,
-)
+from workflows.permissions import always_rules, evaluate, summary
+from workflows.permissions.rules import Decision, RuleSet, RuleSyntaxError, parse_rule
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK
 READ_ONLY = {"Read": True, "Glob": True, "Grep": True, "Edit": False, "Write": False, "Bash": False}
@@ -85,7 +78,7 @@ CASES = [
     (ECHO_NO_RM, "default", "Bash", B("(cd sub && rm x)"), D),
     ({"ask": ["Bash(git push:*)"], "allow": ["Bash(git:*)"]}, "default", "Bash", B("git add . && git push"), Q),
     (NO_RM, "bypassPermissions", "Bash", B("if true; then rm -rf x; fi"), D),
-    ({"allow": ["Bash(echo:*)", "Bash(true)"]}, "default", "Bash", B("if true; then echo hi; fi"), A),
+    ({"allow": ["Bash(echo:*)", "Bash(true)"]}, "default", "Bash", B("if true; then echo hi; fi"), Q),
     # --- Bash: quotes
     (ECHO_NO_RM, "default", "Bash", B('echo "a && rm x"'), A),
     (ECHO_NO_RM, "default", "Bash", B("echo 'a; rm x | y'"), A),
@@ -293,9 +286,10 @@ def test_an_ask_rule_is_named_with_its_source(dirs):
 
 
 def test_substitution_and_redirection_say_why_they_ask(dirs):
-    assert run(ECHO, "default", "Bash", B("echo $(id)"), dirs).reason == "command substitution needs approval"
+    r = run(ECHO, "default", "Bash", B("echo $(id)"), dirs)
+    assert r.reason == "the command uses command substitution `$(id)`, which is never approved automatically"
     r = run(ECHO, "default", "Bash", B("echo x > /etc/motd"), dirs)
-    assert r.reason == "output redirection to /etc/motd (outside the workspace) needs approval"
+    assert r.reason == "`echo x` needs approval: /etc/motd is outside the workspace"
 
 
 def test_plan_mode_tells_the_model_to_present_a_plan(dirs):
@@ -397,12 +391,13 @@ def test_parse_rule_errors(text, message):
     ("npm test -- -x", ["Bash(npm test:*)"], "npm install"),
     ("git diff HEAD", ["Bash(git diff:*)"], "git push"),
     ("ls -la", ["Bash(ls:*)"], "lsof"),
-    ("python3 calc.py", ["Bash(python3 calc.py:*)"], "python3 evil.py"),
+    ("python3 calc.py", ["Bash(python3 calc.py)"], "python3 evil.py"),
     ("timeout 30 npm test", ["Bash(npm test:*)"], "timeout 30 npm publish"),
-    ("FOO=1 make build", ["Bash(make build:*)"], "make clean"),
+    ("FOO=1 cargo build", ["Bash(cargo build:*)"], "cargo clean"),
+    ("make build", ["Bash(make build)"], "make build -f /tmp/x.mk"),
     ("npm test && git diff HEAD | grep x", ["Bash(npm test:*)", "Bash(git diff:*)", "Bash(grep x:*)"],
      "npm test && git push"),
-    ('echo "a && b"', ['Bash(echo "a && b":*)'], "echo c"),
+    ('echo "a && b"', ['Bash(echo:*)'], "printf c"),
 ])
 def test_always_rules_match_the_call_and_not_another_prefix(command, rules, other, dirs):
     assert always_rules("Bash", B(command)) == rules

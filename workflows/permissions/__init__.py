@@ -2,12 +2,21 @@
 
 Modules:
 
-* :mod:`~workflows.permissions.rules`: the rule language (``Tool(specifier)``) and the modes;
-* :mod:`~workflows.permissions.decide`: the one decision point for a session's calls;
+* :mod:`~workflows.permissions.decide`: the one decision point for a session's calls (and forks');
+* :mod:`~workflows.permissions.evaluate`: the order of deny, bypass, ask, plan, allow, mode;
+* :mod:`~workflows.permissions.bash_parse`: commands parsed with the tree-sitter bash grammar;
+* :mod:`~workflows.permissions.bash_check`: a Bash call decided, fail closed;
+* :mod:`~workflows.permissions.commands`: wrappers, read-only commands, acceptEdits' file commands;
+* :mod:`~workflows.permissions.paths`: the one path resolver, shared with the tools;
+* :mod:`~workflows.permissions.rules`: the rule language (``Tool(specifier)``) and the results;
+* :mod:`~workflows.permissions.prompt`: what a person is shown, and what "(a)lways" adds;
 * :mod:`~workflows.permissions.settings_files`: rules and modes from settings files and flags.
 """
 
-from workflows.permissions.decide import decide
-from workflows.permissions.rules import Decision, PermissionResult, always_rules, evaluate, summary
+from workflows.permissions.decide import decide, read_denied_for
+from workflows.permissions.evaluate import evaluate
+from workflows.permissions.prompt import always_rules, prompt_text, summary
+from workflows.permissions.rules import Decision, PermissionResult
 
-__all__ = ["Decision", "PermissionResult", "always_rules", "decide", "evaluate", "summary"]
+__all__ = ["Decision", "PermissionResult", "always_rules", "decide", "evaluate", "prompt_text", "read_denied_for",
+           "summary"]

@@ -1,9 +1,14 @@
-"""The permission hook: every tool call passes :func:`decide` before it runs.
+"""The one decision point: every tool call of every caller passes :func:`decide` before it runs.
 
-The rule language and the modes live in :mod:`workflows.permissions.rules` (pure); this
-module applies them to a session: its mode, its rules (settings files and
-flags captured at start, plus the "always" answers given since), its
-workspace and its user's home.
+The rule language and the modes live in :mod:`workflows.permissions.rules` and
+:mod:`workflows.permissions.evaluate`; this module applies them to a session:
+its mode, its rules (settings files and flags captured at start, plus the
+"always" answers given since), its workspace and its user's home.
+
+A caller with tighter limits (a memory fork) passes its own allow list: the
+call must get past the session's own decision first (a fork can never do what
+the session could not), and then be allowed by the caller's list in plan mode,
+with the session's deny and ask rules.
 """
 
 from __future__ import annotations
@@ -11,27 +16,48 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from workflows.models import PermissionMode, SessionRecord
-from workflows.permissions.rules import Decision, PermissionResult, always_rules, evaluate, summary
+from workflows.models import PermissionMode, RuleSet, SessionRecord
+from workflows.permissions.evaluate import evaluate, read_denied
+from workflows.permissions.rules import Decision, PermissionResult
 
 if TYPE_CHECKING:
     from workflows.tools.base import Tool
 
-__all__ = ["Decision", "PermissionResult", "always_rules", "decide", "summary"]
+__all__ = ["decide", "read_denied_for"]
 
 
-def decide(tool: "Tool", tool_input: dict, rec: SessionRecord) -> PermissionResult:
+def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: RuleSet | None = None,
+           caller: str = "") -> PermissionResult:
     """Allow, deny or ask for one tool call of session ``rec``.
 
     The memory tools touch only the project's memory records (never the workspace), so
     they run without asking, like read-only tools, except in plan mode; rules still apply.
+
+    Args:
+        caller_allow: the allow rules of a caller tighter than the session (a memory fork).
+            Then nobody can be asked: the answer is ALLOW or DENY.
+        caller: what the caller is, for the denial message ("the memory extraction").
     """
-    return evaluate(
-        tool.name,
-        tool_input,
-        mode=rec.permission_mode,
-        rules=rec.rules,
-        workspace=rec.workspace,
-        home=rec.home or os.path.expanduser("~"),
+    home = rec.home or os.path.expanduser("~")
+    result = evaluate(
+        tool.name, tool_input, mode=rec.permission_mode, rules=rec.rules, workspace=rec.workspace, home=home,
         read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
     )
+    if caller_allow is None or result.decision is Decision.DENY:
+        return result
+    tight = RuleSet(deny=list(rec.rules.deny), ask=list(rec.rules.ask), allow=list(caller_allow.allow))
+    mine = evaluate(tool.name, tool_input, mode=PermissionMode.PLAN, rules=tight, workspace=rec.workspace,
+                    home=home, read_only=tool.read_only)
+    if mine.decision is Decision.ALLOW:
+        return mine
+    why = mine.reason if mine.decision is Decision.DENY else f"it would need approval ({mine.reason})"
+    return PermissionResult(
+        Decision.DENY,
+        reason=(f"Permission to use {tool.name} was denied for {caller or 'this caller'}, which may only read "
+                f"and never asks: {why}"),
+        source=f"{caller or 'caller'}: {mine.source}", display=f"denied for {caller or 'caller'}")
+
+
+def read_denied_for(rec: SessionRecord):
+    """The predicate Glob and Grep use to leave out files the session's Read deny rules cover."""
+    return read_denied(rec.rules, rec.workspace, rec.home or os.path.expanduser("~"))
