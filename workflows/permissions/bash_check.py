@@ -22,6 +22,7 @@ Order (the first that applies decides):
 
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
 import os
 from dataclasses import dataclass
@@ -190,8 +191,8 @@ def _denied(seen: list[_Seen], unsure: list[str], rules: Compiled, ws: str, hm: 
         return deny_by_rule("Bash", rule, source, what=what if what.strip() != command.strip() else "")
     if unsure and bash_denies:
         rule, source = bash_denies[0]
-        return _deny(f"it runs {unsure[0]}, so the checker cannot tell whether it runs a command the deny rule "
-                     f"{rule.raw} names", rule_source(rule, source), rule.raw)
+        return _deny(f"the checker cannot tell whether it runs a command the deny rule {rule.raw} names "
+                     f"({unsure[0]})", rule_source(rule, source), rule.raw)
     if rules.of("deny", ("Read", "Edit", "Write")):
         return _path_denied(seen, rules, ws, hm)
     return None
@@ -213,6 +214,10 @@ def _path_denied(seen: list[_Seen], rules: Compiled, ws: str, hm: str) -> Permis
         targets: list[tuple[Word, bool]] = [(w, writes) for w in words]
         targets += [(r.target, r.writes) for r in s.cmd.redirects if r.target is not None and (r.reads or r.writes)]
         for word, may_write in targets:
+            if word.value is None:
+                rule, source = rules.of("deny", ("Read", "Edit", "Write"))[0]
+                return _deny(f"it names {word.raw}, which expands when it runs, so the checker cannot tell "
+                             f"whether the deny rule {rule.raw} covers it", rule_source(rule, source), rule.raw)
             for text in _path_texts(word):
                 for cwd in s.cwds:
                     found, unknown = _resolve_all(word, text, cwd, hm)
@@ -257,7 +262,8 @@ def _resolve_all(word: Word, text: str, cwd: str | None, hm: str) -> tuple[list[
     try:
         if word.glob and text == word.value:
             pattern = paths.expand(text, cwd=base, home=hm)
-            matches = globmod.glob(pattern, include_hidden=True)[:MAX_GLOB_MATCHES + 1]
+            # Python's glob skips dotfiles unless the segment starts with a dot, as bash does (no dotglob).
+            matches = globmod.glob(pattern)[:MAX_GLOB_MATCHES + 1]
             return [os.path.realpath(m) for m in matches] + [os.path.realpath(pattern)], False
         return [paths.resolve(text, cwd=base, home=hm)], False
     except paths.Unresolvable:
@@ -320,7 +326,7 @@ def _part(cmd: Command, mode: PermissionMode, rules: Compiled, ws: str, hm: str,
         return allow_by_rule(*hit)
     if inner and inner[0] == "cd":
         return allow_by_mode(mode)  # a cd inside the workspace changes nothing (its target was checked)
-    if mode is PermissionMode.ACCEPT_EDITS and _file_command_ok(inner, cwds, ws, hm):
+    if mode is PermissionMode.ACCEPT_EDITS and _file_command_ok(inner_words, cwds, ws, hm):
         return allow_by_mode(mode)
     if mode is PermissionMode.PLAN:
         return deny_plan("Bash")
@@ -369,6 +375,8 @@ def _path_problem(cmd: Command, words: tuple[Word, ...], reads_only: bool, cwds:
             return f"{word.raw} may expand to several words (brace expansion)"
         if word.glob and any(bad in (word.value or "") for bad in ("[^", "[:", "[=", "[.")):
             return f"the pattern {word.raw} is one the checker does not expand"
+        if word.glob and writes and _may_match_protected(word.value or ""):
+            return f"the pattern {word.raw} may match {PROTECTED_TEXT}"
         for text in _path_texts(word):
             for cwd in cwds:
                 found, unknown = _resolve_all(word, text, cwd, hm)
@@ -386,9 +394,15 @@ def _path_problem(cmd: Command, words: tuple[Word, ...], reads_only: bool, cwds:
     return None
 
 
-def _file_command_ok(inner: list[str | None], cwds: Cwds, ws: str, hm: str) -> bool:
+def _may_match_protected(pattern: str) -> bool:
+    """Whether a segment of a glob could match .git, .claude or .mainsail, whatever is on disk now."""
+    return any(fnmatch.fnmatchcase(name, seg) for seg in pattern.split("/") for name in paths.PROTECTED_DIRS)
+
+
+def _file_command_ok(words: tuple[Word, ...], cwds: Cwds, ws: str, hm: str) -> bool:
     """acceptEdits: ``mkdir``/``touch``/``mv``/``cp`` whose every path is inside the workspace, unprotected."""
-    touched = commands.file_command_paths(inner)
+    values = ["./" + w.value if w.value and w.value.startswith("~") and not w.tilde else w.value for w in words]
+    touched = commands.file_command_paths(values)
     if not touched:
         return False
     for text in touched:

@@ -250,18 +250,23 @@ def _redirected(walk: _Walk, node: Node, *, top: bool, depth: int) -> None:
             _nested(walk, body, depth + 1)
 
 
+def _collect(walk: _Walk, node: Node, depth: int) -> None:
+    """Collect ``node`` itself if it is a command, else the commands under it (for deny rules)."""
+    if node.type == "command":
+        walk.commands.append(_command(walk, node, (), top=False, depth=depth))
+    elif node.type == "redirected_statement":
+        _redirected(walk, node, top=False, depth=depth)
+    else:
+        _nested(walk, node, depth)
+
+
 def _nested(walk: _Walk, node: Node, depth: int) -> None:
     """Collect the simple commands anywhere under ``node`` (for deny rules); approve nothing."""
     if depth > MAX_DEPTH:
         walk.problem("constructs nested too deeply")
         return
     for child in node.named_children:
-        if child.type == "command":
-            walk.commands.append(_command(walk, child, (), top=False, depth=depth))
-        elif child.type == "redirected_statement":
-            _redirected(walk, child, top=False, depth=depth)
-        else:
-            _nested(walk, child, depth + 1)
+        _collect(walk, child, depth + 1)
 
 
 # =========================================================================== commands
@@ -347,7 +352,7 @@ def _heredoc(walk: _Walk, node: Node, depth: int) -> list[Redirect]:
             out.extend(_redirect(walk, child, depth))
         else:
             walk.problem("a here-document with a command after its delimiter", child)
-            _nested(walk, child, depth + 1)
+            _collect(walk, child, depth + 1)
     if start is None or end is None:
         walk.problem("a here-document without an end", node)
         return out
