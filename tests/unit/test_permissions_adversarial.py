@@ -81,7 +81,8 @@ CASES = [
     (NPM, DEFAULT, "Bash", B("[[ -f x ]] && npm test"), Q),
     ({"allow": ["Bash(npm test)", "Bash(grep ok)"]}, DEFAULT, "Bash", B("npm test | grep ok"), A),
     ({"allow": ["Bash(npm test)", "Bash(grep ok)"]}, DEFAULT, "Bash", B("npm test\ngrep ok"), A),
-    ({"allow": ["Bash(npm test)", "Bash(grep ok)"]}, DEFAULT, "Bash", B("npm test && grep ok | wc -l"), Q),
+    ({"allow": ["Bash(npm test)", "Bash(grep ok)"]}, DEFAULT, "Bash", B("npm test && grep ok | tee x"), Q),
+    ({"allow": ["Bash(npm test)"]}, DEFAULT, "Bash", B("npm test && grep ok a.txt | wc -l"), A),  # read-only
     # ------------------------------------------------------------------ every expansion form
     (NPM, DEFAULT, "Bash", B("npm test $X"), Q),
     (NPM, DEFAULT, "Bash", B("npm test ${X}"), Q),
@@ -364,7 +365,10 @@ CASES = [
     ({}, EDITS, "Bash", B("cp --no-such-option a b"), Q),
     ({}, EDITS, "Bash", B("rm a.txt"), Q),
     ({}, EDITS, "Bash", B("sed -i s/a/b/ a.txt"), Q),
-    ({}, EDITS, "Bash", B("echo hi > out.txt"), Q),
+    ({}, EDITS, "Bash", B("echo hi > out.txt"), A),  # an edit inside the workspace, as in Claude Code
+    ({}, EDITS, "Bash", B("echo hi > .claude/settings.json"), Q),
+    ({}, EDITS, "Bash", B("echo hi > ../outside/x"), Q),
+    ({}, DEFAULT, "Bash", B("echo hi > out.txt"), Q),
     ({}, EDITS, "Bash", B("mkdir d3 && npm test"), Q),
     ({}, EDITS, "Bash", B("cd .. && touch x"), Q),
     ({}, EDITS, "Bash", B("cd /tmp && touch x"), Q),
@@ -383,7 +387,23 @@ CASES = [
     # ------------------------------------------------------------------ plan mode is read-only, whatever the rules
     ({"allow": ["Bash(ls:*)"]}, PLAN, "Bash", B("ls -la"), A),
     ({"allow": ["Bash(git status:*)"]}, PLAN, "Bash", B("git status"), A),
-    ({}, PLAN, "Bash", B("ls"), D),
+    ({}, PLAN, "Bash", B("ls"), A),  # read-only commands need no rule (as in Claude Code)
+    ({}, PLAN, "Bash", B("cat ../outside/secret.txt"), Q),  # reading outside asks
+    ({}, PLAN, "Bash", B("touch x"), D),
+    ({}, DEFAULT, "Bash", B("ls -la src && git status"), A),
+    ({}, DEFAULT, "Bash", B("cat a.txt | grep a | wc -l"), A),
+    ({}, DEFAULT, "Bash", B("ls /etc"), Q),
+    ({}, DEFAULT, "Bash", B("find . -delete"), Q),
+    ({}, DEFAULT, "Bash", B("find . -exec rm {} \\;"), Q),
+    ({}, DEFAULT, "Bash", B("sort -o out a.txt"), Q),
+    ({}, DEFAULT, "Bash", B("git branch -D main"), Q),
+    ({}, DEFAULT, "Bash", B("git -c core.pager=x log"), Q),
+    ({}, DEFAULT, "Bash", B("rg --pre ./x y"), Q),
+    ({}, DEFAULT, "Bash", B("tree -o out.txt"), Q),
+    ({}, DEFAULT, "Bash", B("date -s 2020-01-01"), Q),
+    ({}, DEFAULT, "Bash", B("hostname evil"), Q),
+    ({}, DEFAULT, "Bash", B("uniq a.txt out.txt"), Q),
+    ({}, DEFAULT, "Bash", B("xxd -r a.txt out"), Q),
     (ECHO, PLAN, "Bash", B("echo hi > x"), D),
     ({"allow": ["Bash(touch:*)"]}, PLAN, "Bash", B("touch x"), D),
     ({"allow": ["Bash(git:*)"]}, PLAN, "Bash", B("git diff --output=x"), D),
@@ -402,7 +422,8 @@ CASES = [
     ({}, PLAN, "Grep", {"pattern": "x"}, A),
     # ------------------------------------------------------------------ dontAsk: only the pre-approved runs
     ({"allow": ["Bash(ls:*)"]}, DONT, "Bash", B("ls"), A),
-    ({}, DONT, "Bash", B("ls"), D),
+    ({}, DONT, "Bash", B("ls"), A),
+    ({}, DONT, "Bash", B("touch x"), D),
     (NPM, DONT, "Bash", B("npm test > ../x"), D),
     (NPM, DONT, "Bash", B("npm test; touch x"), D),
     ({}, DONT, "Edit", F("a.txt"), D),
@@ -420,9 +441,9 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def dirs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("adv")
+def make_tree(base) -> tuple[str, str]:
+    """The workspace the table is decided against (also used by the bwrap property test):
+    files, a secret, .git/ and .claude/, a sibling folder outside, a symlink out and one to the secret."""
     ws, home, out = base / "ws", base / "home", base / "outside"
     for d in (ws / "src", ws / "sub", ws / "d", ws / ".git" / "hooks", ws / ".claude", out, home):
         d.mkdir(parents=True, exist_ok=True)
@@ -437,6 +458,11 @@ def dirs(tmp_path_factory):
     (ws / "link-out").symlink_to(out)
     (ws / "link-env").symlink_to(ws / ".env")
     return os.path.realpath(ws), os.path.realpath(home)
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    return make_tree(tmp_path_factory.mktemp("adv"))
 
 
 def ruleset(rules: dict) -> RuleSet:

@@ -16,8 +16,11 @@ Order (the first that applies decides):
    denied in plan mode).
 5. **Each part** (simple command) must be allowed by a rule or the mode, and
    name no path outside the workspace (or, unless the command only reads, in a
-   protected folder); output redirections likewise. In plan mode a part must
-   also be a read-only command, whatever the rules say.
+   protected folder); output redirections likewise. A read-only command (see
+   :mod:`workflows.permissions.commands`) whose paths are all inside the
+   workspace needs no rule, in every mode, as in Claude Code; acceptEdits adds
+   output redirections and ``mkdir``/``touch``/``mv``/``cp`` inside the
+   workspace. In plan mode a part must be read-only, whatever the rules say.
 """
 
 from __future__ import annotations
@@ -247,7 +250,7 @@ def _path_texts(word: Word) -> list[str]:
         return [v.split("=", 1)[1]]
     if v.startswith("--"):
         return []
-    return [v[i:] for i in range(2, len(v)) if v[i] in "/~."]
+    return [v[i:] for i in range(2, len(v))]  # -tDIR, -ft/dir, -o/x: every place a value may start
 
 
 def _resolve_all(word: Word, text: str, cwd: str | None, hm: str) -> tuple[list[str], bool]:
@@ -317,19 +320,21 @@ def _part(cmd: Command, mode: PermissionMode, rules: Compiled, ws: str, hm: str,
     full = " ".join([f"{n}={w.raw}" for n, w in cmd.assignments] + [w.raw for w in cmd.words])
     hit = next(((r, s) for r, s in rules.of("allow", "Bash")
                 if bash_matches(r.specifier, bare) or bash_matches(r.specifier, full)), None)
-    not_read_only = commands.read_only(list(inner)) or _writing_redirect(cmd)
-    if mode is PermissionMode.PLAN and not_read_only is not None:
+    reads = commands.read_only(list(inner))  # None: the command itself only reads
+    redirect = _writing_redirect(cmd)
+    if mode is PermissionMode.PLAN and (reads or redirect):
         return deny_plan("Bash")
-    if problem := _path_problem(cmd, inner_words, not_read_only is None, cwds, ws, hm):
+    if problem := _path_problem(cmd, inner_words, reads is None, cwds, ws, hm):
         return _ask_part(cmd, problem)
     if hit:
         return allow_by_rule(*hit)
     if inner and inner[0] == "cd":
         return allow_by_mode(mode)  # a cd inside the workspace changes nothing (its target was checked)
-    if mode is PermissionMode.ACCEPT_EDITS and _file_command_ok(inner_words, cwds, ws, hm):
-        return allow_by_mode(mode)
-    if mode is PermissionMode.PLAN:
-        return deny_plan("Bash")
+    if reads is None and redirect is None:
+        return allow_by_mode(mode)  # a read-only command whose every path is inside the workspace
+    if mode is PermissionMode.ACCEPT_EDITS and (
+            (reads is None and redirect) or _file_command_ok(inner_words, cwds, ws, hm)):
+        return allow_by_mode(mode)  # an edit inside the workspace: a redirection or mkdir/touch/mv/cp
     return ask_by_mode("Bash", bare, mode)
 
 

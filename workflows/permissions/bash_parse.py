@@ -38,7 +38,7 @@ _local = threading.local()
 # Characters bash reads as something other than text when unquoted.
 _GLOB = set("*?[")
 _BRACE = set("{}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")  # and lone surrogates
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEPARATORS = {";", "&", "&&", "||", "|", "|&", "\n"}
 _LIST_NODES = {"program", "list", "pipeline"}
