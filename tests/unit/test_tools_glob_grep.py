@@ -318,3 +318,173 @@ def test_grep_malformed(ctx):
     for raw, phrase in cases:
         out = run_tool("Grep", raw, ctx)
         assert out.is_error and phrase in out.content, (raw, out.content)
+
+
+# ------------------------------------------------------------------ RE2: no pattern can hang a worker
+
+
+@pytest.mark.timeout(20)
+def test_grep_pathological_pattern_on_a_big_file_finishes(ws, ctx):
+    # Python's re needs exponential time for this on one line of x's; RE2 is linear.
+    make(ws / "x.txt", "x" * 100_000 + "\n" + "".join("x" * 60 + "\n" for _ in range(50_000)))
+    for raw in ({"pattern": "(x+x+)+y"}, {"pattern": "(x+x+)+y", "multiline": True},
+                {"pattern": "(x+x+)+y", "output_mode": "content"},
+                {"pattern": "(.*a){12}", "output_mode": "count"}):
+        out = run_tool("Grep", raw, ctx)
+        assert not out.is_error, out.content
+        assert out.content in ("No files found", "No matches found")
+
+
+@pytest.mark.timeout(20)
+def test_glob_pathological_pattern_on_long_names_finishes(ws, ctx):
+    make(ws / ("a" * 200), "TODO\n")
+    make(ws / "d" / ("a" * 200 + ".txt"), "TODO\n")
+    out = run_tool("Glob", {"pattern": "**/*a*a*a*a*a*a*a*a*a*a*b"}, ctx)
+    assert out.content == "No files found"
+    out = run_tool("Grep", {"pattern": "TODO", "glob": "*a*a*a*a*a*a*a*a*a*a*b"}, ctx)
+    assert out.content == "No files found"
+    out = run_tool("Grep", {"pattern": "TODO", "glob": "*a*a*a*a*a*a*a*a*a*a*.txt"}, ctx)
+    assert out.content.splitlines()[1:] == [str(ws / "d" / ("a" * 200 + ".txt"))]
+
+
+@pytest.mark.parametrize("pattern", ["foo(?=bar)", "foo(?!bar)", "(?<=x)foo", "(?<!x)foo", r"(a)\1"])
+def test_grep_lookaround_and_backreferences_are_clear_errors(tree, ctx, pattern):
+    out = run_tool("Grep", {"pattern": pattern}, ctx)
+    assert out.is_error
+    assert f"Invalid regex {pattern!r}" in out.content
+    assert "not supported" in out.content and "lookaround" in out.content and "backreferences" in out.content
+
+
+def test_grep_too_complex_pattern_is_an_error(tree, ctx):
+    out = run_tool("Grep", {"pattern": r"(?i)\pL{200}"}, ctx)
+    assert out.is_error and "too complex" in out.content and "limit" in out.content
+
+
+def test_grep_python_anchors_keep_their_meaning(ws, ctx):
+    make(ws / "a.txt", "foo\nbar foo\r\nfoo bar\n")
+
+    def lines(pattern, **kw):
+        out = run_tool("Grep", {"pattern": pattern, "output_mode": "content", "-n": True, **kw}, ctx)
+        assert not out.is_error, out.content
+        if out.content == "No matches found":
+            return []
+        return [line.split(":")[1] for line in out.content.splitlines()]
+
+    assert lines(r"\Afoo") == ["1", "3"]  # each line searched on its own: \A is the line's start
+    assert lines(r"foo\Z") == lines("foo$") == ["1", "2"]  # the CR before LF is not part of the line
+    assert lines(r"\Afoo", multiline=True) == ["1"]  # in multiline mode: the text's start
+    assert lines(r"bar\Z", multiline=True) == []  # ... and \Z its very end, as in Python
+    assert lines(r"\Qfoo\E\z") == ["1", "2"]  # RE2's \z too; \Q...\E stays literal
+
+
+def test_glob_rejects_deep_braces_and_bad_classes(ws, ctx):
+    out = run_tool("Glob", {"pattern": "{" * 20 + "a,b" + "}" * 20}, ctx)
+    assert out.is_error and "nests braces" in out.content
+    out = run_tool("Glob", {"pattern": "[z-a].py"}, ctx)
+    assert out.is_error and "Invalid glob pattern '[z-a].py'" in out.content
+    out = run_tool("Grep", {"pattern": "x", "glob": "*" * 5000}, ctx)
+    assert out.is_error and "too long" in out.content
+
+
+# ------------------------------------------------------------------ cancel
+
+
+def test_cancelled_grep_is_interrupted(tree, ctx):
+    ctx.cancel.set()
+    out = run_tool("Grep", {"pattern": "TODO"}, ctx)
+    assert out.is_error and out.content.startswith("Grep was interrupted")
+    out = run_tool("Glob", {"pattern": "**/*.py"}, ctx)
+    assert out.is_error and out.content.startswith("Glob was interrupted")
+
+
+@pytest.mark.timeout(60)
+def test_cancel_during_a_grep_over_a_large_tree_stops_it(ws, ctx):
+    for d in range(20):
+        for f in range(100):
+            make(ws / f"d{d:02}" / f"f{f:03}.txt", "needle\n")
+    seen = []
+
+    def denied(path):  # called once per file the walk reaches: cancel part-way through
+        seen.append(path)
+        if len(seen) == 50:
+            ctx.cancel.set()
+        return False
+
+    ctx.read_denied = denied
+    out = run_tool("Grep", {"pattern": "needle"}, ctx)
+    assert out.is_error and out.content.startswith("Grep was interrupted")
+    assert len(seen) < 100  # stopped promptly, not after walking 2,000 files
+
+
+def test_line_searcher_stops_on_cancel():
+    import threading
+
+    from workflows.tools.regex import LineSearcher
+
+    data = b"hit\n" * 100_000
+    cancel = threading.Event()
+    assert len(LineSearcher("hit").lines(data, cancel)) == 100_000
+    cancel.set()
+    assert LineSearcher("hit").lines(data, cancel) == []
+
+
+# ------------------------------------------------------------------ Read deny rules
+
+
+def test_read_denied_files_are_left_out_of_glob_and_grep(ws, ctx):
+    make(ws / ".env", "SECRET=hunter2\n")
+    make(ws / "app.py", "SECRET = os.environ['SECRET']\n")
+    make(ws / "conf" / "prod.env", "SECRET=prod\n")
+    (ws / "env_link").symlink_to(ws / ".env")  # a link to a denied file is judged by its target
+    ctx.read_denied = lambda path: path.endswith(".env")
+    out = run_tool("Grep", {"pattern": "SECRET", "output_mode": "content"}, ctx)
+    assert "hunter2" not in out.content and "prod" not in out.content
+    assert out.content == f"{ws / 'app.py'}:SECRET = os.environ['SECRET']"
+    out = run_tool("Glob", {"pattern": "**/*"}, ctx)
+    assert out.content == str(ws / "app.py")
+    out = run_tool("Grep", {"pattern": "SECRET", "path": ".env"}, ctx)
+    assert out.is_error and "denied by the session's permission rules" in out.content
+    assert "hunter2" not in out.content
+    out = run_tool("Grep", {"pattern": "SECRET", "path": "env_link"}, ctx)
+    assert out.is_error and "denied" in out.content
+
+
+def test_read_denied_gets_resolved_absolute_paths(ws, ctx):
+    make(ws / "src" / "a.py", "x\n")
+    asked = []
+    ctx.read_denied = lambda path: asked.append(path) or False
+    ctx.cwd = ws / "src"
+    run_tool("Grep", {"pattern": "x"}, ctx)
+    run_tool("Grep", {"pattern": "x", "path": "../src/a.py"}, ctx)
+    assert asked == [str(ws / "src" / "a.py")] * 2
+
+
+# ------------------------------------------------------------------ odd files and names
+
+
+@pytest.mark.timeout(20)
+def test_grep_and_glob_skip_fifos_without_blocking(tree, ctx):
+    os.mkfifo(tree / "pipe.txt")
+    out = run_tool("Grep", {"pattern": "TODO"}, ctx)
+    assert out.content.startswith("Found 4 files")
+    out = run_tool("Grep", {"pattern": "TODO", "path": "pipe.txt"}, ctx)
+    assert out.is_error and "not a regular file" in out.content
+    assert str(tree / "pipe.txt") in run_tool("Glob", {"pattern": "*.txt"}, ctx).content
+
+
+def test_non_utf8_file_names_are_listed_as_sendable_text(ws, ctx):
+    name = os.fsdecode(b"caf\xe9.txt")  # Latin-1 bytes: decoded with a surrogate
+    (ws / name).write_text("TODO\n")
+    for tool, raw in (("Glob", {"pattern": "*.txt"}), ("Grep", {"pattern": "TODO"})):
+        out = run_tool(tool, raw, ctx)
+        assert "caf\ufffd.txt" in out.content
+        out.content.encode("utf-8")  # would raise on a lone surrogate
+
+
+def test_grep_content_stops_collecting_past_the_output_cap(ws, ctx):
+    ctx.max_output_chars = 1000
+    for i in range(50):
+        make(ws / f"f{i:02}.txt", "".join(f"match {j}\n" for j in range(100)))
+    out = run_tool("Grep", {"pattern": "match", "output_mode": "content"}, ctx)
+    assert "[output truncated: over " in out.content
+    assert out.display.startswith("Found ") and "+ lines" in out.display

@@ -4,17 +4,25 @@ A tool never raises to its caller: :func:`run_tool` turns every
 :class:`~workflows.exceptions.ToolError` (and any unexpected exception) into an
 error :class:`ToolOutput`, which becomes an ``is_error`` tool_result for the
 model. The session goes on.
+
+The model that writes tool input is not trusted: :class:`ToolInput` refuses a
+NUL byte or a lone surrogate in any string field (neither can be a path, and
+neither can be sent on as UTF-8), and :class:`ToolOutput` replaces lone
+surrogates (from file names that are not UTF-8) so a result can always be stored
+and sent.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from workflows.exceptions import ToolError, ToolInputError
 from workflows.permissions import paths
@@ -83,12 +91,41 @@ class ToolContext:
         return real
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The error types of ToolInput's text check: the message follows the field's name ("file_path contains ...").
+_TEXT_ERRORS = frozenset({"nul_byte", "lone_surrogate"})
+
+
+def clean_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD.
+
+    ``os`` decodes a file name that is not UTF-8 with surrogates (``b"\\xff"`` becomes
+    ``"\\udcff"``); such a string cannot be encoded as UTF-8 for Redis or the API.
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def raise_if_cancelled(ctx: ToolContext, tool: str) -> None:
+    """Stop a long tool run (a walk, a search) once the session's cancel is set.
+
+    Raises:
+        ToolError: ``ctx.cancel`` is set.
+    """
+    if ctx.cancel.is_set():
+        raise ToolError(f"{tool} was interrupted: the session was cancelled before it finished. No results.")
+
+
 class ToolOutput(BaseModel):
     """What a tool returns: the text for the model, and a short line for the user."""
 
     content: str
     is_error: bool = False
     display: str = ""
+
+    @field_validator("content", "display")
+    @classmethod
+    def _sendable(cls, text: str) -> str:
+        return clean_text(text)
 
 
 class Tool:
@@ -110,7 +147,7 @@ class Tool:
         """The argument shown in ``⏺ Name(summary)``; raw input, so it works on invalid input too."""
         for key in ("file_path", "pattern", "command", "path"):
             if key in args:
-                return str(args[key])
+                return clean_text(str(args[key]))
         return ""
 
     def schema(self) -> dict[str, Any]:
@@ -126,9 +163,58 @@ class Tool:
 
 
 class ToolInput(BaseModel):
-    """Base of tool input models: unknown fields are refused, as the API schema says."""
+    """Base of tool input models: unknown fields are refused, as the API schema says.
+
+    Every string, however deeply nested, is checked for a NUL byte and a lone
+    surrogate (JSON can carry ``"\\u0000"`` and ``"\\ud800"``): the kernel refuses
+    the first in a path and UTF-8 cannot encode the second, so either would fail
+    deep inside a tool. Here it fails as a field error the model can act on.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        found = _bad_text(value, "")
+        if found is not None:
+            kind, where, message = found
+            raise PydanticCustomError(kind, "{message}", {"where": where, "message": message})
+        return value
+
+
+def _bad_text(value: Any, where: str) -> tuple[str, str, str] | None:
+    """``(error type, sub-path, message)`` for the first bad string in ``value``, or None."""
+    if isinstance(value, str):
+        return _text_problem(value, where)
+    if isinstance(value, BaseModel):
+        items: Any = value.__dict__.items()
+    elif isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        sub = f"{where}.{key}"
+        found = (_text_problem(key, sub) if isinstance(key, str) else None) or _bad_text(item, sub)
+        if found is not None:
+            return found
+    return None
+
+
+def _text_problem(text: str, where: str) -> tuple[str, str, str] | None:
+    nul = text.find("\0")
+    if nul >= 0:
+        return ("nul_byte", where, f"contains a NUL byte (\\x00) at character {nul}; "
+                "paths and text cannot hold NUL bytes: remove it")
+    bad = _SURROGATE.search(text)
+    if bad is not None:
+        code = f"\\u{ord(bad.group()):04x}"
+        return ("lone_surrogate", where, f"contains a lone surrogate ({code}) at character {bad.start()}, "
+                "which is not valid Unicode text; paths and text cannot hold one: remove it or write "
+                "the character it was meant to be")
+    return None
 
 
 REGISTRY: dict[str, Tool] = {}
@@ -162,11 +248,24 @@ def validate_input(name: str, raw: Any) -> BaseModel:
     try:
         return tool.input_model.model_validate(raw)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "input"
-            problems.append(f"{loc}: {err['msg']}")
-        raise ToolInputError(f"Invalid input for {name}: " + "; ".join(problems)) from None
+        raise ToolInputError(f"Invalid input for {name}: " + "; ".join(_problems(exc))) from None
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    """One line per bad field: ``"limit: Input should be greater than or equal to 1"``."""
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "input"
+        if err["type"] in _TEXT_ERRORS:
+            problems.append(f"{_printable(loc + err['ctx']['where'])} {err['msg']}")
+        else:
+            problems.append(f"{_printable(loc)}: {err['msg']}")
+    return problems
+
+
+def _printable(loc: str) -> str:
+    # A location may name a key the model sent, itself holding a NUL byte or a surrogate.
+    return clean_text(loc).replace("\0", "\\x00")
 
 
 def run_tool(name: str, raw: Any, ctx: ToolContext) -> ToolOutput:
@@ -175,7 +274,8 @@ def run_tool(name: str, raw: Any, ctx: ToolContext) -> ToolOutput:
         args = validate_input(name, raw)
         return REGISTRY[name].run(args, ctx)
     except ToolError as exc:
-        return ToolOutput(content=str(exc), is_error=True, display=str(exc).splitlines()[0][:120])
+        text = str(exc) or f"{name} failed."
+        return ToolOutput(content=text, is_error=True, display=text.splitlines()[0][:120])
     except Exception as exc:  # a bug in a tool must not kill the session
         msg = f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
         return ToolOutput(content=msg, is_error=True, display=msg[:120])

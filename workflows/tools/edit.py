@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import stat
+
 from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
-from workflows.tools.read import (
-    cat_n,
-    cut_line,
-    directory_error,
-    missing_file_error,
-    split_lines,
-)
+from workflows.tools.files import directory_error, missing_file_error, read_regular, stat_or_none
+from workflows.tools.read import BINARY_SNIFF_BYTES, cat_n, cut_line, looks_binary, split_lines
 from workflows.tools.write import check_read_and_fresh, count_lines, write_text
 
 SNIPPET_CONTEXT = 4
 SNIPPET_MAX_LINES = 60
+# Edit holds the file, and its edited copy, in memory; past this, sed in Bash does better.
+MAX_EDIT_BYTES = 64 * 1024 * 1024
 
 
 def snippet(content: str, pos: int, inserted: str) -> str:
@@ -73,10 +72,11 @@ class EditTool(Tool):
             raise ToolError(
                 "No changes to make: old_string and new_string are exactly the same."
             )
-        if path.is_dir():
+        st = stat_or_none(path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise directory_error(path)
 
-        if not path.exists():
+        if st is None:
             if old != "":
                 raise missing_file_error(path, ctx)
             write_text(path, new, ctx)
@@ -87,11 +87,8 @@ class EditTool(Tool):
             )
 
         check_read_and_fresh(path, ctx)
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
-        if b"\0" in raw[:8192]:
+        raw, _ = read_regular(path, ctx, MAX_EDIT_BYTES, action="edit")
+        if looks_binary(raw[:BINARY_SNIFF_BYTES]):
             raise ToolError(f"{path} appears to be a binary file and cannot be edited as text.")
         content = raw.decode("utf-8", errors="replace")
 

@@ -1,22 +1,35 @@
-"""Glob: file paths matching a glob pattern, newest first."""
+"""Glob: file paths matching a glob pattern, newest first.
+
+Also the walk Grep shares: files under a directory, VCS folders skipped, with
+:func:`readable` deciding which of them the session may see (inside the
+workspace, not covered by a Read deny rule). Globs become RE2 regexes
+(:mod:`workflows.tools.regex`), so no pattern can make matching backtrack.
+"""
 
 from __future__ import annotations
 
 import os
-import re
+import stat
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+import re2
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
+from workflows.permissions.paths import inside
+from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
+from workflows.tools.files import stat_or_none
+from workflows.tools.regex import compile_bytes, options
 
 MAX_RESULTS = 100
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 GLOB_CHARS = frozenset("*?[{")
 TRUNCATED_NOTE = "(Results are truncated. Consider using a more specific path or pattern.)"
+# Bounds on one glob: translating is quadratic in nested braces, and each level recurses.
+MAX_GLOB_CHARS = 4096
+MAX_BRACE_DEPTH = 10
 
 
 # ---------------------------------------------------------------- glob -> regex
@@ -94,7 +107,7 @@ def _translate(pat: str) -> str:
             while j < n and pat[j] != "]":
                 j += 1
             if j >= n:
-                out.append(re.escape(c))
+                out.append(re2.escape(c))
             else:
                 body = pat[i + 1 : j]
                 if body[0] in "!^":
@@ -106,25 +119,63 @@ def _translate(pat: str) -> str:
             j = _matching_brace(pat, i)
             alts = _split_top(pat[i + 1 : j], ",") if j > 0 else []
             if len(alts) < 2:
-                out.append(re.escape(c))
+                out.append(re2.escape(c))
             else:
                 out.append("(?:" + "|".join(_translate(a) for a in alts) + ")")
                 i = j + 1
                 continue
         elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pat[i + 1]))
+            out.append(re2.escape(pat[i + 1]))
             i += 2
             continue
         else:
-            out.append(re.escape(c))
+            out.append(re2.escape(c))
         i += 1
     return "".join(out)
 
 
+class GlobMatcher:
+    """A compiled glob; :meth:`fullmatch` tells whether a ``/``-separated path matches it."""
+
+    __slots__ = ("_rx",)
+
+    def __init__(self, rx: re2._Regexp) -> None:
+        self._rx = rx
+
+    def fullmatch(self, path: str) -> bool:
+        try:
+            data = path.encode("utf-8")
+        except UnicodeEncodeError:  # a file name that is not UTF-8 (os decoded its odd bytes to
+            data = path.encode("utf-8", errors="replace")  # surrogates): each becomes "?", still a character
+        return self._rx.fullmatch(data) is not None
+
+
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
-    """Compile a glob (``*``, ``?``, ``[...]``, ``**``, ``{a,b}``) to a regex over ``/`` paths."""
-    return re.compile(_translate(pattern), re.IGNORECASE if ignore_case else 0)
+def glob_regex(pattern: str, ignore_case: bool = False) -> GlobMatcher:
+    """Compile a glob (``*``, ``?``, ``[...]``, ``**``, ``{a,b}``) to a matcher of ``/`` paths.
+
+    Raises:
+        ToolError: the glob is too long, nests braces too deeply, or has a bad ``[...]`` class.
+    """
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ToolError(f"Glob pattern is too long ({len(pattern):,} characters; the limit is {MAX_GLOB_CHARS:,}).")
+    if _brace_depth(pattern) > MAX_BRACE_DEPTH:
+        raise ToolError(
+            f"Glob pattern {pattern!r} nests braces more than {MAX_BRACE_DEPTH} deep: write fewer nested {{a,b}}."
+        )
+    rx = compile_bytes(_translate(pattern), options(ignore_case=ignore_case), shown=pattern, what="glob pattern")
+    return GlobMatcher(rx)
+
+
+def _brace_depth(pattern: str) -> int:
+    depth = deepest = 0
+    for c in pattern:
+        if c == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == "}" and depth:
+            depth -= 1
+    return deepest
 
 
 def has_glob_chars(text: str) -> bool:
@@ -134,25 +185,38 @@ def has_glob_chars(text: str) -> bool:
 # ---------------------------------------------------------------- walking
 
 
-def inside_workspace(path: str, ctx: ToolContext) -> bool:
-    real = Path(os.path.realpath(path))
-    return real == ctx.workspace or real.is_relative_to(ctx.workspace)
-
-
-def walk_files(root: Path, ctx: ToolContext) -> Iterator[tuple[str, str]]:
+def walk_files(root: Path, ctx: ToolContext, tool: str = "Glob") -> Iterator[tuple[str, str]]:
     """Yield ``(absolute path, path relative to root with /)`` of the files under ``root``.
 
-    Skips VCS directories, does not descend into symlinked directories, and skips
-    symlinks that point outside the workspace.
+    Skips VCS directories and does not descend into symlinked directories; the
+    files still need :func:`readable`. Unreadable directories are skipped.
+
+    Raises:
+        ToolError: the session was cancelled during the walk ("``tool`` was interrupted").
     """
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         for name in sorted(filenames):
+            raise_if_cancelled(ctx, tool)  # per file: one directory may hold a million
             full = os.path.join(dirpath, name)
-            if os.path.islink(full) and not inside_workspace(full, ctx):
-                continue
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            yield full, rel
+            yield full, os.path.relpath(full, root).replace(os.sep, "/")
+        raise_if_cancelled(ctx, tool)  # and per directory: a tree may hold a million empty ones
+
+
+def readable(full: str, ctx: ToolContext) -> str | None:
+    """The resolved path of walked file ``full`` if the session may see it, else None.
+
+    It must resolve inside the workspace (a symlink may point out) and not be
+    covered by the session's Read deny rules (``ctx.read_denied``).
+    """
+    # The walk starts from a resolved directory and does not follow directory links,
+    # so only a link itself can lead elsewhere.
+    real = os.path.realpath(full) if os.path.islink(full) else full
+    if not inside(real, str(ctx.workspace)):
+        return None
+    if ctx.read_denied is not None and ctx.read_denied(real):
+        return None
+    return real
 
 
 def mtime_or_zero(path: str) -> float:
@@ -172,9 +236,10 @@ def search_dir(path: str | None, ctx: ToolContext) -> Path:
         assert ctx.cwd is not None
         return ctx.cwd
     root = ctx.resolve(path, "path")
-    if not root.exists():
+    st = stat_or_none(root)
+    if st is None:
         raise ToolError(f"Directory does not exist: {path}. Current working directory: {ctx.cwd}")
-    if not root.is_dir():
+    if not stat.S_ISDIR(st.st_mode):
         raise ToolError(f"Path is not a directory: {path}")
     return root
 
@@ -231,9 +296,10 @@ class GlobTool(Tool):
             rest = rest[2:]
 
         matches: list[str] = []
-        if base.is_dir() and rest:
+        base_st = stat_or_none(base)
+        if base_st is not None and stat.S_ISDIR(base_st.st_mode) and rest:
             rx = glob_regex(rest)
-            matches = [full for full, rel in walk_files(base, ctx) if rx.fullmatch(rel)]
+            matches = [full for full, rel in walk_files(base, ctx) if rx.fullmatch(rel) and readable(full, ctx)]
         if not matches:
             return ToolOutput(content="No files found", display="Found 0 files")
         ordered = newest_first(matches)

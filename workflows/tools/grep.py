@@ -1,18 +1,25 @@
-"""Grep: regex search over file contents, in pure Python (ripgrep's output conventions)."""
+"""Grep: regex search over file contents (ripgrep's output conventions).
+
+Patterns run on RE2 (:mod:`workflows.tools.regex`), in time linear in the text
+whatever the pattern. The search checks ``ctx.cancel`` between files, during the
+walk and inside a file, and leaves out files the session may not read: outside
+the workspace, or covered by a Read deny rule (``ctx.read_denied``).
+"""
 
 from __future__ import annotations
 
-import os
-import re
+import stat
 from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict, Field
 
 from workflows.exceptions import ToolError
-from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
-from workflows.tools.glob import _split_top, glob_regex, newest_first, walk_files
-from workflows.tools.read import BINARY_SNIFF_BYTES, split_lines
+from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
+from workflows.tools.files import read_regular, stat_or_none
+from workflows.tools.glob import GlobMatcher, _split_top, glob_regex, newest_first, readable, walk_files
+from workflows.tools.read import looks_binary, split_lines
+from workflows.tools.regex import LineSearcher
 
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -48,16 +55,14 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _read_text(path: str) -> str | None:
-    """The file's text, or None for binary, unreadable or huge files (skipped, like rg)."""
+def _read_text(real: str, ctx: ToolContext) -> str | None:
+    """The text of resolved file ``real``, or None for a file Grep skips, as rg does:
+    binary, larger than :data:`MAX_FILE_BYTES`, not a regular file, or unreadable."""
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError:
+        raw, _ = read_regular(Path(real), ctx, MAX_FILE_BYTES)
+    except ToolError:
         return None
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+    if looks_binary(raw):
         return None
     return raw.decode("utf-8", errors="replace")
 
@@ -66,8 +71,8 @@ class _FileFilter:
     """The ``glob`` and ``type`` filters; globs match the relative path or the basename."""
 
     def __init__(self, glob: str | None, type_: str | None) -> None:
-        self.include: list[re.Pattern[str]] = []
-        self.exclude: list[re.Pattern[str]] = []
+        self.include: list[GlobMatcher] = []
+        self.exclude: list[GlobMatcher] = []
         for g in _split_top(glob or "", " ,\t\n"):
             g = g.strip()
             if not g:
@@ -93,18 +98,6 @@ class _FileFilter:
         if self.include:
             return any(rx.fullmatch(rel) or rx.fullmatch(base) for rx in self.include)
         return True
-
-
-def _matching_lines(text: str, lines: list[str], rx: re.Pattern[str], multiline: bool) -> list[int]:
-    """0-based indexes of the lines with a match."""
-    if not multiline:
-        return [i for i, line in enumerate(lines) if rx.search(line)]
-    hits: set[int] = set()
-    for m in rx.finditer(text):
-        first = text.count("\n", 0, m.start())
-        last = text.count("\n", 0, max(m.end() - 1, m.start()))
-        hits.update(range(first, min(last, len(lines) - 1) + 1))
-    return sorted(hits)
 
 
 def _cut(line: str) -> str:
@@ -189,7 +182,8 @@ class GrepTool(Tool):
         "A powerful search tool for file contents.\n\n"
         "Usage:\n"
         "- ALWAYS use Grep for search tasks. NEVER invoke `grep` or `rg` as a Bash command.\n"
-        '- Supports full regex syntax (e.g., "log.*Error", "function\\s+\\w+")\n'
+        '- Supports full regex syntax (e.g., "log.*Error", "function\\s+\\w+"): RE2, as in ripgrep, '
+        "so lookaround and backreferences are not supported\n"
         '- Filter files with the glob parameter (e.g., "*.js", "**/*.tsx") or the type '
         'parameter (e.g., "js", "py")\n'
         '- Output modes: "content" shows matching lines, "files_with_matches" shows only '
@@ -201,73 +195,70 @@ class GrepTool(Tool):
     idempotent = True
 
     def run(self, args: GrepInput, ctx: ToolContext) -> ToolOutput:
-        flags = re.IGNORECASE if args.i else 0
-        if args.multiline:
-            flags |= re.MULTILINE | re.DOTALL
-        try:
-            rx = re.compile(args.pattern, flags)
-        except re.error as exc:
-            raise ToolError(f"Invalid regex {args.pattern!r}: {exc}") from None
+        searcher = LineSearcher(args.pattern, ignore_case=bool(args.i), multiline=bool(args.multiline))
         keep = _FileFilter(args.glob, args.type)
-
         files = self._files(args.path, ctx, keep)
-        mode = args.output_mode
         limit = args.head_limit or None
+        if args.output_mode == "files_with_matches":
+            return self._files_with_matches(files, searcher, limit, ctx)
+        if args.output_mode == "count":
+            return self._count(files, searcher, limit, ctx)
+        return self._content(files, searcher, args, limit, ctx)
 
-        if mode == "files_with_matches":
-            hits = []
-            for full in files:
-                text = _read_text(full)
-                if text is None:
-                    continue
-                if args.multiline:
-                    found = rx.search(text) is not None
-                else:
-                    found = any(rx.search(line) for line in split_lines(text))
-                if found:
-                    hits.append(full)
-            if not hits:
-                return ToolOutput(content="No files found", display="Found 0 files")
-            shown = newest_first(hits)[:limit]
-            n = len(shown)
-            noun = "file" if n == 1 else "files"
-            content = f"Found {n} {noun}\n" + "\n".join(shown)
-            return self._out(content, f"Found {n} {noun}", ctx)
+    @staticmethod
+    def _search(files: list[tuple[str, str]], searcher: LineSearcher, ctx: ToolContext, stop_after: int = 0):
+        """Yield ``(shown path, text, matching line indexes)`` for each file with a match.
 
-        if mode == "count":
-            rows, total = [], 0
-            for full in sorted(files):
-                text = _read_text(full)
-                if text is None:
-                    continue
-                c = len(_matching_lines(text, split_lines(text), rx, bool(args.multiline)))
-                if c:
-                    rows.append(f"{full}:{c}")
-                    total += c
-            if not rows:
-                return ToolOutput(content="No matches found", display="Found 0 matches")
-            rows = rows[:limit]
-            content = "\n".join(rows) + (
-                f"\n\nFound {total} total occurrence{'' if total == 1 else 's'} across "
-                f"{len(rows)} file{'' if len(rows) == 1 else 's'}."
-            )
-            return self._out(content, f"Found {total} matches", ctx)
+        Raises:
+            ToolError: the session was cancelled ("Grep was interrupted").
+        """
+        for shown, real in files:
+            raise_if_cancelled(ctx, "Grep")
+            text = _read_text(real, ctx)
+            if text is None:
+                continue
+            hits = searcher.lines(searcher.prepare(text), ctx.cancel, stop_after)
+            raise_if_cancelled(ctx, "Grep")  # the search stops early on a cancel: its hits are partial
+            if hits:
+                yield shown, text, hits
 
-        # content
+    def _files_with_matches(self, files, searcher, limit, ctx) -> ToolOutput:
+        hits = [shown for shown, _, _ in self._search(files, searcher, ctx, stop_after=1)]
+        if not hits:
+            return ToolOutput(content="No files found", display="Found 0 files")
+        shown = newest_first(hits)[:limit]
+        n = len(shown)
+        noun = "file" if n == 1 else "files"
+        content = f"Found {n} {noun}\n" + "\n".join(shown)
+        return self._out(content, f"Found {n} {noun}", ctx)
+
+    def _count(self, files, searcher, limit, ctx) -> ToolOutput:
+        rows, total = [], 0
+        for shown, _, hits in self._search(sorted(files), searcher, ctx):
+            rows.append(f"{shown}:{len(hits)}")
+            total += len(hits)
+        if not rows:
+            return ToolOutput(content="No matches found", display="Found 0 matches")
+        rows = rows[:limit]
+        content = "\n".join(rows) + (
+            f"\n\nFound {total} total occurrence{'' if total == 1 else 's'} across "
+            f"{len(rows)} file{'' if len(rows) == 1 else 's'}."
+        )
+        return self._out(content, f"Found {total} matches", ctx)
+
+    def _content(self, files, searcher, args: GrepInput, limit, ctx) -> ToolOutput:
         before = args.B if args.B is not None else (args.C or 0)
         after = args.A if args.A is not None else (args.C or 0)
         context = before > 0 or after > 0
         out: list[str] = []
-        for full in sorted(files):
+        size, complete = 0, True
+        for shown_path, text, matched in self._search(sorted(files), searcher, ctx):
             if limit and len(out) >= limit:
                 break
-            text = _read_text(full)
-            if text is None:
-                continue
+            if size > ctx.max_output_chars:  # it will be cut anyway: do not hold a whole tree's lines
+                complete = False
+                break
             lines = split_lines(text)
-            matched = _matching_lines(text, lines, rx, bool(args.multiline))
-            if not matched:
-                continue
             is_match = set(matched)
             shown: set[int] = set()
             for m in matched:
@@ -278,34 +269,48 @@ class GrepTool(Tool):
                     out.append("--")
                 sep = ":" if idx in is_match else "-"
                 num = f"{idx + 1}{sep}" if args.n else ""
-                out.append(f"{full}{sep}{num}{_cut(lines[idx])}")
+                out.append(f"{shown_path}{sep}{num}{_cut(lines[idx])}")
+                size += len(out[-1]) + 1
                 prev = idx
         if not out:
             return ToolOutput(content="No matches found", display="Found 0 lines")
         out = out[:limit]
         n = len(out)
-        return self._out("\n".join(out), f"Found {n} line{'' if n == 1 else 's'}", ctx)
+        more = "" if complete else "+"
+        return self._out("\n".join(out), f"Found {n}{more} line{'' if n == 1 else 's'}", ctx, complete)
 
     @staticmethod
-    def _files(path: str | None, ctx: ToolContext, keep: _FileFilter) -> list[str]:
+    def _files(path: str | None, ctx: ToolContext, keep: _FileFilter) -> list[tuple[str, str]]:
+        """``(path to show, resolved path to read)`` of every file to search."""
         if path is None or path.strip() in ("", "undefined", "null"):
             assert ctx.cwd is not None
             root: Path = ctx.cwd
         else:
             root = ctx.resolve(path, "path")
-            if not root.exists():
-                raise ToolError(
-                    f"Path does not exist: {path}. Current working directory: {ctx.cwd}"
-                )
-        if root.is_file():
-            return [str(root)]  # an explicit file is searched whatever the filters say
-        return [full for full, rel in walk_files(root, ctx) if keep(rel)]
+            st = stat_or_none(root)
+            if st is None:
+                raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
+            if stat.S_ISREG(st.st_mode):  # an explicit file is searched whatever the filters say
+                if ctx.read_denied is not None and ctx.read_denied(str(root)):
+                    raise ToolError(
+                        f"{root} is denied by the session's permission rules (a Read deny rule covers it), "
+                        "so Grep cannot search it."
+                    )
+                return [(str(root), str(root))]
+            if not stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"{root} is not a regular file or a directory, so Grep cannot search it.")
+        found = []
+        for full, rel in walk_files(root, ctx, "Grep"):
+            if keep(rel) and (real := readable(full, ctx)) is not None:
+                found.append((full, real))
+        return found
 
     @staticmethod
-    def _out(content: str, display: str, ctx: ToolContext) -> ToolOutput:
+    def _out(content: str, display: str, ctx: ToolContext, complete: bool = True) -> ToolOutput:
+        """Cut ``content`` at ``ctx.max_output_chars``; ``complete`` False: more matches were not collected."""
         cap = ctx.max_output_chars
         if len(content) > cap:
-            more = len(content) - cap
+            more = f"{len(content) - cap}" if complete else f"over {len(content) - cap}"
             content = (
                 content[:cap]
                 + f"\n\n... [output truncated: {more} more characters. Use head_limit, a more "

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
+from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
+from workflows.tools.files import directory_error, missing_file_error, open_regular, os_error
+
+__all__ = ["cat_n", "cut_line", "directory_error", "missing_file_error", "split_lines"]
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 BINARY_SNIFF_BYTES = 8192
+# Enough bytes for MAX_LINE_CHARS characters of UTF-8 (at most 4 bytes each); the rest is skipped.
+LINE_READ_BYTES = 4 * MAX_LINE_CHARS + 4
+# A Read with a huge limit stops collecting here (the default window is 2,000 cut lines, about 4M).
+MAX_SHOWN_CHARS = DEFAULT_LIMIT * MAX_LINE_CHARS
 
 
 def cat_n(lines: list[str], first_number: int) -> str:
@@ -20,10 +27,13 @@ def cat_n(lines: list[str], first_number: int) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first_number))
 
 
-def cut_line(line: str, max_chars: int = MAX_LINE_CHARS) -> str:
-    if len(line) <= max_chars:
+def cut_line(line: str, max_chars: int = MAX_LINE_CHARS, hidden: int = 0) -> str:
+    """``line`` cut at ``max_chars`` with a note; ``hidden``: bytes of it that were never read."""
+    if len(line) <= max_chars and not hidden:
         return line
-    return f"{line[:max_chars]}... [line truncated: {len(line) - max_chars} more characters]"
+    more = len(line) - max_chars + hidden
+    about = "about " if hidden else ""
+    return f"{line[:max_chars]}... [line truncated: {about}{more} more characters]"
 
 
 def split_lines(text: str) -> list[str]:
@@ -36,20 +46,53 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def is_binary(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return b"\0" in fh.read(BINARY_SNIFF_BYTES)
+def looks_binary(head: bytes) -> bool:
+    """A NUL byte in the first bytes of a file marks it as binary (as git and grep decide)."""
+    return b"\0" in head[:BINARY_SNIFF_BYTES]
 
 
-def missing_file_error(path: Path | str, ctx: ToolContext) -> ToolError:
-    return ToolError(f"File does not exist: {path}. Current working directory: {ctx.cwd}")
+def read_window(fh: BinaryIO, start: int, limit: int, ctx: ToolContext) -> tuple[list[str], int]:
+    """Lines ``start`` .. ``start + limit - 1`` (1-based, each cut), and the file's line count.
+
+    Streams the file: memory holds the lines shown, never the whole file, and a
+    single huge line is read only up to :data:`LINE_READ_BYTES`. Lines are split
+    exactly as :func:`split_lines` splits them.
+
+    Raises:
+        ToolError: the session was cancelled meanwhile.
+        OSError: the read failed.
+    """
+    shown: list[str] = []
+    size, total = 0, 0
+    while total < start - 1 + limit and size < MAX_SHOWN_CHARS:
+        raw = fh.readline(LINE_READ_BYTES)
+        if not raw:
+            return shown, total
+        hidden = 0 if raw.endswith(b"\n") or len(raw) < LINE_READ_BYTES else _skip_line(fh)
+        total += 1
+        if total % 10_000 == 0:
+            raise_if_cancelled(ctx, "Read")
+        if total >= start:
+            line = raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
+            shown.append(cut_line(line, hidden=hidden))
+            size += len(shown[-1])
+    # Past the window only the count matters: count newlines a megabyte at a time.
+    last = b"\n"
+    while chunk := fh.read(1 << 20):
+        raise_if_cancelled(ctx, "Read")
+        total += chunk.count(b"\n")
+        last = chunk[-1:]
+    return shown, total + (last != b"\n")
 
 
-def directory_error(path: Path | str) -> ToolError:
-    return ToolError(
-        f"{path} is a directory, not a file. Use the Glob tool to find files in it, "
-        "or Bash `ls` to list it."
-    )
+def _skip_line(fh: BinaryIO) -> int:
+    """Skip to the end of an over-long line; return how many bytes were skipped."""
+    skipped = 0
+    while chunk := fh.readline(1 << 20):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
 
 
 class ReadInput(ToolInput):
@@ -96,52 +139,46 @@ class ReadTool(Tool):
 
     def run(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
-        if path.is_dir():
-            raise directory_error(path)
-        if not path.exists():
-            raise missing_file_error(path, ctx)
-        if not path.is_file():
-            raise ToolError(f"{path} is not a regular file and cannot be read as text.")
-        try:
-            if is_binary(path):
-                raise ToolError(
-                    f"{path} appears to be a binary file and cannot be read as text."
-                )
-            mtime = os.stat(path).st_mtime
-            with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError as exc:
-            raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
-
-        lines = split_lines(text)
-        total = len(lines)
-        ctx.files_read.set(str(path), mtime)
-
-        if total == 0:
-            return ToolOutput(
-                content=f"The file {path} exists but is empty (0 lines).",
-                display="Read 0 lines (empty file)",
-            )
-
         start = max(args.offset or 1, 1)
         limit = args.limit or DEFAULT_LIMIT
-        if start > total:
-            return ToolOutput(
-                content=(
-                    f"The file {path} is shorter than the provided offset ({start}): "
-                    f"it has {total} lines."
-                ),
-                display="Read 0 lines",
-            )
-        shown = lines[start - 1 : start - 1 + limit]
-        end = start + len(shown) - 1
-        content = cat_n([cut_line(line) for line in shown], start)
-        if start > 1 or end < total:
-            more = (
-                f" To read more, call Read with offset={end + 1} (and optionally limit)."
-                if end < total
-                else ""
-            )
-            content += f"\n\n(Showing lines {start}-{end} of {total} lines.{more})"
-        n = len(shown)
-        return ToolOutput(content=content, display=f"Read {n} line{'' if n == 1 else 's'}")
+        fd, st = open_regular(path, ctx)
+        try:
+            if looks_binary(os.pread(fd, BINARY_SNIFF_BYTES, 0)):
+                raise ToolError(f"{path} appears to be a binary file and cannot be read as text.")
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                shown, total = read_window(fh, start, limit, ctx)
+        except OSError as exc:
+            raise os_error("read", path, exc) from None
+        finally:
+            os.close(fd)
+        ctx.files_read.set(str(path), st.st_mtime)
+        return _output(path, shown, start, total)
+
+
+def _output(path: object, shown: list[str], start: int, total: int) -> ToolOutput:
+    """The ``cat -n`` window, or the note for an empty file or an offset past its end."""
+    if total == 0:
+        return ToolOutput(
+            content=f"The file {path} exists but is empty (0 lines).",
+            display="Read 0 lines (empty file)",
+        )
+
+    if start > total:
+        return ToolOutput(
+            content=(
+                f"The file {path} is shorter than the provided offset ({start}): "
+                f"it has {total} lines."
+            ),
+            display="Read 0 lines",
+        )
+    end = start + len(shown) - 1
+    content = cat_n(shown, start)
+    if start > 1 or end < total:
+        more = (
+            f" To read more, call Read with offset={end + 1} (and optionally limit)."
+            if end < total
+            else ""
+        )
+        content += f"\n\n(Showing lines {start}-{end} of {total} lines.{more})"
+    n = len(shown)
+    return ToolOutput(content=content, display=f"Read {n} line{'' if n == 1 else 's'}")

@@ -1,15 +1,19 @@
-"""Write: create a file, or overwrite one the session has read (and that has not changed since)."""
+"""Write: create a file, or overwrite one the session has read (and that has not changed since).
+
+The file is replaced in one step (:func:`~workflows.tools.files.write_atomic`):
+a failed write never leaves it truncated or half-written.
+"""
 
 from __future__ import annotations
 
-import os
+import stat
 from pathlib import Path
 
 from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
-from workflows.tools.read import directory_error
+from workflows.tools.files import directory_error, stat_or_none, write_atomic
 
 NOT_READ = "File has not been read yet. Read it first before writing to it."
 MODIFIED = (
@@ -27,19 +31,26 @@ def check_read_and_fresh(path: Path, ctx: ToolContext) -> None:
     seen = ctx.files_read.get(str(path))
     if seen is None:
         raise ToolError(NOT_READ)
-    if os.stat(path).st_mtime > seen:
+    st = stat_or_none(path)
+    if st is None or st.st_mtime > seen:  # deleted since the read counts as modified
         raise ToolError(MODIFIED)
 
 
 def write_text(path: Path, content: str, ctx: ToolContext) -> None:
-    """Write ``content`` as UTF-8, byte for byte (no newline translation), and record the read."""
+    """Write ``content`` as UTF-8, byte for byte (no newline translation), and record the read.
+
+    Raises:
+        ToolError: the content cannot be encoded (nothing is touched then), or the
+            write failed (the old file is left as it was).
+    """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(content)
-        ctx.files_read.set(str(path), os.stat(path).st_mtime)
-    except OSError as exc:
-        raise ToolError(f"Cannot write {path}: {exc.strerror or exc}") from None
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"Cannot write {path}: the content holds {exc.object[exc.start:exc.end]!r} at character "
+            f"{exc.start}, which is not valid Unicode text. Remove it."
+        ) from None
+    ctx.files_read.set(str(path), write_atomic(path, data, ctx))
 
 
 def count_lines(content: str) -> int:
@@ -74,9 +85,10 @@ class WriteTool(Tool):
 
     def run(self, args: WriteInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
-        if path.is_dir():
+        st = stat_or_none(path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise directory_error(path)
-        existed = path.exists()
+        existed = st is not None
         if existed:
             check_read_and_fresh(path, ctx)
         write_text(path, args.content, ctx)
