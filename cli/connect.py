@@ -2,9 +2,14 @@
 
 Redis, in order: ``MAINSAIL_REDIS_URL`` (must answer), a Redis on
 ``MAINSAIL_LOCAL_REDIS_URL`` (default localhost:6379), the embedded server
-this machine started before (its URL is kept under the data dir), a new
-private ``redis-server`` (AOF on, data under the data dir), and, without the
-binary, an in-process fakeredis server, with a warning that nothing survives.
+this machine started before (its URL, with its password, is kept under the
+data dir, readable by this user only), a new private ``redis-server`` (AOF on,
+a random password, bound to 127.0.0.1, data under the data dir), and, without
+the binary, an in-process fakeredis server, with a warning that nothing survives.
+
+Any URL may carry credentials (``redis://user:pass@host:port/db``,
+``redis://:pass@...``) or ask for TLS (``rediss://``); a URL shown in a message
+never shows its password (:func:`mask_url`).
 
 Workers: if no registered worker serves the queues a session needs, one runs
 inside the CLI's process for as long as the CLI runs.
@@ -13,6 +18,7 @@ inside the CLI's process for as long as the CLI runs.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -20,24 +26,114 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 
+from tasks.runtime import redis_client
 from workflows.engine import Engine
-from workflows.exceptions import StoreUnavailable
+from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
 from workflows.settings import Settings
 from workflows.store import Store
 
 
-def _ping(url: str, timeout: float = 0.5) -> bool:
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (``redis://alice:***@host:6379/0``)."""
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (redis.RedisError, OSError, ValueError):
-        return False
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<an invalid URL>"
+    if password is not None:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        parts = parts._replace(netloc=f"{userinfo.partition(':')[0]}:***@{host}")
+    query = [(k, "***" if "password" in k.lower() else v) for k, v in parse_qsl(parts.query)]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="*/")))
+
+
+@dataclass(frozen=True)
+class RedisProblem:
+    """Why a Redis URL did not answer a PING.
+
+    Attributes:
+        kind: ``unreachable``, ``auth`` (credentials missing or refused), ``tls``
+            (handshake or certificate) or ``invalid`` (the URL itself).
+        detail: the client's own words, with any password masked.
+    """
+
+    kind: str
+    detail: str
+
+
+def probe(url: str, ca_file: str | os.PathLike | None = None, timeout: float = 0.5) -> RedisProblem | None:
+    """PING ``url``: None when it answers, else what went wrong."""
+    try:
+        client = redis_client(url, ca_file, socket_connect_timeout=timeout, socket_timeout=timeout)
+    except ValueError as exc:
+        return RedisProblem("invalid", _scrub(str(exc), url))
+    try:
+        client.ping()
+        return None
+    except (redis.RedisError, OSError) as exc:
+        return RedisProblem(_kind(exc, url), _scrub(str(exc), url))
+    finally:
+        client.close()
+
+
+def _kind(exc: BaseException, url: str) -> str:
+    text = str(exc)
+    if isinstance(exc, redis.AuthenticationError) or text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
+        return "auth"
+    if _is_tls(url) and ("SSL" in text or "certificate" in text.lower()):
+        return "tls"
+    return "unreachable"
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` without the password of ``url`` (a client error might quote its arguments)."""
+    password = _password(url)
+    return text.replace(password, "***") if password else text
+
+
+def _password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def _is_tls(url: str) -> bool:
+    return url.startswith("rediss://")
+
+
+def redis_error(url: str, problem: RedisProblem, setting: str = "MAINSAIL_REDIS_URL") -> MainsailError:
+    """The error a user sees for ``problem``: the URL (masked), what happened and what to set."""
+    shown = mask_url(url)
+    if problem.kind == "auth":
+        fix = "check the user and password in it" if _password(url) else "this server requires a password"
+        return ConfigurationError(
+            f"Redis at {shown} refused the connection: authentication failed ({problem.detail}). "
+            f"Set {setting} with the right credentials ({fix}): redis://:PASSWORD@HOST:PORT/DB for a "
+            "requirepass password, redis://USER:PASSWORD@HOST:PORT/DB for an ACL user."
+        )
+    if problem.kind == "tls":
+        return StoreUnavailable(
+            f"Could not open a TLS connection to Redis at {shown} ({problem.detail}). If a private CA signed "
+            "the server's certificate, set MAINSAIL_REDIS_CA_FILE to its PEM file; if the server does not "
+            f"speak TLS on that port, use redis:// in {setting}."
+        )
+    if problem.kind == "invalid":
+        return ConfigurationError(f"{setting} is not a usable Redis URL ({problem.detail}): use "
+                                  "redis://[[USER]:PASSWORD@]HOST:PORT/DB, or rediss://... for TLS.")
+    return _unreachable(shown, problem, setting)
+
+
+def _unreachable(shown: str, problem: RedisProblem, setting: str) -> StoreUnavailable:
+    tls = " Does that port speak TLS (rediss://)?" if _is_tls(shown) else ""
+    fallback = " (unset it to use a local or embedded one)" if setting == "MAINSAIL_REDIS_URL" else ""
+    return StoreUnavailable(f"Could not connect to Redis at {shown}: is it running? ({problem.detail}){tls} "
+                            f"Start it, or set {setting} to a reachable server{fallback}.")
 
 
 def _free_port() -> int:
@@ -55,18 +151,20 @@ def resolve_redis_url(settings: Settings) -> str:
 
     Raises:
         StoreUnavailable: MAINSAIL_REDIS_URL is set but does not answer.
+        ConfigurationError: MAINSAIL_REDIS_URL is invalid, or Redis refused its credentials.
     """
     if settings.redis_url:
-        if not _ping(settings.redis_url, timeout=2.0):
-            raise StoreUnavailable(
-                f"Could not connect to Redis at {settings.redis_url}: is it running? "
-                "Start it, or set MAINSAIL_REDIS_URL to a reachable server "
-                "(unset it to use a local or embedded one)."
-            )
+        problem = probe(settings.redis_url, settings.redis_ca_file, timeout=2.0)
+        if problem:
+            raise redis_error(settings.redis_url, problem)
         return settings.redis_url
-    if _ping(settings.local_redis_url, timeout=0.3):
+    problem = probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3)
+    if problem is None:
         return settings.local_redis_url
-    return _embedded(settings)
+    # Something answers there but refuses us: say why, in case that Redis was meant.
+    why = None if problem.kind == "unreachable" else str(redis_error(settings.local_redis_url, problem,
+                                                                     "MAINSAIL_REDIS_URL"))
+    return _embedded(settings, why)
 
 
 _fake_server = None
@@ -78,33 +176,114 @@ def in_process_threads_started() -> bool:
     return _threads_started
 
 
-def _embedded(settings: Settings) -> str:
-    data = settings.data_dir / "redis"
-    data.mkdir(parents=True, exist_ok=True)
-    url_file = data / "url"
-    if url_file.exists():
-        url = url_file.read_text().strip()
-        if _ping(url):
-            return url
+def embedded_url_file(settings: Settings) -> Path:
+    """Where the embedded server's URL (with its password) is kept: mode 0600."""
+    return settings.data_dir / "redis" / "url"
+
+
+def read_embedded_url(settings: Settings) -> str | None:
+    """The URL of the embedded server this machine started last, if any (it may have stopped)."""
+    return _read_url(embedded_url_file(settings))
+
+
+def _read_url(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _embedded(settings: Settings, why: str | None = None) -> str:
+    url_file = embedded_url_file(settings)
+    url_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        url_file.parent.chmod(0o700)  # the AOF and the URL file hold everything Mainsail stores
+    except OSError:
+        pass  # not ours to change; the URL file itself is still made private
+    url = _reuse_embedded(url_file)
+    if url:
+        return url
     binary = shutil.which(settings.redis_server_bin) if settings.redis_server_bin else None
     if binary:
-        port = _free_port()
-        subprocess.run(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--appendonly", "yes",
-             "--save", "", "--daemonize", "yes", "--pidfile", str(data / "redis.pid"),
-             "--logfile", str(data / "redis.log")],
-            check=True, stdout=subprocess.DEVNULL,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        deadline = time.monotonic() + 10
-        while not _ping(url):
-            if time.monotonic() > deadline:
-                raise StoreUnavailable(f"The embedded redis-server did not start; see {data / 'redis.log'}")
-            time.sleep(0.05)
-        url_file.write_text(url)
-        _note(f"Started an embedded Redis at {url} (data in {data}; AOF on).")
-        return url
+        if why:
+            _note(f"note: {why} Starting an embedded Redis instead.")
+        return _start_embedded(binary, url_file)
     return _fakeredis_server()
+
+
+def _reuse_embedded(url_file: Path) -> str | None:
+    """The running embedded server's URL; one an earlier version started without a password gets one."""
+    url = _read_url(url_file)
+    if not url or probe(url) is not None:
+        return None
+    if _password(url) is None:
+        url = _add_password(url, url_file.parent)
+        if url is None:
+            return None
+        _keep_url(url_file, url)
+    elif url_file.stat().st_mode & 0o077:
+        url_file.chmod(0o600)
+    return url
+
+
+def _add_password(url: str, data: Path) -> str | None:
+    """Set a random password on a running embedded server, if it is ours (it keeps its data in
+    ``data``; a server that took its port since is left alone). Returns its new URL."""
+    client = redis.Redis.from_url(url, socket_timeout=2.0)
+    try:
+        if client.config_get("dir").get("dir") != os.path.realpath(data):
+            return None
+        password = secrets.token_urlsafe(32)
+        client.config_set("requirepass", password)
+    except redis.RedisError:
+        return None
+    finally:
+        client.close()
+    _note("Set a password on the embedded Redis (an earlier version started it without one).")
+    return _with_password(url, password)
+
+
+def _with_password(url: str, password: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f":{password}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def _keep_url(path: Path, url: str) -> None:
+    """Write ``url`` to ``path``, readable and writable by this user only (it holds the password)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(url)
+    os.replace(tmp, path)
+
+
+def _start_embedded(binary: str, url_file: Path) -> str:
+    """Start a private redis-server: 127.0.0.1 only, AOF on, a random password (given on stdin,
+    so it never shows in the process list). Its URL is kept in ``url_file``."""
+    data = url_file.parent
+    port = _free_port()
+    password = secrets.token_urlsafe(32)
+    log = data / "redis.log"
+    try:
+        subprocess.run(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", str(data),
+             "--appendonly", "yes", "--save", "", "--daemonize", "yes", "--pidfile", str(data / "redis.pid"),
+             "--logfile", str(log), "-"],
+            input=f"requirepass {password}\n", text=True, check=True, stdout=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise StoreUnavailable(f"Could not start the embedded redis-server ({binary}): {exc}; see {log}") from None
+    url = f"redis://:{password}@127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while probe(url) is not None:
+        if time.monotonic() > deadline:
+            raise StoreUnavailable(f"The embedded redis-server did not start; see {log}")
+        time.sleep(0.05)
+    _keep_url(url_file, url)
+    _note(f"Started an embedded Redis at {mask_url(url)} (data in {data}; AOF on; "
+          f"its URL with the password is in {url_file}).")
+    return url
 
 
 def _fakeredis_server() -> str:
@@ -154,6 +333,11 @@ class Runtime:
     worker: object | None = None
 
     @property
+    def masked_url(self) -> str:
+        """The URL to show: its password, if any, masked."""
+        return mask_url(self.url)
+
+    @property
     def store(self) -> Store:
         return self.engine.store
 
@@ -169,7 +353,7 @@ def connect(settings: Settings) -> Runtime:
     from tasks.app import configure
 
     url = resolve_redis_url(settings)
-    configure(url)
+    configure(url, settings.redis_ca_file)
     engine = runtime.engine(settings)
     engine.store.ping()
     return Runtime(url=url, engine=engine)

@@ -44,6 +44,9 @@ def _message(exc: Exception) -> str:
     """The one-paragraph message a user sees for an exception."""
     if isinstance(exc, (MainsailError, InvalidTransition)):
         return str(exc)
+    if isinstance(exc, (redis.AuthenticationError, redis.exceptions.NoPermissionError)):
+        return str(StoreUnavailable(f"Redis refused this client ({exc}): its password or ACL user is no longer "
+                                    "accepted. Check the credentials in MAINSAIL_REDIS_URL."))
     if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
         return str(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))
     return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
@@ -82,7 +85,7 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
 
 def _register() -> None:
-    from cli import approvals, demo, fsm, memory, run, sessions, transfer, worker
+    from cli import approvals, demo, doctor, fsm, memory, run, sessions, transfer, worker
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
@@ -99,6 +102,7 @@ def _register() -> None:
     cli.add_command(transfer.export_cmd)
     cli.add_command(transfer.import_cmd)
     cli.add_command(memory.memory)
+    cli.add_command(doctor.doctor)
 
 
 _register()

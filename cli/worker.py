@@ -36,7 +36,7 @@ def worker(queues: str | None, concurrency: int | None, pool: str | None, loglev
     default_pool, default_conc = defaults_for(names)
     rt = connect(settings)
     click.echo(f"mainsail worker: queues {','.join(names)} · pool {pool or default_pool} · "
-               f"concurrency {concurrency or default_conc} · redis {rt.url}", err=True)
+               f"concurrency {concurrency or default_conc} · redis {rt.masked_url}", err=True)
     from tasks.worker import run_worker
 
     run_worker(names, concurrency or default_conc, pool or default_pool, loglevel)

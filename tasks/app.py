@@ -7,6 +7,8 @@ module connects to nothing.
 
 from __future__ import annotations
 
+import os
+
 from celery import Celery
 from kombu import Queue
 
@@ -56,10 +58,31 @@ app.conf.update(
 )
 
 
-def configure(redis_url: str) -> Celery:
-    """Point the app's broker at ``redis_url``; call once per process before use."""
-    app.conf.broker_url = redis_url
+def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celery:
+    """Point the app's broker at ``redis_url``; call once per process before use.
+
+    Args:
+        redis_url: ``redis://`` or ``rediss://``, with ``user:password@`` if Redis requires it.
+        ca_file: for ``rediss://``, the CA certificates (PEM) that signed the server's
+            certificate (MAINSAIL_REDIS_CA_FILE), unless the URL's ``ssl_ca_certs`` names them.
+    """
     from tasks import runtime
 
+    app.conf.broker_url = runtime.without_tls_query(redis_url)
+    app.conf.broker_use_ssl = broker_ssl(redis_url, ca_file)
     runtime.set_redis_url(redis_url)
     return app
+
+
+def broker_ssl(redis_url: str, ca_file: str | os.PathLike | None = None) -> dict | None:
+    """kombu's ``broker_use_ssl`` for a ``rediss://`` URL: the certificate is verified unless
+    the URL's ``ssl_cert_reqs`` says otherwise (kombu alone would not verify it at all)."""
+    import ssl
+
+    from tasks import runtime
+
+    options = runtime.tls_options(redis_url, ca_file)
+    if options is None:
+        return None
+    reqs = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+    return {**options, "ssl_cert_reqs": reqs[options["ssl_cert_reqs"]]}

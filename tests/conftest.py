@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,34 +30,90 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RedisServer:
-    """A private redis-server process for this test run."""
+@dataclass(frozen=True)
+class TlsFiles:
+    """A test CA and a server certificate it signed (for 127.0.0.1 and localhost), as PEM files."""
 
-    def __init__(self, appendonly: bool = False) -> None:
+    ca: str
+    cert: str
+    key: str
+
+
+def make_tls_files(directory: str) -> TlsFiles:
+    """Generate a throwaway CA and server certificate with the openssl command."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        pytest.skip("the openssl command is not installed")
+    d = Path(directory)
+    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    steps = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+         "-subj", "/CN=mainsail-test-ca"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+         "-subj", "/CN=localhost"],
+        ["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", "server.crt", "-days", "2", "-extfile", "san.ext"],
+    ]
+    for step in steps:
+        subprocess.run([openssl, *step], cwd=d, check=True, capture_output=True)
+    return TlsFiles(ca=str(d / "ca.crt"), cert=str(d / "server.crt"), key=str(d / "server.key"))
+
+
+class RedisServer:
+    """A private redis-server process for this test run.
+
+    Args:
+        appendonly: AOF on.
+        password: the default user's password (``requirepass``, given on stdin); in :attr:`url`.
+        tls: serve TLS only (``rediss://`` in :attr:`url`); skips the test when this
+            redis-server was built without TLS.
+    """
+
+    def __init__(self, appendonly: bool = False, password: str | None = None, tls: TlsFiles | None = None) -> None:
         binary = shutil.which("redis-server")
         if not binary:
             pytest.skip("redis-server is not installed (apt-get install redis-server)")
         self.dir = tempfile.mkdtemp(prefix="mainsail-test-redis-")
         self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password = password
+        self.tls = tls
+        auth = f":{password}@" if password else ""
+        self.url = f"{'rediss' if tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
+        ports = ["--port", str(self.port)]
+        if tls:
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", tls.cert, "--tls-key-file",
+                     tls.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "no"]
+        log = open(os.path.join(self.dir, "stderr"), "wb")
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
-             "--appendonly", "yes" if appendonly else "no", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [binary, *ports, "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+             "--appendonly", "yes" if appendonly else "no", "--daemonize", "no", "-"],
+            stdin=subprocess.PIPE, stdout=log, stderr=log,
         )
-        client = redis.Redis.from_url(self.url)
+        self.proc.stdin.write(f"requirepass {password}\n".encode() if password else b"")
+        self.proc.stdin.close()
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        client = self.client()
         deadline = time.monotonic() + 10
         while True:
             try:
                 client.ping()
                 break
             except redis.ConnectionError:
+                if self.proc.poll() is not None:
+                    output = Path(self.dir, "stderr").read_text(errors="replace")
+                    if self.tls and "tls" in output.lower():
+                        pytest.skip(f"this redis-server cannot serve TLS: {output.strip()[-200:]}")
+                    raise RuntimeError(f"private redis-server exited: {output}")
                 if time.monotonic() > deadline:
                     raise RuntimeError("private redis-server did not start")
                 time.sleep(0.05)
         client.close()
 
     def client(self) -> redis.Redis:
+        if self.tls:
+            return redis.Redis.from_url(self.url, ssl_ca_certs=self.tls.ca)
         return redis.Redis.from_url(self.url)
 
     def stop(self) -> None:
@@ -114,3 +171,54 @@ def ws(tmp_path):
     for name, content in DEMO_FILES.items():
         (d / name).write_text(content)
     return d
+
+
+#: A team member's ACL (README, "Giving a team member access"): Mainsail's and Celery's keys
+#: only, no pub/sub channels (neither uses any), no admin or dangerous commands (FLUSHALL,
+#: KEYS, CONFIG, ...) except INFO, which `mainsail doctor` reads.
+TEAM_ACL = ["on", "~mainsail:*", "~mainsail-celery:*", "resetchannels", "+@all", "-@dangerous", "+info"]
+
+
+@pytest.fixture(scope="session")
+def auth_redis_server():
+    """A private redis-server that requires a password, with an ACL user ``alice`` (TEAM_ACL)."""
+    server = RedisServer(password="s3cret-Pw_1")
+    client = server.client()
+    client.execute_command("ACL", "SETUSER", "alice", "reset", ">alice-pw", *TEAM_ACL)
+    client.close()
+    server.alice_url = f"redis://alice:alice-pw@127.0.0.1:{server.port}/0"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def auth_redis(auth_redis_server):
+    """A client (default user) of the password-protected server, flushed before and after the test."""
+    client = auth_redis_server.client()
+    client.flushall()
+    yield client
+    client.flushall()
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    return make_tls_files(str(tmp_path_factory.mktemp("tls")))
+
+
+@pytest.fixture(scope="session")
+def tls_redis_server(tls_files):
+    """A private redis-server speaking TLS only (certificate signed by ``tls_files.ca``), with a password."""
+    server = RedisServer(password="tls-Pw_2", tls=tls_files)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tls_redis(tls_redis_server):
+    """A client of the TLS server, flushed before and after the test."""
+    client = tls_redis_server.client()
+    client.flushall()
+    yield client
+    client.flushall()
+    client.close()

@@ -34,6 +34,10 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/0",
         description="Tried when MAINSAIL_REDIS_URL is unset, before starting an embedded Redis.",
     )
+    redis_ca_file: Path | None = Field(
+        default=None,
+        description="CA certificates (PEM) that signed a rediss:// server's certificate; unset: the system's CAs.",
+    )
     redis_server_bin: str = Field(
         default="redis-server",
         description="The binary for the embedded Redis; empty: use an in-process fakeredis server instead.",
