@@ -1,5 +1,7 @@
 FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends git ripgrep && rm -rf /var/lib/apt/lists/*
+# bubblewrap: the OS sandbox of Bash commands. It needs user namespaces: run the worker container with
+# --security-opt seccomp=unconfined --security-opt apparmor=unconfined (the worker warns at start-up otherwise).
+RUN apt-get update && apt-get install -y --no-install-recommends git ripgrep bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY statemachines statemachines

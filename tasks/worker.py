@@ -9,6 +9,16 @@ import threading
 from tasks import runtime
 from tasks.app import QUEUES, app
 from tasks.reaper import Housekeeper
+from workflows.permissions.sandbox import warn_if_unavailable
+
+_sandbox_checked = threading.Event()
+
+
+def check_sandbox() -> None:
+    """Once per process: warn if Bash commands should be sandboxed but bwrap is missing or broken."""
+    if not _sandbox_checked.is_set():
+        _sandbox_checked.set()
+        warn_if_unavailable()
 
 
 def worker_name(prefix: str = "mainsail") -> str:
@@ -18,6 +28,7 @@ def worker_name(prefix: str = "mainsail") -> str:
 def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO") -> None:
     """Run a Celery worker in this process until it is told to stop (blocks)."""
     name = worker_name()
+    check_sandbox()
     keeper = Housekeeper(runtime.engine(), name, queues)
     keeper.start()
     try:
@@ -64,6 +75,7 @@ class InProcessWorker:
         self.keeper = Housekeeper(runtime.engine(), self.name, self.queues)
 
     def start(self) -> "InProcessWorker":
+        check_sandbox()
         self.thread.start()
         self.keeper.start()
         return self

@@ -61,6 +61,7 @@ from workflows.models import (
     RequestStatus,
     RuleSet,
     ResultEntry,
+    SandboxSettings,
     SessionRecord,
     StateEntry,
     StepKind,
@@ -140,8 +141,11 @@ class Engine:
         system_prompt: str | None = None,
         append_system_prompt: str | None = None,
         auto_memory: bool | None = None,
+        sandbox: SandboxSettings | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
+
+        ``sandbox``: the settings files' sandbox settings; None: the defaults (on where bwrap works).
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -164,6 +168,7 @@ class Engine:
             custom_system_prompt=system_prompt,
             append_system_prompt=append_system_prompt,
             approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
+            sandbox=sandbox or SandboxSettings(),
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
@@ -551,6 +556,7 @@ class Engine:
                 asked.append(PermissionRequest(
                     id=_request_id(rec), tool_use_id=tu.id, tool=tu.name, input=tu.input, epoch=rec.epoch,
                     summary=summary(tu.name, tu.input), reason=perm.reason or perm.source,
+                    always=always_rules(tu.name, tu.input),
                     expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
                 ))
             elif perm.rule:
@@ -568,7 +574,8 @@ class Engine:
             for req in asked:
                 self._add(tx, PermissionRequestEntry(
                     session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
-                    input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at))
+                    input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
+                    always=req.always))
                 if req.expires_at:
                     tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
             return
@@ -645,8 +652,9 @@ class Engine:
         added: list[str] = []
         if approve:
             call.status = ToolCallStatus.WAITING
-            if always:
-                for rule in always_rules(call.name, call.input):
+            call.approved_by = by if by != "rule" else None
+            if always:  # exactly the rules the person was shown
+                for rule in req.always:
                     rec.rules.add("allow", rule, "session")
                     added.append(rule)
         else:

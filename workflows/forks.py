@@ -352,7 +352,7 @@ class ExtractionFork:
         ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, home=self.rec.home,
                           files_read=MemoryTracker(), cancel=cancel, max_output_chars=FORK_TOOL_OUTPUT_CHARS,
                           bash_default_timeout_ms=60_000, bash_max_timeout_ms=120_000,
-                          read_denied=read_denied_for(self.rec), sandbox=getattr(self.rec, "sandbox", None))
+                          read_denied=read_denied_for(self.rec), sandbox=self.rec.sandbox)
         return run_tool(name, tool_input, ctx)
 
     def _records(self, state: ForkState) -> list[MemoryRecord]:

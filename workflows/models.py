@@ -187,6 +187,7 @@ class PermissionRequestEntry(_Entry):
     summary: str = ""
     reason: str = ""  # the rule or mode that asked
     expires_at: float | None = None
+    always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, as shown to the person
 
 
 class PermissionDecisionEntry(_Entry):
@@ -317,6 +318,7 @@ class ToolCall(_Model):
     batch: int = 0
     status: ToolCallStatus = ToolCallStatus.WAITING
     step_id: str | None = None
+    approved_by: str | None = None  # a person approved it (it asked); the tools worker then only re-checks deny
 
 
 class RuleSpec(_Model):
@@ -342,6 +344,23 @@ class RuleSet(_Model):
             bucket.append(RuleSpec(rule=rule, source=source))
 
 
+class SandboxSettings(_Model):
+    """The OS sandbox of a session's Bash commands (the ``sandbox`` key of settings files).
+
+    Paths are absolute, resolved when the settings files were read. Stored in the
+    session record so every worker runs the session's commands under the same policy.
+    """
+
+    enabled: bool = True  # sandbox.enabled (MAINSAIL_SANDBOX=false on the worker also turns it off)
+    fail_if_unavailable: bool = False  # sandbox.failIfUnavailable: no bwrap -> the Bash call fails
+    excluded_commands: list[str] = Field(default_factory=list)  # sandbox.excludedCommands: run outside it
+    allowed_domains: list[str] = Field(default_factory=list)  # sandbox.network.allowedDomains; ["*"]: all
+    allow_unix_sockets: bool = False  # sandbox.network.allowAllUnixSockets
+    allow_write: list[str] = Field(default_factory=list)  # sandbox.filesystem.allowWrite
+    deny_write: list[str] = Field(default_factory=list)  # sandbox.filesystem.denyWrite
+    deny_read: list[str] = Field(default_factory=list)  # sandbox.filesystem.denyRead
+
+
 class RequestStatus(str, enum.Enum):
     PENDING = "pending"
     APPROVED = "approved"
@@ -358,6 +377,7 @@ class PermissionRequest(_Model):
     input: dict[str, Any] = Field(default_factory=dict)
     summary: str = ""
     reason: str = ""
+    always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, computed when it asked
     epoch: int = 0
     created_at: float = Field(default_factory=now)
     expires_at: float | None = None
@@ -390,6 +410,7 @@ class SessionRecord(_Model):
     home: str = ""  # the submitting user's home, for ~/ in rules
     approval_timeout_seconds: float | None = None
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 

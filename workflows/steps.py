@@ -22,7 +22,8 @@ from workflows.engine import Engine
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.memory import ProjectMemory
 from workflows.model_client import client_for, describe_api_error, stream_reply
-from workflows.models import SessionRecord, StepKind, StepRecord, new_id
+from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
+from workflows.permissions import Decision, decide, read_denied_for
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 
@@ -148,6 +149,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     if step.attempt > 1 and not tool.idempotent:
         output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
                             display="outcome unknown: worker lost; not re-run")
+    elif (refused := recheck(tool, call, rec)) is not None:
+        output = refused
     else:
         limit = settings.tool_result_limits.get(call.name)
         ctx = ToolContext(
@@ -161,11 +164,29 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             # A tool with a result limit keeps (nearly) everything: the full result is saved below.
             max_output_chars=SAVED_RESULT_CAP if limit else settings.bash_max_output_chars,
             memory=project_memory(store, rec),
+            read_denied=read_denied_for(rec),
+            sandbox=rec.sandbox,
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:
             output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
     return engine.record_tool_output(sid, step.id, owner, output)
+
+
+def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:
+    """The permission check again, here, where the call runs and its paths are real (the first check ran
+    where the model call committed, which may not see the workspace, and files change in between).
+
+    A call a rule or the mode allowed must still be allowed; a call a person approved must still not be
+    denied. Otherwise the call is not run and the model is told why.
+    """
+    perm = decide(tool, call.input, rec)
+    if perm.decision is Decision.ALLOW or (call.approved_by and perm.decision is Decision.ASK):
+        return None
+    why = perm.reason if perm.decision is Decision.DENY else (
+        f"when it was about to run, it needed approval ({perm.reason}), though it did not when it was checked "
+        "before (the files it names changed in between). It was not run; call it again to be asked")
+    return ToolOutput(content=why, is_error=True, display=f"not run: {perm.display or 'permission changed'}")
 
 
 SAVED_RESULT_CAP = 20_000_000  # characters a tool may return before its own truncation applies

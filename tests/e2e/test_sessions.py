@@ -124,17 +124,16 @@ def test_messages_sent_while_busy_are_answered_in_order(cluster, workspace, echo
 
 def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, workspace):
     script = Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={
-        "command": "echo $$ > pid.txt; sleep 30; echo late > late.txt"})]), Turn(text="never")])
+        "command": "echo started > pid.txt; sleep 30.4242; echo late > late.txt"})]), Turn(text="never")])
     with FakeMessagesServer(script) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         cluster.start_worker()
         sid = cluster.mainsail("submit", *BYPASS, "sleep", cwd=workspace).stdout.strip()
         wait_for(lambda: (workspace / "pid.txt").exists() and (workspace / "pid.txt").read_text().strip(), 30,
                  what="the command to start")
-        pid = int((workspace / "pid.txt").read_text())
         out = cluster.mainsail("cancel", sid[:8], cwd=workspace)
         assert out.returncode == 0 and "it was running_tools" in out.stdout, out.stdout
-        wait_for(lambda: not _alive(pid), 10, what="the command to be killed")
+        wait_for(lambda: not _running("30.4242"), 10, what="the command to be killed")
         time.sleep(2)  # the killed step's late result arrives and must change nothing
         entries = cluster.store.entries(sid)
         tool_results = [e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
@@ -147,13 +146,19 @@ def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, wor
         assert "nothing to cancel" in again.stdout
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie nobody reaped is gone for our purpose
-        return f.read().split()[2] != "Z"
+def _running(mark: str) -> bool:
+    """Whether a live process's command line holds ``mark`` (a pid from inside the sandbox means nothing here)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except (OSError, IndexError):
+            continue
+        if mark.encode() in cmdline and not zombie:
+            return True
+    return False
 
 
 def test_max_turns_and_budget_stop_with_their_subtypes(cluster, workspace):

@@ -126,9 +126,9 @@ def test_always_adds_a_session_rule_so_the_same_call_does_not_ask_again(engine, 
     assert len(entries_of(engine, sid, PermissionRequestEntry)) == 1, "the second identical call asked again"
     rec = engine.store.get_session(sid)
     assert rec.state is State.IDLE
-    assert [(r.rule, r.source) for r in rec.rules.allow] == [("Bash(python3 calc.py:*)", "session")]
+    assert [(r.rule, r.source) for r in rec.rules.allow] == [("Bash(python3 calc.py)", "session")]
     decisions = entries_of(engine, sid, PermissionDecisionEntry)
-    assert decisions[0].rules_added == ["Bash(python3 calc.py:*)"]
+    assert decisions[0].rules_added == ["Bash(python3 calc.py)"] == req.always
     assert decisions[-1].decided_by == "rule"
 
 

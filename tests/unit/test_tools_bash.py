@@ -1,14 +1,21 @@
-"""Bash: output, exit codes, timeouts and cancellation killing the process group, truncation."""
+"""Bash: output, exit codes, timeouts and cancellation killing the process group, truncation.
+
+Every test that takes ``ctx`` or ``make_ctx`` runs twice: as a plain shell, and inside the
+bubblewrap sandbox (skipped where bwrap cannot run).
+"""
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import threading
 import time
 
 import pytest
 
+from workflows.models import SandboxSettings
+from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, kill_process_group, run_tool, tool_schemas
 
 
@@ -19,22 +26,49 @@ def ws(tmp_path):
     return root
 
 
+@pytest.fixture(params=["plain", "sandbox"])
+def make_ctx(request, ws):
+    if request.param == "sandbox" and not sandbox_status().available:
+        pytest.skip(f"no sandbox here: {sandbox_status().detail}")
+    box = SandboxSettings() if request.param == "sandbox" else None
+
+    def make(**kw) -> ToolContext:
+        return ToolContext(workspace=ws, sandbox=box, **kw)
+
+    return make
+
+
 @pytest.fixture
-def ctx(ws):
-    return ToolContext(workspace=ws)
+def ctx(make_ctx):
+    return make_ctx()
 
 
-def alive(pid: int) -> bool:
-    """True if ``pid`` is a live (non-zombie) process."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+def marker() -> str:
+    """A number nothing else runs with: ``sleep 30.<marker>`` is then findable in the process table."""
+    return f"30.{random.randint(10**8, 10**9)}"
+
+
+def running(mark: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds ``mark`` (this test's own excepted)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmdline = fh.read().decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if mark in cmdline and state not in ("Z", "X") and int(pid) != os.getpid():
+            found.append(int(pid))
+    return found
+
+
+def gone(mark: str, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while running(mark) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not running(mark)
 
 
 def wait_for_pidfile(path, timeout=5.0) -> int:
@@ -53,9 +87,9 @@ def test_stdout_then_stderr(ctx):
     assert out.display == "out"
 
 
-def test_runs_in_cwd(ws):
+def test_runs_in_cwd(ws, make_ctx):
     (ws / "sub").mkdir()
-    ctx = ToolContext(workspace=ws, cwd=ws / "sub")
+    ctx = make_ctx(cwd=ws / "sub")
     assert run_tool("Bash", {"command": "pwd"}, ctx).content == str(ws / "sub")
 
 
@@ -80,35 +114,29 @@ def test_nonzero_exit(ctx):
 
 
 def test_timeout_kills_the_shell(ws, ctx):
-    pidfile = ws / "pid"
-    out = run_tool("Bash", {"command": f"echo before; echo $$ > {pidfile}; sleep 30", "timeout": 300}, ctx)
+    mark = marker()
+    out = run_tool("Bash", {"command": f"echo before; sleep {mark}", "timeout": 300}, ctx)
     assert out.is_error
     assert "Command timed out after 0.3s" in out.content
     assert "before" in out.content  # output so far is kept
-    pid = int(pidfile.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert gone(mark)  # the shell (its command line holds the mark too) and the sleep
 
 
 def test_timeout_kills_the_whole_group(ws, ctx):
-    pidfile = ws / "bgpid"
-    out = run_tool("Bash", {"command": f"sleep 30 & echo $! > {pidfile}; wait", "timeout": 300}, ctx)
+    mark = marker()
+    out = run_tool("Bash", {"command": f"sleep {mark} & wait", "timeout": 300}, ctx)
     assert out.is_error and "timed out" in out.content
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 3
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not alive(pid)
+    assert gone(mark)
 
 
-def test_timeout_clamped_by_context(ws):
-    ctx = ToolContext(workspace=ws, bash_max_timeout_ms=200)
+def test_timeout_clamped_by_context(ws, make_ctx):
+    ctx = make_ctx(bash_max_timeout_ms=200)
     out = run_tool("Bash", {"command": "sleep 30", "timeout": 600_000}, ctx)
     assert out.is_error and "Command timed out after 0.2s" in out.content
 
 
-def test_default_timeout_from_context(ws):
-    ctx = ToolContext(workspace=ws, bash_default_timeout_ms=250)
+def test_default_timeout_from_context(ws, make_ctx):
+    ctx = make_ctx(bash_default_timeout_ms=250)
     out = run_tool("Bash", {"command": "sleep 30"}, ctx)
     assert out.is_error and "Command timed out after 0.25s" in out.content
 
@@ -121,20 +149,19 @@ def test_timeout_above_max_is_a_validation_error(ctx, ws):
 
 
 def test_cancel_from_another_thread(ws, ctx):
-    pidfile = ws / "pid"
+    started, mark = ws / "started", marker()
 
     def cancel_when_started():
-        wait_for_pidfile(pidfile)
+        wait_for_pidfile(started)
         ctx.cancel.set()
 
     t = threading.Thread(target=cancel_when_started)
     t.start()
-    out = run_tool("Bash", {"command": f"echo $$ > {pidfile}; sleep 30", "timeout": 20_000}, ctx)
+    out = run_tool("Bash", {"command": f"sleep {mark} & echo 1 > {started}; sleep {mark}", "timeout": 20_000}, ctx)
     t.join()
     assert out.is_error
     assert "Command was interrupted (the session was cancelled)" in out.content
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pidfile.read_text()), 0)
+    assert gone(mark)  # the shell, its foreground sleep and the background one
 
 
 def test_already_cancelled_does_not_run(ws, ctx):
@@ -144,8 +171,8 @@ def test_already_cancelled_does_not_run(ws, ctx):
     assert not (ws / "ran").exists()
 
 
-def test_output_truncation(ws):
-    ctx = ToolContext(workspace=ws, max_output_chars=1000)
+def test_output_truncation(ws, make_ctx):
+    ctx = make_ctx(max_output_chars=1000)
     out = run_tool("Bash", {"command": "head -c 5000 /dev/zero | tr '\\0' a"}, ctx)
     assert not out.is_error
     assert out.content.startswith("a" * 1000)
@@ -153,8 +180,8 @@ def test_output_truncation(ws):
     assert "[output truncated: 4000 more characters]" in out.content
 
 
-def test_truncation_counts_stderr_past_the_cap(ws):
-    ctx = ToolContext(workspace=ws, max_output_chars=100)
+def test_truncation_counts_stderr_past_the_cap(ws, make_ctx):
+    ctx = make_ctx(max_output_chars=100)
     out = run_tool("Bash", {"command": "printf '%0150d' 0; printf 'eeeee' >&2"}, ctx)
     assert "[output truncated: 55 more characters]" in out.content
 

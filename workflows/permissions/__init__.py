@@ -10,7 +10,9 @@ Modules:
 * :mod:`~workflows.permissions.paths`: the one path resolver, shared with the tools;
 * :mod:`~workflows.permissions.rules`: the rule language (``Tool(specifier)``) and the results;
 * :mod:`~workflows.permissions.prompt`: what a person is shown, and what "(a)lways" adds;
-* :mod:`~workflows.permissions.settings_files`: rules and modes from settings files and flags.
+* :mod:`~workflows.permissions.settings_files`: rules, modes and sandbox settings from settings files and flags;
+* :mod:`~workflows.permissions.sandbox` (and ``sandbox_*``): the OS sandbox every Bash command runs in
+  (bubblewrap: mounts, a scrubbed environment, the network allow-list proxy, the unix-socket filter).
 """
 
 from workflows.permissions.decide import decide, read_denied_for

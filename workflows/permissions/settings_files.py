@@ -15,24 +15,34 @@ Format (Claude Code's; unknown keys are ignored)::
 
     {"permissions": {"allow": ["Bash(npm test:*)"], "ask": [], "deny": ["Read(./.env)"],
                      "defaultMode": "acceptEdits"},
-     "approvalTimeoutSeconds": 300}
+     "approvalTimeoutSeconds": 300,
+     "sandbox": {"enabled": true, "failIfUnavailable": false, "excludedCommands": ["docker"],
+                 "network": {"allowedDomains": ["pypi.org", "*.pythonhosted.org"],
+                             "allowAllUnixSockets": false},
+                 "filesystem": {"allowWrite": ["~/.cache"], "denyWrite": ["./dist"],
+                                "denyRead": ["~/.ssh"]}}}
 
 ``approvalTimeoutSeconds`` may also sit inside ``permissions`` (the top-level
-one wins when a file has both). Every mistake is a :class:`SettingsError`
-naming the file and line; missing files are skipped.
+one wins when a file has both). In ``sandbox``, lists from every file are
+combined and a later file's boolean wins; its paths are resolved when read
+(Claude Code's prefixes): ``//abs`` is ``/abs``, ``~/x`` is in the home,
+``/x`` is relative to the settings file's directory, ``./x`` or ``x`` to the
+workspace. Every mistake is a :class:`SettingsError` naming the file and line;
+missing files are skipped.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from workflows.exceptions import ConfigurationError
-from workflows.models import PermissionMode, RuleSet, RuleSpec
+from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
 from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
 __all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
@@ -50,6 +60,7 @@ class PermissionSettings:
     rules: RuleSet = field(default_factory=RuleSet)
     default_mode: PermissionMode | None = None
     approval_timeout_seconds: float | None = None
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     files: list[str] = field(default_factory=list)  # the files actually read, in order
 
 
@@ -103,8 +114,8 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
     Raises:
         SettingsError: invalid JSON, a rule that does not parse, a value of the
             wrong type, an unknown defaultMode, a bad approvalTimeoutSeconds, a
-            directory or unreadable file in place of a settings file, or a flag
-            rule that does not parse.
+            bad ``sandbox`` value, a directory or unreadable file in place of a
+            settings file, or a flag rule that does not parse.
     """
     out = PermissionSettings()
     for path in settings_paths(workspace, home):
@@ -112,7 +123,9 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
         if text is None:
             continue
         out.files.append(str(path))
-        _apply_file(out, path, text)
+        data = _apply_file(out, path, text)
+        if data is not None:
+            _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
     for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
                                ("--disallowedTools", "deny", disallowed_tools)):
         for rule in split_rules(values):
@@ -164,9 +177,10 @@ def _describe(value: Any) -> str:
     return f"{kind} {json.dumps(value)[:60]}"
 
 
-def _apply_file(out: PermissionSettings, path: Path, text: str) -> None:
+def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
+    """Apply one file's permission keys; returns its parsed object (None: an empty file)."""
     if not text.strip():
-        return  # an empty file holds no settings
+        return None  # an empty file holds no settings
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -228,3 +242,121 @@ def _apply_file(out: PermissionSettings, path: Path, text: str) -> None:
             raise SettingsError(f"{_where(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
                                 f"positive number of seconds, like 300; it is {json.dumps(value)}.")
         out.approval_timeout_seconds = float(value)
+    return data
+
+
+# --------------------------------------------------------------------------- the sandbox key
+
+_DOMAIN = re.compile(r"(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.?",
+                     re.IGNORECASE)
+_BOOLS = (("enabled", "enabled"), ("failIfUnavailable", "fail_if_unavailable"))
+_PATH_LISTS = (("allowWrite", "allow_write"), ("denyWrite", "deny_write"), ("denyRead", "deny_read"))
+_EXAMPLES = {
+    "sandbox": '{"enabled": true, "filesystem": {"allowWrite": ["~/.cache"]}}',
+    "sandbox.network": '{"allowedDomains": ["pypi.org", "*.pythonhosted.org"]}',
+    "sandbox.filesystem": '{"allowWrite": ["~/.cache"], "denyRead": ["~/.ssh"]}',
+    "sandbox.excludedCommands": '["docker", "docker compose"]',
+    "sandbox.network.allowedDomains": '["pypi.org", "*.pythonhosted.org"]',
+}
+
+
+@dataclass
+class _Where:
+    """A settings file and its text, to name the line of a key in errors."""
+
+    path: Path
+    text: str
+
+    def key(self, dotted: str) -> str:
+        """``file, line N`` of the last part of ``dotted``, searched after its parents."""
+        at = 0
+        for part in dotted.split("."):
+            found = _key_at(self.text, part, at)
+            at = found if found >= 0 else at
+        return _where(self.path, self.text.count("\n", 0, at) + 1 if at else None)
+
+
+def _apply_sandbox(out: SandboxSettings, raw: Any, where: _Where, workspace: str, home: str) -> None:
+    """Layer one file's ``sandbox`` object onto ``out``: lists grow, booleans are replaced."""
+    if raw is None:
+        return
+    box = _object(raw, "sandbox", where)
+    for key, attr in _BOOLS:
+        if box.get(key) is not None:
+            setattr(out, attr, _boolean(box[key], f"sandbox.{key}", where))
+    for command in _strings(box.get("excludedCommands"), "sandbox.excludedCommands", where):
+        _add(out.excluded_commands, " ".join(command.split()))
+    network = _object(box.get("network"), "sandbox.network", where)
+    for domain in _strings(network.get("allowedDomains"), "sandbox.network.allowedDomains", where):
+        _add(out.allowed_domains, _domain(domain, where))
+    if network.get("allowAllUnixSockets") is not None:
+        out.allow_unix_sockets = _boolean(network["allowAllUnixSockets"], "sandbox.network.allowAllUnixSockets",
+                                          where)
+    fs = _object(box.get("filesystem"), "sandbox.filesystem", where)
+    for key, attr in _PATH_LISTS:
+        name = f"sandbox.filesystem.{key}"
+        for n, raw_path in enumerate(_strings(fs.get(key), name, where), 1):
+            if any(ch in raw_path for ch in "*?["):
+                raise SettingsError(f"{where.key(name)}: '{name}' item {n} is {json.dumps(raw_path)}: patterns are "
+                                    "not supported in sandbox paths. Name the file or directory itself, like "
+                                    '"~/.ssh" or "./secrets".')
+            _add(getattr(out, attr), _sandbox_path(raw_path, str(where.path.parent), workspace, home))
+
+
+def _add(items: list[str], item: str) -> None:
+    if item not in items:
+        items.append(item)
+
+
+def _object(value: Any, name: str, where: _Where) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where.key(name)}: '{name}' must be an object like {_EXAMPLES[name]}, "
+                            f"not a {_describe(value)}.")
+    return value
+
+
+def _boolean(value: Any, name: str, where: _Where) -> bool:
+    if not isinstance(value, bool):
+        raise SettingsError(f"{where.key(name)}: '{name}' must be true or false, not a {_describe(value)}.")
+    return value
+
+
+def _strings(value: Any, name: str, where: _Where) -> list[str]:
+    if value is None:
+        return []
+    like = _EXAMPLES.get(name, '["~/.cache", "./build"]')
+    if not isinstance(value, list):
+        raise SettingsError(f"{where.key(name)}: '{name}' must be a list of strings like {like}, "
+                            f"not a {_describe(value)}.")
+    for n, item in enumerate(value, 1):
+        if not isinstance(item, str) or not item.strip():
+            what = "an empty string" if isinstance(item, str) else f"a {_describe(item)}"
+            raise SettingsError(f"{where.key(name)}: '{name}' must be a list of non-empty strings like {like}; "
+                                f"item {n} is {what}.")
+    return [item.strip() for item in value]
+
+
+def _domain(domain: str, where: _Where) -> str:
+    if domain == "*" or _DOMAIN.fullmatch(domain):
+        return domain.lower().rstrip(".")
+    name = "sandbox.network.allowedDomains"
+    raise SettingsError(f"{where.key(name)}: '{name}' holds {json.dumps(domain)}, which is not a domain name. "
+                        'Use a bare host name like "example.com", "*.example.com" for its subdomains, or "*" for '
+                        "any host.")
+
+
+def _sandbox_path(raw: str, settings_dir: str, workspace: str, home: str) -> str:
+    """An absolute path from a settings path (Claude Code's prefixes: ``//``, ``~/``, ``/``, ``./``)."""
+    if raw.startswith("//"):
+        path = "/" + raw.lstrip("/")
+    elif raw == "~" or raw.startswith("~/"):
+        path = home + raw[1:]
+    elif raw.startswith("~"):
+        path = os.path.expanduser(raw)  # ~user/...
+    elif raw.startswith("/"):
+        path = os.path.join(settings_dir, raw.lstrip("/"))
+    else:
+        path = os.path.join(workspace, raw)
+    return os.path.normpath(path)

@@ -1,4 +1,10 @@
-"""Bash: run a shell command in the session's working directory, in its own process group."""
+"""Bash: run a shell command in the session's working directory, in its own process group.
+
+With the session's sandbox on (``ctx.sandbox``, see :mod:`workflows.permissions.sandbox`) the
+command runs inside bubblewrap; either way it gets a scrubbed environment. Killing works the
+same through bwrap: the group's leader is then bwrap itself, and when it dies the kernel kills
+the sandbox's whole PID namespace (``--die-with-parent``), background children included.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ from typing import IO
 
 from pydantic import Field
 
-from workflows.exceptions import ToolError
+from workflows.exceptions import ConfigurationError, ToolError
+from workflows.permissions import sandbox
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 
 MAX_TIMEOUT_MS = 600_000
@@ -21,10 +28,28 @@ KILL_GRACE_SECONDS = 2.0
 # After the shell exits, how long to wait for a background child still holding the pipes.
 DRAIN_SECONDS = 1.0
 NO_OUTPUT = "(Bash completed with no output)"
+# Said to the model when a sandboxed command failed the way the sandbox makes commands fail.
+SANDBOX_HINT = (
+    "\n(The command ran in the OS sandbox: only the workspace and /tmp are writable, .git/hooks, .git/config, "
+    ".claude/ and .mainsail/ are read-only, and there is no network unless the user's sandbox settings allow "
+    "it. Do not try to get around it; if the task needs more, tell the user which sandbox setting would allow it.)"
+)
+SANDBOX_SYMPTOMS = ("Read-only file system", "Could not resolve host", "Temporary failure in name resolution",
+                    "Network is unreachable", "Name or service not known", "Mainsail sandbox")
 
 
-def _shell() -> str:
-    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+def _blocked(output: str) -> bool:
+    return any(symptom in output for symptom in SANDBOX_SYMPTOMS)
+
+
+def _data_dir() -> str | None:
+    """Mainsail's data dir (the embedded Redis's files): hidden from sandboxed commands."""
+    from workflows.settings import get_settings
+
+    try:
+        return str(get_settings().data_dir)
+    except ConfigurationError:
+        return None
 
 
 def _group_alive(pgid: int) -> bool:
@@ -164,24 +189,36 @@ class BashTool(Tool):
 
     def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout_ms = min(args.timeout or ctx.bash_default_timeout_ms, ctx.bash_max_timeout_ms)
-        timeout_label = f"{timeout_ms / 1000:g}s"
         if ctx.cancel.is_set():
             return ToolOutput(
                 content="Command was interrupted (the session was cancelled) before it started.",
                 is_error=True,
                 display="interrupted",
             )
+        launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
+                                 settings=ctx.sandbox, data_dir=_data_dir() if ctx.sandbox else None)
+        try:
+            return self._run(args, ctx, launch, timeout_ms)
+        finally:
+            launch.close()
+
+    def _run(self, args: BashInput, ctx: ToolContext, launch: sandbox.Launch, timeout_ms: int) -> ToolOutput:
+        timeout_label = f"{timeout_ms / 1000:g}s"
         try:
             proc = subprocess.Popen(
-                [_shell(), "-c", args.command],
+                launch.argv,
                 cwd=str(ctx.cwd),
+                env=launch.env,
+                pass_fds=launch.pass_fds,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ToolError(f"Cannot start the command in {ctx.cwd}: {exc}") from None
+            where = "in the sandbox " if launch.sandboxed else ""
+            raise ToolError(f"Cannot start the command {where}in {ctx.cwd}: {exc}") from None
+        launch.started()
 
         cap = ctx.max_output_chars
         assert proc.stdout is not None and proc.stderr is not None
@@ -220,7 +257,7 @@ class BashTool(Tool):
         first = next((line for line in text.splitlines() if line.strip()), "")
         if rc != 0:
             code = 128 - rc if rc is not None and rc < 0 else rc
-            tail = f"Exit code {code}"
+            tail = f"Exit code {code}" + (SANDBOX_HINT if launch.sandboxed and _blocked(text) else "")
             content = f"{text}\n{tail}" if text else tail
             display = f"exit {code}" + (f": {first}" if first else "")
             return ToolOutput(content=content, is_error=True, display=display[:100])

@@ -1,0 +1,73 @@
+"""The environment of a Bash command: the worker's, without what holds secrets or reaches Mainsail.
+
+Every command, sandboxed or not, gets a scrubbed copy of the worker's
+environment (a secret there would be one ``env`` away from the model).
+Dropped (names compared case-insensitively):
+
+* names starting with ``ANTHROPIC_``, ``MAINSAIL_`` (``MAINSAIL_REDIS_URL``), ``CLAUDE_``,
+  ``CELERY_``, ``AWS_``;
+* ``REDIS_URL``, ``BROKER_URL``, ``DATABASE_URL``, ``SSH_AUTH_SOCK``, ``GPG_AGENT_INFO``, ``KRB5CCNAME``;
+* names with a ``_``-separated word ``TOKEN``, ``KEY``, ``APIKEY``, ``SECRET``, ``PASS``,
+  ``PASSWD``, ``PASSWORD``, ``CREDENTIAL(S)`` or ``AUTH`` (``GITHUB_TOKEN``, ``OPENAI_API_KEY``,
+  ``NPM_CONFIG__AUTH``, ``GOOGLE_APPLICATION_CREDENTIALS``), and names containing
+  ``PASSWORD``, ``SECRET`` or ``TOKEN`` anywhere (``PGPASSWORD``);
+* any variable whose value is a URL with a password in it (``scheme://user:pw@host``).
+
+A sandboxed command also gets ``TMPDIR=/tmp`` (its private /tmp) and, with named
+``allowedDomains``, the proxy variables (``HTTP_PROXY``, ``HTTPS_PROXY`` and their
+lowercase forms; ``NO_PROXY`` for the sandbox's own loopback).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+__all__ = ["command_environment", "scrub_environment"]
+
+SCRUB_PREFIXES = ("ANTHROPIC_", "MAINSAIL_", "CLAUDE_", "CELERY_", "AWS_")
+SCRUB_NAMES = frozenset({"REDIS_URL", "BROKER_URL", "DATABASE_URL", "SSH_AUTH_SOCK", "GPG_AGENT_INFO",
+                         "KRB5CCNAME"})
+SCRUB_WORDS = frozenset({"TOKEN", "TOKENS", "KEY", "KEYS", "APIKEY", "SECRET", "SECRETS", "PASS", "PASSWD",
+                         "PASSWORD", "CREDENTIAL", "CREDENTIALS", "AUTH"})
+SCRUB_SUBSTRINGS = ("PASSWORD", "SECRET", "TOKEN")
+_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:[^/\s@]+@")
+
+
+def _secret_name(name: str) -> bool:
+    upper = name.upper()
+    if upper.startswith(SCRUB_PREFIXES) or upper in SCRUB_NAMES:
+        return True
+    if any(s in upper for s in SCRUB_SUBSTRINGS):
+        return True
+    return any(word in SCRUB_WORDS for word in upper.split("_"))
+
+
+def scrub_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables that hold secrets or reach Mainsail's own services."""
+    return {k: v for k, v in environ.items() if not _secret_name(k) and not _URL_WITH_PASSWORD.search(v)}
+
+
+def command_environment(environ: Mapping[str, str], *, sandboxed: bool = False,
+                        proxy_port: int | None = None) -> dict[str, str]:
+    """The environment of one command: scrubbed; in the sandbox, TMPDIR=/tmp and the proxy if any.
+
+    Args:
+        environ: the worker's environment.
+        sandboxed: the command runs in bwrap (its /tmp is private).
+        proxy_port: the sandbox's proxy port on 127.0.0.1, or None when there is no proxy.
+    """
+    env = scrub_environment(environ)
+    if sandboxed:
+        for name in ("TMPDIR", "TMP", "TEMP", "TEMPDIR"):
+            if name == "TMPDIR" or name in env:
+                env[name] = "/tmp"
+    if proxy_port is not None:
+        url = f"http://127.0.0.1:{proxy_port}"
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            env[name] = url
+        for name in ("NO_PROXY", "no_proxy"):
+            env[name] = "localhost,127.0.0.1,::1"
+        for name in ("ALL_PROXY", "all_proxy"):  # a SOCKS proxy would not get through
+            env.pop(name, None)
+    return env
