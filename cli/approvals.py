@@ -9,6 +9,7 @@ import click
 from cli.connect import connect
 from tasks.dispatch import dispatch
 from workflows.engine import find_request
+from workflows.permissions import prompt_text
 from workflows.settings import load_settings
 
 
@@ -27,7 +28,7 @@ def pending() -> None:
         for req in rec.pending_requests():
             rows += 1
             expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
-            click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + f"{req.tool}: {req.summary}")
+            click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + prompt_text(req.tool, req.input, req.always))
             click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {rec.title}")
             click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
                                    f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
@@ -44,7 +45,10 @@ def _decide(session: str, request: str | None, approve: bool, always: bool = Fal
     steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)
     dispatch(steps)
     verb = "Approved" if approve else "Denied"
-    extra = " (and added a session rule for it)" if always else ""
+    extra = ""
+    if always:
+        extra = (f" and added the session rule{'s' if len(req.always) > 1 else ''} {', '.join(req.always)}"
+                 if req.always else " (once: no rule can cover this call, so none was added)")
     click.echo(f"{verb} {req.tool}: {req.summary} (session {sid[:8]}, request {req.id}){extra}.")
     if steps and not ({"model", "tools"} & rt.store.live_queues()):
         click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",

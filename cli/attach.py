@@ -1,7 +1,8 @@
 """Submitting a prompt and staying attached until the run ends (shared by run and demo).
 
 While attached, each permission request is asked at the terminal:
-``⚡ Bash: npm test  (y)es / (n)o / (a)lways``. Typing anything else denies the
+the whole call (every line of a command) and the rules "(a)lways" would add,
+then ``(y)es / (n)o / (a)lways``. Typing anything else denies the
 call and passes the text to the model. The question is durable: the same
 request can be answered from another shell (``mainsail approve``), and the
 prompt notices.
@@ -22,6 +23,7 @@ from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, UserEntry
+from workflows.permissions import prompt_text
 
 YES = {"y", "yes"}
 NO = {"n", "no"}
@@ -72,15 +74,16 @@ class Prompter:
 
     def _ask(self, req: PermissionRequestEntry) -> None:
         if self.interactive:
-            click.echo(click.style("⚡ ", fg="yellow") + f"{req.tool}: {req.summary}  "
-                       + click.style("(y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
+            click.echo(click.style("⚡ ", fg="yellow") + prompt_text(req.tool, req.input, req.always), err=True)
+            click.echo(click.style("  (y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
         else:
             self._explain(req)
 
     def _explain(self, req: PermissionRequestEntry) -> None:
-        click.echo(f"⚡ Waiting for approval of {req.tool}: {req.summary} (request {req.request_id}). "
-                   f"Answer from any shell: mainsail approve {self.sid[:8]} {req.request_id}  "
-                   f"or  mainsail deny {self.sid[:8]} {req.request_id} -m '...'", err=True)
+        click.echo("⚡ Waiting for approval of " + prompt_text(req.tool, req.input, req.always), err=True)
+        click.echo(f"  (request {req.request_id}) Answer from any shell: mainsail approve {self.sid[:8]} "
+                   f"{req.request_id} [--always]  or  mainsail deny {self.sid[:8]} {req.request_id} -m '...'",
+                   err=True)
 
     def _answer(self, req: PermissionRequestEntry, text: str) -> None:
         low = text.lower()

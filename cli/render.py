@@ -26,6 +26,7 @@ from workflows.models import (
     UserEntry,
     parse_entry,
 )
+from workflows.permissions import prompt_text
 from workflows.store import Store
 from workflows.tools import REGISTRY
 
@@ -100,8 +101,8 @@ class Renderer:
         elif isinstance(e, PermissionRequestEntry):
             self._end_line()
             if self.show_requests:
-                self.console.print(Text.assemble(("⚡ ", "yellow"), f"{e.tool}: {e.summary}",
-                                                 (f"  waiting for approval (request {e.request_id})", "dim")))
+                self.console.print(Text.assemble(("⚡ ", "yellow"), prompt_text(e.tool, e.input, e.always),
+                                                 (f"\n  waiting for approval (request {e.request_id})", "dim")))
         elif isinstance(e, PermissionDecisionEntry):
             if e.decided_by in ("user", "timeout") or e.rules_added:
                 self._end_line()

@@ -92,7 +92,7 @@ def test_always_stops_later_identical_requests_from_asking(cluster, workspace):
         run = cluster.mainsail("run", "-p", "Run it three times", cwd=workspace, background=True)
         sid = cluster.wait_state("awaiting_permission")
         out = cluster.mainsail("approve", sid[:8], "--always", cwd=workspace)
-        assert out.returncode == 0 and "added a session rule" in out.stdout
+        assert out.returncode == 0 and "added the session rule Bash(echo approved:*)" in out.stdout
         stdout, stderr = run.communicate(timeout=60)
         assert run.returncode == 0, stderr
         assert len(entries(cluster, PermissionRequestEntry)) == 1
@@ -112,7 +112,7 @@ def test_the_attached_prompt_takes_y_and_a_typed_message_denies(cluster, workspa
         run.stdin.flush()
         stdout, stderr = run.communicate(timeout=60)
         assert run.returncode == 0, stdout + stderr
-        assert f"⚡ Bash: {COMMAND}  (y)es / (n)o / (a)lways" in stderr
+        assert f"⚡ Bash: {COMMAND}\n  (a)lways adds: Bash(echo approved:*)\n  (y)es / (n)o / (a)lways" in stderr
         decisions = entries(cluster, PermissionDecisionEntry)
         assert [(d.decision, d.message) for d in decisions] == [("allow", None),
                                                                  ("deny", "please use printf instead")]

@@ -127,7 +127,7 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 def test_permission_prompts_read_the_same_stdin(cluster, workspace, api):
     # The answer "y" waits in the pipe behind the prompt: the loop must not have swallowed it.
     stdout, stderr = interactive(cluster, workspace, "Run the command\ny\nRun it again\nn\n/exit\n")
-    assert f"⚡ Bash: {COMMAND}  (y)es / (n)o / (a)lways" in stderr
+    assert f"⚡ Bash: {COMMAND}\n  (a)lways adds: Bash(echo approved:*)\n  (y)es / (n)o / (a)lways" in stderr
     s = sections(stdout)
     assert "approved by user" in s["Run the command"][0] and "denied by user" in s["Run it again"][0]
     assert (workspace / "approved.txt").read_text() == "approved\n"
