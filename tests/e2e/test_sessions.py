@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.conftest import running
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import ResultEntry, UserEntry
@@ -133,7 +134,7 @@ def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, wor
                  what="the command to start")
         out = cluster.mainsail("cancel", sid[:8], cwd=workspace)
         assert out.returncode == 0 and "it was running_tools" in out.stdout, out.stdout
-        wait_for(lambda: not _running("30.4242"), 10, what="the command to be killed")
+        wait_for(lambda: not running("30.4242"), 10, what="the command to be killed")
         time.sleep(2)  # the killed step's late result arrives and must change nothing
         entries = cluster.store.entries(sid)
         tool_results = [e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
@@ -145,20 +146,6 @@ def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, wor
         again = cluster.mainsail("cancel", sid[:8], cwd=workspace)
         assert "nothing to cancel" in again.stdout
 
-
-def _running(mark: str) -> bool:
-    """Whether a live process's command line holds ``mark`` (a pid from inside the sandbox means nothing here)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{pid}/stat") as f:
-                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
-        except (OSError, IndexError):
-            continue
-        if mark.encode() in cmdline and not zombie:
-            return True
-    return False
 
 
 def test_max_turns_and_budget_stop_with_their_subtypes(cluster, workspace):

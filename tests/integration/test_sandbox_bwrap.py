@@ -20,6 +20,8 @@ import time
 
 import pytest
 
+from tests.conftest import running
+
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, run_tool
@@ -50,21 +52,6 @@ def bash(ws, command: str, settings: SandboxSettings | None = None, timeout: int
     ctx = ToolContext(workspace=ws, sandbox=settings or SandboxSettings())
     return run_tool("Bash", {"command": command, "timeout": timeout}, ctx)
 
-
-def running(mark: str) -> list[int]:
-    """Live (non-zombie) processes whose command line holds ``mark``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                cmdline = fh.read().decode(errors="replace")
-            with open(f"/proc/{pid}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if mark in cmdline and state not in ("Z", "X") and int(pid) != os.getpid():
-            found.append(int(pid))
-    return found
 
 
 def marker() -> str:

@@ -400,7 +400,10 @@ def test_parse_rule_errors(text, message):
     ("make build", ["Bash(make build)"], "make build -f /tmp/x.mk"),
     ("npm test && git diff HEAD | grep x", ["Bash(npm test:*)", "Bash(git diff:*)", "Bash(grep x:*)"],
      "npm test && git push"),
-    ('echo "a && b"', ['Bash(echo:*)'], "touch c"),
+    ('echo "a && b"', ['Bash(echo "a && b")'], "touch c"),
+    ("rm -rf build", ["Bash(rm -rf build)"], "rm -rf /"),
+    ("cat notes.txt", ["Bash(cat notes.txt)"], "cat ../secret.txt"),
+    ("npm run test:unit", ["Bash(npm run:*)"], "npm install"),
 ])
 def test_always_rules_match_the_call_and_not_another_prefix(command, rules, other, dirs):
     assert always_rules("Bash", B(command)) == rules

@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from tests.conftest import running
+
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, kill_process_group, run_tool, tool_schemas
@@ -47,21 +49,6 @@ def marker() -> str:
     """A number nothing else runs with: ``sleep 30.<marker>`` is then findable in the process table."""
     return f"30.{random.randint(10**8, 10**9)}"
 
-
-def running(mark: str) -> list[int]:
-    """Live (non-zombie) processes whose command line holds ``mark`` (this test's own excepted)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                cmdline = fh.read().decode(errors="replace")
-            with open(f"/proc/{pid}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if mark in cmdline and state not in ("Z", "X") and int(pid) != os.getpid():
-            found.append(int(pid))
-    return found
 
 
 def gone(mark: str, timeout: float = 3.0) -> bool:

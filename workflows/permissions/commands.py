@@ -48,6 +48,12 @@ RUNNERS = frozenset({
     "git", "ssh", "docker", "kubectl", "trap", "alias",
 })
 
+#: Commands whose every use is a decision of its own: "(a)lways" adds the exact command for them too.
+DESTRUCTIVE = frozenset({
+    "rm", "rmdir", "shred", "dd", "truncate", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "mkfs",
+    "mount", "umount", "ln", "tee", "curl", "wget", "scp", "rsync", "install", "mv", "cp", "touch", "mkdir",
+})
+
 _UNSAFE_ENV = re.compile(
     r"(PATH|.*_PATH|LD_.*|DYLD_.*|.*PRELOAD.*|BASH_.*|ENV|IFS|SHELL|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|"
     r".*_OPTIONS|.*_OPTS|PYTHON.*|PERL.*|RUBY.*|GIT_.*|NPM_CONFIG_.*|EDITOR|VISUAL|PAGER|.*_PAGER|BROWSER|"
@@ -63,9 +69,10 @@ def safe_env_name(name: str) -> bool:
 
 
 def needs_exact_rule(name: str) -> bool:
-    """Shells, interpreters and command runners: "(a)lways" adds the exact command, never a prefix."""
+    """Shells, interpreters, command runners and destructive commands: "(a)lways" adds the exact
+    command, never a prefix."""
     base = name.rsplit("/", 1)[-1]
-    return base in SHELLS or base in RUNNERS or bool(_INTERPRETER.fullmatch(base))
+    return base in SHELLS or base in RUNNERS or base in DESTRUCTIVE or bool(_INTERPRETER.fullmatch(base))
 
 
 # =========================================================================== safe wrappers (allow rules)

@@ -9,6 +9,7 @@ the person saw. A command the checker does not fully understand gets none:
 from __future__ import annotations
 
 import json
+import re
 
 from workflows.permissions import commands
 from workflows.permissions.bash_parse import parse
@@ -16,17 +17,20 @@ from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
 __all__ = ["always_rules", "prompt_text", "summary"]
 
+_SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+
 
 def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     """The session rules an "(a)lways" answer adds so the same call no longer asks.
 
-    Bash: for each part of the command, ``Bash(<first> <second>:*)`` (wrappers
-    ``timeout``/``nice``/``nohup``/``time`` stripped; the second word only
-    when it is plain and not an option: ``git diff HEAD`` gives ``Bash(git
-    diff:*)``, ``ls -la`` gives ``Bash(ls:*)``), except for shells,
-    interpreters and command runners (``bash``, ``python3``, ``env``,
-    ``xargs``, ``sudo``, ``git`` with options before its subcommand...), which
-    get the exact part: ``Bash(python3 -c "print(1)")``. A ``cd`` inside the
+    Bash: for each part of the command (wrappers ``timeout``/``nice``/``nohup``/
+    ``time`` stripped), ``Bash(<first> <subcommand>:*)`` when the second word
+    looks like a subcommand (``git diff HEAD`` gives ``Bash(git diff:*)``),
+    ``Bash(<first>:*)`` when only options follow (``ls -la``), and the exact
+    part otherwise (``cat notes.txt``), and always for shells, interpreters,
+    command runners and destructive commands (``bash``, ``python3``, ``env``,
+    ``xargs``, ``sudo``, ``rm``, ``cp``, ``git`` with options before its
+    subcommand...): ``Bash(python3 -c "print(1)")``, ``Bash(rm -rf build)``. A ``cd`` inside the
     workspace needs no rule. A command with anything the checker does not
     approve (substitutions, expansions, control flow, a parse error) gets no
     rule at all. Edit and Write: ``Edit``. Any other tool: its name.
@@ -50,14 +54,15 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
             continue
         name = words[0].value or ""
         git_global = name == "git" and len(words) > 1 and (words[1].value or "-").startswith("-")
-        if (commands.needs_exact_rule(name) and name != "git") or git_global or any(not w.literal for w in words):
-            rule = f"Bash({' '.join(w.raw for w in words)})"
+        second = words[1] if len(words) > 1 else None
+        if (commands.needs_exact_rule(name) and name != "git") or git_global or any(not w.literal for w in words) \
+                or (second is not None and not (second.value or "").startswith("-")
+                    and not _SUBCOMMAND.fullmatch(second.raw)):
+            rule = f"Bash({' '.join(w.raw for w in words)})"  # exact: `cat notes.txt`, `rm -rf build`
+        elif second is not None and not (second.value or "").startswith("-"):
+            rule = f"Bash({words[0].raw} {second.raw}:*)"  # a subcommand: `npm test`, `git diff`
         else:
-            prefix = [words[0].raw]
-            if len(words) > 1 and words[1].literal and not (words[1].value or "-").startswith("-") \
-                    and words[1].value == words[1].raw:
-                prefix.append(words[1].raw)
-            rule = f"Bash({' '.join(prefix)}:*)"
+            rule = f"Bash({words[0].raw}:*)"  # only options follow: `ls -la`
         try:
             parse_rule(rule)
         except RuleSyntaxError:
