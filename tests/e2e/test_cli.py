@@ -25,7 +25,14 @@ def bare_env(tmp_path):
     env["MAINSAIL_DATA_DIR"] = str(tmp_path / "data")
     # No Redis where a newcomer's machine would have none.
     env["MAINSAIL_LOCAL_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"
-    return env
+    yield env
+    # A command may have started the embedded redis-server (it outlives the command by design): stop it.
+    pidfile = tmp_path / "data" / "redis" / "redis.pid"
+    if pidfile.exists():
+        try:
+            os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
+        except (ValueError, ProcessLookupError):
+            pass
 
 
 def mainsail(env, *args, cwd=None, timeout=120):
