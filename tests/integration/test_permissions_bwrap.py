@@ -45,8 +45,11 @@ TEMPLATES = ["cp a.txt {p}", "cp {p} b.txt", "mv a.txt {p}", "mkdir -p {p}", "to
 TOKENS = ["x", "d/x", "../x", "../outside/x", "~/x", "~+/x", "~+/../x", "~root/x", "/outside/x", "/tmp/x",
           "link-out/x", ".git/x", ".git/hooks/x", ".claude/x", ".mainsail/x", ".gi?/x", ".cl*/x", "*",
           "sub/../../x", "./x", "-x", "'~'/x", '"../x"', "\\.\\./x", "d/../../outside/x", "link-out", "~/",
-          "/root/x", "${HOME}/x", "$(echo ..)/x", "sub/.git/x", "~+/.claude/settings.json", ".git/config"]
-DIRS = ["d", "..", "sub", "/tmp", "~", "link-out", "-", "~+/..", "."]
+          "/root/x", "${HOME}/x", "$(echo ..)/x", "sub/.git/x", "~+/.claude/settings.json", ".git/config",
+          "--x/../../outside/x", "--x/../.claude/x", "~0/../outside/x", "~+0/../x", "-x/../../outside/p=",
+          "node_modules/foo/../../../outside/x", "planted/b/x"]
+DIRS = ["d", "..", "sub", "/tmp", "~", "link-out", "-", "~+/..", ".", "node_modules/foo/../../..", "~0/..",
+        "node_modules/foo && cd ../../.."]
 
 
 def _bwrap_works() -> str | None:

@@ -404,6 +404,7 @@ def test_parse_rule_errors(text, message):
     ("rm -rf build", ["Bash(rm -rf build)"], "rm -rf /"),
     ("cat notes.txt", ["Bash(cat notes.txt)"], "cat ../secret.txt"),
     ("npm run test:unit", ["Bash(npm run:*)"], "npm install"),
+    ("tar -tf a.tar", ["Bash(tar -tf a.tar)"], "tar -cf x.tar --checkpoint=1 --checkpoint-action=exec=x a"),
 ])
 def test_always_rules_match_the_call_and_not_another_prefix(command, rules, other, dirs):
     assert always_rules("Bash", B(command)) == rules

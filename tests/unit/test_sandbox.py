@@ -27,6 +27,9 @@ from workflows.permissions import sandbox_launch
 from workflows.permissions.sandbox_mounts import Placeholder, bwrap_argv
 from workflows.permissions.sandbox_seccomp import unix_socket_filter
 
+#: What every command's environment gets: git never opens a bare repository it only finds.
+GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.bareRepository", "GIT_CONFIG_VALUE_0": "explicit"}
+
 
 @pytest.fixture
 def status(monkeypatch):
@@ -91,12 +94,12 @@ def test_urls_with_passwords_are_dropped_whatever_the_name():
 
 def test_unsandboxed_environment_is_only_scrubbed():
     env = command_environment({"PATH": "/bin", "TMPDIR": "/var/tmp", "GITHUB_TOKEN": "t"})
-    assert env == {"PATH": "/bin", "TMPDIR": "/var/tmp"}
+    assert env == {"PATH": "/bin", "TMPDIR": "/var/tmp", **GIT_SAFE}
 
 
 def test_sandboxed_environment_points_temp_at_the_private_tmp():
     env = command_environment({"PATH": "/bin", "TMP": "/var/tmp"}, sandboxed=True)
-    assert env == {"PATH": "/bin", "TMP": "/tmp", "TMPDIR": "/tmp"}
+    assert env == {"PATH": "/bin", "TMP": "/tmp", "TMPDIR": "/tmp", **GIT_SAFE}
 
 
 def test_proxy_environment():
@@ -153,7 +156,7 @@ def test_no_settings_runs_a_plain_shell(ws, status):
     launch = prepare("echo hi", workspace=str(ws), cwd=str(ws), home="/h", settings=None,
                      environ={"PATH": "/bin", "ANTHROPIC_API_KEY": "k"})
     assert launch.argv[1:] == ["-c", "echo hi"] and not launch.sandboxed
-    assert launch.env == {"PATH": "/bin"}
+    assert launch.env == {"PATH": "/bin", **GIT_SAFE}
     launch.close()
 
 
@@ -167,7 +170,7 @@ def test_off_or_excluded_runs_a_plain_shell(ws, status, settings, environ):
     launch = prepare("docker ps", workspace=str(ws), cwd=str(ws), home="/h", settings=settings,
                      environ={"PATH": "/bin", "MAINSAIL_REDIS_URL": "redis://x", **environ})
     assert not launch.sandboxed and launch.argv[-2:] == ["-c", "docker ps"]
-    assert launch.env == {"PATH": "/bin"}  # scrubbed all the same
+    assert launch.env == {"PATH": "/bin", **GIT_SAFE}  # scrubbed all the same
     launch.close()
 
 
@@ -453,3 +456,9 @@ def test_private_tmp_is_removed_even_when_read_only(tmp_path):
     os.chmod(d / "sub", 0o500)
     sandbox_launch._remove_tree(str(d))
     assert not d.exists()
+
+
+def test_git_opens_no_bare_repository_it_only_finds_and_the_count_always_matches_the_keys():
+    env = command_environment({"PATH": "/bin", "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
+                               "GIT_CONFIG_VALUE_0": "Ada", "GIT_CONFIG_VALUE_1": "x"})
+    assert env == {"PATH": "/bin", **GIT_SAFE}

@@ -56,9 +56,9 @@ SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin
 MAX_SCRIPT_DEPTH = 4
 MAX_GLOB_MATCHES = 2000
 #: Read-only commands whose arguments are not files (their text is never resolved as a path).
-NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", "seq", "sleep", "date", "uname", "whoami", "id",
-                          "pwd", "nproc", "printenv", "basename", "dirname", "test", "[", "hostname", "locale",
-                          "type", "which", "whereis", "tr", "cd"})
+NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", "seq", "sleep", "uname", "whoami", "id",
+                          "pwd", "nproc", "printenv", "basename", "dirname", "hostname", "locale",
+                          "type", "which", "whereis", "tr"})
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg"})
 
 Cwds = frozenset  # of str | None (None: a directory the checker could not resolve)
@@ -115,7 +115,7 @@ def _empty(rules: Compiled, mode: PermissionMode) -> PermissionResult:
 def _scan(parsed: Parsed, ws: str, hm: str, *, depth: int, cwds: Cwds | None = None
           ) -> tuple[list[_Seen], list[str]]:
     """Every command ``parsed`` runs, with the directories it may run in, and why some are unknowable."""
-    cwds = cwds if cwds is not None else Cwds({ws})
+    cwds = cwds if cwds is not None else Cwds({ws})  # logical paths: see _cd_targets
     seen: list[_Seen] = []
     unsure: list[str] = []
     if any(p.startswith("a syntax error") for p in parsed.problems):
@@ -141,6 +141,10 @@ def _scan(parsed: Parsed, ws: str, hm: str, *, depth: int, cwds: Cwds | None = N
 
 
 def _cd_targets(level: tuple[str | None, ...] | list[str | None], cwds: Cwds, hm: str) -> Cwds:
+    """Where a ``cd`` may leave the shell: for each directory it may start from, bash's logical
+    result (``..`` removed as text, so ``cd link/..`` is back where it started) and the physical one
+    (bash falls back to it). Working directories are kept logical, as bash keeps ``$PWD``; the
+    kernel resolves a relative path from there exactly as :func:`paths.resolve` does."""
     args = [a for a in level[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
     if level[0] != "cd" or len(args) > 1 or (args and (args[0] is None or args[0] == "-")):
         return Cwds({None})
@@ -150,9 +154,12 @@ def _cd_targets(level: tuple[str | None, ...] | list[str | None], cwds: Cwds, hm
             out.add(None)
             continue
         try:
-            out.add(paths.resolve(args[0], cwd=cwd, home=hm) if args else os.path.realpath(hm))
+            target = paths.expand(args[0], cwd=cwd, home=hm) if args else hm
         except paths.Unresolvable:
             out.add(None)
+            continue
+        out.add(os.path.normpath(target))
+        out.add(os.path.realpath(target))
     return Cwds(out)
 
 
@@ -240,17 +247,18 @@ def _path_denied(seen: list[_Seen], rules: Compiled, ws: str, hm: str) -> Permis
 
 
 def _path_texts(word: Word) -> list[str]:
-    """The path-like texts in one argument: the word, a ``--opt=value`` value, a ``-xVALUE`` value."""
+    """The texts in one argument that may name a file: the whole word (``--x/../../y`` is a path too),
+    and for an option a ``--opt=value`` value and every place a ``-xVALUE`` value may start."""
     v = word.value
     if v is None:
         return []
-    if not v.startswith("-") or v == "-":
-        return [v]
-    if "=" in v:
-        return [v.split("=", 1)[1]]
-    if v.startswith("--"):
-        return []
-    return [v[i:] for i in range(2, len(v))]  # -tDIR, -ft/dir, -o/x: every place a value may start
+    out = [v]
+    if v.startswith("-") and v != "-":
+        if "=" in v:
+            out.append(v.split("=", 1)[1])
+        if not v.startswith("--"):
+            out += [v[i:] for i in range(2, len(v))]  # -tDIR, -ft/dir, -o/x
+    return [t for t in dict.fromkeys(out) if t]
 
 
 def _resolve_all(word: Word, text: str, cwd: str | None, hm: str) -> tuple[list[str], bool]:
@@ -321,6 +329,11 @@ def _part(cmd: Command, mode: PermissionMode, rules: Compiled, ws: str, hm: str,
     hit = next(((r, s) for r, s in rules.of("allow", "Bash")
                 if bash_matches(r.specifier, bare) or bash_matches(r.specifier, full)), None)
     reads = commands.read_only(list(inner))  # None: the command itself only reads
+    if reads is None and inner[0] == "git" and not all(
+            cwd is not None and commands.git_finds_workspace_repo(cwd, ws) for cwd in cwds):
+        reads = "git would open a repository planted inside the workspace (its config can run programs)"
+    if cmd.assignments and inner and inner[0] in ("cd", "pushd", "popd"):
+        return _ask_part(cmd, "a variable set for cd changes where it goes")
     redirect = _writing_redirect(cmd)
     if mode is PermissionMode.PLAN and (reads or redirect):
         return deny_plan("Bash")
@@ -361,13 +374,22 @@ def _path_problem(cmd: Command, words: tuple[Word, ...], reads_only: bool, cwds:
     """
     name = words[0].value if words else None
     args = list(words[1:])
-    if name in NO_FILE_ARGS and name != "cd":
+    if name in NO_FILE_ARGS:
         args = []
-    elif name in _PATTERN_FIRST and not any((w.value or "").startswith(("-e", "-f", "--regexp", "--file"))
-                                            for w in args):
+    elif name in _PATTERN_FIRST and not any(_names_a_pattern(w.value or "") for w in args):
         positional = next((i for i, w in enumerate(args) if not (w.value or "-").startswith("-")), None)
         if positional is not None:
-            args.pop(positional)
+            args.pop(positional)  # the pattern, not a file (unless -e/-f gave it)
+    if name == "cd" and args and args[0].literal and (args[0].value or "").strip("/") not in ("", "-"):
+        for cwd in cwds:
+            if cwd is None:
+                continue
+            try:
+                logical = os.path.realpath(os.path.normpath(paths.expand(args[0].value, cwd=cwd, home=hm)))
+            except paths.Unresolvable:
+                return f"{args[0].raw} cannot be resolved"
+            if not paths.inside(logical, ws):
+                return f"cd {args[0].raw} leaves the workspace (bash resolves .. before symlinks)"
     checks = [(w, not reads_only) for w in args]
     for r in cmd.redirects:
         if r.target is None or not (r.reads or r.writes):
@@ -397,6 +419,15 @@ def _path_problem(cmd: Command, words: tuple[Word, ...], reads_only: bool, cwds:
                     if writes and paths.protected(path, ws, hm):
                         return f"{text} is {PROTECTED_TEXT}"
     return None
+
+
+def _names_a_pattern(arg: str) -> bool:
+    """A grep/rg option giving the pattern itself (``-e P``, ``-f FILE``, ``--regexp``, ``--file``, their
+    abbreviations, or a short cluster holding e or f): then every operand is a file."""
+    if arg.startswith("--"):
+        name = arg[2:].split("=", 1)[0]
+        return bool(name) and ("regexp".startswith(name) or "file".startswith(name))
+    return arg.startswith("-") and any(c in "ef" for c in arg[1:])
 
 
 def _may_match_protected(pattern: str) -> bool:

@@ -19,10 +19,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
 __all__ = [
+    "git_finds_workspace_repo",
     "Unwrapped",
     "file_command_paths",
     "needs_exact_rule",
@@ -58,7 +60,8 @@ _UNSAFE_ENV = re.compile(
     r"(PATH|.*_PATH|LD_.*|DYLD_.*|.*PRELOAD.*|BASH_.*|ENV|IFS|SHELL|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|"
     r".*_OPTIONS|.*_OPTS|PYTHON.*|PERL.*|RUBY.*|GIT_.*|NPM_CONFIG_.*|EDITOR|VISUAL|PAGER|.*_PAGER|BROWSER|"
     r"HOME|XDG_.*|TMPDIR|LESS.*|CC|CXX|LD|MAKEFLAGS|.*_COMMAND|GCONV_.*|HOSTALIASES|SSL_.*|.*_PROXY|"
-    r"JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GLIBC_TUNABLES)",
+    r"JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GLIBC_TUNABLES|CDPATH|OLDPWD|PWD|GLOBIGNORE|POSIXLY_CORRECT|TIMEFORMAT|"
+    r"FUNCNEST|HISTFILE|MAIL.*|TERMINFO.*|LOCPATH|NLSPATH|TZDIR)",
     re.IGNORECASE,
 )
 
@@ -179,18 +182,29 @@ def _inner(name: str, args: Words) -> tuple[list[Words], list[str], str | None]:
         return _watch(args)
     if name == "flock":
         return _flock(args)
-    if name == "git" and any(a in ("-c", "--config-env") or (a or "").startswith("--config-env=") for a in args):
-        return [], [], "`git -c` can run a command from a setting"
+    if name == "git":
+        return _git_inner(args)
     if name in ("strace", "ltrace", "nsenter", "unshare", "firejail", "bwrap", "unbuffer", "script", "parallel",
                 "chrt", "taskset", "expect", "ssh", "trap"):
         return [], [], f"`{name}` runs a command the checker does not read"
     return [], [], None
 
 
+def _long_match(arg: str, names: set[str]) -> str | None:
+    """The long option of ``names`` that ``arg`` (``--name`` or ``--name=v``) names, allowing GNU getopt's
+    unique abbreviations (``--adj`` for ``--adjustment``); None when it names none of them."""
+    name = arg.split("=", 1)[0]
+    if name in names:
+        return name
+    hits = [n for n in names if n.startswith("--") and n.startswith(name)] if len(name) > 2 else []
+    return hits[0] if len(hits) == 1 else None
+
+
 def _skip_options(args: Words, with_value: set[str], flags: set[str] | None = None,
                   attached: str = "") -> int | None:
     """Index of the first non-option word. Options in ``with_value`` take the next word (``--x=v`` and,
-    for letters in ``attached``, ``-xV`` forms too); unknown options, when ``flags`` is given, stop (None)."""
+    for letters in ``attached``, ``-xV`` forms too); long options may be abbreviated, as getopt allows.
+    An option that is neither known nor, when ``flags`` is given, a flag stops the reading (None)."""
     i = 0
     while i < len(args):
         a = args[i]
@@ -200,17 +214,23 @@ def _skip_options(args: Words, with_value: set[str], flags: set[str] | None = No
             return i + 1
         if not a.startswith("-") or a == "-":
             return i
+        if a.startswith("--"):
+            if _long_match(a, with_value):
+                i += 1 if "=" in a else 2
+                continue
+            if flags is not None and not _long_match(a, flags):
+                return None
+            if flags is None and any(n.startswith(a.split("=", 1)[0]) for n in with_value if n.startswith("--")):
+                return None  # an ambiguous abbreviation of an option that takes a value
+            i += 1
+            continue
         if a in with_value:
             i += 2
             continue
-        if a.startswith("--") and "=" in a and a.split("=", 1)[0] in with_value:
+        if len(a) > 2 and a[1] in attached:
             i += 1
             continue
-        if len(a) > 2 and a[1] in attached and not a.startswith("--"):
-            i += 1
-            continue
-        if flags is not None and a not in flags and not (len(a) > 2 and not a.startswith("--")
-                                                         and all(f"-{c}" in flags for c in a[1:])):
+        if flags is not None and a not in flags and not all(f"-{c}" in flags for c in a[1:]):
             return None
         i += 1
     return i
@@ -226,27 +246,43 @@ def _env(args: Words) -> int | None:
     return i
 
 
+# Every wrapper's own flags are listed, so an option it does not have (or a newer one that takes a
+# value) stops the reading: the command inside is then unknown, and a deny rule denies.
+_HELP = {"--help", "--version"}
+
+
 def _timeout(args: Words) -> int | None:
-    i = _skip_options(args, {"-s", "--signal", "-k", "--kill-after"}, attached="sk")
+    i = _skip_options(args, {"-s", "--signal", "-k", "--kill-after"},
+                      _HELP | {"--preserve-status", "--foreground", "-v", "--verbose"}, attached="sk")
     return None if i is None else i + 1  # the duration
 
 
 def _time(args: Words) -> int | None:
-    return _skip_options(args, {"-f", "--format", "-o", "--output"}, attached="fo")
+    return _skip_options(args, {"-f", "--format", "-o", "--output"},
+                         _HELP | {"-p", "--portability", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "-V"},
+                         attached="fo")
+
+
+_SUDO_FLAGS = _HELP | {"-A", "-b", "-E", "-H", "-K", "-k", "-l", "-n", "-P", "-S", "-V", "-v", "--askpass",
+                       "--background", "--preserve-env", "--set-home", "--remove-timestamp", "--reset-timestamp",
+                       "--list", "--non-interactive", "--preserve-groups", "--stdin", "--validate"}
 
 
 def _sudo(args: Words) -> int | None:
-    i = _skip_options(args, {"-C", "-D", "-g", "-h", "-p", "-R", "-r", "-T", "-t", "-U", "-u", "--user",
-                             "--group", "--chdir", "--prompt", "--role", "--type", "--close-from", "--host"},
-                      attached="CDghpRrTtUu")
-    if i is not None and any(a in ("-s", "--shell", "-i", "--login", "-e", "--edit") for a in args[:i]):
-        return None
-    return i
+    if any(a in ("-s", "--shell", "-i", "--login", "-e", "--edit") for a in args if a is not None):
+        return None  # a shell, or an editor: not a command we can read
+    return _skip_options(args, {"-C", "-D", "-g", "-h", "-p", "-R", "-r", "-T", "-t", "-U", "-u", "--user",
+                                "--group", "--chdir", "--prompt", "--role", "--type", "--close-from", "--host",
+                                "--other-user", "--command-timeout"}, _SUDO_FLAGS, attached="CDghpRrTtUu")
 
 
 def _xargs(args: Words) -> int | None:
     return _skip_options(args, {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args",
-                                "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"},
+                                "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var", "--max-lines",
+                                "--replace", "--eof"},
+                         _HELP | {"-0", "--null", "-o", "--open-tty", "-p", "--interactive", "-r",
+                                  "--no-run-if-empty", "-t", "--verbose", "-x", "--exit", "--show-limits", "-e",
+                                  "-i", "-l"},
                          attached="adEeIiLlnPs")
 
 
@@ -255,11 +291,12 @@ _WRAPPERS = {
     "command": lambda a: _skip_options(a, set(), flags={"-p", "-v", "-V"}),
     "builtin": lambda a: 0,
     "exec": lambda a: _skip_options(a, {"-a"}, flags={"-c", "-l"}),
-    "nice": lambda a: _skip_options(a, {"-n", "--adjustment"}, attached="n0123456789"),
-    "nohup": lambda a: _skip_options(a, set()),
+    "nice": lambda a: _skip_options(a, {"-n", "--adjustment"}, _HELP, attached="n0123456789"),
+    "nohup": lambda a: _skip_options(a, set(), _HELP),
     "timeout": _timeout,
     "time": _time,
-    "stdbuf": lambda a: _skip_options(a, {"-i", "-o", "-e", "--input", "--output", "--error"}, attached="ioe"),
+    "stdbuf": lambda a: _skip_options(a, {"-i", "-o", "-e", "--input", "--output", "--error"}, _HELP,
+                                      attached="ioe"),
     "ionice": lambda a: _skip_options(a, {"-c", "-n", "--class", "--classdata"}, attached="cn",
                                       flags={"-t", "--ignore"}),
     "setsid": lambda a: _skip_options(a, set(), flags={"-c", "-f", "-w", "--ctty", "--fork", "--wait"}),
@@ -296,6 +333,24 @@ def _shell(name: str, args: Words) -> tuple[list[Words], list[str], str | None]:
     return [], [], f"`{name}` runs commands from its input"
 
 
+_GIT_GLOBAL_VALUED = {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--exec-path",
+                      "--attr-source", "--list-cmds"}
+_GIT_GLOBAL_FLAGS = {"-p", "-P", "--paginate", "--no-pager", "--bare", "--no-replace-objects",
+                     "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
+                     "--no-optional-locks", "--no-advice", "--html-path", "--man-path", "--info-path", "--version",
+                     "--help"}
+
+
+def _git_inner(args: Words) -> tuple[list[Words], list[str], str | None]:
+    """``git -C x push`` runs ``git push``: the level a deny rule for ``git push`` must see."""
+    i = _skip_options(args, _GIT_GLOBAL_VALUED | {"-c", "--config-env"}, _GIT_GLOBAL_FLAGS, attached="Cc")
+    if i is None:
+        return [], [], "git with global options the checker does not read"
+    if any(a and (a.startswith("-c") or a.startswith("--config-env")) for a in args[:i]):
+        return [], [], "`git -c` can run a command from a setting"
+    return ([["git", *args[i:]]] if 0 < i < len(args) else []), [], None
+
+
 def _find_exec(args: Words) -> list[Words]:
     out = []
     for i, a in enumerate(args):
@@ -305,8 +360,13 @@ def _find_exec(args: Words) -> list[Words]:
     return out
 
 
+_WATCH_FLAGS = _HELP | {"-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "--differences", "-e",
+                        "--errexit", "-g", "--chgexit", "-p", "--precise", "-r", "--no-rerun", "-t", "--no-title",
+                        "-w", "--no-wrap", "-x", "--exec"}
+
+
 def _watch(args: Words) -> tuple[list[Words], list[str], str | None]:
-    i = _skip_options(args, {"-n", "--interval", "-q", "--equexit"}, attached="nq")
+    i = _skip_options(args, {"-n", "--interval", "-q", "--equexit"}, _WATCH_FLAGS, attached="nq")
     if i is None or i >= len(args):
         return [], [], None if i is not None else "`watch` with options the checker does not read"
     rest = args[i:]
@@ -321,7 +381,9 @@ def _flock(args: Words) -> tuple[list[Words], list[str], str | None]:
     for j, a in enumerate(args):
         if a in ("-c", "--command") and j + 1 < len(args):
             return ([], [args[j + 1]], None) if args[j + 1] is not None else ([], [], "`flock -c` of text")
-    i = _skip_options(args, {"-w", "--timeout", "-E", "--conflict-exit-code"}, attached="wE")
+    i = _skip_options(args, {"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"},
+                      _HELP | {"-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb",
+                               "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"}, attached="wE")
     if i is None:
         return [], [], "`flock` with options the checker does not read"
     return ([args[i + 1:]] if i + 1 < len(args) else []), [], None
@@ -335,18 +397,27 @@ def _always(args: Words) -> str | None:
 
 
 def _unsafe_options(*names: str, positional_max: int | None = None):
-    """A checker refusing the given options (exact, ``--x=v`` and attached ``-xV`` forms)."""
+    """A checker refusing the given options: exact, ``--x=v``, attached ``-xV``, and any abbreviation
+    of a long one (``--compress-prog`` for ``--compress-program``: GNU getopt accepts unique prefixes).
+    ``-`` (standard input or output) counts as an operand."""
+    longs = {n for n in names if n.startswith("--")}
+    shorts = {n for n in names if not n.startswith("--")}
 
     def check(args: Words) -> str | None:
         positional = 0
         for a in args:
             if a is None:
                 return "an argument that is not plain"
-            for n in names:
-                if a == n or (n.startswith("--") and a.startswith(n + "=")) or (
-                        len(n) == 2 and not a.startswith("--") and a.startswith("-") and n[1] in a[1:]):
-                    return n
-            if not a.startswith("-"):
+            if a.startswith("--") and len(a) > 2:
+                name = a.split("=", 1)[0]
+                hit = next((n for n in longs if n.startswith(name)), None)
+                if hit:
+                    return hit
+            elif a.startswith("-") and len(a) > 1:
+                hit = next((n for n in shorts if a == n or (len(n) == 2 and n[1] in a[1:])), None)
+                if hit:
+                    return hit
+            else:
                 positional += 1
         if positional_max is not None and positional > positional_max:
             return f"more than {positional_max} file argument{'s' if positional_max != 1 else ''}"
@@ -355,7 +426,16 @@ def _unsafe_options(*names: str, positional_max: int | None = None):
     return check
 
 
+_GIT_BRANCH_LIST = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "-l", "--list", "--show-current",
+                    "--color", "--no-color", "--column", "--no-column", "-i", "--ignore-case"}
+_GIT_WRITING = _unsafe_options("--output", "--open-files-in-pager", "-O", "--ext-diff")
+
+
 def _git(args: Words) -> str | None:
+    """Read-only git: a subcommand that only reads, with no option that writes a file or runs a program.
+
+    (Which repository git opens matters too: :func:`git_finds_workspace_repo` is checked by the caller.)
+    """
     if not args or args[0] is None:
         return "git without a subcommand"
     sub, rest = args[0], args[1:]
@@ -363,17 +443,12 @@ def _git(args: Words) -> str | None:
         return f"git option {sub} before the subcommand"
     if any(a is None for a in rest):
         return "an argument that is not plain"
-    if any(a == "--output" or a.startswith("--output=") or a in ("--ext-diff", "--open-files-in-pager")
-           or a.startswith("--open-files-in-pager=") for a in rest):
-        return "an option that writes a file or runs a program"
+    if why := _GIT_WRITING(rest):
+        return f"git option {why} writes a file or runs a program"
     if sub in ("status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog",
-               "cat-file", "ls-tree", "grep", "whatchanged", "reflog"):
-        return "git reflog with a subcommand" if sub == "reflog" and rest and rest[0] in (
-            "delete", "expire") else None
-    if sub == "branch" and all(a.startswith("-") and a not in ("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u",
-                                                                  "--delete", "--move", "--copy", "--force",
-                                                                  "--set-upstream-to", "--unset-upstream",
-                                                                  "--edit-description") for a in rest):
+               "cat-file", "ls-tree", "grep", "whatchanged"):
+        return None
+    if sub == "branch" and all(a in _GIT_BRANCH_LIST or a.startswith(("--sort=", "--format=")) for a in rest):
         return None
     if sub == "tag" and (not rest or all(a in ("-l", "--list", "-n") for a in rest)):
         return None
@@ -384,19 +459,38 @@ def _git(args: Words) -> str | None:
     return f"git {sub}"
 
 
+def git_finds_workspace_repo(cwd: str, workspace: str) -> bool:
+    """Whether git started in ``cwd`` (inside ``workspace``) would use the workspace's own repository
+    (or one above it), never one planted inside the workspace: no ``.git`` and no bare-repository
+    layout (``HEAD``, ``objects/``, ``refs/``) in ``cwd`` or a folder between it and the workspace.
+
+    A planted repository's config can name programs git runs (``diff.external``, ``core.fsmonitor``,
+    textconv and filter drivers), so a git command that would open one is not read-only.
+    """
+    cwd, workspace = os.path.realpath(cwd), os.path.realpath(workspace)
+    d = cwd
+    while d != workspace and d.startswith(workspace + "/"):
+        if os.path.lexists(os.path.join(d, ".git")) or (
+                os.path.exists(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects"))
+                and os.path.isdir(os.path.join(d, "refs"))):
+            return False
+        d = os.path.dirname(d)
+    return d == workspace
+
+
 READ_ONLY: dict[str, callable] = {
     **{name: _always for name in (
         "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "pwd", "echo", "stat", "du", "df", "which",
         "whereis", "uname", "whoami", "id", "true", "false", "basename", "dirname", "realpath", "readlink",
         "diff", "cmp", "comm", "cut", "nl", "od", "hexdump", "jq", "column", "fold", "fmt", "rev", "tac",
         "paste", "join", "strings", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "nproc",
-        "printenv", "locale", "test", "[", "cd", "tr", "expand", "unexpand", "seq", "sleep", "ps", "free",
+        "printenv", "locale", "cd", "tr", "expand", "unexpand", "seq", "sleep", "ps", "free",
         "uptime", "file", "less", "more", "type")},
     "rg": _unsafe_options("--pre"),
     "printf": _unsafe_options("-v"),
     "tree": _unsafe_options("-o"),
     "file": _unsafe_options("-C", "--compile"),
-    "date": _unsafe_options("-s", "--set"),
+    "date": _unsafe_options("-s", "--set"),  # (-f/-r read files: their paths are checked like any argument)
     "sort": _unsafe_options("-o", "--output", "--compress-program"),
     "uniq": _unsafe_options(positional_max=1),
     "xxd": _unsafe_options("-r", "--revert", positional_max=1),

@@ -7,8 +7,10 @@ Because the checker and the tool call the same function with the same
 ``cwd``/``home``, they can never disagree about which file a call touches.
 
 Tilde forms follow bash: ``~`` and ``~/x`` (the session's home), ``~user``
-(that user's home from the password database), ``~+`` (the working directory),
-``~-`` (``OLDPWD``: unknown to us, so unresolvable). ``..`` and symlinks are
+(that user's home from the password database), ``~+`` and the directory-stack
+forms ``~0``, ``~+0``, ``~-0`` (the working directory, with bash's empty stack),
+``~-`` and every other ``~N``/``~+N``/``~-N`` (``OLDPWD`` or a stack entry:
+unknown to us, so unresolvable). ``..`` and symlinks are
 resolved by ``os.path.realpath`` on the joined path, the way the kernel walks it.
 
 :func:`open_inside` opens a resolved path without following a symlink swapped
@@ -57,10 +59,12 @@ def expand(text: str, *, cwd: str, home: str) -> str:
         head, sep, rest = text.partition("/")
         if head == "~":
             base = home
-        elif head == "~+":
+        elif head in ("~+", "~0", "~+0", "~-0"):
             base = cwd
         elif head == "~-":
             raise Unresolvable(f"{text!r} names the previous directory (~-), which is not known here")
+        elif re.fullmatch(r"~[+-]?\d+", head):
+            raise Unresolvable(f"{text!r} names an entry of the directory stack, which is not known here")
         elif _USER_TILDE.fullmatch(head):
             try:
                 base = pwd.getpwnam(head[1:]).pw_dir
@@ -97,8 +101,9 @@ def protected(path: str, workspace: str, home: str) -> bool:
     workspace), or in ``~/.mainsail`` or ``~/.claude``."""
     if inside(path, workspace):
         rel = os.path.relpath(path, workspace)
-        return any(seg in PROTECTED_DIRS for seg in rel.split(os.sep))
-    return bool(home) and any(inside(path, os.path.join(home, d)) for d in PROTECTED_DIRS[1:])
+        # Compared without case: on a case-insensitive filesystem .GIT/config is .git/config.
+        return any(seg.lower() in PROTECTED_DIRS for seg in rel.split(os.sep))
+    return bool(home) and any(inside(path.lower(), os.path.join(home, d).lower()) for d in PROTECTED_DIRS[1:])
 
 
 def open_inside(path: str, root: str, flags: int, mode: int = 0o666) -> int:

@@ -26,8 +26,8 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     Bash: for each part of the command (wrappers ``timeout``/``nice``/``nohup``/
     ``time`` stripped), ``Bash(<first> <subcommand>:*)`` when the second word
     looks like a subcommand (``git diff HEAD`` gives ``Bash(git diff:*)``),
-    ``Bash(<first>:*)`` when only options follow (``ls -la``), and the exact
-    part otherwise (``cat notes.txt``), and always for shells, interpreters,
+    ``Bash(<first>:*)`` when only options follow a read-only command (``ls
+    -la``), and the exact part otherwise (``cat notes.txt``, ``tar -tf x.tar``), and always for shells, interpreters,
     command runners and destructive commands (``bash``, ``python3``, ``env``,
     ``xargs``, ``sudo``, ``rm``, ``cp``, ``git`` with options before its
     subcommand...): ``Bash(python3 -c "print(1)")``, ``Bash(rm -rf build)``. A ``cd`` inside the
@@ -61,8 +61,10 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
             rule = f"Bash({' '.join(w.raw for w in words)})"  # exact: `cat notes.txt`, `rm -rf build`
         elif second is not None and not (second.value or "").startswith("-"):
             rule = f"Bash({words[0].raw} {second.raw}:*)"  # a subcommand: `npm test`, `git diff`
-        else:
-            rule = f"Bash({words[0].raw}:*)"  # only options follow: `ls -la`
+        elif name in commands.READ_ONLY:
+            rule = f"Bash({words[0].raw}:*)"  # a reader with options: `ls -la`
+        else:  # `tar -tf x`: options decide what it does (tar --checkpoint-action=exec=...)
+            rule = f"Bash({' '.join(w.raw for w in words)})"
         try:
             parse_rule(rule)
         except RuleSyntaxError:

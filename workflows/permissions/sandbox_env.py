@@ -58,6 +58,13 @@ def command_environment(environ: Mapping[str, str], *, sandboxed: bool = False,
         proxy_port: the sandbox's proxy port on 127.0.0.1, or None when there is no proxy.
     """
     env = scrub_environment(environ)
+    # Git never opens a bare repository it merely finds (one planted in the workspace could name
+    # programs in its config: diff.external, core.fsmonitor); an explicit --git-dir still works.
+    # The worker's own GIT_CONFIG_COUNT/KEY_n/VALUE_n settings are dropped (the *_KEY_n are scrubbed
+    # as secrets anyway, and a count without its keys makes git fail).
+    for name in [k for k in env if k == "GIT_CONFIG_COUNT" or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+        del env[name]
+    env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.bareRepository", "GIT_CONFIG_VALUE_0": "explicit"})
     if sandboxed:
         for name in ("TMPDIR", "TMP", "TEMP", "TEMPDIR"):
             if name == "TMPDIR" or name in env:
