@@ -6,11 +6,10 @@ import time
 
 import click
 
-from cli.connect import connect
+from cli.readonly import existing_runtime
 from tasks.dispatch import dispatch
 from workflows.engine import find_request
 from workflows.permissions import prompt_text
-from workflows.settings import load_settings
 
 
 def _ago(t: float) -> str:
@@ -21,7 +20,7 @@ def _ago(t: float) -> str:
 @click.command("pending")
 def pending() -> None:
     """List permission requests waiting for a decision, across sessions."""
-    rt = connect(load_settings())
+    rt = existing_runtime(what="no pending permission requests")
     rows = 0
     for sid in rt.store.awaiting_sessions():
         rec = rt.store.get_session(sid)
@@ -38,8 +37,7 @@ def pending() -> None:
 
 def _decide(session: str, request: str | None, approve: bool, always: bool = False,
             message: str | None = None) -> None:
-    settings = load_settings()
-    rt = connect(settings)
+    rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
     sid = rt.store.resolve_session(session)
     req = find_request(rt.store.get_session(sid), request)
     steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)

@@ -85,7 +85,7 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
 
 def _register() -> None:
-    from cli import approvals, demo, doctor, fsm, memory, run, sessions, transfer, worker
+    from cli import approvals, demo, doctor, fsm, housekeeping, memory, run, sessions, transfer, worker
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
@@ -103,6 +103,8 @@ def _register() -> None:
     cli.add_command(transfer.import_cmd)
     cli.add_command(memory.memory)
     cli.add_command(doctor.doctor)
+    cli.add_command(housekeeping.rm)
+    cli.add_command(housekeeping.gc)
 
 
 _register()

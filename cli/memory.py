@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.connect import Runtime, connect
+from cli.readonly import existing_runtime
 from workflows.exceptions import MemoryRecordError, SessionNotFound
 from workflows.memory import INDEX_NAME, MEMORY_TYPES, ProjectMemory, make_record, parse_markdown
 from workflows.settings import load_settings
@@ -26,8 +27,9 @@ project_option = click.option(
     help="A directory of the project (its git root names it; default: the current directory).")
 
 
-def _open(project: Path) -> tuple[Runtime, ProjectMemory]:
-    rt = connect(load_settings())
+def _open(project: Path, *, read_only: str | None = None, code: int = 0) -> tuple[Runtime, ProjectMemory]:
+    """The project's memory; with ``read_only`` (what there would be nothing of), never start a server."""
+    rt = existing_runtime(what=read_only, code=code) if read_only else connect(load_settings())
     return rt, ProjectMemory.for_workspace(rt.store.r, str(project))
 
 
@@ -40,7 +42,7 @@ def memory() -> None:
 @project_option
 def list_cmd(project: Path) -> None:
     """List the project's memory records."""
-    _, mem = _open(project)
+    _, mem = _open(project, read_only="no memories to list")
     records = mem.records()
     if not records:
         click.echo(f"No memories for project {mem.root}. They are saved after answers (auto-memory), "
@@ -61,7 +63,9 @@ def list_cmd(project: Path) -> None:
 @project_option
 def show(target: str | None, session: str | None, project: Path) -> None:
     """Show MEMORY.md, a record (by NAME), or a session's notes (by SID or prefix)."""
-    rt, mem = _open(project)
+    named = target or session
+    rt, mem = _open(project, read_only=f"no memory {named!r} to show" if named else "no memories to show",
+                    code=1 if named else 0)
     if session is None and target and target.removesuffix(".md").upper() == INDEX_NAME:
         target = None
     if session is None and target is None:
@@ -155,7 +159,7 @@ def rm(names: tuple[str, ...], project: Path) -> None:
 @project_option
 def export(folder: Path, project: Path) -> None:
     """Write the records to FOLDER as NAME.md files with YAML frontmatter, plus MEMORY.md."""
-    _, mem = _open(project)
+    _, mem = _open(project, read_only="no memories to export", code=1)
     records = mem.records()
     folder.mkdir(parents=True, exist_ok=True)
     for r in records:

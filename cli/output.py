@@ -23,6 +23,7 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
+from workflows.tokens import model_limits
 from workflows.transcript_io import assistant_api_message as api_message
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
@@ -48,8 +49,48 @@ def _usage(u) -> dict:
     }
 
 
+def model_usage(result: ResultEntry) -> dict:
+    """Claude Code's ``modelUsage``: the run's main loop per model; the ``costUSD`` add up to ``total_cost_usd``."""
+    out = {}
+    for model, u in result.usage_by_model.items():
+        out[model] = {
+            "inputTokens": int(u.input_tokens),
+            "outputTokens": int(u.output_tokens),
+            "cacheReadInputTokens": int(u.cache_read_input_tokens),
+            "cacheCreationInputTokens": int(u.cache_creation_input_tokens),
+            "webSearchRequests": 0,
+            "costUSD": float(result.cost_by_model.get(model, 0.0)),
+            "contextWindow": model_limits(model)[0],
+        }
+    return out
+
+
+def cost_breakdown(result: ResultEntry) -> dict:
+    """Mainsail's own key: the run's figures split into its main loop and its memory forks.
+
+    ``main`` is what ``total_cost_usd`` and ``usage`` report; ``memory`` the memory forks that
+    finished while the run went on (``saving``: one still ran when it ended; what it costs
+    goes to the session); ``session`` the session's totals at the end of the run, forks included.
+    """
+    out = {
+        "main": {"cost_usd": float(result.total_cost_usd), "usage": _usage(result.usage)},
+        "memory": {"cost_usd": float(result.memory_cost_usd), "usage": _usage(result.memory_usage),
+                   "saving": bool(result.memory_saving)},
+    }
+    if result.session_usage is not None:
+        out["session"] = {"cost_usd": float(result.session_cost_usd or 0.0), "usage": _usage(result.session_usage)}
+    return out
+
+
 def result_json(result: ResultEntry) -> dict:
-    """The object Claude Code prints with ``--output-format json`` (and last in stream-json)."""
+    """The object Claude Code prints with ``--output-format json`` (and last in stream-json).
+
+    Claude Code's keys mean what they mean there: ``usage`` is the run's main loop (its
+    model turns, here with its compactions) and ``total_cost_usd`` what those calls cost.
+    Memory forks are not inside them (a run's answer never waits for its memory, so they
+    could only ever be partly inside); ``cost_breakdown`` names them, and ``modelUsage``
+    splits ``total_cost_usd`` per model.
+    """
     subtype = RESULT_SUBTYPES.get(result.subtype, "error_during_execution")
     return {
         "type": "result",
@@ -62,6 +103,8 @@ def result_json(result: ResultEntry) -> dict:
         "session_id": result.session_id,
         "total_cost_usd": float(result.total_cost_usd),
         "usage": _usage(result.usage),
+        "modelUsage": model_usage(result),
+        "cost_breakdown": cost_breakdown(result),
         "permission_denials": [dict(d) for d in result.permission_denials],
         "uuid": result.uuid,
     }
@@ -195,5 +238,5 @@ def read_stream_json_input(lines: Iterable[str]) -> Iterator[str]:
         yield text
 
 
-__all__ = ["RESULT_SUBTYPES", "StreamJson", "api_message", "content_blocks", "read_stream_json_input",
-           "result_json", "stream_json_line"]
+__all__ = ["RESULT_SUBTYPES", "StreamJson", "api_message", "content_blocks", "cost_breakdown", "model_usage",
+           "read_stream_json_input", "result_json", "stream_json_line"]

@@ -16,6 +16,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from rich.console import Console
 from rich.text import Text
 
+from cli.figures import memory_note, money, tokens
 from workflows import keys
 from workflows.models import (
     AssistantEntry,
@@ -95,7 +96,9 @@ class Renderer:
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
             if e.subtype == "memory":
-                self.console.print(Text(f"✎ {e.content}", style="dim"))
+                cost = f" · {money(e.cost_usd)}, {tokens(e.usage):,} tokens" if e.usage is not None else ""
+                text = e.content.rstrip(".") if cost else e.content
+                self.console.print(Text(f"✎ {text}{cost}", style="dim"))
             else:
                 self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
         elif isinstance(e, PermissionRequestEntry):
@@ -119,10 +122,11 @@ class Renderer:
 
 
 def closing_line(e: ResultEntry) -> Text:
-    u = e.usage
-    tokens = u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+    """``✓ session 1a2b · 3 turns · 3,591 tokens · $0.0126 (+ memory $0.0128, 3,356 tokens) · 2.1s``:
+    the run's main loop, then the memory forks that finished while it ran (named, never mixed in)."""
     facts = (f"session {e.session_id[:8]} · {e.num_turns} turn{'s' if e.num_turns != 1 else ''} · "
-             f"{tokens:,} tokens · ${e.total_cost_usd:.4f} · {e.duration_ms / 1000:.1f}s")
+             f"{tokens(e.usage):,} tokens · {money(e.total_cost_usd)}{memory_note(e)} · "
+             f"{e.duration_ms / 1000:.1f}s")
     if e.is_error:
         return Text.assemble(("✗ ", "bold red"), (f"{e.subtype}: {e.result}\n  ", "red"), (facts, "dim"))
     return Text.assemble(("✓ ", "bold green"), (facts, "dim"))
@@ -139,23 +143,39 @@ def follow(
     block_ms: int = 1000,
     timeout: float | None = None,
     poll: Callable[[], None] | None = None,
+    on_silence: Callable[[float], None] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
     Reconnects after a Redis hiccup and resumes from the last ids seen, so no
     entry is missed or repeated. ``poll`` (if given) runs after every read, at
     least five times a second: the attached permission prompt reads the
-    terminal there.
+    terminal there. ``on_silence`` gets the seconds since the last entry or
+    delta after every read (at least once a second); by default it says, on
+    stderr, what the session waits for after a few quiet seconds
+    (cli/standby.py), and a command keeping a worker on standby also keeps
+    this session's queues served.
     """
     if poll is not None:
         block_ms = min(block_ms, 200)
+    if on_silence is None:
+        from cli import standby
+
+        keeper = standby.current()
+        if keeper is not None:
+            keeper.watch(sid)
+        notes = keeper.notes if keeper is not None else standby.WaitNotes(store, 2.0, lambda: False)
+        on_silence = lambda quiet: notes.note(sid, quiet)  # noqa: E731
     log_key, live_key = keys.log(sid), keys.live(sid)
     last_log = after or "0-0"
-    last_live = store.last_live_id(sid) if on_delta else None
+    last_live = None
     deadline = None if timeout is None else time.monotonic() + timeout
     backoff = 0.1
+    heard = time.monotonic()
     while True:
         try:
+            if on_delta and last_live is None:
+                last_live = store.last_live_id(sid)
             streams = {log_key: last_log}
             if on_delta:
                 streams[live_key] = last_live
@@ -163,8 +183,13 @@ def follow(
             backoff = 0.1
         except (RedisConnectionError, RedisTimeoutError, OSError):
             time.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
+            backoff = min(backoff * 2, 1.0)
+            rows = []
+            if on_silence is not None:
+                on_silence(time.monotonic() - heard)
             continue
+        if rows:
+            heard = time.monotonic()
         # Deltas were published before the commit that records their message: show them first.
         rows.sort(key=lambda kv: 0 if kv[0] == live_key else 1)
         for key, items in rows:
@@ -181,6 +206,8 @@ def follow(
                     return entry
         if poll is not None:
             poll()
+        if on_silence is not None:
+            on_silence(time.monotonic() - heard)
         if deadline is not None and time.monotonic() > deadline:
             return None
 

@@ -14,7 +14,9 @@ from datetime import datetime
 import click
 from rich.console import Console
 
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, ensure_worker
+from cli.figures import breakdown_lines, run_figures
+from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
 from statemachines import State
 from tasks.dispatch import dispatch
@@ -47,12 +49,11 @@ def _cut(s: str, n: int) -> str:
 @click.option("--workspace", type=click.Path(file_okay=False), help="Only sessions of this directory.")
 @click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
 def sessions(state: str | None, workspace: str | None, limit: int) -> None:
-    """List sessions, newest first."""
-    rt = connect(load_settings())
+    """List sessions, newest first (QUEUED: messages waiting to run next, in order)."""
+    rt = existing_runtime()
     ws = os.path.realpath(workspace) if workspace else None
     rows = []
-    for sid in rt.store.session_ids(limit=10_000):
-        rec = rt.store.get_session(sid)
+    for rec in rt.store.get_sessions(rt.store.session_ids(limit=10_000)):
         if (state and rec.state.value != state) or (ws and rec.workspace != ws):
             continue
         rows.append(rec)
@@ -61,12 +62,13 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> None:
     if not rows:
         click.echo("No sessions" + (" match." if state or ws else " yet: start one with `mainsail run \"...\"`."))
         return
-    click.echo(f"{'ID':<9} {'STATE':<19} {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} {'COST':>8}  {'ACTIVE':<9} "
-               "WORKSPACE")
+    queued = rt.store.inbox_lengths([r.id for r in rows])
+    click.echo(f"{'ID':<9} {'STATE':<19} {'QUEUED':>6}  {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} {'COST':>8}  "
+               f"{'ACTIVE':<9} WORKSPACE")
     for rec in rows:
-        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {_cut(rec.title or '-', 32):<32} "
-                   f"{_cut(rec.model, 18):<18} {rec.turns:>5} {'$%.4f' % rec.cost_usd:>8}  "
-                   f"{_when(rec.updated_at):<9} {rec.workspace}")
+        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued[rec.id] or '-':>6}  "
+                   f"{_cut(rec.title or '-', 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
+                   f"{'$%.4f' % rec.cost_usd:>8}  {_when(rec.updated_at):<9} {rec.workspace}")
 
 
 def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
@@ -75,7 +77,12 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
     lines = [
         f"session     {rec.id}" + (f"  (forked from {rec.forked_from[:8]})" if rec.forked_from else ""),
         f"title       {rec.title or '-'}",
-        f"state       {rec.state.value}" + (f"  ({len(inbox)} queued)" if inbox else ""),
+        f"state       {rec.state.value}" + _queue_note(rec, inbox)
+        + (" · saving memory" if rec.saving_memory() and rec.state is not State.EXTRACTING else ""),
+    ]
+    for i, text in enumerate(inbox, 1):
+        lines.append(f"  queued {i:<3} {_cut(' '.join(text.split()), 70)}")
+    lines += [
         f"workspace   {rec.workspace}" + (f"  [{rec.git_branch}]" if rec.git_branch else ""),
         f"model       {rec.model}",
         f"permissions {rec.permission_mode.value}"
@@ -88,10 +95,10 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
         f"cache read {u.cache_read_input_tokens:,}, cache write {u.cache_creation_input_tokens:,})",
         f"cost        ${rec.cost_usd:.4f}" + (f" (budget ${rec.max_budget_usd:g} per run)"
                                             if rec.max_budget_usd else ""),
+        *breakdown_lines(rec, indent=" " * 12),
     ]
-    if len(rec.usage_by_model) > 1 or (rec.usage_by_model and rec.model not in rec.usage_by_model):
-        for model, usage in rec.usage_by_model.items():
-            lines.append(f"  {model:<24} {usage.total:>10,} tokens  ${rec.cost_by_model.get(model, 0.0):.4f}")
+    if rec.run_started_at:
+        lines.append(f"last run    {run_figures(rec)}")
     lines.append(f"created     {datetime.fromtimestamp(rec.created_at):%Y-%m-%d %H:%M:%S}, "
                  f"last active {_when(rec.updated_at)}")
     if rec.last_error:
@@ -99,12 +106,22 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
     return lines
 
 
+def _queue_note(rec: SessionRecord, inbox: list[str]) -> str:
+    if not inbox:
+        return ""
+    n = f"{len(inbox)} queued"
+    if rec.state is State.IDLE:  # an older version's cancel left it: say what starts it
+        return (f"  ({n}, not started: `mainsail cancel {rec.id[:8]}` starts the oldest, "
+                f"`mainsail send --clear {rec.id[:8]}` drops them)")
+    return f"  ({n}: they run next, in the order sent; `mainsail send --clear {rec.id[:8]}` drops them)"
+
+
 @click.command("show")
 @click.argument("session")
 @click.option("--no-transcript", is_flag=True, help="Only the session's facts.")
 def show(session: str, no_transcript: bool) -> None:
     """Print a session's facts and its transcript."""
-    rt = connect(load_settings())
+    rt = existing_runtime(what=f"no session {session!r} to show", code=1)
     sid = rt.store.resolve_session(session)
     rec = rt.store.get_session(sid)
     for line in describe(rec, rt.store.inbox(sid)):
@@ -123,7 +140,7 @@ def show(session: str, no_transcript: bool) -> None:
 @click.option("-f", "--follow", "forever", is_flag=True, help="Keep watching after the session goes idle.")
 def watch(session: str, forever: bool) -> None:
     """Replay a session's transcript and follow it live; Ctrl-C detaches (it never cancels)."""
-    rt = connect(load_settings())
+    rt = existing_runtime(what=f"no session {session!r} to watch", code=1)
     sid = rt.store.resolve_session(session)
     r = Renderer(Console(highlight=False, soft_wrap=True))
 
@@ -156,21 +173,39 @@ def _idle(rt: Runtime, sid: str) -> bool:
 
 @click.command("send")
 @click.argument("session")
-@click.argument("message")
-@click.option("--interrupt", is_flag=True, help="Cancel the running turn first, then process the message.")
-def send(session: str, message: str, interrupt: bool) -> None:
+@click.argument("message", required=False)
+@click.option("--interrupt", is_flag=True, help="Cancel the running turn first (queued messages still run first).")
+@click.option("--clear", is_flag=True, help="Drop the messages queued before this one (alone: just drop them).")
+def send(session: str, message: str | None, interrupt: bool, clear: bool) -> None:
     """Send MESSAGE to a session; while it is busy it waits in the inbox and runs next, in order."""
-    rt = connect(load_settings())
+    if message is None and not clear:
+        raise click.UsageError("Missing MESSAGE (or --clear alone to drop the queued messages).")
+    rt = existing_runtime(what=f"no session {session!r} to send to", code=1)
     sid = rt.store.resolve_session(session)
-    if interrupt and rt.engine.cancel(sid, "Interrupted by a new message"):
-        click.echo(f"Interrupted the running turn of session {sid[:8]}.")
+    if clear:
+        dropped = rt.engine.clear_queue(sid)
+        click.echo(f"Dropped {_messages(len(dropped))} queued for session {sid[:8]}"
+                   + (": " + ", ".join(repr(_cut(m, 40)) for m in dropped) if dropped else "") + ".")
+    if interrupt:
+        stopped = rt.engine.stop(sid, "Interrupted by a new message")
+        dispatch(stopped.steps)
+        if stopped.cancelled:
+            click.echo(f"Interrupted the running turn of session {sid[:8]}.")
+    if message is None:
+        return
     steps = rt.engine.submit(sid, message)
     dispatch(steps)
-    if steps:
+    inbox = rt.store.inbox(sid)
+    if message not in inbox:
         click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
-    else:
-        n = len(rt.store.inbox(sid))
-        click.echo(f"Session {sid[:8]} is busy; queued as message {n} of {n}: it runs when the current turn ends.")
+        return
+    n, where = len(inbox), len(inbox) - inbox[::-1].index(message)
+    click.echo(f"Session {sid[:8]} is busy; queued as message {where} of {n}: it runs after the current turn"
+               + (" and the messages before it" if where > 1 else "") + ", in the order sent.")
+
+
+def _messages(n: int) -> str:
+    return f"{n} message{'s' if n != 1 else ''}"
 
 
 @click.command("compact")
@@ -179,7 +214,7 @@ def send(session: str, message: str, interrupt: bool) -> None:
 def compact(session: str, instructions: str | None) -> None:
     """Compact an idle session now: its conversation is summarised for the model (the transcript keeps it)."""
     settings = load_settings()
-    rt = connect(settings)
+    rt = existing_runtime(settings, what=f"no session {session!r} to compact", code=1)
     try:
         sid = rt.store.resolve_session(session)
         ensure_worker(rt, settings)
@@ -196,15 +231,32 @@ def compact(session: str, instructions: str | None) -> None:
 
 @click.command("cancel")
 @click.argument("session")
-def cancel(session: str) -> None:
-    """Stop a session's running turn (and any running command); it returns to idle."""
-    rt = connect(load_settings())
+@click.option("--clear", is_flag=True, help="Also drop the queued messages, so the session stays idle.")
+def cancel(session: str, clear: bool) -> None:
+    """Stop a session's running turn (and any running command); its next queued message then runs."""
+    rt = existing_runtime(what=f"no session {session!r} to cancel", code=1)
     sid = rt.store.resolve_session(session)
-    before = rt.store.get_session(sid).state
-    if rt.engine.cancel(sid):
-        click.echo(f"Cancelled session {sid[:8]} (it was {before.value}); it is idle now.")
+    stopped = rt.engine.stop(sid, clear_queue=clear)
+    dispatch(stopped.steps)
+    click.echo(cancel_message(sid, stopped))
+
+
+def cancel_message(sid: str, stopped) -> str:
+    """What a cancel did, in one line (also used by ``mainsail rm --force``)."""
+    short = sid[:8]
+    if stopped.cancelled:
+        head = f"Cancelled session {short} (it was {stopped.was.value})"
+    elif stopped.started is not None:
+        head = f"Session {short} was idle with {_messages(stopped.queued + 1)} queued that nothing ran"
     else:
-        click.echo(f"Session {sid[:8]} is idle; there is nothing to cancel.")
+        head = f"Session {short} is idle; there is nothing to cancel"
+    if stopped.cleared:
+        head += f"; dropped {_messages(len(stopped.cleared))} queued"
+    if stopped.started is None:
+        return head + ("; it is idle now." if stopped.cancelled else ".")
+    more = f" ({stopped.queued} more queued)" if stopped.queued else ""
+    return (f"{head}. Its next queued message runs now: {_cut(stopped.started, 50)!r}{more}. "
+            f"To stop it and drop the queue: mainsail cancel --clear {short}")
 
 
-__all__ = ["sessions", "show", "watch", "send", "cancel", "compact", "describe"]
+__all__ = ["sessions", "show", "watch", "send", "cancel", "compact", "describe", "cancel_message"]

@@ -8,6 +8,7 @@ import sys
 import click
 
 from cli.connect import connect
+from cli.readonly import existing_runtime
 from workflows.exceptions import MainsailError
 from workflows.settings import load_settings
 from workflows.transcript_io import export_jsonl, import_session
@@ -22,7 +23,7 @@ from workflows.transcript_io import export_jsonl, import_session
 def export_cmd(session: str, fmt: str, output: str | None) -> None:
     """Write SESSION's transcript (id or unique prefix) as JSONL, one entry a line."""
     try:
-        rt = connect(load_settings())
+        rt = existing_runtime(what=f"no session {session!r} to export", code=1)
         try:
             sid = rt.store.resolve_session(session)
             rec = rt.store.get_session(sid)

@@ -122,6 +122,10 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: FakeMessagesServer
 
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a killed worker's
+            super().handle_error(request, client_address)
+
 
 class FakeMessagesServer:
     """The scripted Messages API on a real socket, served by a daemon thread."""
@@ -235,3 +239,17 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def last_prompt(body: dict) -> str:
+    """The newest user text of a request (after a cancel it shares a message with the "interrupted"
+    tool result)."""
+    for m in reversed(body["messages"]):
+        if m["role"] != "user":
+            continue
+        if isinstance(m["content"], str):
+            return m["content"]
+        texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""

@@ -233,9 +233,18 @@ class ResultEntry(_Entry):
     num_turns: int = 0
     duration_ms: int = 0
     duration_api_ms: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    total_cost_usd: float = 0.0
+    usage: Usage = Field(default_factory=Usage)  # the run's main loop: its model turns and compactions
+    total_cost_usd: float = 0.0  # what ``usage`` cost (memory forks are not in it: see ``memory_*``)
     permission_denials: list[dict[str, Any]] = Field(default_factory=list)
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)  # ``usage`` per model
+    cost_by_model: dict[str, float] = Field(default_factory=dict)  # ``total_cost_usd`` per model
+    # Memory forks that finished while this run went on (the run's extraction starts after this entry).
+    memory_usage: Usage = Field(default_factory=Usage)
+    memory_cost_usd: float = 0.0
+    memory_saving: bool = False  # a memory fork was still running when the run ended
+    # The session's totals (main loop, compactions and every memory fork) as of this entry.
+    session_usage: Usage | None = None
+    session_cost_usd: float | None = None
 
 
 Entry = Annotated[
@@ -395,6 +404,15 @@ class PermissionMode(str, enum.Enum):
     BYPASS = "bypassPermissions"
 
 
+#: What a model call was for, as usage and cost are broken down (``SessionRecord.usage_by_kind``).
+COST_KINDS = {
+    "main": "main loop",
+    "compact": "compaction",
+    "memory": "session memory",
+    "extract": "memory extraction",
+}
+
+
 class SessionRecord(_Model):
     id: str
     state: State = State.IDLE
@@ -417,6 +435,9 @@ class SessionRecord(_Model):
     usage: Usage = Field(default_factory=Usage)
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
     cost_by_model: dict[str, float] = Field(default_factory=dict)
+    # Per kind of call (:data:`COST_KINDS`); sessions older than this field have none for earlier calls.
+    usage_by_kind: dict[str, Usage] = Field(default_factory=dict)
+    cost_by_kind: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
     max_budget_usd: float | None = None
     forked_from: str | None = None
@@ -442,8 +463,13 @@ class SessionRecord(_Model):
     run_started_at: float = 0.0
     run_turns: int = 0
     run_api_ms: int = 0
-    run_usage: Usage = Field(default_factory=Usage)
+    run_usage: Usage = Field(default_factory=Usage)  # main loop: model turns and compactions
     run_cost_usd: float = 0.0
+    run_usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    run_cost_by_model: dict[str, float] = Field(default_factory=dict)
+    # Memory forks that finished since the run started (still counting after its result, until the next run).
+    run_memory_usage: Usage = Field(default_factory=Usage)
+    run_memory_cost_usd: float = 0.0
     tool_calls: list[ToolCall] = Field(default_factory=list)
     current_batch: int = 0
 
@@ -473,3 +499,7 @@ class SessionRecord(_Model):
 
     def pending_requests(self) -> list[PermissionRequest]:
         return [r for r in self.permission_requests if r.status is RequestStatus.PENDING]
+
+    def saving_memory(self) -> bool:
+        """A memory fork (session-memory update or extraction) is running for this session."""
+        return bool(self.memory_step or self.extract_step)
