@@ -138,7 +138,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
     except KeyboardInterrupt:
         if r:
             r.close()
-        where = ("it stops with this command's in-process worker and resumes when a worker starts"
+        where = ("it goes on wherever a worker serves it (this command's own worker hands over as it leaves)"
                  if rt.worker else "it keeps running on the workers")
         click.echo(f"\nDetached from session {sid[:8]}; {where}.", err=True)
         sys.exit(130)

@@ -11,8 +11,8 @@ Any URL may carry credentials (``redis://user:pass@host:port/db``,
 ``redis://:pass@...``) or ask for TLS (``rediss://``); a URL shown in a message
 never shows its password (:func:`mask_url`).
 
-Workers: if no registered worker serves the queues a session needs, one runs
-inside the CLI's process for as long as the CLI runs.
+Workers: if no registered worker serves the queues a session needs, now or at any
+moment while the command waits, one runs inside the CLI's process (cli/standby.py).
 """
 
 from __future__ import annotations
@@ -146,6 +146,19 @@ def _note(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
+def configured_url(settings: Settings) -> str:
+    """MAINSAIL_REDIS_URL, once it answers.
+
+    Raises:
+        StoreUnavailable: it does not answer.
+        ConfigurationError: it is invalid, or Redis refused its credentials.
+    """
+    problem = probe(settings.redis_url, settings.redis_ca_file, timeout=2.0)
+    if problem:
+        raise redis_error(settings.redis_url, problem)
+    return settings.redis_url
+
+
 def resolve_redis_url(settings: Settings) -> str:
     """The Redis URL to use, starting an embedded server when nothing else answers.
 
@@ -154,10 +167,7 @@ def resolve_redis_url(settings: Settings) -> str:
         ConfigurationError: MAINSAIL_REDIS_URL is invalid, or Redis refused its credentials.
     """
     if settings.redis_url:
-        problem = probe(settings.redis_url, settings.redis_ca_file, timeout=2.0)
-        if problem:
-            raise redis_error(settings.redis_url, problem)
-        return settings.redis_url
+        return configured_url(settings)
     problem = probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3)
     if problem is None:
         return settings.local_redis_url
@@ -330,7 +340,8 @@ def _log_fakeredis_errors() -> None:
 class Runtime:
     url: str
     engine: Engine
-    worker: object | None = None
+    worker: object | None = None  # this command's in-process worker (tasks.worker.InProcessWorker)
+    standby: object | None = None  # cli.standby.Standby, once a command waits on sessions
 
     @property
     def masked_url(self) -> str:
@@ -342,9 +353,15 @@ class Runtime:
         return self.engine.store
 
     def close(self) -> None:
+        """Stop checking for workers; an in-process worker hands over (cli.standby.hand_over)."""
+        if self.standby is not None:
+            self.standby.stop()
+            self.standby = None
         if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
+            from cli.standby import hand_over
+
+            worker, self.worker = self.worker, None
+            hand_over(worker)
 
 
 def connect(settings: Settings) -> Runtime:
@@ -359,20 +376,58 @@ def connect(settings: Settings) -> Runtime:
     return Runtime(url=url, engine=engine)
 
 
-def ensure_worker(rt: Runtime, settings: Settings, queues: tuple[str, ...] = ("model", "tools", "memory"),
-                  quiet: bool = False) -> None:
-    """Run a worker in this process when no registered worker serves ``queues``."""
-    missing = set(queues) - rt.store.live_queues()
-    if not missing or not settings.embedded_worker:
-        return
-    from tasks.worker import InProcessWorker
+def existing_redis_url(settings: Settings) -> str | None:
+    """The Redis a Mainsail server here already uses, found without starting one (for read-only commands).
 
+    Same order as :func:`resolve_redis_url`, minus the starting: MAINSAIL_REDIS_URL, the local URL,
+    the embedded server started earlier if it still answers. None: nothing is running here.
+
+    Raises:
+        StoreUnavailable: MAINSAIL_REDIS_URL is set but does not answer.
+        ConfigurationError: MAINSAIL_REDIS_URL is invalid, or Redis refused its credentials.
+    """
+    if settings.redis_url:
+        return configured_url(settings)
+    if probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
+        return settings.local_redis_url
+    embedded = read_embedded_url(settings)
+    if embedded and probe(embedded, timeout=0.5) is None:
+        return embedded
+    return None
+
+
+def connect_existing(settings: Settings) -> Runtime | None:
+    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here."""
+    from tasks import runtime
+    from tasks.app import configure
+
+    url = existing_redis_url(settings)
+    if url is None:
+        return None
+    configure(url, settings.redis_ca_file)
+    engine = runtime.engine(settings)
+    engine.store.ping()
+    return Runtime(url=url, engine=engine)
+
+
+def ensure_worker(rt: Runtime, settings: Settings, queues: tuple[str, ...] = ("model", "tools", "memory"),
+                  quiet: bool = False, sid: str | None = None) -> None:
+    """Run a worker in this process when no registered worker serves ``queues``, now or later while
+    this command runs (it keeps checking; see cli/standby.py). ``sid``: a session it waits on."""
+    from cli.standby import ensure
+
+    ensure(rt, settings, queues, quiet=quiet, sid=sid)
+
+
+def in_process_redis() -> bool:
+    """True when Redis is this process's own fakeredis server."""
+    return _fake_server is not None
+
+
+def mark_threads_started() -> None:
+    """This process now runs threads of its own (a worker): it leaves with ``os._exit``."""
     global _threads_started
     _threads_started = True
-    rt.worker = InProcessWorker(concurrency=settings.worker_concurrency).start()
-    if not quiet:
-        _note("No worker is listening; running one in this process. "
-              "Start `mainsail worker` to keep sessions running after this command ends.")
 
 
 def env_flag(name: str) -> bool:

@@ -33,6 +33,8 @@ import redis
 from cli.attach import Prompter
 from cli.attach import wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
+from cli.standby import require_model_access
+from cli.figures import breakdown_lines, memory_saved_line, run_figures
 from cli.render import Renderer, follow
 from cli.run import apply_flags, session_permissions
 from cli.select import pick_session
@@ -197,6 +199,7 @@ class Interactive:
             "/model": (self.cmd_model, "[NAME]  show the model, or switch the session to NAME"),
             "/compact": (self.cmd_compact, "[INSTRUCTIONS]  summarise the conversation for the model now"),
             "/permissions": (self.cmd_permissions, "the permission mode and the allow / ask / deny rules"),
+            "/clear-queue": (self.cmd_clear_queue, "drop the messages queued behind the running turn"),
             "/memory": (self.cmd_memory, "the session's notes and the project's MEMORY.md (edit: mainsail memory edit)"),
             "/clear": (self.cmd_clear, "start a new session here (same model, mode and rules)"),
             "/resume": (self.cmd_resume, "[ID]  switch to another session (no ID: pick a recent one)"),
@@ -288,11 +291,14 @@ class Interactive:
         # A busy session: replay its current run, so its open permission requests are asked too.
         after = _run_start_id(self.store, sid) if busy else _last_id(self.store, sid)
         steps = self.engine.submit(sid, text)
-        queued = not steps
         dispatch(steps)
+        inbox = self.store.inbox(sid)
+        queued = text in inbox
         if queued:
-            click.echo(f"Session {sid[:8]} is busy ({self.record().state.value}); your message runs when "
-                       "its current turn ends. Ctrl-C interrupts it.", err=True)
+            ahead = len(inbox) - 1 - inbox[::-1].index(text)
+            before = f" and the {ahead} queued before it" if ahead else ""
+            click.echo(f"Session {sid[:8]} is busy ({self.record().state.value}); your message runs after "
+                       f"its current turn{before}. Ctrl-C interrupts it; /clear-queue drops the queue.", err=True)
         r = Renderer(show_prompts=queued, show_requests=False)
         prompter = Prompter(self.rt, sid, stdin=self.reader, interactive=True)
         mine = False
@@ -341,12 +347,17 @@ class Interactive:
         try:
             if queued_text is not None:  # our message had not started: do not leave it queued
                 self.store.r.lrem(keys.inbox(sid), 1, queued_text)
-            cancelled = self.engine.cancel(sid, "Interrupted by user")
+            stopped = self.engine.stop(sid, "Interrupted by user")
+            dispatch(stopped.steps)
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
         lead = "\n" if self.reader.tty else ""  # after the terminal's ^C
-        click.echo(lead + ("Interrupted." if cancelled else "Interrupted (the turn had already ended)."))
+        click.echo(lead + ("Interrupted." if stopped.cancelled else "Interrupted (the turn had already ended)."))
+        if stopped.started is not None:
+            more = f" ({stopped.queued} more queued)" if stopped.queued else ""
+            click.echo(f"The next queued message runs now: {_cut(stopped.started, 50)!r}{more}. "
+                       "/clear-queue drops what waits; Ctrl-C on your next message stops it.")
 
     # ------------------------------------------------------------------ commands
 
@@ -358,6 +369,14 @@ class Interactive:
         click.echo("Keys: Ctrl-C interrupts a running turn (Esc does not work in this line mode); "
                    "Ctrl-C or Ctrl-D at the prompt leaves.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
+
+    def cmd_clear_queue(self, arg: str) -> None:
+        dropped = self.engine.clear_queue(self.sid)
+        if not dropped:
+            click.echo(f"No message is queued for session {self.sid[:8]}.")
+            return
+        click.echo(f"Dropped {len(dropped)} queued message{'s' if len(dropped) != 1 else ''}: "
+                   + ", ".join(repr(_cut(m, 40)) for m in dropped))
 
     def cmd_status(self, arg: str) -> None:
         rec = self.record()
@@ -381,10 +400,14 @@ class Interactive:
 
     def cmd_cost(self, arg: str) -> None:
         rec = self.record()
-        click.echo(f"Total cost:            ${rec.cost_usd:.4f}")
+        click.echo(f"Total cost:            ${rec.cost_usd:.4f} (main loop, compactions and memory forks)")
         click.echo(f"Total duration (API):  {_duration(rec.api_ms)}")
-        click.echo(f"Model calls:           {rec.turns}")
+        click.echo(f"Model turns:           {rec.turns}")
         click.echo(f"Usage:                 {_usage(rec.usage)}")
+        for line in breakdown_lines(rec, indent=""):
+            click.echo(line)
+        if rec.run_started_at:
+            click.echo(f"Last run:              {run_figures(rec)}")
         if rec.usage_by_model:
             click.echo("Usage by model:")
             width = max(len(m) for m in rec.usage_by_model)
@@ -403,7 +426,7 @@ class Interactive:
         if arg == rec.model:
             click.echo(f"Already using {arg}.")
             return
-        self.settings.require_credentials(arg)
+        require_model_access(self.rt, self.settings, arg)
         self.engine.set_model(rec.id, arg)
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
         click.echo(f"Model set to {arg} (was {rec.model}){note}.")
@@ -473,7 +496,7 @@ class Interactive:
             click.echo(f"Already on session {sid[:8]}.")
             return
         rec = self.store.get_session(sid)
-        self.settings.require_credentials(rec.model)
+        require_model_access(self.rt, self.settings, rec.model)
         self.sid = sid
         announce(rec)
         recap(self.store, sid)
@@ -541,7 +564,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
     """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
-        settings.require_credentials(settings.model)
+        require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings)
         rec = rt.engine.create_session(str(workspace), **perms)
@@ -549,7 +572,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         click.echo(click.style(f"  {rec.model} · {rec.permission_mode.value}", dim=True))
         return rec.id
     rec = rt.store.get_session(sid)
-    settings.require_credentials(model or rec.model)
+    require_model_access(rt, settings, model or rec.model)
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
@@ -580,7 +603,10 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
                                    dim=True))
         ui.loop()
         if rt.worker is not None:
+            saving = rt.store.get_session(ui.sid).saving_memory()
             wait_for_memory(rt, ui.sid)
+            if saving:
+                click.secho(memory_saved_line(rt.store.get_session(ui.sid)), dim=True)
     finally:
         save_history()
         rt.close()

@@ -15,6 +15,8 @@ import click
 
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
+from cli.figures import memory_saved_line
+from cli.standby import require_model_access
 from cli.select import pick_session
 from tasks.dispatch import dispatch
 from workflows.models import PermissionMode
@@ -91,6 +93,16 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     return sid
 
 
+def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: Path, settings) -> str:
+    """The model the session these flags name uses (a new one: the configured model); creates nothing."""
+    from cli.select import latest_in
+
+    if resume or continue_:
+        sid = rt.store.resolve_session(resume) if resume else latest_in(rt, workspace)
+        return rt.store.get_session(sid).model
+    return settings.model
+
+
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
                 approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path):
     """Apply a resume's flags to an existing session: model, mode, limits; flag rules join its own."""
@@ -143,19 +155,20 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
     settings = load_settings(model=model)
     rt = connect(settings)
     try:
+        # Before anything is created: a refusal must not leave an empty session behind.
+        require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
         sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
                            permission_mode=permission_mode, allowed_tools=allowed_tools,
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                            system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                            no_memory=no_memory)
-        settings.require_credentials(rt.store.get_session(sid).model)
         if background:
             for p in prompts:
                 dispatch(rt.engine.submit(sid, p))
             _background_note(rt, sid)
             return
-        ensure_worker(rt, settings, quiet=print_mode)
+        ensure_worker(rt, settings, quiet=print_mode, sid=sid)
         result = None
         stream = _stream_writer(rt, sid) if output_format == "stream-json" else None
         for p in prompts:
@@ -163,7 +176,10 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
             if result.is_error:
                 break
         if rt.worker is not None:
+            saving = rt.store.get_session(sid).saving_memory()
             wait_for_memory(rt, sid, quiet=print_mode)
+            if saving and not print_mode and output_format == "text":
+                click.secho(memory_saved_line(rt.store.get_session(sid)), dim=True, err=True)
     finally:
         rt.close()
     if output_format == "json":
@@ -192,13 +208,13 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
     rt = connect(settings)
+    require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
     sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
                        permission_mode=permission_mode, allowed_tools=allowed_tools,
                        disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                        max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                        no_memory=no_memory)
-    settings.require_credentials(rt.store.get_session(sid).model)
     dispatch(rt.engine.submit(sid, prompt))
     _background_note(rt, sid)
 

@@ -45,8 +45,10 @@ def worker(queues: str | None, concurrency: int | None, pool: str | None, loglev
 @click.command("reap")
 def reap() -> None:
     """Re-dispatch steps whose worker died or that nobody picked up (workers do this on their own)."""
-    from tasks.reaper import sweep_once
+    from tasks.reaper import reap_dead, sweep_once
 
     rt = connect(load_settings())
+    dead = reap_dead(rt.engine)
     n = sweep_once(rt.engine)
-    click.echo(f"re-dispatched {n} step(s)")
+    click.echo(f"re-dispatched {dead + n} step(s): {dead} held by workers that died, {n} whose lease or "
+               "pickup deadline passed or whose message was lost")

@@ -23,6 +23,9 @@ TASK_FOR_KIND = {
     "extract": "mainsail.memory.extract",
 }
 
+#: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).
+BROKER_PREFIX = "mainsail-celery:"
+
 app = Celery("mainsail", include=["tasks.steps", "tasks.reaper"])
 
 app.conf.update(
@@ -47,15 +50,25 @@ app.conf.update(
         # leases within seconds; the broker's redelivery is only a backstop.
         "visibility_timeout": 6 * 3600,
         # Celery's keys never mix with Mainsail's own (mainsail:...).
-        "global_keyprefix": "mainsail-celery:",
+        "global_keyprefix": BROKER_PREFIX,
     },
     broker_connection_retry_on_startup=True,
+    # Reconnect within a second of Redis coming back (Celery's own consumer waits 2, 4, 6... s).
+    worker_consumer="tasks.consumer:Consumer",
+    broker_connection_max_retries=None,  # a worker outlives any Redis outage; it never gives up
+    # A running step rides out a broker outage (its commit is retried, fenced); never cancel it.
+    worker_cancel_long_running_tasks_on_connection_loss=False,
     worker_hijack_root_logger=False,
     worker_send_task_events=False,
     task_send_sent_event=False,
     worker_enable_remote_control=False,
     enable_utc=True,
 )
+
+
+def queue_key(queue: str) -> str:
+    """The Redis list kombu keeps ``queue``'s waiting messages in (messages without a priority)."""
+    return f"{BROKER_PREFIX}{queue}"
 
 
 def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celery:

@@ -1,44 +1,80 @@
-"""The reaper and the worker's housekeeping thread.
+"""The reaper and the worker's housekeeping: liveness, taking back dead workers' steps, sweeping.
 
-The reaper also denies permission requests whose approval timeout passed: the
-deadline lives in Redis (``mainsail:approvals``), not in a Celery countdown,
-so it holds across restarts of every process.
+Every worker runs a :class:`Housekeeper` once its Celery consumer is up: a
+:class:`~tasks.liveness.Beacon` that keeps its registration fresh, and a
+:class:`Reaper` that, every ``worker_heartbeat_seconds``:
 
-Every worker runs a :class:`Housekeeper`: it keeps the worker's registration
-fresh (so a CLI can tell whether anyone serves a queue) and, one instance at a
-time across all workers (a Redis lock), sweeps the lease set for steps whose
-worker died or which nobody picked up, and dispatches them again.
+- finds workers whose registration expired (they died without unregistering) and
+  at once takes back every step each one held (:func:`reap_dead`): a step it had
+  claimed goes to another worker (or, for a mutating command, is recorded as of
+  unknown outcome), a message it had taken but not claimed is sent again. One
+  reaper handles a given dead worker; each step is fenced by the owner token of
+  its claim and dispatched as soon as it is taken back;
+- after a worker died, Redis restarted (its run id changed) or this worker lost
+  Redis for a while, sends again every pending step whose message is nowhere
+  (:func:`resend_orphans`): a message popped from a queue just as its worker died
+  or its connection broke is in no queue and no worker's held steps;
+- every ``reaper_interval_seconds``, sweeps leases and pickup deadlines that
+  passed (the last resort, :func:`sweep_once`), sends pending steps whose message
+  is nowhere (whatever lost it, e.g. a command killed between its commit and its
+  dispatch), denies permission requests whose approval timeout passed (the
+  deadline lives in Redis, ``mainsail:approvals``, so it holds across restarts of
+  every process), and runs the retention gc.
+
+Steps the reaper sends go to the front of their queues (:func:`~tasks.dispatch.dispatch_first`).
+
+Nothing holds a lock across a whole sweep: a reaper killed mid-sweep delays
+nothing for more than a few seconds.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import threading
+import time
 
-from redis.exceptions import LockError
-from redis.exceptions import RedisError
+from redis.exceptions import LockError, RedisError, ResponseError
 
 from tasks import runtime
-from tasks.app import app
-from tasks.dispatch import dispatch
+from tasks.app import app, queue_key
+from tasks.dispatch import dispatch, dispatch_first
+from tasks.liveness import Beacon, Health
 from workflows import keys
-from workflows.engine import Engine
+from workflows.engine import Engine, display_worker
+from workflows.housekeeping import retention_due, retention_gc
+from workflows.models import StepRecord, StepStatus
+from workflows.registry import Workers
 
 log = logging.getLogger(__name__)
 
-REGISTRATION_INTERVAL = 2.0
+#: How the reaper sends a step it took back: to the front of its queue (it already waited its turn).
+resend = dispatch_first
+
+#: How long a sweep or a dead worker's take-back may hold its lock before another reaper may start it.
+SWEEP_LOCK_SECONDS = 10.0
+#: A periodic sweep sends a pending step whose message is nowhere once it has been pending this long.
+ORPHAN_AGE_SECONDS = 3.0
+#: How often a reaper checks whether Redis restarted (its run id changed).
+RESTART_CHECK_SECONDS = 1.0
 
 
 def sweep_once(engine: Engine) -> int:
-    """Re-dispatch due steps, if no other reaper is sweeping now. Returns how many."""
-    lk = engine.store.r.lock(keys.reaper_lock(), timeout=60, blocking=False)
+    """Re-dispatch steps whose lease or pickup deadline passed, and expire approvals. Returns how many.
+
+    Each step is fenced under its session's lock and sent as soon as it is taken back; the sweep lock
+    only keeps reapers from doing the same work twice, and expires on its own if its holder dies.
+    """
+    lk = engine.store.r.lock(keys.reaper_lock(), timeout=SWEEP_LOCK_SECONDS, blocking=False)
     if not lk.acquire(blocking=False):
         return 0
     try:
-        steps = engine.reap()
-        steps += engine.expire_approvals()
-        dispatch(steps)
-        return len(steps)
+        steps = engine.reap(dispatch=resend)
+        approvals = engine.expire_approvals()
+        dispatch(approvals)
+        orphans = resend_orphans(engine, "sweep", older_than=ORPHAN_AGE_SECONDS)
+        return len(steps) + len(approvals) + orphans
     finally:
         try:
             lk.release()
@@ -46,44 +82,227 @@ def sweep_once(engine: Engine) -> int:
             pass
 
 
+def reap_dead(engine: Engine, me: str | None = None) -> int:
+    """Take back the steps of every worker that died without unregistering. Returns how many steps."""
+    workers = engine.store.workers
+    total = 0
+    for dead in workers.dead():
+        if dead == me:
+            continue  # our own registration lapsed, but we are alive: the beacon renews it
+        total += take_back_worker(engine, dead, me or "reaper")
+    return total
+
+
+def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died") -> int:
+    """Take back what worker ``dead`` held (see :meth:`Engine.take_back`), then forget it."""
+    workers = engine.store.workers
+    if not workers.start_reaping(dead, reaper, SWEEP_LOCK_SECONDS):
+        return 0  # another reaper is on it
+    if engine.store.r.exists(keys.worker(dead)):
+        return 0  # it registered again meanwhile: alive after all
+    held = workers.held(dead)
+    sent, failed = [], False
+    for member, token in held.items():
+        sid, step_id = keys.parse_lease_member(member)
+        try:
+            steps = engine.take_back(dead, sid, step_id, token)
+            resend(steps)
+        except Exception:
+            failed = True  # the dead worker stays listed: the next pass tries this step again
+            log.exception("taking back step %s of dead worker %s failed", member, dead)
+            continue
+        sent += steps
+    if not failed:
+        workers.drop(dead)
+    if held:
+        log.warning("worker %s %s holding %d step(s); %d sent to other workers", display_worker(dead), verb,
+                    len(held), len(sent))
+    return len(sent) + resend_orphans(engine, f"worker {display_worker(dead)} {verb}", older_than=1.0,
+                                      besides={s.id for s in sent})
+
+
+def redis_restarted(engine: Engine) -> bool:
+    """True for the one reaper that first sees Redis's run id change (a restart, e.g. from its AOF)."""
+    run_id = engine.store.r.info("server").get("run_id")
+    if not run_id:
+        return False
+    previous = engine.store.r.getset(keys.redis_run_id(), run_id)
+    return previous is not None and previous.decode() != run_id
+
+
+def resend_orphans(engine: Engine, why: str, older_than: float = 0.0, besides: set[str] = frozenset()) -> int:
+    """Send again every pending step whose message is nowhere: in no queue, taken by no live worker.
+
+    Such a message was lost on its way: popped from its queue by a worker that died (or lost Redis)
+    before it could record it, or delivered to a dead worker's prefetch. Without this its step would
+    wait for its pickup deadline. A step taken a moment ago by a live worker that has not recorded it
+    yet gets a duplicate message, which is a no-op at claim. ``older_than``: only steps pending for
+    that long (a step committed a moment ago may not be dispatched yet); ``besides``: step ids just
+    sent. Returns how many were sent.
+    """
+    cutoff = time.time() - older_than
+    steps = [s for s in orphaned_steps(engine.store) if s.updated_at <= cutoff and s.id not in besides]
+    resend(steps)
+    if steps:
+        log.warning("%s: sent %d pending step(s) whose message was lost", why, len(steps))
+    return len(steps)
+
+
+def pending_steps(store, batch: int = 500) -> list[StepRecord]:
+    """Every step of every session waiting for a worker (each has a deadline in ``steps:leases``)."""
+    out: list[StepRecord] = []
+    members = [keys.parse_lease_member(m.decode() if isinstance(m, bytes) else m)
+               for m in store.r.zrange(keys.leases(), 0, -1)]
+    for i in range(0, len(members), batch):
+        p = store.r.pipeline(transaction=False)
+        for sid, step_id in members[i:i + batch]:
+            p.hget(keys.steps(sid), step_id)
+        for raw in p.execute():
+            if raw is not None:
+                step = StepRecord.model_validate_json(raw)
+                if step.status is StepStatus.PENDING:
+                    out.append(step)
+    return out
+
+
+def orphaned_steps(store) -> list[StepRecord]:
+    """Pending steps whose message is in no queue and in no live worker's held steps."""
+    pending = pending_steps(store)
+    if not pending:
+        return []
+    held: set[str] = set()
+    for name in store.workers.live():
+        held.update(store.workers.held(name))
+    p = store.r.pipeline(transaction=False)
+    queues = sorted({s.queue for s in pending})
+    for q in queues:
+        p.lrange(queue_key(q), 0, -1)
+    queued = {_step_of(raw) for rows in p.execute() for raw in rows}
+    return [s for s in pending if keys.lease_member(s.session_id, s.id) not in held and s.id not in queued]
+
+
+def _step_of(raw: bytes) -> str | None:
+    """The step id a queued Celery message is for (its args are ``[sid, step_id]``)."""
+    try:
+        args = ast.literal_eval(json.loads(raw)["headers"]["argsrepr"])
+        return str(args[1])
+    except (ValueError, KeyError, IndexError, TypeError, SyntaxError):
+        return None
+
+
 @app.task(name="mainsail.reaper.sweep")
 def sweep() -> int:
     """One sweep, for operators (`mainsail reap`) and schedulers."""
-    return sweep_once(runtime.engine())
+    engine = runtime.engine()
+    return reap_dead(engine, runtime.worker_name()) + sweep_once(engine)
 
 
-class Housekeeper(threading.Thread):
-    """Registers a worker and runs the reaper periodically until stopped."""
+def start_retention(engine: Engine, owner: str) -> threading.Thread | None:
+    """Start the retention gc (MAINSAIL_RETENTION_DAYS) on a thread of its own when it is due: at most
+    once an hour across every worker (a Redis key), and never delaying this worker's registration."""
+    if not engine.settings.retention_days or not retention_due(engine.store, owner):
+        return None
 
-    def __init__(self, engine: Engine, name: str, queues: list[str]) -> None:
-        super().__init__(name="mainsail-housekeeper", daemon=True)
+    def run() -> None:
+        try:
+            retention_gc(engine)
+        except Exception:  # the next try is an hour later; it must not stop the worker
+            log.exception("retention gc failed")
+
+    thread = threading.Thread(target=run, name="mainsail-retention", daemon=True)
+    thread.start()
+    return thread
+
+
+class Reaper(threading.Thread):
+    """This worker's share of the reaping (see the module docstring), until stopped."""
+
+    def __init__(self, engine: Engine, name: str, health: Health, check_restarts: bool = True) -> None:
+        super().__init__(name="mainsail-reaper", daemon=True)
         self.engine = engine
         self.worker_name = name
-        self.queues = list(queues)
+        self.health = health
+        self.check_restarts = check_restarts
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        interval = min(REGISTRATION_INTERVAL, self.engine.settings.reaper_interval_seconds)
-        since_sweep = 0.0
-        while True:
+        s = self.engine.settings
+        last_sweep = last_check = time.monotonic()
+        recoveries = self.health.recoveries
+        failing = False
+        check_restarts = self.check_restarts
+        while not self._stop_event.wait(s.worker_heartbeat_seconds / 2):
             try:
-                self.engine.store.register_worker(self.worker_name, self.queues, ttl=interval * 3)
-                since_sweep += interval
-                if since_sweep >= self.engine.settings.reaper_interval_seconds:
-                    since_sweep = 0.0
+                if check_restarts and time.monotonic() - last_check >= RESTART_CHECK_SECONDS:
+                    last_check = time.monotonic()
+                    try:
+                        if redis_restarted(self.engine):
+                            resend_orphans(self.engine, "Redis restarted")
+                    except ResponseError:  # a server without INFO (the in-process fakeredis) never restarts
+                        check_restarts = False
+                if self.health.recoveries != recoveries and self.health.steady_for() > 0:
+                    recoveries = self.health.recoveries
+                    resend_orphans(self.engine, "Redis answers again")
+                # After an outage every registration may have lapsed: wait until live workers renewed theirs.
+                if self.health.steady_for() >= max(3 * s.worker_heartbeat_seconds, 1.0):
+                    reap_dead(self.engine, self.worker_name)
+                if time.monotonic() - last_sweep >= s.reaper_interval_seconds:
+                    last_sweep = time.monotonic()
                     n = sweep_once(self.engine)
                     if n:
-                        log.warning("reaper re-dispatched %d step(s)", n)
-            except RedisError:
-                log.warning("housekeeping could not reach Redis; retrying", exc_info=True)
+                        log.warning("reaper re-dispatched %d step(s): lease or pickup deadline passed, message "
+                                    "lost, or approval timed out", n)
+                    start_retention(self.engine, self.worker_name)
+                failing = False
+            except RedisError as exc:
+                if not failing:
+                    log.warning("reaper cannot reach Redis (%s); retrying", f"{type(exc).__name__}: {exc}"[:200])
+                failing = True
             except Exception:
-                log.exception("housekeeping failed; retrying")
-            if self._stop_event.wait(interval):
-                break
+                log.exception("reaper failed; retrying")
 
     def stop(self) -> None:
         self._stop_event.set()
+
+
+class Housekeeper:
+    """A worker's liveness and reaping: start it once the Celery consumer runs, stop it last."""
+
+    def __init__(self, engine: Engine, name: str, queues: list[str], check_restarts: bool = True) -> None:
+        s = engine.settings
+        client = runtime.redis_client(runtime.current_url(), s.redis_ca_file,
+                                      socket_timeout=max(0.2, s.worker_ttl_seconds / 3),
+                                      socket_connect_timeout=max(0.2, s.worker_ttl_seconds / 3))
+        self.engine = engine
+        self.worker_name = name
+        self.queues = list(queues)
+        self.health = Health()
+        self.beacon = Beacon(Workers(client), name, queues, s, self.health)
+        self.reaper = Reaper(engine, name, self.health, check_restarts)
+        self._started = False
+
+    def start(self) -> None:
+        """Register now, then keep the registration fresh and reap on threads of their own."""
+        if self._started:
+            return
+        self._started = True
+        self.beacon.beat()
+        self.beacon.start()
+        self.reaper.start()
+
+    def stop(self) -> None:
+        """Leave: stop the threads, then hand back what this worker still holds (see :func:`retire`)."""
+        self.beacon.stop()
+        self.reaper.stop()
         try:
-            self.engine.store.unregister_worker(self.worker_name)
-        except RedisError:
-            pass
+            retire(self.engine, self.worker_name)
+        except RedisError as exc:  # others take it back once the registration expires
+            log.warning("worker %s could not hand back its steps (%s); the reaper will", self.worker_name, exc)
+
+
+def retire(engine: Engine, name: str) -> int:
+    """Worker ``name`` stops: out of the registry at once, and every step it still holds taken back
+    as a dead worker's would be (a message taken but not started goes back to its queue; a step still
+    running here is run again elsewhere, or recorded as of unknown outcome). Returns how many steps."""
+    engine.store.workers.retire(name)
+    return take_back_worker(engine, name, name, verb="left")

@@ -1,4 +1,5 @@
-"""Per-process singletons the tasks need: settings, Redis client, store, engine.
+"""Per-process singletons the tasks need: settings, Redis client, store, engine, and the worker's
+own state (its registered name, the steps it runs now, whether it is draining before it stops).
 
 Also the one place that turns a Redis URL into a client, so ``redis://user:pass@``,
 ``redis://:pass@`` and ``rediss://`` (TLS) URLs work the same for the CLI, the
@@ -9,9 +10,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from workflows.engine import Engine
 from workflows.settings import Settings, get_settings
@@ -20,6 +24,9 @@ from workflows.store import Store
 _lock = threading.Lock()
 _redis_url: str | None = None
 _engine: Engine | None = None
+_worker: str | None = None
+_draining = threading.Event()
+_running: dict[str, float] = {}  # "sid/step" -> monotonic start, for the steps this process runs now
 
 #: TLS settings a ``rediss://`` URL may carry in its query (redis-py's and kombu's names).
 TLS_QUERY_KEYS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
@@ -33,6 +40,14 @@ def set_redis_url(url: str) -> None:
         _engine = None
 
 
+def current_url() -> str:
+    """The Redis URL this process was configured with (:func:`tasks.app.configure`)."""
+    url = _redis_url or get_settings().redis_url
+    if not url:
+        raise RuntimeError("tasks.app.configure(redis_url) was not called")
+    return url
+
+
 def engine(settings: Settings | None = None) -> Engine:
     """The process's engine, built on first use from the configured Redis URL."""
     global _engine
@@ -42,22 +57,105 @@ def engine(settings: Settings | None = None) -> Engine:
             url = _redis_url or s.redis_url
             if not url:
                 raise RuntimeError("tasks.app.configure(redis_url) was not called")
-            client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True)
+            client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True,
+                                  once_transactions=True)
             store = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
+            store.lock_owner = _worker
             _engine = Engine(store, s)
         return _engine
 
 
-def redis_client(url: str, ca_file: str | os.PathLike | None = None, **kwargs) -> redis.Redis:
+# ---------------------------------------------------------------------------- this worker
+
+
+def set_worker_name(name: str | None) -> None:
+    """This process now runs worker ``name`` (its registry name): its claims and locks carry it."""
+    global _worker
+    with _lock:
+        _worker = name
+        if _engine is not None:
+            _engine.store.lock_owner = name
+
+
+def worker_name() -> str | None:
+    """The registered name of the worker this process runs, if any."""
+    return _worker
+
+
+def enter_step(sid: str, step_id: str) -> bool:
+    """Count a step's message as on this worker's hands until :func:`leave_step`; False once the worker
+    is draining (the caller then hands the message back instead of running it)."""
+    with _lock:
+        _running[f"{sid}/{step_id}"] = time.monotonic()
+        return not _draining.is_set()
+
+
+def leave_step(sid: str, step_id: str) -> None:
+    with _lock:
+        _running.pop(f"{sid}/{step_id}", None)
+
+
+def running_steps() -> dict[str, float]:
+    """``sid/step`` -> monotonic start time of each step this process runs now."""
+    with _lock:
+        return dict(_running)
+
+
+def start_draining() -> None:
+    """Take no new step: a message that arrives from now on goes back to its queue."""
+    _draining.set()
+
+
+def stop_draining() -> None:
+    """A new worker starts in this process: it takes steps again."""
+    _draining.clear()
+
+
+def draining() -> bool:
+    return _draining.is_set()
+
+
+def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_transactions: bool = False,
+                 **kwargs) -> redis.Redis:
     """A client for ``url``; for ``rediss://``, TLS verified as :func:`tls_options` says.
 
     Args:
         url: ``redis://[[user]:password@]host:port/db`` or ``rediss://...`` (query may hold TLS options).
         ca_file: CA certificates (PEM) for a ``rediss://`` server, unless the URL names ``ssl_ca_certs``.
+        once_transactions: MULTI/EXEC pipelines are sent once, never re-sent by redis-py after a
+            connection error (see :class:`OnceTransactions`).
         **kwargs: passed to :meth:`redis.Redis.from_url` (timeouts, keepalive).
     """
     options = tls_options(url, ca_file)
-    return redis.Redis.from_url(without_tls_query(url), **kwargs, **(options or {}))
+    cls = OnceTransactions if once_transactions else redis.Redis
+    return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
+
+
+class _OncePipeline(redis.client.Pipeline):
+    def execute(self, raise_on_error: bool = True):
+        if not (self.transaction or self.explicit_transaction):
+            return super().execute(raise_on_error)
+        conn = self.connection or self.connection_pool.get_connection()
+        self.connection = conn
+        saved, conn.retry = conn.retry, Retry(NoBackoff(), 0)
+        try:
+            return super().execute(raise_on_error)
+        finally:
+            conn.retry = saved
+
+
+class OnceTransactions(redis.Redis):
+    """A client whose MULTI/EXEC pipelines are sent once.
+
+    redis-py re-sends a whole transaction after a connection error; when the first one had been
+    applied and only its reply was lost (Redis stopping, a network cut), every write in it (a
+    transcript entry, a step record) would land twice. The engine's own retries are fenced instead
+    (workflows.resilience): a commit that did land is recognised and not applied again.
+    Single commands keep redis-py's retries.
+    """
+
+    def pipeline(self, transaction: bool = True, shard_hint=None) -> redis.client.Pipeline:
+        return _OncePipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
 
 
 def tls_options(url: str, ca_file: str | os.PathLike | None = None) -> dict[str, str] | None:

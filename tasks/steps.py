@@ -1,42 +1,77 @@
 """The step tasks: parse ids, claim, run one workflow function, commit, dispatch.
 
 Each is a thin shell around :func:`workflows.steps.run_step`; the names are
-explicit so producers never import this module.
+explicit so producers never import this module. The shell also keeps count of
+the steps this process runs (a stopping worker waits for them), and once the
+worker is draining, sends any newly arrived message back to its queue unrun.
 """
 
 from __future__ import annotations
+
+import logging
+import time
 
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
 from workflows.steps import run_step
 
+log = logging.getLogger(__name__)
+
+#: A draining worker waits this long before sending a message back, so that it does not spin taking
+#: the same message again while another worker starts.
+HAND_BACK_DELAY = 0.2
+
+
+def _run(sid: str, step_id: str) -> str:
+    run = runtime.enter_step(sid, step_id)
+    try:
+        if not run:
+            return hand_back(sid, step_id)
+        return run_step(runtime.engine(), sid, step_id, dispatch, worker=runtime.worker_name())
+    finally:
+        runtime.leave_step(sid, step_id)
+
+
+def hand_back(sid: str, step_id: str) -> str:
+    """This worker is stopping: put the step's message back in its queue, unclaimed, for another worker."""
+    time.sleep(HAND_BACK_DELAY)
+    store = runtime.engine().store
+    step = store.get_step(sid, step_id)
+    if not step.finished:
+        dispatch([step])
+    name = runtime.worker_name()
+    if name:
+        store.workers.forget(name, sid, step_id, "")
+    log.info("handed step %s of session %s back to queue %s", step_id[:8], sid[:8], step.queue)
+    return "handed back"
+
 
 @app.task(name="mainsail.model.call")
 def call_model(sid: str, step_id: str) -> str:
     """One model call of a session."""
-    return run_step(runtime.engine(), sid, step_id, dispatch)
+    return _run(sid, step_id)
 
 
 @app.task(name="mainsail.tools.run")
 def run_tool(sid: str, step_id: str) -> str:
     """One tool call of a session, in the session's workspace."""
-    return run_step(runtime.engine(), sid, step_id, dispatch)
+    return _run(sid, step_id)
 
 
 @app.task(name="mainsail.model.compact")
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""
-    return run_step(runtime.engine(), sid, step_id, dispatch)
+    return _run(sid, step_id)
 
 
 @app.task(name="mainsail.memory.session")
 def update_session_memory(sid: str, step_id: str) -> str:
     """One session-memory update: a fork that edits the session's notes (in the background)."""
-    return run_step(runtime.engine(), sid, step_id, dispatch)
+    return _run(sid, step_id)
 
 
 @app.task(name="mainsail.memory.extract")
 def extract_memories(sid: str, step_id: str) -> str:
     """One auto-memory extraction: a fork that saves durable records for the session's project."""
-    return run_step(runtime.engine(), sid, step_id, dispatch)
+    return _run(sid, step_id)

@@ -1,17 +1,37 @@
-"""Starting workers: a real ``celery worker`` process, or one inside the CLI's process."""
+"""Starting workers: a real ``celery worker`` process, or one inside the CLI's process.
+
+Either way the worker registers only once its Celery consumer runs (a CLI that
+sees it registered can count on it), records each step message it takes from a
+queue (so the reaper can send it again at once if the worker dies before
+claiming it), and keeps the state machine library's INFO chatter out of its log.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 import socket
 import threading
+import time
+import warnings
+from typing import Callable
+
+from celery import signals
+from celery.exceptions import CPendingDeprecationWarning
 
 from tasks import runtime
-from tasks.app import QUEUES, app
+from tasks.app import QUEUES, TASK_FOR_KIND, app
 from tasks.reaper import Housekeeper
 from workflows.permissions.sandbox import warn_if_unavailable
 
+log = logging.getLogger(__name__)
+
 _sandbox_checked = threading.Event()
+STEP_TASKS = frozenset(TASK_FOR_KIND.values())
+#: A command's in-process worker keeps these to errors: its user follows a session, and the command
+#: says itself what that session waits for; another session's recovery is the workers' log's business.
+EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.resilience", "workflows.steps")
 
 
 def check_sandbox() -> None:
@@ -22,18 +42,59 @@ def check_sandbox() -> None:
 
 
 def worker_name(prefix: str = "mainsail") -> str:
+    """The Celery node name: ``mainsail-PID@HOST``."""
     return f"{prefix}-{os.getpid()}@{socket.gethostname()}"
+
+
+def registry_name(node: str) -> str:
+    """The name a worker registers under: its node name and a random part, unique per start (a worker
+    restarted with the same pid and host, as in a container, must not pass for the one that died)."""
+    return f"{node}#{secrets.token_hex(3)}"
+
+
+def quiet_libraries() -> None:
+    """Keep workers' logs to what matters: not the state machine library's INFO line per transition,
+    nor httpx's per request, nor Celery's warning, at every broker reconnection, that it does not
+    cancel running tasks (which is what Mainsail wants: a running step rides out the outage and its
+    commit is fenced)."""
+    logging.getLogger("transitions").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per model call, nothing a reader needs
+    warnings.filterwarnings("ignore", category=CPendingDeprecationWarning, module=r"celery\.worker\.consumer")
+
+
+def _note_taken(sender=None, request=None, **_) -> None:
+    """``task_received``: record that this worker took a step's message (before it can claim it)."""
+    name = runtime.worker_name()
+    if not name or request is None or request.name not in STEP_TASKS:
+        return
+    try:
+        sid, step_id = request.args[:2]
+        runtime.engine().store.workers.note_taken(name, sid, step_id)
+    except Exception as exc:  # the step's lease or pickup deadline still covers it
+        log.warning("could not record step message %s as taken (%s)", request.id, exc)
+
+
+def track_taken_messages() -> None:
+    signals.task_received.connect(_note_taken, weak=False, dispatch_uid="mainsail-note-taken")
 
 
 def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO") -> None:
     """Run a Celery worker in this process until it is told to stop (blocks)."""
-    name = worker_name()
+    node = worker_name()
+    name = registry_name(node)
     check_sandbox()
+    quiet_libraries()
+    runtime.set_worker_name(name)
+    track_taken_messages()
     keeper = Housekeeper(runtime.engine(), name, queues)
-    keeper.start()
+
+    def ready(sender=None, **_) -> None:
+        keeper.start()
+
+    signals.worker_ready.connect(ready, weak=False, dispatch_uid="mainsail-worker-ready")
     try:
         w = app.Worker(
-            hostname=name,
+            hostname=node,
             queues=queues,
             concurrency=concurrency,
             pool=pool,
@@ -52,16 +113,28 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
 
 
 class InProcessWorker:
-    """A Celery worker on a daemon thread of this process (threads pool), with housekeeping."""
+    """A Celery worker on a daemon thread of this process (threads pool), with housekeeping.
 
-    def __init__(self, queues: list[str] | None = None, concurrency: int = 8) -> None:
+    :meth:`stop` hands over instead of shutting Celery down (which can take seconds, or hang on a
+    broker read): it takes no new step, lets the running ones finish, leaves the registry and sends
+    back what it took but did not start. The process then exits without waiting for Celery's threads.
+    """
+
+    def __init__(self, queues: list[str] | None = None, concurrency: int = 8, in_process_redis: bool = False) -> None:
+        """``in_process_redis``: Redis is the CLI's own fakeredis server (no INFO; it never restarts)."""
         from celery.worker import WorkController
 
         self.queues = list(queues or QUEUES)
-        self.name = worker_name("embedded")
+        node = worker_name("embedded")
+        self.name = registry_name(node)
+        runtime.set_worker_name(self.name)
+        runtime.stop_draining()
+        track_taken_messages()
+        self.ready = threading.Event()
+        self.keeper = Housekeeper(runtime.engine(), self.name, self.queues, check_restarts=not in_process_redis)
         self.controller = WorkController(
             app=app,
-            hostname=self.name,
+            hostname=node,
             queues=self.queues,
             concurrency=concurrency,
             pool="threads",
@@ -69,21 +142,67 @@ class InProcessWorker:
             without_mingle=True,
             without_gossip=True,
             without_heartbeat=True,
-            ready_callback=None,
+            ready_callback=self._on_ready,
         )
         self.thread = threading.Thread(target=self.controller.start, name="mainsail-worker", daemon=True)
-        self.keeper = Housekeeper(runtime.engine(), self.name, self.queues)
+
+    def _on_ready(self, consumer) -> None:
+        self.keeper.start()
+        self.ready.set()
 
     def start(self) -> "InProcessWorker":
         check_sandbox()
+        quiet_libraries()
+        for name in EMBEDDED_QUIET:
+            logging.getLogger(name).setLevel(logging.ERROR)
         self.thread.start()
-        self.keeper.start()
         return self
 
-    def stop(self) -> None:
-        self.keeper.stop()
+    def _stop_consuming(self, timeout: float = 2.0) -> None:
+        """Cancel the consumer in its own thread (through Celery's event loop), so that no message is
+        taken from now on; one already on its way is put back in its queue by kombu."""
+        consumer, hub = getattr(self.controller, "consumer", None), getattr(self.controller, "hub", None)
+        if consumer is None or hub is None or not self.ready.is_set():
+            return
+        done = threading.Event()
+
+        def cancel() -> None:
+            try:
+                if consumer.task_consumer is not None:
+                    consumer.task_consumer.cancel()
+            except Exception as exc:  # draining still hands back whatever arrives
+                log.warning("could not stop taking messages: %s", exc)
+            finally:
+                done.set()
+
+        hub.call_soon(cancel)
+        done.wait(timeout)
+
+    def stop(self, on_wait: Callable[[dict[str, float]], None] | None = None, *, shutdown: bool = False) -> None:
+        """Hand over and stop (see the class docstring).
+
+        Args:
+            on_wait: called once, with the running steps (``sid/step`` -> start), if they take over a
+                second to finish. Ctrl-C while waiting leaves at once: they are then taken back as a
+                dead worker's would be (run again elsewhere, or of unknown outcome for a command).
+            shutdown: also stop Celery's threads (for a process that goes on, such as a test).
+        """
+        runtime.start_draining()
+        self._stop_consuming()
         try:
-            self.controller.stop(in_sighandler=False)
-        except Exception:
-            pass
-        self.thread.join(5)
+            started = time.monotonic()
+            told = False
+            while runtime.running_steps():
+                if not told and on_wait and time.monotonic() - started > 1.0:
+                    on_wait(runtime.running_steps())
+                    told = True
+                time.sleep(0.05)
+        finally:
+            self.keeper.stop()
+            runtime.set_worker_name(None)
+            if shutdown:
+                try:
+                    self.controller.stop(in_sighandler=False)
+                except Exception:
+                    pass
+                self.thread.join(10)

@@ -41,6 +41,101 @@ def running(mark: str) -> list[int]:
     return found
 
 
+#: Directories this run's private redis-servers live in (outside the pytest basetemp).
+_STARTED_DIRS: list[str] = []
+
+
+def _proc_text(pid: str, name: str) -> str:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        stat = _proc_text(str(pid), "stat")
+        try:
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (IndexError, ValueError):
+            break
+    return out
+
+
+def processes_under(roots: list[str]) -> list[tuple[int, str]]:
+    """Live processes (this one and its ancestors excepted) whose working directory, command line or
+    environment names a path under one of ``roots``: what a test started and did not stop."""
+    import re
+
+    # A root followed by a separator: pytest-10 must not match pytest-100 (another run's basetemp).
+    marks = re.compile("|".join(re.escape(r.rstrip("/")) + r"(?=[/\s\"':;=]|$)" for r in roots if r) or r"(?!)")
+    mine = _ancestors()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) in mine:
+            continue
+        stat = _proc_text(pid, "stat")
+        if not stat or stat.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"]):
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd") + "/"
+        except OSError:
+            cwd = ""
+        text = f"{cwd}\n{_proc_text(pid, 'cmdline')}\n{_proc_text(pid, 'environ')}"
+        if marks.search(text):
+            found.append((int(pid), _proc_text(pid, "cmdline").strip()[:120]))
+    return found
+
+
+def stop_processes(pids: list[int], wait: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL what is still there after ``wait`` seconds."""
+    import signal
+
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and
+                                              "Z" not in _proc_text(str(p), "stat").rsplit(")", 1)[-1][:3]
+                                              for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """After every fixture is torn down: nothing this run started may still run (a redis-server, a
+    worker, a CLI, a sandboxed command). Leftovers are stopped, and the run fails naming them."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    roots = list(_STARTED_DIRS)
+    if factory is not None:
+        try:
+            roots.append(str(factory.getbasetemp()))
+        except (OSError, ValueError):
+            pass
+    left = processes_under(roots)
+    if not left:
+        return
+    stop_processes([pid for pid, _ in left])
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(left)} process(es) started by the tests were still running after the session; stopped:"]
+    lines += [f"  pid {pid}: {cmd}" for pid, cmd in left]
+    if reporter is not None:
+        reporter.write_sep("=", "processes left behind", red=True)
+        reporter.write_line("\n".join(lines), red=True)
+    else:
+        print("\n".join(lines), file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -91,6 +186,7 @@ class RedisServer:
         if not binary:
             pytest.skip("redis-server is not installed (apt-get install redis-server)")
         self.dir = tempfile.mkdtemp(prefix="mainsail-test-redis-")
+        _STARTED_DIRS.append(self.dir)
         self.port = free_port()
         self.password = password
         self.tls = tls

@@ -37,6 +37,7 @@ from workflows.exceptions import (
     StepNotFound,
     ToolInputError,
 )
+from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
 from workflows.memory import (
     ExtractionLock,
     MemoryRecord,
@@ -90,11 +91,44 @@ QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.M
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
+#: The tool result of a mutating call whose worker was lost mid-run (it is never run again blindly).
+UNKNOWN_OUTCOME = (
+    "The worker running this {tool} call stopped before it reported a result, so its outcome is "
+    "unknown: it may have run partly, fully, or not at all. It was not run again automatically. "
+    "Check its effects (for example with Read or a read-only command) before deciding to run it again."
+)
+
+
+def display_worker(name: str) -> str:
+    """A registered worker's name as people know it (without the per-start suffix)."""
+    return name.partition("#")[0]
+
 
 class Claim(NamedTuple):
     step: StepRecord | None
     follow_ups: list[StepRecord]
-    session: SessionRecord
+    session: SessionRecord | None  # None: the session was removed
+
+
+@dataclass
+class Stopped:
+    """What :meth:`Engine.stop` did.
+
+    Attributes:
+        was: the state the session was in.
+        cancelled: a turn (or the wait for a memory extraction) was stopped.
+        cleared: queued messages that were dropped (``clear_queue``), oldest first.
+        started: the queued message that runs now, if one did.
+        queued: messages still waiting behind it.
+        steps: the started message's first steps, to dispatch.
+    """
+
+    was: State
+    cancelled: bool
+    cleared: list[str]
+    started: str | None
+    queued: int
+    steps: list[StepRecord]
 
 
 @dataclass
@@ -186,9 +220,19 @@ class Engine:
         return rec
 
     def submit(self, sid: str, prompt: str) -> list[StepRecord]:
-        """Start a run with ``prompt``, or queue it in the inbox while the session is busy."""
+        """Start a run with ``prompt``, or queue it in the inbox while the session is busy.
+
+        The inbox is a queue: while messages wait in it, ``prompt`` goes behind them
+        and the oldest runs first (an idle session with a queue starts its oldest now).
+        """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if rec.state is State.IDLE and self.store.inbox(sid):
+                self.store.push_inbox(sid, prompt)
+                tx = _Tx(rec)
+                self._after_idle(tx)
+                self._commit(tx)
+                return tx.dispatch
             if rec.state is State.EXTRACTING:
                 # Nobody waits for memory: the message runs now, the extraction goes on beside it.
                 self.store.push_inbox(sid, prompt)
@@ -217,6 +261,7 @@ class Engine:
             rec.run_turns = rec.run_api_ms = 0
             rec.run_usage = Usage()
             rec.run_cost_usd = 0.0
+            _reset_run_figures(rec)
             self._begin_compaction(tx, "manual", instructions)
             self._commit(tx)
         return tx.dispatch
@@ -237,26 +282,60 @@ class Engine:
                 f"({limits.blocking:,}), and {why}. Run /compact (or `mainsail compact {rec.id[:8]}`) "
                 "before sending another prompt.")
 
-    def cancel(self, sid: str, reason: str = "Cancelled by user") -> bool:
-        """Stop the running turn: bump the epoch, close dangling tool calls, return to idle.
+    def cancel(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False,
+               dispatch: Callable[[list[StepRecord]], None] | None = None) -> bool:
+        """Stop the running turn; the oldest queued message (if any) starts at once.
 
-        Returns False when the session was already idle.
+        Returns False when the session was already idle. ``dispatch`` receives the
+        steps of the message that starts (without it they wait for the reaper's
+        pickup timeout). See :meth:`stop` for the details.
+        """
+        outcome = self.stop(sid, reason, clear_queue=clear_queue)
+        if dispatch is not None and outcome.steps:
+            dispatch(outcome.steps)
+        return outcome.cancelled
+
+    def stop(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False) -> Stopped:
+        """Cancel: bump the epoch, close dangling tool calls, return to idle; then run the queue.
+
+        The inbox is a queue that a cancel does not drop: the oldest message starts
+        at once, the others stay behind it in the order sent. With ``clear_queue``
+        they are all dropped first, so the session stays idle. An idle session with
+        a queue nothing runs (left by an older version) starts its oldest message.
         """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
-            if rec.state is State.IDLE:
-                return False
             tx = _Tx(rec)
+            was = rec.state
+            cleared = self.store.inbox(sid) if clear_queue else []
+            tx.inbox_pops = len(cleared)
             if rec.state is State.EXTRACTING:  # the run already has its result; stop waiting for memory
                 self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=(
                     "Stopped waiting for the memory extraction; it goes on in the background.")))
                 self._fire(tx, "cancel")
+                self._after_idle(tx)
+            elif rec.state is not State.IDLE:
+                self._add(tx, SystemEntry(session_id=sid, subtype="interrupted", content=reason))
+                self._abort_run(tx, "cancel", "cancelled", reason)
+            else:
+                self._after_idle(tx)
+            started = None
+            if tx.inbox_pops > len(cleared):
+                started = self.store.inbox(sid)[len(cleared)]
+            if was is not State.IDLE or tx.inbox_pops:
                 self._commit(tx)
-                return True
-            self._add(tx, SystemEntry(session_id=sid, subtype="interrupted", content=reason))
-            self._abort_run(tx, "cancel", "cancelled", reason)
-            self._commit(tx)
-        return True
+            queued = len(self.store.inbox(sid))
+        return Stopped(was=was, cancelled=was is not State.IDLE, cleared=cleared, started=started,
+                       queued=queued, steps=tx.dispatch)
+
+    def clear_queue(self, sid: str) -> list[str]:
+        """Drop the messages waiting in the session's inbox; returns them, oldest first."""
+        with self.store.lock(sid):
+            self.store.get_session(sid)
+            dropped = self.store.inbox(sid)
+            if dropped:
+                self.store.r.ltrim(keys.inbox(sid), len(dropped), -1)
+        return dropped
 
     def set_model(self, sid: str, model: str) -> SessionRecord:
         """Switch the model for the session's next calls (usage and cost stay per model)."""
@@ -321,21 +400,52 @@ class Engine:
         p.execute()
         return rec
 
+    def delete_session(self, sid: str, *, force: bool = False,
+                       check: Callable[[SessionRecord], bool] | None = None) -> Removal | None:
+        """Remove a session: its keys, its members of the shared sets, its saved tool results.
+
+        Under the session's lock. ``check`` (gc's re-check of age and state) may
+        decline: then nothing is removed and None is returned.
+
+        Raises:
+            SessionBusy: the session is busy and ``force`` is not set (cancel it first:
+                ``mainsail rm --force`` does).
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            steps = self.store.steps(sid)
+            if check is not None and not check(rec):
+                return None
+            why = busy_reason(rec, steps)
+            if why and not force:
+                raise SessionBusy(f"Cannot remove session {sid[:8]}: {why}. Wait for it, or "
+                                  f"`mainsail rm --force {sid[:8]}` (cancels it first).")
+            removal = plan_removal(self.store, rec)
+            apply_removal(self.store, removal)
+        return removal
+
     # ================================================================== step protocol
 
-    def claim(self, sid: str, step_id: str, owner: str) -> Claim:
-        """Claim a step for ``owner``.
+    def claim(self, sid: str, step_id: str, owner: str, worker: str | None = None) -> Claim:
+        """Claim a step for ``owner``; with ``worker``, the claim joins that worker's held steps.
 
         ``Claim.step`` is set when the caller now runs it (with ``Claim.session`` as
         of the claim); it is None when the caller must not (done, superseded,
         someone else's live lease, or attempts used up, in which case the failure
-        is committed and ``Claim.follow_ups`` may hold steps to dispatch).
+        is committed and ``Claim.follow_ups`` may hold steps to dispatch). Asking
+        again with the same ``owner`` (its first reply was lost to a Redis error)
+        gives the same claim back, without counting another attempt.
         """
         now = time.time()
         with self.store.lock(sid):
-            rec, step, deadline = self.store.load_step(sid, step_id)
+            try:
+                rec, step, deadline = self.store.load_step(sid, step_id)
+            except (SessionNotFound, StepNotFound):  # removed (`mainsail rm`) since it was sent
+                return Claim(None, [], None)
             if step.finished:
                 return Claim(None, [], rec)
+            if step.status is StepStatus.RUNNING and step.owner == owner:
+                return Claim(step, [], rec)
             tx = _Tx(rec)
             if _stale(step, rec):
                 self._supersede(tx, step)
@@ -345,20 +455,28 @@ class Engine:
                 return Claim(None, [], rec)
             if step.attempt >= self.settings.max_attempts:
                 self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
-                           "its worker stopped each time (lease expired).")
+                           "its worker stopped each time.")
                 self._commit(tx)
                 return Claim(None, tx.dispatch, rec)
             step.status = StepStatus.RUNNING
             step.attempt += 1
             step.owner = owner
-            tx.steps.append(step)
-            tx.leases[step.id] = (step, now + self.settings.lease_seconds)
-            self._commit(tx)
+            # Only the step and its lease change (the session record does not): one small MULTI.
+            p = self.store.pipeline()
+            self.store.put_step(step, p)
+            self.store.set_deadline(step, now + self.settings.lease_seconds, p)
+            if worker:
+                p.hset(keys.worker_steps(worker), keys.lease_member(sid, step_id), owner)
+            p.execute()
         return Claim(step, [], rec)
 
     def heartbeat(self, sid: str, step_id: str, owner: str, *, extend: bool = True) -> bool:
-        """Check (and with ``extend``, renew) a running step's lease. False: no longer ours to run."""
-        rec, step, _ = self.store.load_step(sid, step_id)
+        """Check (and with ``extend``, renew) a running step's lease. False: no longer ours to run
+        (someone else's, superseded, or its session was removed)."""
+        try:
+            rec, step, _ = self.store.load_step(sid, step_id)
+        except (SessionNotFound, StepNotFound):
+            return False
         if step.status is not StepStatus.RUNNING or step.owner != owner or _stale(step, rec):
             return False
         if extend:
@@ -409,18 +527,30 @@ class Engine:
 
         return self._step_event(sid, step_id, owner, apply)
 
-    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int, *, run: bool = True) -> float:
-        """Add a call's usage and cost to the session and the model's totals (and the run's, with ``run``)."""
+    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int, *, run: bool = True,
+                kind: str | None = None) -> float:
+        """Add a call's usage and cost to the session's totals, per model and per kind of call.
+
+        ``run``: a call of the run's main loop (a model turn or a compaction), counted in the
+        run's figures; otherwise a memory fork, counted in the run's memory figures.
+        ``kind`` (a key of :data:`COST_KINDS`) defaults to ``compact`` while compacting,
+        ``main`` for other run calls and ``memory`` for forks.
+        """
+        kind = kind or (("compact" if rec.state is State.COMPACTING else "main") if run else "memory")
         cost = cost_usd(rec.model, usage)
         rec.usage = rec.usage + usage
-        rec.usage_by_model[rec.model] = rec.usage_by_model.get(rec.model, Usage()) + usage
-        rec.cost_by_model[rec.model] = rec.cost_by_model.get(rec.model, 0.0) + cost
+        _add_to(rec.usage_by_model, rec.cost_by_model, rec.model, usage, cost)
+        _add_to(rec.usage_by_kind, rec.cost_by_kind, kind, usage, cost)
         rec.cost_usd += cost
         rec.api_ms += duration_ms
         if run:
             rec.run_usage = rec.run_usage + usage
             rec.run_cost_usd += cost
             rec.run_api_ms += duration_ms
+            _add_to(rec.run_usage_by_model, rec.run_cost_by_model, rec.model, usage, cost)
+        else:
+            rec.run_memory_usage = rec.run_memory_usage + usage
+            rec.run_memory_cost_usd += cost
         return cost
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
@@ -447,15 +577,24 @@ class Engine:
 
         return self._step_event(sid, step_id, owner, apply)
 
-    def reap(self, now: float | None = None) -> list[StepRecord]:
-        """Find steps whose lease or pickup deadline passed; return those to dispatch again."""
+    def reap(self, now: float | None = None, dispatch: Callable[[list[StepRecord]], None] | None = None,
+             ) -> list[StepRecord]:
+        """Steps whose lease or pickup deadline passed (the last resort; dead workers are found sooner).
+
+        With ``dispatch``, each step is sent as soon as it is taken back, not at the end of the sweep.
+        Returns every step to dispatch (already sent when ``dispatch`` was given).
+        """
         now = now or time.time()
         out: list[StepRecord] = []
         for sid, step_id in self.store.due(now):
             try:
-                out.extend(self._reap_one(sid, step_id, now))
+                steps = self._reap_one(sid, step_id, now)
             except Exception:  # one broken session must not stop the sweep
                 log.exception("reaping %s/%s failed", sid, step_id)
+                continue
+            if dispatch and steps:
+                dispatch(steps)
+            out.extend(steps)
         return out
 
     def _reap_one(self, sid: str, step_id: str, now: float) -> list[StepRecord]:
@@ -477,23 +616,77 @@ class Engine:
             if deadline is not None and deadline > now:
                 return []
             if step.status is StepStatus.RUNNING:
-                if step.attempt >= self.settings.max_attempts:
-                    self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
-                               "its worker stopped each time (lease expired).")
-                    self._commit(tx)
-                    return tx.dispatch
-                step.status = StepStatus.PENDING
-                step.owner = None
-                step.error = "lease expired: the worker stopped or lost Redis"
-                self._add(tx, SystemEntry(
-                    session_id=sid, subtype="warning", step_id=step.id,
-                    content=f"{self._step_name(rec, step)} lost its worker (attempt {step.attempt}); "
-                            "dispatching it again.",
-                ))
+                self._worker_lost(tx, step, None)
+                self._commit(tx)
+                return tx.dispatch
             tx.steps.append(step)
             tx.leases[step.id] = (step, now + self.settings.pickup_timeout_seconds)
             self._commit(tx)
             return [step]
+
+    def take_back(self, worker: str, sid: str, step_id: str, token: str) -> list[StepRecord]:
+        """Take back a step dead ``worker`` held; returns the steps to dispatch now.
+
+        ``token`` is the owner token of its claim (``""``: it took the message and died before
+        claiming). Fenced: a step someone else claimed since is left alone. A step that had finished
+        may have died before its follow-ups were sent: the session's pending steps are sent again
+        (a duplicate message is a no-op at claim). A session lock the dead worker held is freed first.
+        """
+        self.store.workers.break_lock(sid, worker)
+        with self.store.lock(sid):
+            try:
+                rec, step, _ = self.store.load_step(sid, step_id)
+            except (SessionNotFound, StepNotFound):
+                return []
+            if step.finished:
+                return [s for s in self.store.steps(sid) if s.status is StepStatus.PENDING and not _stale(s, rec)]
+            tx = _Tx(rec)
+            if _stale(step, rec):
+                self._supersede(tx, step)
+                self._commit(tx)
+                return []
+            if step.status is StepStatus.PENDING:
+                self.store.set_deadline(step, time.time() + self.settings.pickup_timeout_seconds)
+                return [step]
+            if not token or step.owner != token:
+                return []  # running, but claimed by another worker since
+            self._worker_lost(tx, step, worker)
+            self._commit(tx)
+            return tx.dispatch
+
+    def _worker_lost(self, tx: _Tx, step: StepRecord, worker: str | None) -> None:
+        """``step`` was running when its worker was lost: died (``worker`` named) or lease expired (None).
+
+        Decides once, and says exactly that: run it again elsewhere, or (a mutating tool) record that
+        its outcome is unknown without running it again, or fail it after ``max_attempts``.
+        """
+        rec = tx.rec
+        name = self._step_name(rec, step)
+        lost = (f"Worker {display_worker(worker)} died while {name} was running" if worker else
+                f"{name}: its worker sent no heartbeat for {self.settings.lease_seconds:g}s, so its lease expired")
+        call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None) \
+            if step.kind is StepKind.TOOL else None
+        if call is not None and call.status is not ToolCallStatus.DONE and not get_tool(call.name).idempotent:
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
+                                      content=f"{lost}: its outcome is unknown, not re-run."))
+            self._finish_step(tx, step)
+            self._add_tool_result(tx, call.tool_use_id, ToolOutput(
+                content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
+                display="outcome unknown (its worker was lost); not re-run"), step_id=step.id)
+            call.status = ToolCallStatus.DONE
+            self._advance_tools(tx)
+            return
+        if step.attempt >= self.settings.max_attempts:
+            self._fail(tx, step, f"{lost}; it failed after {step.attempt} attempts, its worker stopping each time.")
+            return
+        step.status = StepStatus.PENDING
+        step.owner = None
+        step.error = f"{lost} (attempt {step.attempt})"
+        self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
+                                  content=f"{lost} (attempt {step.attempt}); running it again on another worker."))
+        tx.steps.append(step)
+        tx.dispatch.append(step)
+        tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)
 
     # ================================================================== run logic
 
@@ -504,6 +697,7 @@ class Engine:
         rec.run_api_ms = 0
         rec.run_usage = Usage()
         rec.run_cost_usd = 0.0
+        _reset_run_figures(rec)
         rec.tool_calls = []
         rec.run_denials = []
         rec.run_wrote_memory = False
@@ -776,8 +970,10 @@ class Engine:
                 text = e.message.text()
                 break
         self._add_result(tx, "success", text)
+        result = tx.entries[-1]
         if tx.rec.state is State.EXTRACTING:
             self._begin_extraction(tx)
+            result.memory_saving = bool(tx.rec.extract_step or tx.rec.memory_step)
         else:
             self._after_idle(tx)
 
@@ -815,8 +1011,7 @@ class Engine:
         rec.tool_calls = []
         self._fire(tx, trigger)
         self._add_result(tx, subtype, reason, is_error=True)
-        if trigger != "cancel":
-            self._after_idle(tx)
+        self._after_idle(tx)  # the inbox is a queue: a cancel or a failure does not drop it
 
     # ================================================================== memory forks
 
@@ -876,7 +1071,10 @@ class Engine:
     def save_fork_checkpoint(self, sid: str, step_id: str, owner: str, data: str) -> bool:
         """Save a memory fork's progress; False when the step is no longer ``owner``'s to run."""
         with self.store.lock(sid):
-            _, step, _ = self.store.load_step(sid, step_id)
+            try:
+                _, step, _ = self.store.load_step(sid, step_id)
+            except (SessionNotFound, StepNotFound):
+                return False
             if step.status is not StepStatus.RUNNING or step.owner != owner:
                 return False
             self.store.save_fork_checkpoint(sid, step_id, data)
@@ -911,7 +1109,7 @@ class Engine:
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
-            cost = self._charge(rec, usage, duration_ms, run=False)
+            cost = self._charge(rec, usage, duration_ms, run=False, kind="extract")
             tx.records_put = puts
             tx.records_deleted = deletes
             if rec.extract_cursor == start_cursor:  # a direct write since may have moved it further on
@@ -983,8 +1181,11 @@ class Engine:
             self._commit(tx)
         return tx.dispatch
 
-    def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord]:
-        rec, step, _ = self.store.load_step(sid, step_id)
+    def _fenced(self, sid: str, step_id: str, owner: str) -> tuple[_Tx | None, StepRecord | None]:
+        try:
+            rec, step, _ = self.store.load_step(sid, step_id)
+        except (SessionNotFound, StepNotFound):  # removed while it ran: nothing to record
+            return None, None
         if step.status is not StepStatus.RUNNING or step.owner != owner:
             return None, step
         if _stale(step, rec):
@@ -1043,6 +1244,9 @@ class Engine:
             num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
             duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
             permission_denials=list(rec.run_denials),
+            usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),
+            memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
+            memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
         ))
 
     def _step_name(self, rec: SessionRecord, step: StepRecord) -> str:
@@ -1084,6 +1288,19 @@ class Engine:
         else:
             p.zrem(keys.awaiting(), tx.rec.id)
         p.execute()
+
+
+def _reset_run_figures(rec: SessionRecord) -> None:
+    """A new run counts its own per-model and memory figures (``run_usage``/``run_cost_usd`` too)."""
+    rec.run_usage_by_model = {}
+    rec.run_cost_by_model = {}
+    rec.run_memory_usage = Usage()
+    rec.run_memory_cost_usd = 0.0
+
+
+def _add_to(usages: dict[str, Usage], costs: dict[str, float], key: str, usage: Usage, cost: float) -> None:
+    usages[key] = usages.get(key, Usage()) + usage
+    costs[key] = costs.get(key, 0.0) + cost
 
 
 #: Tools whose success means the main agent saved memory itself (the turn's extraction is skipped).

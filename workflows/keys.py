@@ -63,6 +63,16 @@ def fork_checkpoint(sid: str, step_id: str) -> str:
     return f"{session(sid)}:fork:{_check('step', step_id)}"
 
 
+def session_subkeys(sid: str) -> str:
+    """SCAN pattern of every key under a session (``session:{sid}:*``; ids hold no glob characters)."""
+    return f"{session(sid)}:*"
+
+
+def member_pattern(sid: str) -> str:
+    """ZSCAN pattern of a session's ``sid/...`` members in the lease and approval sets."""
+    return f"{_check('session', sid)}/*"
+
+
 def sessions() -> str:
     """Sorted set of session ids by last update."""
     return f"{PREFIX}sessions"
@@ -96,14 +106,36 @@ def reaper_lock() -> str:
     return f"{PREFIX}reaper:lock"
 
 
+def redis_run_id() -> str:
+    """The run id of the Redis server as the reapers last saw it: a new one means Redis restarted."""
+    return f"{PREFIX}redis:run-id"
+
+
+def retention_lock() -> str:
+    """Held for an hour by the worker that ran the retention gc last (so it runs at most hourly)."""
+    return f"{PREFIX}retention:lock"
+
+
 def workers() -> str:
     """Sorted set of worker names by heartbeat expiry."""
     return f"{PREFIX}workers"
 
 
 def worker(name: str) -> str:
-    """Hash describing one worker (queues, pid, host)."""
+    """Hash describing one worker (queues, pid, host); it expires when the worker stops refreshing it,
+    which is how the reaper knows the worker died."""
     return f"{PREFIX}worker:{name}"
+
+
+def worker_steps(name: str) -> str:
+    """Hash of the steps one worker took from a queue (``sid/step`` -> ``""``) or claimed (-> owner
+    token): what the reaper takes back at once when the worker dies."""
+    return f"{PREFIX}worker:{name}:steps"
+
+
+def worker_reaping(name: str) -> str:
+    """Held by the reaper that is taking back a dead worker's steps (one reaper per dead worker)."""
+    return f"{PREFIX}worker:{name}:reaping"
 
 
 def project_memory(pid: str) -> str:

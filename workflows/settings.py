@@ -95,9 +95,22 @@ class Settings(BaseSettings):
     extract_wait_seconds: float = Field(
         default=2.0, gt=0, description="Retry delay of an extraction while another of the project runs.")
     memory_index_lines: int = Field(default=200, ge=0, description="Lines of MEMORY.md loaded into new sessions.")
+    retention_days: float | None = Field(
+        default=None, gt=0,
+        description="Workers remove idle sessions inactive for this many days (at most hourly); unset: never.")
     data_dir: Path = Field(default_factory=_default_data_dir, description="Embedded Redis data, logs.")
     embedded_worker: bool = Field(default=True, description="Run a worker in the CLI when none is listening.")
     worker_concurrency: int = Field(default=8, ge=1)
+    worker_heartbeat_seconds: float = Field(
+        default=0.5, gt=0, description="How often a worker refreshes its liveness (its registration).")
+    worker_ttl_seconds: float = Field(
+        default=2.0, gt=0,
+        description="A worker silent this long is dead: the reaper takes back the steps it held at once.")
+    redis_retry_seconds: float = Field(
+        default=30.0, ge=0,
+        description="How long the step path (claim, commit, dispatch) retries a Redis error before it gives up.")
+    standby_check_seconds: float = Field(
+        default=2.0, gt=0, description="How often a waiting CLI checks that a live worker serves its queues.")
 
     @property
     def heartbeat_interval(self) -> float:

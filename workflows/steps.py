@@ -14,16 +14,16 @@ import threading
 import time
 from typing import Callable
 
-import anthropic
 from redis.exceptions import RedisError
 
 from workflows.context import build_request
-from workflows.engine import Engine
+from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.memory import ProjectMemory
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
 from workflows.permissions import Decision, decide, read_denied_for
+from workflows.resilience import TRANSIENT, ResilientEngine, retrying
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 
@@ -32,13 +32,6 @@ log = logging.getLogger(__name__)
 Dispatch = Callable[[list[StepRecord]], None]
 
 CANCEL_CHECK_SECONDS = 1.0
-
-UNKNOWN_OUTCOME = (
-    "The worker running this {tool} call stopped before it reported a result, so its outcome is "
-    "unknown: it may have run partly, fully, or not at all. It was not run again automatically. "
-    "Check its effects (for example with Read or a read-only command) before deciding to run it again."
-)
-
 
 def owner_token() -> str:
     """Unique per claim attempt: host, pid and a random part."""
@@ -60,6 +53,7 @@ class Heartbeat(threading.Thread):
         interval = self.engine.settings.heartbeat_interval
         check = min(CANCEL_CHECK_SECONDS, interval)  # a cancel must stop a command within about a second
         last_beat = time.monotonic()
+        failing = False
         while not self._stop_event.wait(check):
             extend = time.monotonic() - last_beat >= interval - check / 2
             try:
@@ -68,52 +62,88 @@ class Heartbeat(threading.Thread):
                     return
                 if extend:
                     last_beat = time.monotonic()
-            except Exception:  # Redis hiccup: try again next beat; the lease has slack
-                log.warning("heartbeat of step %s failed", self.step.id, exc_info=True)
+                if failing:
+                    log.warning("heartbeat of step %s reaches Redis again", self.step.id[:8])
+                failing = False
+            except Exception as exc:  # Redis hiccup: try again next beat; the lease has slack
+                if not failing:
+                    log.warning("heartbeat of step %s failed (%s); retrying every %gs", self.step.id[:8],
+                                f"{type(exc).__name__}: {exc}".splitlines()[0][:200], check)
+                failing = True
 
     def stop(self) -> None:
         self._stop_event.set()
 
 
-def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch) -> str:
-    """Claim and run one step, commit its result, dispatch what follows. Returns what happened."""
+def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: str | None = None) -> str:
+    """Claim and run one step, commit its result, dispatch what follows. Returns what happened.
+
+    ``worker``: the registered name of the worker running it. Its claim then joins the worker's held
+    steps (so the reaper takes the step back at once if the worker dies), and it leaves them only once
+    what follows has been dispatched. Redis errors on the way are ridden out (workflows.resilience).
+    """
+    engine = ResilientEngine(engine)
+    budget = engine.settings.redis_retry_seconds
     owner = owner_token()
-    step, follow_ups, rec = engine.claim(sid, step_id, owner)
+    step, follow_ups, rec = engine.claim(sid, step_id, owner, worker)
     if step is None:
-        dispatch(follow_ups)
+        retrying(lambda: dispatch(follow_ups), what=f"dispatch after step {step_id[:8]}", budget=budget)
+        _forget(engine, worker, sid, step_id, "")
         return "skipped"
     cancel = threading.Event()
     beat = Heartbeat(engine, step, owner, cancel)
     beat.start()
     try:
-        if step.kind is StepKind.MODEL:
-            next_steps = _model_step(engine, rec, step, owner, cancel)
-        elif step.kind is StepKind.TOOL:
-            next_steps = _tool_step(engine, rec, step, owner, cancel)
-        elif step.kind is StepKind.COMPACT:
-            from workflows.compaction import run_compaction
-
-            next_steps = run_compaction(engine, rec, step, owner, cancel)
-        elif step.kind in (StepKind.MEMORY, StepKind.EXTRACT):
-            from workflows.forks import run_memory_fork
-
-            next_steps = run_memory_fork(engine, rec, step, owner, cancel)
-        else:
-            next_steps = engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
+        next_steps = _run_kind(engine, rec, step, owner, cancel)
     finally:
         beat.stop()
-    dispatch(next_steps)
+    retrying(lambda: dispatch(next_steps), what=f"dispatch after step {step_id[:8]}", budget=budget)
+    _forget(engine, worker, sid, step_id, owner)
     return "done"
 
 
-def _model_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
+              cancel: threading.Event) -> list[StepRecord]:
+    sid = step.session_id
+    if step.kind is StepKind.MODEL:
+        return _model_step(engine, rec, step, owner, cancel)
+    if step.kind is StepKind.TOOL:
+        return _tool_step(engine, rec, step, owner, cancel)
+    if step.kind is StepKind.COMPACT:
+        from workflows.compaction import run_compaction
+
+        body = lambda: run_compaction(engine, rec, step, owner, cancel)  # noqa: E731
+    elif step.kind in (StepKind.MEMORY, StepKind.EXTRACT):
+        from workflows.forks import run_memory_fork
+
+        body = lambda: run_memory_fork(engine, rec, step, owner, cancel)  # noqa: E731
+    else:
+        return engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
+    # A compaction or a memory fork writes nothing until its fenced commit (a fork resumes from its
+    # checkpoint), so running it again after a Redis error repeats no effect.
+    return retrying(body, what=f"{step.kind.value} step {step.id[:8]} (session {sid[:8]})",
+                    budget=engine.settings.redis_retry_seconds)
+
+
+def _forget(engine, worker: str | None, sid: str, step_id: str, value: str) -> None:
+    """The step is off this worker's hands: drop it from its held steps (best effort: the reaper copes)."""
+    if not worker:
+        return
+    try:
+        engine.store.workers.forget(worker, sid, step_id, value)
+    except TRANSIENT as exc:
+        log.warning("could not drop step %s from worker %s's held steps (%s)", step_id[:8], worker, exc)
+
+
+def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
                 cancel: threading.Event) -> list[StepRecord]:
+    import anthropic  # here, not at import: a worker starts a second sooner (the SDK is large)
+
     store, settings = engine.store, engine.settings
     sid = step.session_id
-    request = build_request(rec, store.cached_entries(sid), settings.max_tokens)
-
-    def on_text(text: str) -> None:
-        store.publish(sid, {"type": "text", "step": step.id, "attempt": step.attempt, "text": text})
+    request = engine.read(lambda: build_request(rec, store.cached_entries(sid), settings.max_tokens),
+                          what=f"transcript of session {sid[:8]}")
+    on_text = LiveDeltas(store, step).publish
 
     try:
         client = client_for(rec.model, settings)
@@ -125,10 +155,34 @@ def _model_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str
     except anthropic.APIError as exc:
         return engine.fail_step(sid, step.id, owner, describe_api_error(exc, settings.api_max_retries))
     except RedisError:
-        raise  # transient: the lease expires and the reaper runs the step again
+        raise  # not from the deltas (they never raise): let the lease and the reaper handle it
     except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     return engine.record_model_reply(sid, step.id, owner, reply)
+
+
+class LiveDeltas:
+    """Publishes a model call's text deltas for watchers; a delta Redis refuses is dropped, never fatal.
+
+    Deltas are a courtesy (the reply is recorded whole when the call ends), so a Redis outage in the
+    middle of a call must not abort it: the call goes on, watchers miss some text, and it is logged once.
+    """
+
+    def __init__(self, store, step: StepRecord) -> None:
+        self.store = store
+        self.step = step
+        self.dropped = 0
+
+    def publish(self, text: str) -> None:
+        step = self.step
+        try:
+            self.store.publish(step.session_id, {"type": "text", "step": step.id, "attempt": step.attempt,
+                                                 "text": text})
+        except RedisError as exc:
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning("dropping live text of step %s: Redis refused it (%s); the reply is still recorded "
+                            "whole", step.id[:8], f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
 
 def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
@@ -148,7 +202,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     tool = get_tool(call.name)
     if step.attempt > 1 and not tool.idempotent:
         output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
-                            display="outcome unknown: worker lost; not re-run")
+                            display="outcome unknown (its worker was lost); not re-run")
     elif (refused := recheck(tool, call, rec)) is not None:
         output = refused
     else:
@@ -219,4 +273,4 @@ def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolO
                       display=(output.display or f"{tool} output") + f" (full output saved: {len(output.content):,} chars)")
 
 
-__all__ = ["Heartbeat", "run_step", "owner_token", "MainsailError"]
+__all__ = ["Heartbeat", "LiveDeltas", "run_step", "owner_token", "MainsailError", "UNKNOWN_OUTCOME"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Iterable, Iterator
@@ -28,6 +29,7 @@ from workflows.exceptions import (
     StoreUnavailable,
 )
 from workflows.models import SessionRecord, StepRecord, parse_entry
+from workflows.registry import LOCK_TOKEN_SEP, Workers
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
@@ -35,6 +37,13 @@ ENTRY_CACHE_SESSIONS = 64
 FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 
 Pipe = redis.client.Pipeline
+
+_RELEASE_IF_OURS = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
 
 class Store:
@@ -46,6 +55,11 @@ class Store:
         self.lock_wait = lock_wait
         self._cache: OrderedDict[str, tuple[str | None, list]] = OrderedDict()
         self._cache_lock = threading.Lock()
+        #: Set by a worker to its registered name: its session locks then carry the name, so the
+        #: reaper can free a lock whose holder died instead of waiting for it to expire.
+        self.lock_owner: str | None = None
+        self._unreleased: dict[str, bytes] = {}  # lock key -> our token, whose release Redis never got
+        self.workers = Workers(client)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -65,8 +79,11 @@ class Store:
         Raises:
             LockTimeout: another writer held it for longer than ``lock_wait``.
         """
-        lk = self.r.lock(keys.lock(sid), timeout=self.lock_timeout, blocking_timeout=self.lock_wait)
-        if not lk.acquire():
+        name = keys.lock(sid)
+        self._release_unreleased(name)
+        lk = self.r.lock(name, timeout=self.lock_timeout, blocking_timeout=self.lock_wait)
+        token = f"{self.lock_owner}{LOCK_TOKEN_SEP}{uuid.uuid4().hex}" if self.lock_owner else None
+        if not lk.acquire(token=token):
             raise LockTimeout(
                 f"Session {sid} is locked by another writer for over {self.lock_wait:g}s; try again."
             )
@@ -78,6 +95,16 @@ class Store:
             except (LockNotOwnedError, LockError):
                 # The lock expired under us; the writes were already fenced by the step owner.
                 pass
+            except (RedisConnectionError, RedisTimeoutError):
+                # Redis went away before the release: the lock would outlive us until it expires and
+                # block our own retry; it is released (if still ours) before this session is locked next.
+                self._unreleased[name] = lk.local.token
+                raise
+
+    def _release_unreleased(self, name: str) -> None:
+        token = self._unreleased.pop(name, None)
+        if token is not None:
+            self.r.eval(_RELEASE_IF_OURS, 1, name, token)
 
     # ------------------------------------------------------------------ sessions
 
@@ -268,31 +295,92 @@ class Store:
     def files_tracker(self, sid: str) -> "RedisFileTracker":
         return RedisFileTracker(self.r, sid)
 
+    # ------------------------------------------------------------------ housekeeping (rm, gc)
+
+    def sessions_updated_before(self, cutoff: float) -> list[str]:
+        """Session ids whose last update is older than ``cutoff`` (epoch seconds), oldest first."""
+        return [_s(x) for x in self.r.zrangebyscore(keys.sessions(), "-inf", f"({cutoff}")]
+
+    def get_sessions(self, sids: list[str]) -> list[SessionRecord]:
+        """The records of ``sids`` that exist, in one round trip (missing ones are left out)."""
+        if not sids:
+            return []
+        raws = self.r.mget([keys.session(s) for s in sids])
+        return [SessionRecord.model_validate_json(raw) for raw in raws if raw is not None]
+
+    def inbox_lengths(self, sids: list[str]) -> dict[str, int]:
+        """How many messages wait in each session's inbox, in one round trip."""
+        p = self.r.pipeline(transaction=False)
+        for sid in sids:
+            p.llen(keys.inbox(sid))
+        return dict(zip(sids, (int(n) for n in p.execute())))
+
+    def session_keys(self, sid: str) -> list[str]:
+        """Every key that exists for session ``sid``: its record and each ``session:{sid}:*`` key."""
+        found = [_s(k) for k in self.r.scan_iter(match=keys.session_subkeys(sid), count=500)]
+        if self.r.exists(keys.session(sid)):
+            found.insert(0, keys.session(sid))
+        return found
+
+    def session_members(self, sid: str) -> list[tuple[str, str]]:
+        """``(set key, member)`` for each entry of session ``sid`` in the shared sorted sets."""
+        out = [(k, sid) for k in (keys.sessions(), keys.awaiting()) if self.r.zscore(k, sid) is not None]
+        for k in (keys.leases(), keys.approvals()):
+            out += [(k, _s(m)) for m, _ in self.r.zscan_iter(k, match=keys.member_pattern(sid), count=500)]
+        return out
+
+    def key_sizes(self, names: list[str]) -> dict[str, int]:
+        """Bytes each key takes (``MEMORY USAGE``; where that is refused, its serialized size)."""
+        p = self.r.pipeline(transaction=False)
+        for name in names:
+            p.memory_usage(name)
+        sizes = p.execute(raise_on_error=False)
+        out = {}
+        for name, size in zip(names, sizes):
+            if isinstance(size, Exception):
+                dumped = self.r.dump(name)
+                size = len(dumped) if dumped else 0
+            out[name] = int(size or 0)
+        return out
+
+    def delete_keys(self, names: list[str], members: list[tuple[str, str]], pipe: Pipe | None = None) -> None:
+        """Delete keys and sorted-set members (in one MULTI/EXEC unless ``pipe`` is given)."""
+        p = pipe if pipe is not None else self.pipeline()
+        if names:
+            p.delete(*names)
+        for key, member in members:
+            p.zrem(key, member)
+        if pipe is None:
+            p.execute()
+
+    def delete_steps(self, sid: str, step_ids: list[str]) -> None:
+        """Forget finished steps of a session (and any deadline they still had)."""
+        if not step_ids:
+            return
+        p = self.pipeline()
+        p.hdel(keys.steps(sid), *step_ids)
+        p.zrem(keys.leases(), *(keys.lease_member(sid, s) for s in step_ids))
+        p.execute()
+
+    def step_sizes(self, sid: str, step_ids: list[str]) -> int:
+        """Bytes of the JSON of those step records."""
+        if not step_ids:
+            return 0
+        return sum(len(v) for v in self.r.hmget(keys.steps(sid), step_ids) if v)
+
     # ------------------------------------------------------------------ workers
 
+    # (the verbs live in :class:`workflows.registry.Workers`, ``store.workers``)
+
     def register_worker(self, name: str, queues: list[str], ttl: float, info: dict | None = None) -> None:
-        p = self.r.pipeline(transaction=False)
-        p.zadd(keys.workers(), {name: time.time() + ttl})
-        p.hset(keys.worker(name), mapping={"queues": ",".join(queues), **(info or {})})
-        p.expire(keys.worker(name), int(ttl) + 5)
-        p.execute()
+        self.workers.register(name, queues, ttl, info)
 
     def unregister_worker(self, name: str) -> None:
-        p = self.r.pipeline(transaction=False)
-        p.zrem(keys.workers(), name)
-        p.delete(keys.worker(name))
-        p.execute()
+        self.workers.unregister(name)
 
     def live_queues(self) -> set[str]:
         """Queues served by at least one worker whose registration has not expired."""
-        now = time.time()
-        names = [_s(n) for n in self.r.zrangebyscore(keys.workers(), now, "+inf")]
-        queues: set[str] = set()
-        for n in names:
-            q = self.r.hget(keys.worker(n), "queues")
-            if q:
-                queues.update(_s(q).split(","))
-        return queues
+        return self.workers.live_queues()
 
 
 class RedisFileTracker:

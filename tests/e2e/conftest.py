@@ -126,3 +126,7 @@ def pytest_collection_modifyitems(items):
 
 
 __all__ = ["wait_for", "Cluster", "sys"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "chaos: workers SIGKILLed and Redis restarted under load (bench/chaos.py)")

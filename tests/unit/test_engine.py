@@ -225,7 +225,7 @@ def test_reaper_redispatches_a_step_whose_worker_died(engine, ws, settings):
     assert [s.id for s in again] == [step.id]
     assert engine.store.get_step(rec.id, step.id).status is StepStatus.PENDING
     warn = [e for e in engine.store.entries(rec.id) if isinstance(e, SystemEntry) and e.subtype == "warning"]
-    assert warn and "lost its worker" in warn[0].content
+    assert warn and "sent no heartbeat" in warn[0].content and "running it again" in warn[0].content
     # The dead worker's late commit is fenced off.
     assert engine.fail_step(rec.id, step.id, "dead-worker", "boom") == []
     inline.dispatch(again)

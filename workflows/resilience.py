@@ -1,0 +1,122 @@
+"""Riding out Redis errors on the step path without spending an attempt.
+
+A step's claim, its commit and the reads it starts with are retried with backoff
+(50 ms doubling to 1 s) for up to ``redis_retry_seconds`` when Redis cannot be
+reached, is loading its data after a restart, or the session lock stays taken:
+a Redis restart costs a running step that long at most, not a lease and an attempt.
+
+Retrying is safe because every step event is fenced. A claim asked again by the
+same owner returns the same claim. A commit whose first try did land (only its
+reply was lost) is refused by the fence on the next try; since the first try's
+follow-up steps may then never have been sent, the session's pending steps are
+dispatched again (a duplicate message is a no-op at claim).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from typing import Callable, TypeVar
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from workflows.exceptions import LockTimeout
+from workflows.models import StepRecord, StepStatus
+
+log = logging.getLogger(__name__)
+
+#: Errors worth waiting out (redis-py's BusyLoadingError, "LOADING", is a ConnectionError).
+TRANSIENT = (RedisConnectionError, RedisTimeoutError, LockTimeout)
+FIRST_DELAY = 0.05
+MAX_DELAY = 1.0
+
+#: Engine methods that commit a step's outcome and return the steps to dispatch.
+COMMITS = frozenset({
+    "record_model_reply", "record_tool_output", "fail_step", "defer_step", "record_compaction",
+    "record_compaction_failure", "record_session_memory", "record_extraction", "record_fork_failure",
+})
+#: Engine methods retried as they are (their result says nothing to dispatch).
+RETRIED = frozenset({"save_fork_checkpoint"})
+
+T = TypeVar("T")
+
+
+def retrying(fn: Callable[[], T], *, what: str, budget: float) -> T:
+    """``fn()``, retried on :data:`TRANSIENT` errors for up to ``budget`` seconds.
+
+    Raises:
+        The last transient error, once the budget is spent; any other error at once.
+    """
+    deadline = time.monotonic() + budget
+    delay, failures = FIRST_DELAY, 0
+    while True:
+        try:
+            result = fn()
+        except TRANSIENT as exc:
+            failures += 1
+            if time.monotonic() + delay > deadline:
+                log.error("%s: still failing after %d tries over %.1fs (%s); giving up", what, failures,
+                          budget, exc)
+                raise
+            if failures == 1:
+                log.warning("%s: %s; retrying for up to %gs", what, _brief(exc), budget)
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_DELAY)
+            continue
+        if failures:
+            log.warning("%s: succeeded after %d Redis error(s)", what, failures)
+        return result
+
+
+def _brief(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+
+
+class ResilientEngine:
+    """An engine whose claim and commits ride out Redis errors; everything else passes through."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+        self._budget = engine.settings.redis_retry_seconds
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._engine, name)
+        if name in COMMITS:
+            return functools.partial(self._commit, attr, name)
+        if name in RETRIED:
+            return lambda *a, **kw: retrying(lambda: attr(*a, **kw), what=name, budget=self._budget)
+        return attr
+
+    def claim(self, sid: str, step_id: str, owner: str, worker: str | None = None):
+        return retrying(lambda: self._engine.claim(sid, step_id, owner, worker),
+                        what=f"claim of step {step_id[:8]} (session {sid[:8]})", budget=self._budget)
+
+    def read(self, fn: Callable[[], T], what: str) -> T:
+        """A read the step needs before it can start (e.g. the transcript), retried like a commit."""
+        return retrying(fn, what=what, budget=self._budget)
+
+    def _commit(self, method, name: str, sid: str, step_id: str, *args, **kwargs) -> list[StepRecord]:
+        failed = False
+
+        def attempt() -> list[StepRecord]:
+            nonlocal failed
+            try:
+                return method(sid, step_id, *args, **kwargs)
+            except TRANSIENT:
+                failed = True
+                raise
+
+        what = f"{name} of step {step_id[:8]} (session {sid[:8]})"
+        steps = retrying(attempt, what=what, budget=self._budget)
+        if failed and not steps:  # the fence refused a retry: an earlier try may have landed, unsent
+            steps = retrying(lambda: pending_steps(self._engine.store, sid), what=what, budget=self._budget)
+        return steps
+
+
+def pending_steps(store, sid: str) -> list[StepRecord]:
+    """The session's steps waiting for a worker (of its current epoch, or background forks)."""
+    rec = store.get_session(sid)
+    return [s for s in store.steps(sid)
+            if s.status is StepStatus.PENDING and (s.background or s.epoch == rec.epoch)]
