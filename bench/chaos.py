@@ -63,6 +63,7 @@ class ChaosConfig:
     calm_after: float = 3.0  # ... nor this long after Redis is back
     timeout: float = 400.0
     seed: int = 1
+    min_live: int = 1  # kill only while at least this many workers are registered
     worker_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -135,7 +136,7 @@ class Chaos:
 
     def kill_worker(self) -> None:
         live = [p for p in self.workers if p.poll() is None and self.registry_name(p.pid)]
-        if not live:
+        if len(live) < max(1, self.cfg.min_live):
             return
         victim = self.rnd.choice(live)
         name = self.registry_name(victim.pid)

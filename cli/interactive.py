@@ -582,8 +582,9 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
-                    workspace: Path, no_memory: bool = False) -> None:
-    """The interactive mode: open (or pick) a session and run the prompt loop on it."""
+                    workspace: Path, no_memory: bool = False, first_prompt: str | None = None) -> None:
+    """The interactive mode: open (or pick) a session and run the prompt loop on it, starting with
+    ``first_prompt`` when given (``mainsail "fix the tests"``)."""
     settings = load_settings(model=model, auto_memory=False if no_memory else None)
     rt = connect(settings)
     save_history: Callable[[], None] = lambda: None
@@ -592,8 +593,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
             approval_timeout=approval_timeout, workspace=workspace)
-        if no_memory:
-            rt.engine.update_limits(sid, auto_memory=False)
+        # A person is here to answer: asks wait for them (a -p run may have left the session asking nobody).
+        rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)
         reader = LineReader()
         ui = Interactive(rt, settings, workspace, reader, sid)
@@ -601,6 +602,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             save_history = _setup_readline(settings.data_dir / "history", list(ui.commands))
             click.echo(click.style("Type a message, or /help. Ctrl-C interrupts a turn; Ctrl-D leaves.",
                                    dim=True))
+        if first_prompt:
+            ui.turn(first_prompt)
         ui.loop()
         if rt.worker is not None:
             saving = rt.store.get_session(ui.sid).saving_memory()

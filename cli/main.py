@@ -24,7 +24,9 @@ def _debug(exc: BaseException) -> None:
         traceback.print_exception(exc, file=sys.stderr)
 
 
-class MainsailGroup(click.Group):
+class FriendlyErrors:
+    """Domain errors become one clear message (and exit code 1), never a traceback."""
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -38,6 +40,14 @@ class MainsailGroup(click.Group):
         except Exception as exc:
             _debug(exc)
             raise click.ClickException(_message(exc)) from None
+
+
+class MainsailGroup(FriendlyErrors, click.Group):
+    pass
+
+
+class MainsailCommand(FriendlyErrors, click.Command):
+    pass
 
 
 def _message(exc: Exception) -> str:
@@ -110,10 +120,43 @@ def _register() -> None:
 _register()
 
 
+def claude_style(args: list[str]) -> bool:
+    """True when ``args`` are Claude Code's command line (``mainsail -p "hi"``, ``mainsail "hi"``, the
+    Agent SDK's flags) rather than one of Mainsail's subcommands (``mainsail run ...``): the first word
+    that is neither a flag nor a flag's value is not a subcommand's name, or there is none."""
+    from cli.headless.command import main_command
+
+    takes_value = {}
+    for p in main_command.params:
+        if isinstance(p, click.Option):
+            for opt in (*p.opts, *p.secondary_opts):
+                takes_value[opt] = not p.is_flag and not p.count
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return True
+        if a.startswith("-") and a != "-":
+            i += 2 if ("=" not in a and takes_value.get(a)) else 1
+            continue
+        return a not in cli.commands
+    return not any(a in ("--help", "-h", "--version") for a in args)
+
+
+def _claude_command() -> click.Command:
+    from cli.headless.command import main_command
+
+    main_command.__class__ = MainsailCommand
+    return main_command
+
+
 def main() -> None:
     code: int | str | None = 0
     try:
-        cli(standalone_mode=True)
+        if claude_style(sys.argv[1:]):
+            _claude_command()(args=sys.argv[1:], prog_name="mainsail", standalone_mode=True)
+        else:
+            cli(standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         code = 130

@@ -82,24 +82,38 @@ def cost_breakdown(result: ResultEntry) -> dict:
     return out
 
 
-def result_json(result: ResultEntry) -> dict:
+#: Why the run ended, in Claude Code's ``terminal_reason`` words.
+TERMINAL_REASONS = {
+    "success": "completed",
+    "error_max_turns": "max_turns",
+    "error_max_budget_usd": "max_budget_usd",
+    "error_during_execution": "error",
+    "cancelled": "interrupted",
+}
+
+
+def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
     """The object Claude Code prints with ``--output-format json`` (and last in stream-json).
 
     Claude Code's keys mean what they mean there: ``usage`` is the run's main loop (its
     model turns, here with its compactions) and ``total_cost_usd`` what those calls cost.
     Memory forks are not inside them (a run's answer never waits for its memory, so they
     could only ever be partly inside); ``cost_breakdown`` names them, and ``modelUsage``
-    splits ``total_cost_usd`` per model.
+    splits ``total_cost_usd`` per model. A success carries the answer in ``result``; an error
+    carries its message in ``errors`` (a list) and no ``result``, as Claude Code's does.
+    ``stop_reason``: the last model reply's (None when the run ended before one).
     """
     subtype = RESULT_SUBTYPES.get(result.subtype, "error_during_execution")
-    return {
+    is_error = bool(result.is_error or subtype != "success")
+    out = {
         "type": "result",
         "subtype": subtype,
-        "is_error": bool(result.is_error or subtype != "success"),
+        "is_error": is_error,
         "duration_ms": int(result.duration_ms),
         "duration_api_ms": int(result.duration_api_ms),
         "num_turns": int(result.num_turns),
-        "result": result.result,
+        "stop_reason": stop_reason,
+        "terminal_reason": TERMINAL_REASONS.get(result.subtype, "error"),
         "session_id": result.session_id,
         "total_cost_usd": float(result.total_cost_usd),
         "usage": _usage(result.usage),
@@ -108,6 +122,11 @@ def result_json(result: ResultEntry) -> dict:
         "permission_denials": [dict(d) for d in result.permission_denials],
         "uuid": result.uuid,
     }
+    if is_error:
+        out["errors"] = [result.result] if result.result else []
+    else:
+        out["result"] = result.result
+    return out
 
 
 def content_blocks(content) -> list[dict]:
@@ -117,28 +136,45 @@ def content_blocks(content) -> list[dict]:
     return [b.model_dump(mode="json", exclude_none=True) for b in content]
 
 
+#: The Claude Code release whose stream-json and control protocol this output mirrors (the one the
+#: Agent SDK bundles; the SDK warns when a CLI reports none).
+CLAUDE_CODE_VERSION = "2.1.330"
+
+
 class StreamJson:
     """Writes ``--output-format stream-json`` lines: one compact JSON object per line, flushed.
 
-    ``write`` receives whole lines (with their newline). ``flush`` is called after
-    each; by default the flush of the object ``write`` is bound to (e.g.
-    ``sys.stdout.write`` -> ``sys.stdout.flush``), if any.
+    As Claude Code writes them: an assistant message is one line per content block (sharing the
+    message id); a tool result's ``user`` line carries ``tool_use_result``; the prompt is echoed only
+    with ``replay_user_messages``; text deltas become ``stream_event`` lines only with
+    ``partial_messages``. ``write`` receives whole lines (with their newline); ``flush`` is called
+    after each (by default the flush of the object ``write`` is bound to, if any). Thread-safe: the
+    control protocol writes its responses from another thread.
     """
 
     def __init__(self, write: Callable[[str], None] | None = None,
-                 flush: Callable[[], None] | None = None) -> None:
+                 flush: Callable[[], None] | None = None, *, replay_user_messages: bool = False,
+                 partial_messages: bool = False) -> None:
+        import threading
+
         if write is None:
             write = sys.stdout.write
         self._write = write
         self._flush = flush or getattr(getattr(write, "__self__", None), "flush", None)
+        self._lock = threading.Lock()
+        self.replay_user_messages = replay_user_messages
+        self.partial_messages = partial_messages
+        self.stop_reason: str | None = None
 
     def emit(self, obj: dict) -> None:
-        self._write(_dumps(obj) + "\n")
-        if self._flush is not None:
-            self._flush()
+        line = _dumps(obj) + "\n"
+        with self._lock:
+            self._write(line)
+            if self._flush is not None:
+                self._flush()
 
-    def init(self, rec: SessionRecord, tools: list[str]) -> dict:
-        """The first line: ``{"type": "system", "subtype": "init", ...}``."""
+    def init(self, rec: SessionRecord, tools: list[str], *, api_key_source: str = "none") -> dict:
+        """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``."""
         obj = {
             "type": "system",
             "subtype": "init",
@@ -149,42 +185,77 @@ class StreamJson:
             "model": rec.model,
             "permissionMode": rec.permission_mode.value,
             "slash_commands": [],
-            "apiKeySource": "none",
+            "apiKeySource": api_key_source,
+            "claude_code_version": CLAUDE_CODE_VERSION,
             "output_style": "default",
+            "agents": [],
+            "skills": [],
+            "plugins": [],
             "uuid": new_id(),
         }
         self.emit(obj)
         return obj
 
-    def entry(self, e) -> dict | None:
-        """The line for a transcript entry (assistant, user, result); None (nothing written) for others."""
-        obj = stream_json_line(e)
-        if obj is not None:
+    def entry(self, e) -> list[dict]:
+        """The lines for a transcript entry (assistant, user, result); none for other entries."""
+        if isinstance(e, AssistantEntry):
+            self.stop_reason = e.message.stop_reason
+        if isinstance(e, UserEntry) and e.origin != "tool_result" and not self.replay_user_messages:
+            return []
+        lines = stream_json_lines(e, stop_reason=self.stop_reason)
+        for obj in lines:
             self.emit(obj)
-        return obj
+        if isinstance(e, ResultEntry):
+            self.stop_reason = None
+        return lines
+
+    def delta(self, sid: str, text: str) -> None:
+        """A text delta of the reply being streamed (only with ``partial_messages``)."""
+        if self.partial_messages and text:
+            self.emit({"type": "stream_event", "uuid": new_id(), "session_id": sid, "parent_tool_use_id": None,
+                       "event": {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": text}}})
 
 
-def stream_json_line(e) -> dict | None:
-    """The stream-json object for one transcript entry, or None when stream-json has none."""
+def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
+    """The stream-json objects for one transcript entry (none when stream-json has none for it)."""
     if isinstance(e, AssistantEntry):
-        return {
+        message = api_message(e.message)
+        blocks = message["content"] if isinstance(message["content"], list) else [
+            {"type": "text", "text": message["content"]}]
+        return [{
             "type": "assistant",
-            "message": api_message(e.message),
+            "message": dict(message, content=[block]),
             "parent_tool_use_id": None,
             "session_id": e.session_id,
-            "uuid": e.uuid,
-        }
+            "uuid": e.uuid if i == 0 else new_id(),
+        } for i, block in enumerate(blocks or [{"type": "text", "text": ""}])]
     if isinstance(e, UserEntry):
-        return {
+        obj = {
             "type": "user",
             "message": {"role": "user", "content": content_blocks(e.message.content)},
             "parent_tool_use_id": None,
             "session_id": e.session_id,
             "uuid": e.uuid,
         }
+        results = [b for b in e.message.blocks() if getattr(b, "type", "") == "tool_result"]
+        if results:
+            obj["tool_use_result"] = _tool_use_result(results[-1])
+        return [obj]
     if isinstance(e, ResultEntry):
-        return result_json(e)
-    return None
+        return [result_json(e, stop_reason)]
+    return []
+
+
+def _tool_use_result(block) -> str:
+    """Claude Code's ``tool_use_result``: the result as text, errors as ``Error: ...``."""
+    return f"Error: {block.text}" if block.is_error else block.text
+
+
+def stream_json_line(e) -> dict | None:
+    """The first stream-json object for one transcript entry, or None (see :func:`stream_json_lines`)."""
+    lines = stream_json_lines(e)
+    return lines[0] if lines else None
 
 
 def read_stream_json_input(lines: Iterable[str]) -> Iterator[str]:
@@ -198,45 +269,66 @@ def read_stream_json_input(lines: Iterable[str]) -> Iterator[str]:
         ValueError: ``Invalid stream-json input on line N: why``.
     """
     for n, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if not line:
+        obj = parse_input_line(raw, n)
+        if obj is None:
             continue
-
-        def bad(why: str) -> ValueError:
-            return ValueError(f"Invalid stream-json input on line {n}: {why}")
-
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise bad(f"not JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise bad(f"expected a JSON object, got {type(obj).__name__}")
         if obj.get("type") != "user":
-            raise bad(f'expected "type": "user", got {obj.get("type")!r}')
-        message = obj.get("message")
-        if not isinstance(message, dict):
-            raise bad('"message" must be an object like {"role": "user", "content": "..."}')
-        if message.get("role", "user") != "user":
-            raise bad(f'"message.role" must be "user", got {message.get("role")!r}')
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
-            parts = []
-            for i, block in enumerate(content):
-                if not isinstance(block, dict) or block.get("type") != "text":
-                    kind = block.get("type") if isinstance(block, dict) else type(block).__name__
-                    raise bad(f"content block {i} is {kind!r}; only text blocks are supported")
-                if not isinstance(block.get("text"), str):
-                    raise bad(f'content block {i} has no "text" string')
-                parts.append(block["text"])
-            text = "\n".join(parts)
-        else:
-            raise bad('"message.content" must be a string or a list of text blocks')
-        if not text.strip():
-            raise bad("the message has no text")
-        yield text
+            raise ValueError(f'Invalid stream-json input on line {n}: expected "type": "user", got {obj.get("type")!r}')
+        yield user_text(obj, n)
 
 
-__all__ = ["RESULT_SUBTYPES", "StreamJson", "api_message", "content_blocks", "cost_breakdown", "model_usage",
-           "read_stream_json_input", "result_json", "stream_json_line"]
+def parse_input_line(raw: str, n: int) -> dict | None:
+    """One line of stream-json input as an object (None for a blank line).
+
+    Raises:
+        ValueError: not JSON, or not an object.
+    """
+    line = raw.strip()
+    if not line:
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Invalid stream-json input on line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"Invalid stream-json input on line {n}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def user_text(obj: dict, n: int) -> str:
+    """The text of a ``{"type": "user", ...}`` input line.
+
+    Raises:
+        ValueError: the message is malformed, holds a block other than text, or no text.
+    """
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"Invalid stream-json input on line {n}: {why}")
+
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        raise bad('"message" must be an object like {"role": "user", "content": "..."}')
+    if message.get("role", "user") != "user":
+        raise bad(f'"message.role" must be "user", got {message.get("role")!r}')
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = []
+        for i, block in enumerate(content):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+                raise bad(f"content block {i} is {kind!r}; only text blocks are supported")
+            if not isinstance(block.get("text"), str):
+                raise bad(f'content block {i} has no "text" string')
+            parts.append(block["text"])
+        text = "\n".join(parts)
+    else:
+        raise bad('"message.content" must be a string or a list of text blocks')
+    if not text.strip():
+        raise bad("the message has no text")
+    return text
+
+
+__all__ = ["CLAUDE_CODE_VERSION", "RESULT_SUBTYPES", "StreamJson", "stream_json_lines", "api_message", "content_blocks", "cost_breakdown", "model_usage",
+           "parse_input_line", "read_stream_json_input", "result_json", "stream_json_line", "user_text"]

@@ -19,6 +19,7 @@ from cli.figures import memory_saved_line
 from cli.standby import require_model_access
 from cli.select import pick_session
 from tasks.dispatch import dispatch
+from workflows import keys
 from workflows.models import PermissionMode
 from workflows.settings import load_settings
 from workflows.permissions.settings_files import load_permission_settings
@@ -76,20 +77,31 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
                  disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
                  system_prompt: str | None = None, append_system_prompt: str | None = None,
-                 no_memory: bool = False) -> str:
-    """The session these flags name (resumed, continued or forked, with the flags applied), or a new one."""
-    sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
+                 no_memory: bool = False, asks: str = "wait", sid: str | None = None) -> str:
+    """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
+
+    ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
+    ``sid``: the id of the new session (Claude Code's --session-id); it must not exist yet.
+    """
+    if sid is not None:
+        if resume or continue_:
+            raise click.UsageError("--session-id starts a new session; it cannot go with --resume or --continue "
+                                   "(unless --fork-session names the copy's id, which Mainsail does not do).")
+        if rt.store.r.exists(keys.session(sid)):
+            raise click.UsageError(f"Session ID {sid} is already in use.")
+    new = sid
+    sid = None if new else pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings)
         return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                         system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                                        auto_memory=False if no_memory else None, **perms).id
+                                        auto_memory=False if no_memory else None, asks=asks, sid=new,
+                                        **perms).id
     apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                 disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                 max_budget_usd=max_budget_usd, workspace=workspace)
-    if no_memory:
-        rt.engine.update_limits(sid, auto_memory=False)
+    rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     return sid
 
 
@@ -119,6 +131,13 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
                                       permission_mode=permission_mode, rules=flag_rules,
                                       approval_timeout_seconds=approval_timeout)
     return rec or rt.store.get_session(sid)
+
+
+def asks_in_print_mode(settings, approval_timeout) -> str:
+    """Print mode asks nobody, as Claude Code's -p: a call that would ask is denied and listed in the
+    result. An approval timeout (flag or MAINSAIL_APPROVAL_TIMEOUT_SECONDS) makes it wait that long for
+    an answer from another shell (`mainsail approve`) instead."""
+    return "wait" if (approval_timeout or settings.approval_timeout_seconds) else "deny"
 
 
 @click.command("run")
@@ -162,7 +181,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                            system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                           no_memory=no_memory)
+                           no_memory=no_memory,
+                           asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait")
         if background:
             for p in prompts:
                 dispatch(rt.engine.submit(sid, p))

@@ -176,10 +176,12 @@ class Engine:
         append_system_prompt: str | None = None,
         auto_memory: bool | None = None,
         sandbox: SandboxSettings | None = None,
+        asks: str = "wait",
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
         ``sandbox``: the settings files' sandbox settings; None: the defaults (on where bwrap works).
+        ``asks``: who answers a call that would ask ("wait": a person; "deny": nobody, print mode).
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -198,6 +200,7 @@ class Engine:
             max_budget_usd=max_budget_usd,
             tools_queue=tools_queue,
             rules=rules or RuleSet(),
+            asks=asks,
             home=home or os.path.expanduser("~"),
             custom_system_prompt=system_prompt,
             append_system_prompt=append_system_prompt,
@@ -347,10 +350,17 @@ class Engine:
 
     def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
                       permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
-                      approval_timeout_seconds: float | None = None, auto_memory: bool | None = None) -> SessionRecord:
-        """Change a session's limits, mode, rules (added to its own), approval timeout or auto-memory."""
+                      approval_timeout_seconds: float | None = None, auto_memory: bool | None = None,
+                      asks: str | None = None, tools: list[str] | None = ...) -> SessionRecord:
+        """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
+        answers its asks (``asks``, see :attr:`SessionRecord.asks`), or the tools it offers (``tools``: a
+        list, or None for all; left as is unless given)."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if asks is not None:
+                rec.asks = asks
+            if tools is not ...:
+                rec.tools = None if tools is None else list(tools)
             if auto_memory is False:  # turning it on later would need the project's index in the context
                 rec.auto_memory = False
             if rules is not None:
@@ -729,6 +739,9 @@ class Engine:
                 tool = get_tool(tu.name)
                 if tool.memory_tool and not (rec.auto_memory and rec.project_id):
                     raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
+                if rec.tools is not None and tu.name not in rec.tools:
+                    raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
+                                         f"{', '.join(rec.tools) or 'none'}.")
                 validate_input(tu.name, tu.input)
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
@@ -800,16 +813,27 @@ class Engine:
     # ================================================================== permission decisions
 
     def decide_request(self, sid: str, request: str | None, approve: bool, *, always: bool = False,
-                       message: str | None = None, by: str = "user") -> list[StepRecord]:
+                       message: str | None = None, by: str = "user",
+                       updated_input: dict | None = None) -> list[StepRecord]:
         """Approve or deny a pending permission request (``request``: id, prefix, or None for the only one).
+
+        ``updated_input``: the approver's changed input for the call (an SDK client's ``updatedInput``);
+        it must be valid for the tool, and it is checked again where the call runs (a deny rule
+        still refuses it).
 
         Raises:
             RequestNotFound: no such request, or several pending and none named.
             RequestClosed: already decided, or superseded by a cancel.
+            ToolInputError: ``updated_input`` is not valid input for the tool.
         """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             req = find_request(rec, request)
+            if approve and updated_input is not None and updated_input != req.input:
+                validate_input(req.tool, updated_input)
+                req.input = updated_input
+                call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+                call.input = updated_input
             tx = _Tx(rec)
             self._settle(tx, req, approve, by=by, message=message, always=always)
             if approve and always:

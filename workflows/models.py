@@ -427,6 +427,12 @@ class SessionRecord(_Model):
     rules: RuleSet = Field(default_factory=RuleSet)  # settings files + flags at start, plus "always" answers
     home: str = ""  # the submitting user's home, for ~/ in rules
     approval_timeout_seconds: float | None = None
+    #: Who answers a call that would ask: "wait" for a person (a durable request, answered at a
+    #: terminal, by `mainsail approve` or by an SDK client's can_use_tool); "deny": nobody (print mode
+    #: without a permission prompt tool, as Claude Code's -p): denied at once and listed in the result.
+    asks: Literal["wait", "deny"] = "wait"
+    #: The tools offered to the model (Claude Code's --tools); None: every tool the session may have.
+    tools: list[str] | None = None
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
     created_at: float = Field(default_factory=now)

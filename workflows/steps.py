@@ -234,7 +234,7 @@ def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:
     A call a rule or the mode allowed must still be allowed; a call a person approved must still not be
     denied. Otherwise the call is not run and the model is told why.
     """
-    perm = decide(tool, call.input, rec)
+    perm = decide(tool, call.input, rec, approved=bool(call.approved_by))
     if perm.decision is Decision.ALLOW or (call.approved_by and perm.decision is Decision.ASK):
         return None
     why = perm.reason if perm.decision is Decision.DENY else (

@@ -34,7 +34,8 @@ def test_approve_from_another_process_after_the_worker_was_replaced(cluster, wor
     with FakeMessagesServer(script()) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         first = cluster.start_worker()
-        run = cluster.mainsail("run", "-p", "Run the command", cwd=workspace, background=True)
+        run = cluster.mainsail("run", "-p", "--approval-timeout", "600", "Run the command", cwd=workspace,
+                               background=True)
         sid = cluster.wait_state("awaiting_permission")
         cluster.kill(first)
         cluster.start_worker()
@@ -60,7 +61,8 @@ def test_deny_with_a_message_reaches_the_model(cluster, workspace):
     with FakeMessagesServer(script()) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         cluster.start_worker()
-        run = cluster.mainsail("run", "-p", "Run the command", cwd=workspace, background=True)
+        run = cluster.mainsail("run", "-p", "--approval-timeout", "600", "Run the command", cwd=workspace,
+                               background=True)
         sid = cluster.wait_state("awaiting_permission")
         out = cluster.mainsail("deny", sid[:6], "--message", "not on this machine", cwd=workspace)
         assert out.returncode == 0, out.stderr

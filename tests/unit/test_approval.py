@@ -164,3 +164,25 @@ def test_a_deny_rule_refuses_at_once_naming_the_rule(engine, ws):
     (decision,) = entries_of(engine, sid, PermissionDecisionEntry)
     assert decision.decided_by == "rule" and decision.decision == "deny"
     assert entries_of(engine, sid, ResultEntry)[-1].permission_denials[0]["tool_name"] == "Bash"
+
+
+def test_a_session_that_asks_nobody_denies_at_once_and_lists_the_denial(engine, ws):
+    """Print mode (Claude Code's -p): no request, no waiting; the model is told and carries on."""
+    sid, inline = start(engine, ws, read_then(EDIT), asks="deny")
+    rec = engine.store.get_session(sid)
+    assert rec.state is State.IDLE and entries_of(engine, sid, PermissionRequestEntry) == []
+    assert "a - b" in (ws / "calc.py").read_text()
+    (result,) = entries_of(engine, sid, ResultEntry)
+    assert result.subtype == "success"
+    assert [(d["tool_name"], d["tool_input"]) for d in result.permission_denials] == [("Edit", EDIT.input)]
+    refused = [e for e in entries_of(engine, sid, UserEntry) if e.origin == "tool_result"][-1]
+    assert "without anyone to ask (print mode)" in refused.message.text() or \
+        "without anyone to ask (print mode)" in str(refused.message.content)
+
+
+def test_a_call_approved_before_the_session_went_to_print_mode_still_runs(engine, ws):
+    sid, inline = start(engine, ws, read_then(EDIT))
+    engine.update_limits(sid, asks="deny")  # a `mainsail -p --resume` while the request waited
+    inline.dispatch(engine.decide_request(sid, None, True))
+    inline.drain()
+    assert "a + b" in (ws / "calc.py").read_text()

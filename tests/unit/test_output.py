@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli.output import StreamJson, read_stream_json_input, result_json
+from cli.output import CLAUDE_CODE_VERSION, StreamJson, read_stream_json_input, result_json
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -40,7 +40,7 @@ def result(**kw) -> ResultEntry:
 
 def test_result_json_has_claude_codes_fields_and_types():
     r = result()
-    out = result_json(r)
+    out = result_json(r, "end_turn")
     extra = {"modelUsage", "cost_breakdown"}  # Mainsail's additions (tests/unit/test_cost_figures.py)
     assert extra <= set(out)
     assert {k: v for k, v in out.items() if k not in extra} == {
@@ -51,6 +51,8 @@ def test_result_json_has_claude_codes_fields_and_types():
         "duration_api_ms": 987,
         "num_turns": 3,
         "result": "Done.",
+        "stop_reason": "end_turn",
+        "terminal_reason": "completed",
         "session_id": SID,
         "total_cost_usd": 0.0125,
         "usage": {"input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 3,
@@ -103,14 +105,16 @@ def small_transcript():
 
 
 def test_stream_json_lines_for_a_small_transcript():
+    """Claude Code's shapes: no prompt echo, one assistant line per content block (one message id), a
+    tool result's user line with ``tool_use_result``, the result with the last reply's stop_reason."""
     buf = io.StringIO()
     out = StreamJson(buf.write)
     rec = SessionRecord(id=SID, model="claude-sonnet-4-5", workspace="/tmp/ws",
                         permission_mode=PermissionMode.ACCEPT_EDITS)
-    out.init(rec, ["Bash", "Read"])
+    out.init(rec, ["Bash", "Read"], api_key_source="ANTHROPIC_API_KEY")
     entries = small_transcript()
     written = [out.entry(e) for e in entries]
-    assert written[2] is None and written[4] is None  # state and system entries: nothing
+    assert written[0] == [] and written[2] == [] and written[4] == []  # prompt, state, system: nothing
 
     text = buf.getvalue()
     assert text.endswith("\n")
@@ -120,30 +124,50 @@ def test_stream_json_lines_for_a_small_transcript():
     assert lines == [json.dumps(o, separators=(",", ":"), ensure_ascii=False) for o in objs], "compact"
 
     init = objs[0]
-    assert {k: init[k] for k in ("type", "subtype", "session_id", "cwd", "model", "tools", "permissionMode")} == {
+    assert {k: init[k] for k in ("type", "subtype", "session_id", "cwd", "model", "tools", "permissionMode",
+                                 "apiKeySource", "claude_code_version")} == {
         "type": "system", "subtype": "init", "session_id": SID, "cwd": "/tmp/ws", "model": "claude-sonnet-4-5",
-        "tools": ["Bash", "Read"], "permissionMode": "acceptEdits"}
+        "tools": ["Bash", "Read"], "permissionMode": "acceptEdits", "apiKeySource": "ANTHROPIC_API_KEY",
+        "claude_code_version": CLAUDE_CODE_VERSION}
     assert isinstance(init["uuid"], str) and init["uuid"]
 
-    assert objs[1] == {"type": "user", "message": {"role": "user", "content": [{"type": "text",
-                                                                                "text": "Fix calc.py"}]},
-                       "parent_tool_use_id": None, "session_id": SID, "uuid": entries[0].uuid}
-    assert objs[2] == {
-        "type": "assistant",
-        "message": {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": "Reading it."},
-                                {"type": "tool_use", "id": "toolu_01", "name": "Read",
-                                 "input": {"file_path": "calc.py"}}],
-                    "stop_reason": "tool_use", "stop_sequence": None,
-                    "usage": {"input_tokens": 100, "output_tokens": 7, "cache_creation_input_tokens": 0,
-                              "cache_read_input_tokens": 0}},
-        "parent_tool_use_id": None, "session_id": SID, "uuid": entries[1].uuid,
-    }
+    message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+               "stop_reason": "tool_use", "stop_sequence": None,
+               "usage": {"input_tokens": 100, "output_tokens": 7, "cache_creation_input_tokens": 0,
+                         "cache_read_input_tokens": 0}}
+    assert objs[1] == {"type": "assistant", "message": dict(message, content=[{"type": "text", "text": "Reading it."}]),
+                       "parent_tool_use_id": None, "session_id": SID, "uuid": entries[1].uuid}
+    assert objs[2]["message"] == dict(message, content=[{"type": "tool_use", "id": "toolu_01", "name": "Read",
+                                                          "input": {"file_path": "calc.py"}}])
+    assert objs[2]["uuid"] != objs[1]["uuid"]
     assert objs[3]["type"] == "user" and objs[3]["uuid"] == entries[3].uuid
     assert objs[3]["message"] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_01", "content": "def add(a, b): ...", "is_error": False}]}
-    assert objs[3]["parent_tool_use_id"] is None
-    assert objs[4] == result_json(entries[5])
+    assert objs[3]["parent_tool_use_id"] is None and objs[3]["tool_use_result"] == "def add(a, b): ..."
+    assert objs[4] == result_json(entries[5], "tool_use")
+    assert objs[4]["stop_reason"] == "tool_use" and objs[4]["result"] and "errors" not in objs[4]
+
+
+def test_stream_json_replays_the_prompt_and_streams_deltas_only_when_asked():
+    buf = io.StringIO()
+    out = StreamJson(buf.write, replay_user_messages=True, partial_messages=True)
+    out.entry(small_transcript()[0])
+    out.delta(SID, "Read")
+    user, event = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert user["type"] == "user" and user["message"]["content"] == [{"type": "text", "text": "Fix calc.py"}]
+    assert event["type"] == "stream_event" and event["session_id"] == SID
+    assert event["event"] == {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Read"}}
+    quiet = io.StringIO()
+    StreamJson(quiet.write).delta(SID, "Read")
+    assert quiet.getvalue() == ""
+
+
+def test_an_error_result_carries_errors_and_no_result():
+    err = result().model_copy(update={"subtype": "error_max_turns", "is_error": True,
+                                      "result": "Reached maximum number of turns (1)"})
+    obj = result_json(err)
+    assert obj["errors"] == ["Reached maximum number of turns (1)"] and "result" not in obj
+    assert obj["subtype"] == "error_max_turns" and obj["terminal_reason"] == "max_turns" and obj["is_error"]
 
 
 def test_stream_json_flushes_every_line():
@@ -159,7 +183,7 @@ def test_stream_json_flushes_every_line():
         out.entry(e)
     assert Out.flushes == 4
     seen = []
-    out = StreamJson(seen.append, flush=lambda: seen.append("<flush>"))
+    out = StreamJson(seen.append, flush=lambda: seen.append("<flush>"), replay_user_messages=True)
     out.entry(small_transcript()[0])
     assert seen[1] == "<flush>" and seen[0].endswith("\n")
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from workflows.models import PermissionMode, RuleSet, SessionRecord
 from workflows.permissions.evaluate import evaluate, read_denied
-from workflows.permissions.rules import Decision, PermissionResult
+from workflows.permissions.rules import Decision, PermissionResult, nobody_to_ask
 
 if TYPE_CHECKING:
     from workflows.tools.base import Tool
@@ -27,7 +27,7 @@ __all__ = ["decide", "read_denied_for"]
 
 
 def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: RuleSet | None = None,
-           caller: str = "") -> PermissionResult:
+           caller: str = "", approved: bool = False) -> PermissionResult:
     """Allow, deny or ask for one tool call of session ``rec``.
 
     The memory tools touch only the project's memory records (never the workspace), so
@@ -37,6 +37,8 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
         caller_allow: the allow rules of a caller tighter than the session (a memory fork).
             Then nobody can be asked: the answer is ALLOW or DENY.
         caller: what the caller is, for the denial message ("the memory extraction").
+        approved: a person already approved this call (the check again where it runs): an ask
+            stays an ask even in a session that asks nobody (``rec.asks == "deny"``).
     """
     home = rec.home or os.path.expanduser("~")
     result = evaluate(
@@ -44,6 +46,8 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
         read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
     )
     if caller_allow is None or result.decision is Decision.DENY:
+        if result.decision is Decision.ASK and rec.asks == "deny" and not approved and caller_allow is None:
+            return nobody_to_ask(tool.name, result)
         return result
     tight = RuleSet(deny=list(rec.rules.deny), ask=list(rec.rules.ask), allow=list(caller_allow.allow))
     mine = evaluate(tool.name, tool_input, mode=PermissionMode.PLAN, rules=tight, workspace=rec.workspace,

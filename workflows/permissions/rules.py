@@ -348,6 +348,17 @@ def deny_plan(tool: str) -> PermissionResult:
         source="mode plan", display="denied: plan mode (read-only)")
 
 
+def nobody_to_ask(tool: str, asked: PermissionResult) -> PermissionResult:
+    """An ask in a session nobody answers (print mode without a permission prompt tool)."""
+    return PermissionResult(
+        Decision.DENY,
+        reason=(f"Permission to use {tool} was denied: this call needs approval ({asked.reason}), and this "
+                "session runs without anyone to ask (print mode). Do not retry it; continue without it, or "
+                "tell the user which permission rule (--allowedTools) would allow it."),
+        source="no one to ask" + (f" ({asked.source})" if asked.source else ""),
+        display="denied: needs approval, and print mode asks no one")
+
+
 def dont_ask(tool: str, asked: PermissionResult) -> PermissionResult:
     return PermissionResult(
         Decision.DENY,

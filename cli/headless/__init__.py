@@ -1,0 +1,1 @@
+"""Claude Code's command line on Mainsail: print mode, stream-json, the Agent SDK's control protocol."""

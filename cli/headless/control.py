@@ -1,0 +1,136 @@
+"""Claude Code's control protocol, as the Agent SDK speaks it over stream-json stdin and stdout.
+
+Both sides send ``{"type": "control_request", "request_id": ..., "request": {"subtype": ...}}``
+and answer with ``{"type": "control_response", "response": {"subtype": "success" | "error",
+"request_id": ..., "response" | "error": ...}}``.
+
+From the client, :class:`Control` answers ``initialize``, ``interrupt``, ``set_permission_mode``,
+``set_model`` and ``get_context_usage``; any other subtype gets an error response naming it (a
+client never waits on silence). Towards the client, :meth:`Control.ask` sends a request (such as
+``can_use_tool``) and calls back with the client's answer when it arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from typing import Any, Callable
+
+from cli.output import CLAUDE_CODE_VERSION, StreamJson
+from workflows.models import PermissionMode
+from workflows.tokens import model_limits
+
+Answer = Callable[[dict | Exception], None]
+
+
+class ControlError(Exception):
+    """A control request that cannot be done; its message goes back to the client."""
+
+
+class Control:
+    """One stream-json connection's control requests, both ways.
+
+    Args:
+        out: where responses and requests are written.
+        handlers: subtype -> function of the request's fields returning the response body.
+    """
+
+    def __init__(self, out: StreamJson, handlers: dict[str, Callable[[dict], dict]]) -> None:
+        self.out = out
+        self.handlers = handlers
+        self._waiting: dict[str, Answer] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ from the client
+
+    def on_request(self, msg: dict) -> None:
+        """Answer one ``control_request`` from the client."""
+        request_id = msg.get("request_id")
+        request = msg.get("request") if isinstance(msg.get("request"), dict) else {}
+        subtype = request.get("subtype")
+        handler = self.handlers.get(subtype)
+        if handler is None:
+            known = ", ".join(sorted(self.handlers))
+            self._error(request_id, f"Unsupported control request {subtype!r}: Mainsail answers {known}.")
+            return
+        try:
+            body = handler(request)
+        except ControlError as exc:
+            self._error(request_id, str(exc))
+            return
+        except Exception as exc:  # the client gets a reason; the connection goes on
+            self._error(request_id, f"{subtype} failed: {type(exc).__name__}: {exc}")
+            return
+        self.out.emit({"type": "control_response",
+                       "response": {"subtype": "success", "request_id": request_id, "response": body or {}}})
+
+    def _error(self, request_id, text: str) -> None:
+        self.out.emit({"type": "control_response",
+                       "response": {"subtype": "error", "request_id": request_id, "error": text}})
+
+    # ------------------------------------------------------------------ to the client
+
+    def ask(self, request: dict, on_answer: Answer) -> str:
+        """Send ``request`` to the client; ``on_answer`` gets its response body (or an Exception)."""
+        request_id = str(uuid.uuid4())
+        with self._lock:
+            self._waiting[request_id] = on_answer
+        self.out.emit({"type": "control_request", "request_id": request_id, "request": request})
+        return request_id
+
+    def cancel(self, request_id: str) -> None:
+        """The question is settled elsewhere (e.g. ``mainsail approve``): tell the client to drop it."""
+        with self._lock:
+            if self._waiting.pop(request_id, None) is None:
+                return
+        self.out.emit({"type": "control_cancel_request", "request_id": request_id})
+
+    def on_response(self, msg: dict) -> None:
+        """A ``control_response`` from the client, to one of our requests."""
+        response = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+        with self._lock:
+            on_answer = self._waiting.pop(response.get("request_id"), None)
+        if on_answer is None:
+            return  # an answer to a request settled elsewhere meanwhile
+        if response.get("subtype") == "error":
+            on_answer(ControlError(str(response.get("error") or "the client answered with an error")))
+        else:
+            on_answer(response.get("response") if isinstance(response.get("response"), dict) else {})
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+
+def initialize_response(mode: PermissionMode, api_key_source: str) -> dict[str, Any]:
+    """What Mainsail says about itself to ``initialize`` (the keys the Agent SDK reads)."""
+    return {
+        "commands": [],
+        "agents": [],
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": [],
+        "account": {"tokenSource": "none", "apiKeySource": api_key_source, "apiProvider": "firstParty"},
+        "pid": os.getpid(),
+        "claude_code_version": CLAUDE_CODE_VERSION,
+        "current_permission_mode": mode.value,
+        "hook_on_failure_supported": False,
+        "session_state": "idle",
+    }
+
+
+def context_usage(model: str, used: int) -> dict[str, Any]:
+    """``get_context_usage``: tokens in the session's context against its model's window."""
+    window = model_limits(model)[0]
+    return {
+        "categories": [{"id": "messages", "name": "Messages", "tokens": used, "kind": "used"}],
+        "totalTokens": used,
+        "maxTokens": window,
+        "rawMaxTokens": window,
+        "percentage": round(100.0 * used / window, 1) if window else 0.0,
+        "model": model,
+    }
+
+
+__all__ = ["Control", "ControlError", "context_usage", "initialize_response"]

@@ -1,0 +1,124 @@
+"""Print mode (``mainsail -p``, and the Agent SDK's connection): open the session, run, print.
+
+Print mode never waits for a person: a call that would ask is denied at once and listed in the
+result's ``permission_denials``, as in Claude Code, unless the client answers asks
+(``--permission-prompt-tool stdio``) or ``--approval-timeout`` says how long to wait for
+``mainsail approve`` from another shell.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from cli.attach import finish, submit_and_watch, wait_for_memory
+from cli.connect import Runtime, connect, ensure_worker
+from cli.output import StreamJson, result_json
+from cli.run import open_session, session_model
+from cli.standby import require_model_access
+from workflows.settings import load_settings
+
+
+def api_key_source(rt: Runtime, settings) -> str:
+    """``apiKeySource`` as Claude Code reports it: whether the model calls will carry a key."""
+    if settings.anthropic_api_key:
+        return "ANTHROPIC_API_KEY"
+    workers = rt.store.workers.live().values()
+    if any(i.get("api_key") == "yes" and "model" in i.get("queues", "").split(",") for i in workers):
+        return "ANTHROPIC_API_KEY"
+    return "none"
+
+
+@dataclass
+class PrintRun:
+    prompt: str | None
+    output_format: str
+    streaming: bool
+    model: str | None
+    resume: str | None
+    continue_: bool
+    fork: bool
+    session_id: str | None
+    max_turns: int | None
+    max_budget_usd: float | None
+    permission_mode: str | None
+    allowed_tools: tuple
+    disallowed_tools: tuple
+    approval_timeout: float | None
+    system_prompt: str | None
+    append_system_prompt: str | None
+    no_memory: bool
+    tools: list[str] | None
+    prompt_tool: bool
+    partial_messages: bool
+    replay_user_messages: bool
+
+    def asks(self, settings) -> str:
+        waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
+        return "wait" if waits else "deny"
+
+    def run(self) -> None:
+        settings = load_settings(model=self.model)
+        workspace = Path.cwd()
+        rt = connect(settings)
+        result = None
+        try:
+            # Before anything is created: a refusal must not leave an empty session behind.
+            require_model_access(rt, settings, self.model or session_model(rt, self.resume, self.continue_,
+                                                                            workspace, settings))
+            sid = open_session(rt, settings, resume=self.resume, continue_=self.continue_, fork=self.fork,
+                               model=self.model, permission_mode=self.permission_mode,
+                               allowed_tools=self.allowed_tools, disallowed_tools=self.disallowed_tools,
+                               approval_timeout=self.approval_timeout, max_turns=self.max_turns,
+                               max_budget_usd=self.max_budget_usd, workspace=workspace,
+                               system_prompt=self.system_prompt, append_system_prompt=self.append_system_prompt,
+                               no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id)
+            rt.engine.update_limits(sid, tools=self.tools)
+            ensure_worker(rt, settings, quiet=True, sid=sid)
+            if self.output_format == "stream-json":
+                result = self._stream(rt, settings, sid)
+            else:
+                result = submit_and_watch(rt, sid, self.prompt, print_mode=True)
+            if rt.worker is not None:
+                wait_for_memory(rt, sid, quiet=True)
+        finally:
+            rt.close()
+        if result is None:
+            return
+        if self.output_format == "json":
+            click.echo(json.dumps(result_json(result, _last_stop_reason(rt, result))))
+        elif self.output_format == "text":
+            finish(result, print_mode=True)
+        if result.is_error:
+            sys.exit(1)
+
+    def _stream(self, rt: Runtime, settings, sid: str):
+        from cli.headless.command import as_stream_input
+        from cli.headless.stream import StreamServer
+
+        out = StreamJson(sys.stdout.write, sys.stdout.flush, replay_user_messages=self.replay_user_messages,
+                         partial_messages=self.partial_messages)
+        stdin = sys.stdin if self.streaming else as_stream_input(self.prompt)
+        return StreamServer(rt, sid, out, prompt_tool=self.prompt_tool, api_key_source=api_key_source(rt, settings),
+                            stdin=stdin).serve()
+
+
+def _last_stop_reason(rt: Runtime, result) -> str | None:
+    """The stop reason of the run's last model reply (for the json result)."""
+    from workflows.models import AssistantEntry
+
+    try:
+        entries = rt.store.entries(result.session_id)
+    except Exception:  # the result itself is what matters
+        return None
+    for e in reversed(entries):
+        if isinstance(e, AssistantEntry):
+            return e.message.stop_reason
+    return None
+
+
+__all__ = ["PrintRun", "api_key_source"]

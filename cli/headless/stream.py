@@ -1,0 +1,226 @@
+"""``--input-format stream-json``: a conversation over stdin and stdout, as Claude Code holds it with
+the Agent SDK.
+
+stdin is read line by line as it arrives (a thread puts each line on a queue): each ``user`` line
+is a turn of the same session (sent while a turn runs, it waits in the session's inbox and runs
+next), each ``control_request`` is answered at once (cli/headless/control.py), even mid-turn. Every
+turn starts with a ``system/init`` line and ends with its ``result`` line. At the end of stdin the
+process ends once the turns it was given have their results.
+
+With ``--permission-prompt-tool stdio``, a call that would ask becomes a ``can_use_tool`` request
+to the client. The question itself is the session's durable permission request: the client's answer
+settles it through the same engine call as ``mainsail approve``, and if the client goes away the
+request still waits for an answer from any shell (``mainsail pending``).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from typing import TextIO
+
+import click
+
+from cli.attach import _last_id
+from cli.connect import Runtime
+from cli.headless.control import Control, ControlError, context_usage, initialize_response
+from cli.output import StreamJson, parse_input_line, user_text
+from cli.render import follow
+from tasks.dispatch import dispatch
+from workflows.context import session_tools
+from workflows.exceptions import RequestClosed, RequestNotFound, ToolInputError
+from workflows.models import PermissionDecisionEntry, PermissionMode, PermissionRequestEntry, ResultEntry, UserEntry
+
+EOF = object()
+
+
+def permission_suggestions(rules: list[str]) -> list[dict]:
+    """The rules "always" would add, as the SDK's ``PermissionUpdate`` (allow rules for this session)."""
+    out = []
+    for rule in rules:
+        tool, _, rest = rule.partition("(")
+        value = {"toolName": tool}
+        if rest:
+            value["ruleContent"] = rest[:-1] if rest.endswith(")") else rest
+        out.append(value)
+    return [{"type": "addRules", "rules": out, "behavior": "allow", "destination": "session"}] if out else []
+
+
+class StreamServer:
+    """Serves one session over stream-json until stdin ends (see the module docstring).
+
+    Args:
+        rt: the connection.
+        sid: the session.
+        out: the stream-json writer (stdout).
+        prompt_tool: ``--permission-prompt-tool stdio``: asks go to the client as ``can_use_tool``.
+        api_key_source: what ``system/init`` and ``initialize`` say about the API key.
+        stdin: where the client writes.
+    """
+
+    def __init__(self, rt: Runtime, sid: str, out: StreamJson, *, prompt_tool: bool, api_key_source: str,
+                 stdin: TextIO | None = None) -> None:
+        self.rt = rt
+        self.sid = sid
+        self.out = out
+        self.prompt_tool = prompt_tool
+        self.api_key_source = api_key_source
+        self.stdin = stdin or sys.stdin
+        self.lines: queue.Queue = queue.Queue()
+        self.control = Control(out, {
+            "initialize": self._initialize,
+            "interrupt": self._interrupt,
+            "set_permission_mode": self._set_mode,
+            "set_model": self._set_model,
+            "get_context_usage": self._context_usage,
+        })
+        self.submitted = 0
+        self.results = 0
+        self.eof = False
+        self.after: str | None = None
+        self.last: ResultEntry | None = None
+        self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
+        self._line = 0
+
+    # ------------------------------------------------------------------ the loop
+
+    def serve(self) -> ResultEntry | None:
+        """Run turns until stdin ends and every turn it started has its result; the last result."""
+        threading.Thread(target=self._read, name="mainsail-stdin", daemon=True).start()
+        while True:
+            if self.results >= self.submitted:
+                if self.eof:
+                    return self.last
+                self._handle(self.lines.get())
+                continue
+            follow(self.rt.store, self.sid, on_entry=self._on_entry,
+                   on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
+                   poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted)
+
+    def _read(self) -> None:
+        for raw in self.stdin:
+            self.lines.put(raw)
+        self.lines.put(EOF)
+
+    def _poll(self) -> None:
+        while True:
+            try:
+                item = self.lines.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(item)
+
+    def _handle(self, item) -> None:
+        if item is EOF:
+            self.eof = True
+            return
+        self._line += 1
+        try:
+            msg = parse_input_line(item, self._line)
+            if msg is None:
+                return
+            kind = msg.get("type")
+            if kind == "control_request":
+                self.control.on_request(msg)
+            elif kind == "control_response":
+                self.control.on_response(msg)
+            elif kind == "user":
+                self._submit(user_text(msg, self._line))
+            elif kind not in ("control_cancel_request", "keep_alive"):
+                raise ValueError(f"Invalid stream-json input on line {self._line}: expected a user message or a "
+                                 f"control request, got type {kind!r}")
+        except ValueError as exc:  # one bad line is reported; the conversation goes on
+            click.echo(f"mainsail: {exc}", err=True)
+
+    def _submit(self, prompt: str) -> None:
+        if self.results >= self.submitted:  # idle: follow from here
+            self.after = _last_id(self.rt, self.sid)
+        dispatch(self.rt.engine.submit(self.sid, prompt))
+        self.submitted += 1
+
+    # ------------------------------------------------------------------ what the session records
+
+    def _on_entry(self, e) -> None:
+        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+            rec = self.rt.store.get_session(self.sid)
+            self.out.init(rec, session_tools(rec), api_key_source=self.api_key_source)
+        self.out.entry(e)
+        if isinstance(e, ResultEntry):
+            self.results += 1
+            self.last = e
+        elif isinstance(e, PermissionRequestEntry) and self.prompt_tool:
+            self._ask(e)
+        elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
+            self.control.cancel(self.asked.pop(e.request_id))  # settled elsewhere (or by the answer itself)
+
+    def _on_delta(self, step: str, attempt: int, text: str) -> None:
+        self.out.delta(self.sid, text)
+
+    # ------------------------------------------------------------------ can_use_tool
+
+    def _ask(self, e: PermissionRequestEntry) -> None:
+        request = {"subtype": "can_use_tool", "tool_name": e.tool, "display_name": e.tool, "input": e.input,
+                   "tool_use_id": e.tool_use_id, "description": e.summary, "decision_reason": e.reason,
+                   "permission_suggestions": permission_suggestions(e.always)}
+        self.asked[e.request_id] = self.control.ask(request, lambda answer: self._answered(e, answer))
+
+    def _answered(self, e: PermissionRequestEntry, answer) -> None:
+        self.asked.pop(e.request_id, None)
+        engine = self.rt.engine
+        try:
+            if isinstance(answer, Exception):  # the client's callback failed: deny, saying why
+                steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                                              message=f"The permission callback failed: {answer}")
+            elif answer.get("behavior") == "allow":
+                try:
+                    steps = engine.decide_request(self.sid, e.request_id, True, by="user",
+                                                  always=bool(answer.get("updatedPermissions")),
+                                                  updated_input=answer.get("updatedInput"))
+                except ToolInputError as exc:
+                    steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                                                  message=f"The approver changed the input to one that is not "
+                                                          f"valid: {exc}")
+            else:
+                steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                                              message=answer.get("message") or None)
+                if answer.get("interrupt"):
+                    engine.cancel(self.sid, "Interrupted by the permission callback", dispatch=dispatch)
+        except (RequestClosed, RequestNotFound):
+            return  # answered from another shell meanwhile
+        dispatch(steps)
+
+    # ------------------------------------------------------------------ control requests
+
+    def _initialize(self, request: dict) -> dict:
+        if request.get("hooks"):
+            events = ", ".join(sorted(request["hooks"]))
+            raise ControlError(f"Hook callbacks ({events}) are not supported by Mainsail yet; use command hooks in "
+                               ".claude/settings.json instead, or drop the hooks option.")
+        rec = self.rt.store.get_session(self.sid)
+        return initialize_response(rec.permission_mode, self.api_key_source)
+
+    def _interrupt(self, request: dict) -> dict:
+        self.rt.engine.cancel(self.sid, "Interrupted by the client", dispatch=dispatch)
+        return {}
+
+    def _set_mode(self, request: dict) -> dict:
+        try:
+            mode = PermissionMode(request.get("mode"))
+        except ValueError:
+            modes = ", ".join(m.value for m in PermissionMode)
+            raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
+        self.rt.engine.update_limits(self.sid, permission_mode=mode)
+        return {"mode": mode.value}
+
+    def _set_model(self, request: dict) -> dict:
+        model = request.get("model") or self.rt.engine.settings.model
+        self.rt.engine.set_model(self.sid, model)
+        return {"model": model}
+
+    def _context_usage(self, request: dict) -> dict:
+        rec = self.rt.store.get_session(self.sid)
+        return context_usage(rec.model, self.rt.engine.context_size(rec))
+
+
+__all__ = ["StreamServer", "permission_suggestions"]

@@ -1,0 +1,209 @@
+"""The Claude Agent SDK, unchanged, driving the installed ``mainsail`` (``ClaudeAgentOptions(cli_path=...)``)
+against the local fake Messages API, with real worker processes and a private Redis. Each test asserts
+what Claude Code does for the same program."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import MAINSAIL
+from tests.fakeapi import FakeMessagesServer, last_prompt
+from workflows.scripted import ToolUse, Turn
+
+sdk = pytest.importorskip("claude_agent_sdk")
+from claude_agent_sdk import (  # noqa: E402
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultError,
+    ResultMessage,
+    SystemMessage,
+    UserMessage,
+    query,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def bash_turn(command: str):
+    """One Bash call with ``command``, then an answer that names the prompt it answers."""
+
+    def turn(body: dict) -> Turn:
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and last and last[-1].get("type") == "tool_result":
+            return Turn(text=f"done: {last_prompt(body)}")
+        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": command})])
+
+    return turn
+
+
+def options(cluster, ws: Path, **kw) -> ClaudeAgentOptions:
+    env = {k: v for k, v in cluster.env.items()}
+    return ClaudeAgentOptions(cli_path=MAINSAIL, cwd=str(ws), env=env, **kw)
+
+
+def collect(prompt: str, opts: ClaudeAgentOptions) -> list:
+    async def go():
+        return [m async for m in query(prompt=prompt, options=opts)]
+
+    return asyncio.run(asyncio.wait_for(go(), 90))
+
+
+@contextmanager
+def serving(cluster, turn):
+    """The fake Messages API with ``turn``, and a worker that calls it."""
+    with FakeMessagesServer(turn) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        yield api
+
+
+def test_query_streams_claude_codes_messages_and_runs_the_command(cluster, workspace, recwarn):
+    with serving(cluster, bash_turn("echo ran > out.txt")) as api:
+        msgs = collect("run it", options(cluster, workspace, permission_mode="bypassPermissions"))
+    kinds = [type(m).__name__ for m in msgs]
+    assert kinds == ["SystemMessage", "AssistantMessage", "AssistantMessage", "UserMessage", "AssistantMessage",
+                     "ResultMessage"], kinds
+    init, result = msgs[0], msgs[-1]
+    assert init.subtype == "init" and init.data["cwd"] == str(workspace.resolve())
+    assert init.data["claude_code_version"] and init.data["apiKeySource"] == "ANTHROPIC_API_KEY"
+    assert isinstance(result, ResultMessage) and result.subtype == "success" and not result.is_error
+    assert result.result == "done: run it" and result.stop_reason == "end_turn" and result.num_turns == 2
+    assert result.session_id == init.data["session_id"]
+    tool_result = msgs[3]
+    assert isinstance(tool_result, UserMessage) and tool_result.tool_use_result is not None
+    assert (workspace / "out.txt").read_text() == "ran\n"
+    assert not [w for w in recwarn if "version" in str(w.message).lower()], "the SDK warned about the CLI version"
+
+
+def test_a_multi_turn_client_keeps_one_session(cluster, workspace):
+    with serving(cluster, bash_turn("true")) as api:
+
+        async def go():
+            results = []
+            async with ClaudeSDKClient(options(cluster, workspace, permission_mode="bypassPermissions")) as client:
+                for prompt in ("first", "second"):
+                    await client.query(prompt)
+                    results += [m async for m in client.receive_response() if isinstance(m, ResultMessage)]
+            return results
+
+        first, second = asyncio.run(asyncio.wait_for(go(), 90))
+        assert (first.result, second.result) == ("done: first", "done: second")
+        assert first.session_id == second.session_id
+        assert "first" in json.dumps(api.requests[-1]["messages"]), "the second turn sees the first"
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_can_use_tool_settles_the_durable_request(cluster, workspace, allow):
+    seen = []
+
+    async def can_use(name, tool_input, ctx):
+        seen.append((name, tool_input, ctx.tool_use_id, ctx.suggestions))
+        return PermissionResultAllow() if allow else PermissionResultDeny(message="not on this machine")
+
+    with serving(cluster, bash_turn("echo ran > out.txt")) as api:
+
+        async def go():
+            async with ClaudeSDKClient(options(cluster, workspace, can_use_tool=can_use)) as client:
+                await client.query("run it")
+                return [m async for m in client.receive_response()]
+
+        msgs = asyncio.run(asyncio.wait_for(go(), 90))
+    ((name, tool_input, tool_use_id, suggestions),) = seen
+    assert name == "Bash" and tool_input == {"command": "echo ran > out.txt"} and tool_use_id
+    assert suggestions and suggestions[0].type == "addRules"
+    result = msgs[-1]
+    assert result.subtype == "success"
+    if allow:
+        assert (workspace / "out.txt").read_text() == "ran\n" and result.permission_denials == []
+    else:
+        assert not (workspace / "out.txt").exists()
+        assert "not on this machine" in json.dumps(api.requests[-1]["messages"][-1])
+        assert [d["tool_name"] for d in result.permission_denials] == ["Bash"]
+
+
+def test_print_mode_denies_an_asking_call_and_lists_it(cluster, workspace):
+    """Claude Code's -p in default mode: no waiting; the model is told, the result lists the denial."""
+    with serving(cluster, bash_turn("echo ran > out.txt")) as api:
+        msgs = collect("run it", options(cluster, workspace))
+    result = msgs[-1]
+    assert result.subtype == "success" and [d["tool_name"] for d in result.permission_denials] == ["Bash"]
+    assert not (workspace / "out.txt").exists()
+
+
+def test_interrupt_stops_a_slow_command(cluster, workspace):
+    with serving(cluster, bash_turn("sleep 30; echo late > late.txt")) as api:
+
+        async def go():
+            async with ClaudeSDKClient(options(cluster, workspace, permission_mode="bypassPermissions")) as client:
+                await client.query("run it")
+                t0 = None
+                async for m in client.receive_response():
+                    if isinstance(m, AssistantMessage) and t0 is None:
+                        await asyncio.sleep(1.5)  # the command is running
+                        t0 = time.monotonic()
+                        await client.interrupt()
+                    if isinstance(m, ResultMessage):
+                        return m, time.monotonic() - t0
+
+        result, took = asyncio.run(asyncio.wait_for(go(), 90))
+    assert result.is_error and result.subtype == "error_during_execution"
+    assert took < 20
+    time.sleep(1)
+    assert not (workspace / "late.txt").exists()
+
+
+def test_resume_and_continue_pick_up_the_session(cluster, workspace):
+    with serving(cluster, bash_turn("true")) as api:
+        first = collect("first", options(cluster, workspace, permission_mode="bypassPermissions"))[-1]
+        resumed = collect("second", options(cluster, workspace, permission_mode="bypassPermissions",
+                                            resume=first.session_id))[-1]
+        continued = collect("third", options(cluster, workspace, permission_mode="bypassPermissions",
+                                             continue_conversation=True))[-1]
+        assert first.session_id == resumed.session_id == continued.session_id
+        sent = json.dumps(api.requests[-1]["messages"])
+        assert "first" in sent and "second" in sent and "third" in sent
+
+
+def test_allowed_tools_in_dont_ask_mode(cluster, workspace):
+    with serving(cluster, bash_turn("touch out.txt")) as api:
+        denied = collect("run it", options(cluster, workspace, permission_mode="dontAsk",
+                                           allowed_tools=["Bash(ls:*)"]))[-1]
+        assert not (workspace / "out.txt").exists() and [d["tool_name"] for d in denied.permission_denials] == ["Bash"]
+        allowed = collect("run it", options(cluster, workspace, permission_mode="dontAsk",
+                                            allowed_tools=["Bash(touch:*)"]))[-1]
+        assert allowed.permission_denials == [] and (workspace / "out.txt").exists()
+
+
+def test_system_prompt_and_max_turns(cluster, workspace):
+    """The SDK's query() raises on an error result, as it does for Claude Code's error_max_turns."""
+    with serving(cluster, bash_turn("true")) as api:
+        with pytest.raises(ResultError, match="turn limit"):
+            collect("run it", options(cluster, workspace, permission_mode="bypassPermissions",
+                                      system_prompt="You are a pirate.", max_turns=1))
+        assert "You are a pirate." in json.dumps(api.requests[0]["system"])
+    (sid,) = cluster.store.session_ids()
+    (result,) = [e for e in cluster.store.entries(sid) if type(e).__name__ == "ResultEntry"]
+    assert result.subtype == "error_max_turns"
+
+
+def test_set_permission_mode_applies_to_the_next_turn(cluster, workspace):
+    with serving(cluster, bash_turn("echo ran > out.txt")) as api:
+
+        async def go():
+            async with ClaudeSDKClient(options(cluster, workspace, permission_mode="bypassPermissions")) as client:
+                await client.set_permission_mode("plan")
+                await client.query("run it")
+                return [m async for m in client.receive_response()][-1]
+
+        result = asyncio.run(asyncio.wait_for(go(), 90))
+    assert [d["tool_name"] for d in result.permission_denials] == ["Bash"]
+    assert not (workspace / "out.txt").exists()

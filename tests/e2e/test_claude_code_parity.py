@@ -1,0 +1,92 @@
+"""Mainsail's stream-json against Claude Code's own, line by line.
+
+The Agent SDK package ships Claude Code's CLI (``claude_agent_sdk/_bundled/claude``). Both CLIs run
+the same scripted conversation against the local fake Messages API; their stream-json must agree on
+the line types and subtypes, and on every key the SDK's message parser reads, so that drift in either
+shows as a failing test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import MAINSAIL
+from tests.fakeapi import FakeMessagesServer
+from workflows.scripted import ToolUse, Turn
+
+sdk = pytest.importorskip("claude_agent_sdk")
+pytestmark = pytest.mark.e2e
+
+CLAUDE = Path(sdk.__file__).parent / "_bundled" / "claude"
+MODEL = "claude-sonnet-4-5"
+
+#: Keys the SDK's message parser reads (claude_agent_sdk/_internal/message_parser.py), per line type.
+PARSED = {
+    "system": {"type", "subtype"},
+    "init": {"type", "subtype", "cwd", "session_id", "tools", "model", "permissionMode", "apiKeySource",
+             "claude_code_version", "uuid"},
+    "assistant": {"type", "message", "parent_tool_use_id", "session_id", "uuid"},
+    "assistant.message": {"id", "model", "role", "content", "stop_reason", "usage"},
+    "user": {"type", "message", "parent_tool_use_id", "session_id", "uuid", "tool_use_result"},
+    "result": {"type", "subtype", "duration_ms", "duration_api_ms", "is_error", "num_turns", "session_id",
+               "stop_reason", "total_cost_usd", "usage", "result", "modelUsage", "permission_denials", "uuid"},
+}
+
+
+def turn(body: dict) -> Turn:
+    if sum(1 for m in body["messages"] if m["role"] == "assistant") == 0:
+        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "touch out.txt"})])
+    return Turn(text="Done.")
+
+
+def shape(line: dict) -> tuple:
+    """What must agree for one line: its type, subtype, the parsed keys it has, its content block types."""
+    kind = line["type"]
+    key = "init" if line.get("subtype") == "init" else kind
+    keys = frozenset(k for k in PARSED.get(key, {"type"}) if k in line)
+    extra: tuple = ()
+    if kind in ("assistant", "user"):
+        content = line["message"]["content"]
+        extra = tuple(b["type"] for b in content) if isinstance(content, list) else ("text",)
+        if kind == "assistant":
+            extra += (frozenset(k for k in PARSED["assistant.message"] if k in line["message"]),)
+    return kind, line.get("subtype"), keys, extra
+
+
+def lines(stdout: str) -> list[dict]:
+    out = [json.loads(ln) for ln in stdout.splitlines() if ln.strip()]
+    # Lines only one side has and the SDK ignores: Claude Code's lifecycle notices.
+    return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init",))]
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
+    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
+            "--permission-mode", "bypassPermissions"]
+    with FakeMessagesServer(turn) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
+        for d in (ours_ws, theirs_ws, home):
+            d.mkdir()
+        ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
+                   IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        try:
+            theirs = subprocess.run([str(CLAUDE), *args], cwd=theirs_ws, env=env, capture_output=True, text=True,
+                                    timeout=120, stdin=subprocess.DEVNULL)
+        except OSError as exc:  # a bundled binary for another platform
+            pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
+    assert ours.returncode == 0, ours.stderr
+    assert theirs.returncode == 0, theirs.stderr[-2000:]
+    a, b = lines(ours.stdout), lines(theirs.stdout)
+    assert [shape(x) for x in a] == [shape(x) for x in b], "\n".join(
+        f"{'ours':6} {shape(x)}" for x in a) + "\n" + "\n".join(f"{'theirs':6} {shape(x)}" for x in b)
+    assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
+    assert a[-1]["result"] == b[-1]["result"] == "Done."
+    assert a[-1]["stop_reason"] == b[-1]["stop_reason"] == "end_turn"
