@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from statemachines import State
+from workflows.hooks.config import HookSet
+from workflows.hooks.outcome import HookOutcome
 
 
 def now() -> float:
@@ -204,6 +206,16 @@ class PermissionDecisionEntry(_Entry):
     rules_added: list[str] = Field(default_factory=list)
 
 
+class HookEntry(_Entry):
+    """What an event's hooks decided, committed before Mainsail acts on it (a retried step reads it back)."""
+
+    type: Literal["hook"] = "hook"
+    event: str
+    tool_use_id: str | None = None
+    tool: str | None = None
+    outcome: HookOutcome
+
+
 class CompactBoundaryEntry(_Entry):
     """Everything before this entry is replaced, for the model, by the summary that follows it."""
 
@@ -249,7 +261,7 @@ class ResultEntry(_Entry):
 
 Entry = Annotated[
     Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
-          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry],
+          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry],
     Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
@@ -328,6 +340,9 @@ class ToolCall(_Model):
     status: ToolCallStatus = ToolCallStatus.WAITING
     step_id: str | None = None
     approved_by: str | None = None  # a person approved it (it asked); the tools worker then only re-checks deny
+    # Its PreToolUse hooks' verdict, once committed: a retried step acts on it instead of running them again.
+    pre_hook: HookOutcome | None = None
+    hooks_pending: bool = False  # PreToolUse hooks match it: its permission is decided once they ran
 
 
 class RuleSpec(_Model):
@@ -429,6 +444,7 @@ class SessionRecord(_Model):
     approval_timeout_seconds: float | None = None
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
+    hooks: HookSet = Field(default_factory=HookSet)  # settings files' hooks at start, plus added ones
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 
