@@ -115,9 +115,10 @@ class Renderer:
                 style = "green" if e.decision == "allow" else "yellow"
                 self.console.print(Text(f"  {verb} by {e.decided_by}{added}", style=style))
         elif isinstance(e, HookEntry):
-            self._end_line()
             line, style = hook_line(e)
-            self.console.print(Text(line[:300], style=style))
+            if line:
+                self._end_line()
+                self.console.print(Text(line[:300], style=style))
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
@@ -127,7 +128,7 @@ class Renderer:
 
 
 def hook_line(e: HookEntry) -> tuple[str, str]:
-    """``  ⎿  PreToolUse hook (Bash): denied: no rm here`` and its style; a hook's output when it printed any."""
+    """``  ⎿  PreToolUse hook (Bash): denied: no rm here`` and its style; "" for a hook that said nothing."""
     o = e.outcome
     what = f"{e.event} hook" + (f" ({e.tool})" if e.tool else "")
     verdict = {"deny": "denied", "block": "blocked", "ask": "asks", "allow": "allowed"}.get(o.decision or "", "ok")
@@ -136,6 +137,8 @@ def hook_line(e: HookEntry) -> tuple[str, str]:
     detail = o.reason or next((line for r in o.runs for line in (r.stdout or r.stderr).splitlines() if line.strip()),
                               "")
     style = "yellow" if o.blocked or o.stop or o.decision == "ask" else "dim"
+    if not detail and verdict == "ok":
+        return "", style  # a hook that ran, said nothing and decided nothing: nothing to show
     return f"  ⎿  {what}: {verdict}" + (f": {' '.join(detail.split())}" if detail else ""), style
 
 
