@@ -20,6 +20,7 @@ from cli.figures import memory_note, money, tokens
 from workflows import keys
 from workflows.models import (
     AssistantEntry,
+    HookEntry,
     PermissionDecisionEntry,
     PermissionRequestEntry,
     ResultEntry,
@@ -113,12 +114,32 @@ class Renderer:
                 added = f"; always allowed now: {', '.join(e.rules_added)}" if e.rules_added else ""
                 style = "green" if e.decision == "allow" else "yellow"
                 self.console.print(Text(f"  {verb} by {e.decided_by}{added}", style=style))
+        elif isinstance(e, HookEntry):
+            line, style = hook_line(e)
+            if line:
+                self._end_line()
+                self.console.print(Text(line[:300], style=style))
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
 
     def close(self) -> None:
         self._end_line()
+
+
+def hook_line(e: HookEntry) -> tuple[str, str]:
+    """``  ⎿  PreToolUse hook (Bash): denied: no rm here`` and its style; "" for a hook that said nothing."""
+    o = e.outcome
+    what = f"{e.event} hook" + (f" ({e.tool})" if e.tool else "")
+    verdict = {"deny": "denied", "block": "blocked", "ask": "asks", "allow": "allowed"}.get(o.decision or "", "ok")
+    if o.stop:
+        verdict = f"stopped the run: {o.stop_reason}" if o.stop_reason else "stopped the run"
+    detail = o.reason or next((line for r in o.runs for line in (r.stdout or r.stderr).splitlines() if line.strip()),
+                              "")
+    style = "yellow" if o.blocked or o.stop or o.decision == "ask" else "dim"
+    if not detail and verdict == "ok":
+        return "", style  # a hook that ran, said nothing and decided nothing: nothing to show
+    return f"  ⎿  {what}: {verdict}" + (f": {' '.join(detail.split())}" if detail else ""), style
 
 
 def closing_line(e: ResultEntry) -> Text:

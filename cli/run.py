@@ -61,7 +61,7 @@ def session_options(f):
 
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
                         settings) -> dict:
-    """Mode, rules, timeout and sandbox for a new session: flags, then MAINSAIL_*, then settings files.
+    """Mode, rules, timeout, sandbox and hooks for a new session: flags, then MAINSAIL_*, then settings files.
 
     Raises:
         SettingsError: a settings file or a rule is wrong; the session does not start.
@@ -71,7 +71,7 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
     mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     return {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
-            "home": str(Path.home()), "sandbox": files.sandbox}
+            "home": str(Path.home()), "sandbox": files.sandbox, "hooks": files.hooks}
 
 
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,

@@ -81,10 +81,27 @@ def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celer
     """
     from tasks import runtime
 
-    app.conf.broker_url = runtime.without_tls_query(redis_url)
+    url = runtime.without_tls_query(redis_url)
+    if app.conf.broker_url and app.conf.broker_url != url:
+        _drop_connections()  # pooled producers still point at the previous Redis (a test, a benchmark)
+    app.conf.broker_url = url
     app.conf.broker_use_ssl = broker_ssl(redis_url, ca_file)
     runtime.set_redis_url(redis_url)
     return app
+
+
+def _drop_connections() -> None:
+    """Forget the app's broker connections and producers, so that the next send uses the new URL."""
+    pool = getattr(app, "_pool", None)
+    if pool is not None:
+        try:
+            pool.force_close_all()
+        except Exception:  # a connection to a Redis that is gone: nothing to close cleanly
+            pass
+        app._pool = None
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
 
 
 def broker_ssl(redis_url: str, ca_file: str | os.PathLike | None = None) -> dict | None:

@@ -37,6 +37,9 @@ from workflows.exceptions import (
     StepNotFound,
     ToolInputError,
 )
+from workflows.hooks.commits import HookCommits, tool_event_stops
+from workflows.hooks.config import HookEvent, HookSet
+from workflows.hooks.outcome import HookOutcome
 from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
 from workflows.memory import (
     ExtractionLock,
@@ -150,7 +153,7 @@ class _Tx:
     checkpoints_cleared: list[str] = field(default_factory=list)  # finished forks' step ids
 
 
-class Engine:
+class Engine(HookCommits):
     """Applies events to sessions. Holds the store and settings, no session state."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
@@ -177,11 +180,13 @@ class Engine:
         auto_memory: bool | None = None,
         sandbox: SandboxSettings | None = None,
         asks: str = "wait",
+        hooks: HookSet | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
         ``sandbox``: the settings files' sandbox settings; None: the defaults (on where bwrap works).
         ``asks``: who answers a call that would ask ("wait": a person; "deny": nobody, print mode).
+        ``hooks``: the settings files' hooks, a snapshot every worker runs (more: :meth:`add_hooks`).
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -206,6 +211,7 @@ class Engine:
             append_system_prompt=append_system_prompt,
             approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
             sandbox=sandbox or SandboxSettings(),
+            hooks=hooks or HookSet(),
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
@@ -563,18 +569,25 @@ class Engine:
             rec.run_memory_cost_usd += cost
         return cost
 
-    def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput) -> list[StepRecord]:
-        """Commit one tool result; when its batch is complete, start the next batch or model call."""
+    def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
+                           hook: HookOutcome | None = None) -> list[StepRecord]:
+        """Commit one tool result (and its PostToolUse ``hook`` outcome); when its batch is complete,
+        start the next batch or model call."""
 
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
             if call is None or call.status is ToolCallStatus.DONE:
                 return
+            if hook is not None:
+                self.add_hook_entry(tx, hook, call, step)
             self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
             call.status = ToolCallStatus.DONE
             if call.name in MEMORY_WRITERS and not output.is_error:
                 tx.rec.run_wrote_memory = True
+            if (stop := tool_event_stops(hook)) is not None:
+                self._abort_run(tx, "halt", "error_during_execution", f"Stopped by a PostToolUse hook: {stop}")
+                return
             self._advance_tools(tx)
 
         return self._step_event(sid, step_id, owner, apply)
@@ -758,14 +771,11 @@ class Engine:
                 batch += 1
             prev_read_only = tool.read_only
             call = ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch)
-            if perm.decision is Decision.ASK:
+            if perm.decision is Decision.ASK and rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name):
+                call.hooks_pending = True  # its hooks run first, on the tools worker; they may allow or deny it
+            elif perm.decision is Decision.ASK:
                 call.status = ToolCallStatus.AWAITING_APPROVAL
-                asked.append(PermissionRequest(
-                    id=_request_id(rec), tool_use_id=tu.id, tool=tu.name, input=tu.input, epoch=rec.epoch,
-                    summary=summary(tu.name, tu.input), reason=perm.reason or perm.source,
-                    always=always_rules(tu.name, tu.input),
-                    expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
-                ))
+                asked.append(self._request(rec, call, tu.input, perm.reason or perm.source))
             elif perm.rule:
                 self._add(tx, PermissionDecisionEntry(
                     session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="allow", decided_by="rule",
@@ -773,41 +783,55 @@ class Engine:
             calls.append(call)
         rec.tool_calls = calls
         rec.current_batch = -1
-        rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
         for tool_use_id, output in refused:
             self._add_tool_result(tx, tool_use_id, output)
         if asked:
-            self._fire(tx, "approval_needed")
-            for req in asked:
-                self._add(tx, PermissionRequestEntry(
-                    session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
-                    input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
-                    always=req.always))
-                if req.expires_at:
-                    tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
+            self._ask(tx, asked)
             return
         self._fire(tx, "tools_requested")
         self._advance_tools(tx)
 
+    def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
+        """The durable question about ``call`` (run with ``tool_input``) for a person."""
+        return PermissionRequest(
+            id=_request_id(rec), tool_use_id=call.tool_use_id, tool=call.name, input=tool_input, epoch=rec.epoch,
+            summary=summary(call.name, tool_input), reason=reason, always=always_rules(call.name, tool_input),
+            expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
+        )
+
+    def _ask(self, tx: _Tx, asked: list[PermissionRequest]) -> None:
+        """Put the session in ``awaiting_permission`` with these questions; no worker waits."""
+        rec = tx.rec
+        rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
+        self._fire(tx, "approval_needed")
+        for req in asked:
+            self._add(tx, PermissionRequestEntry(
+                session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
+                input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
+                always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input))
+            if req.expires_at:
+                tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
+
     def _advance_tools(self, tx: _Tx) -> None:
-        """Dispatch the next batch when the current one is done; after the last, call the model."""
+        """Dispatch the current batch's waiting calls; when it is done, the next batch; after the last, the model.
+
+        A call of the current batch may wait again (its PreToolUse hook asked; it was approved since).
+        """
         rec = tx.rec
         while True:
-            if any(c.batch == rec.current_batch and c.status is not ToolCallStatus.DONE for c in rec.tool_calls):
+            batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
+            for call in batch:
+                if call.status is ToolCallStatus.WAITING:
+                    step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+                    call.step_id = step.id
+                    call.status = ToolCallStatus.DISPATCHED
+            if any(c.status is not ToolCallStatus.DONE for c in batch):
                 return
             rec.current_batch += 1
-            batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
-            if not batch:
+            if not any(c.batch >= rec.current_batch for c in rec.tool_calls):
                 rec.tool_calls = []
                 self._fire(tx, "tools_finished")
                 self._next_model_call(tx)
-                return
-            todo = [c for c in batch if c.status is ToolCallStatus.WAITING]
-            for call in todo:
-                step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
-                call.step_id = step.id
-                call.status = ToolCallStatus.DISPATCHED
-            if todo:
                 return
 
     # ================================================================== permission decisions
@@ -868,7 +892,10 @@ class Engine:
         tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
         call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
         added: list[str] = []
-        if approve:
+        if approve and req.kind == "hook":  # skip the client's callbacks; the permission is decided as usual
+            call.status = ToolCallStatus.WAITING
+            call.client_hook_runs = call.client_hook_runs or []
+        elif approve:
             call.status = ToolCallStatus.WAITING
             call.approved_by = by if by != "rule" else None
             if always:  # exactly the rules the person was shown

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from statemachines import State
+from workflows.hooks.config import HookSet
+from workflows.hooks.outcome import HookOutcome, HookRun
 
 
 def now() -> float:
@@ -188,6 +190,9 @@ class PermissionRequestEntry(_Entry):
     reason: str = ""  # the rule or mode that asked
     expires_at: float | None = None
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, as shown to the person
+    kind: Literal["permission", "hook"] = "permission"  # see PermissionRequest
+    callbacks: list[str] = Field(default_factory=list)
+    hook_input: dict[str, Any] | None = None
 
 
 class PermissionDecisionEntry(_Entry):
@@ -198,10 +203,20 @@ class PermissionDecisionEntry(_Entry):
     tool_use_id: str
     tool: str
     decision: Literal["allow", "deny"]
-    decided_by: Literal["user", "rule", "mode", "timeout"]
+    decided_by: Literal["user", "rule", "mode", "timeout", "hook"]
     reason: str = ""
     message: str | None = None  # what the user said with a denial
     rules_added: list[str] = Field(default_factory=list)
+
+
+class HookEntry(_Entry):
+    """What an event's hooks decided, committed before Mainsail acts on it (a retried step reads it back)."""
+
+    type: Literal["hook"] = "hook"
+    event: str
+    tool_use_id: str | None = None
+    tool: str | None = None
+    outcome: HookOutcome
 
 
 class CompactBoundaryEntry(_Entry):
@@ -249,7 +264,7 @@ class ResultEntry(_Entry):
 
 Entry = Annotated[
     Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
-          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry],
+          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry],
     Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
@@ -328,6 +343,10 @@ class ToolCall(_Model):
     status: ToolCallStatus = ToolCallStatus.WAITING
     step_id: str | None = None
     approved_by: str | None = None  # a person approved it (it asked); the tools worker then only re-checks deny
+    # Its PreToolUse hooks' verdict, once committed: a retried step acts on it instead of running them again.
+    pre_hook: HookOutcome | None = None
+    hooks_pending: bool = False  # PreToolUse hooks match it: its permission is decided once they ran
+    client_hook_runs: list[HookRun] | None = None  # what the SDK client's PreToolUse callbacks answered
 
 
 class RuleSpec(_Model):
@@ -387,6 +406,11 @@ class PermissionRequest(_Model):
     summary: str = ""
     reason: str = ""
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, computed when it asked
+    #: "permission": a person decides; "hook": the SDK client runs its PreToolUse ``callbacks`` on
+    #: ``hook_input`` first (approving it from a shell skips them, denying it refuses the call).
+    kind: Literal["permission", "hook"] = "permission"
+    callbacks: list[str] = Field(default_factory=list)
+    hook_input: dict[str, Any] | None = None
     epoch: int = 0
     created_at: float = Field(default_factory=now)
     expires_at: float | None = None
@@ -435,6 +459,7 @@ class SessionRecord(_Model):
     tools: list[str] | None = None
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
+    hooks: HookSet = Field(default_factory=HookSet)  # settings files' hooks at start, plus added ones
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 

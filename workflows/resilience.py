@@ -36,6 +36,7 @@ MAX_DELAY = 1.0
 COMMITS = frozenset({
     "record_model_reply", "record_tool_output", "fail_step", "defer_step", "record_compaction",
     "record_compaction_failure", "record_session_memory", "record_extraction", "record_fork_failure",
+    "ask_client_hooks",
 })
 #: Engine methods retried as they are (their result says nothing to dispatch).
 RETRIED = frozenset({"save_fork_checkpoint"})
@@ -98,9 +99,19 @@ class ResilientEngine:
         return retrying(fn, what=what, budget=self._budget)
 
     def _commit(self, method, name: str, sid: str, step_id: str, *args, **kwargs) -> list[StepRecord]:
+        failed, steps = self._retried(method, name, sid, step_id, *args, **kwargs)
+        return self._landed(name, sid, step_id) if failed and not steps else steps
+
+    def settle_pre_tool(self, sid: str, step_id: str, *args, **kwargs) -> tuple[bool, list[StepRecord]]:
+        """:meth:`Engine.settle_pre_tool`, retried (a retry of a landed verdict records nothing twice)."""
+        name = "settle_pre_tool"
+        failed, (go_on, steps) = self._retried(self._engine.settle_pre_tool, name, sid, step_id, *args, **kwargs)
+        return go_on, (self._landed(name, sid, step_id) if failed and not go_on and not steps else steps)
+
+    def _retried(self, method, name: str, sid: str, step_id: str, *args, **kwargs):
         failed = False
 
-        def attempt() -> list[StepRecord]:
+        def attempt():
             nonlocal failed
             try:
                 return method(sid, step_id, *args, **kwargs)
@@ -108,11 +119,13 @@ class ResilientEngine:
                 failed = True
                 raise
 
-        what = f"{name} of step {step_id[:8]} (session {sid[:8]})"
-        steps = retrying(attempt, what=what, budget=self._budget)
-        if failed and not steps:  # the fence refused a retry: an earlier try may have landed, unsent
-            steps = retrying(lambda: pending_steps(self._engine.store, sid), what=what, budget=self._budget)
-        return steps
+        result = retrying(attempt, what=f"{name} of step {step_id[:8]} (session {sid[:8]})", budget=self._budget)
+        return failed, result
+
+    def _landed(self, name: str, sid: str, step_id: str) -> list[StepRecord]:
+        """The fence refused a retry: an earlier try may have landed, its steps unsent."""
+        return retrying(lambda: pending_steps(self._engine.store, sid),
+                        what=f"{name} of step {step_id[:8]} (session {sid[:8]})", budget=self._budget)
 
 
 def pending_steps(store, sid: str) -> list[StepRecord]:

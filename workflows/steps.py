@@ -12,13 +12,16 @@ import re
 import socket
 import threading
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from redis.exceptions import RedisError
 
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.exceptions import MainsailError, MissingCredentials
+from workflows.hooks.config import CallbackHook, HookEvent
+from workflows.hooks.runner import hook_input
+from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.memory import ProjectMemory
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
@@ -200,12 +203,16 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     if call is None:
         return engine.fail_step(sid, step.id, owner, f"Tool step {step.id} has no tool call in the session.")
     tool = get_tool(call.name)
+    post = None
     if step.attempt > 1 and not tool.idempotent:
         output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
                             display="outcome unknown (its worker was lost); not re-run")
-    elif (refused := recheck(tool, call, rec)) is not None:
+    elif (pre := _pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
+        return pre.follow_ups
+    elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:
         output = refused
     else:
+        call = pre.call
         limit = settings.tool_result_limits.get(call.name)
         ctx = ToolContext(
             workspace=rec.workspace,
@@ -224,7 +231,39 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:
             output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
-    return engine.record_tool_output(sid, step.id, owner, output)
+        output, post = post_tool(rec, call, call.input, output, cancel)
+    return engine.record_tool_output(sid, step.id, owner, output, hook=post)
+
+
+class _Pre(NamedTuple):
+    call: ToolCall | None  # what runs; None: the step ended here
+    follow_ups: list[StepRecord]
+    decided: bool  # the permission was decided with the hooks' verdict (no re-check needed)
+
+
+def _pre_tool(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str, call: ToolCall, tool,
+              cancel: threading.Event) -> _Pre:
+    """PreToolUse: run the hooks (or read their recorded verdict), commit the verdict, then act on it.
+
+    The call to run carries the hook's updatedInput. The step ends here when the call was refused or
+    turned into a question (committed with the verdict), or is no longer ours.
+    """
+    hooks = rec.hooks.for_event(HookEvent.PRE_TOOL_USE, call.name)
+    fresh = call.pre_hook is None and bool(hooks)
+    callbacks = [h.callback_id for h in hooks if isinstance(h, CallbackHook)]
+    if fresh and callbacks and call.client_hook_runs is None:  # the SDK client runs those: ask it, durably
+        payload = hook_input(HookEvent.PRE_TOOL_USE, rec, tool_name=call.name, tool_input=call.input,
+                             tool_use_id=call.tool_use_id)
+        return _Pre(None, engine.ask_client_hooks(rec.id, step.id, owner, call, callbacks, payload), True)
+    outcome = pre_tool_outcome(rec, call, cancel) if fresh else call.pre_hook
+    if outcome is None and not call.hooks_pending:
+        return _Pre(call, [], False)  # no hooks: the ordinary re-check decides
+    action = pre_tool_action(tool, call, outcome, rec)
+    go_on, follow_ups = engine.settle_pre_tool(rec.id, step.id, owner, call.tool_use_id,
+                                               outcome if fresh else None, action)
+    if not go_on:
+        return _Pre(None, follow_ups, True)
+    return _Pre(call.model_copy(update={"input": action.input, "pre_hook": outcome}), [], True)
 
 
 def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:

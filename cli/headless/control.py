@@ -115,7 +115,7 @@ def initialize_response(mode: PermissionMode, api_key_source: str) -> dict[str, 
         "pid": os.getpid(),
         "claude_code_version": CLAUDE_CODE_VERSION,
         "current_permission_mode": mode.value,
-        "hook_on_failure_supported": False,
+        "hook_on_failure_supported": False,  # a failing callback is a non-blocking error, as Claude Code's default
         "session_state": "idle",
     }
 

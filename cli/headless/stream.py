@@ -15,6 +15,7 @@ request still waits for an answer from any shell (``mainsail pending``).
 
 from __future__ import annotations
 
+import json
 import queue
 import sys
 import threading
@@ -30,6 +31,8 @@ from cli.render import follow
 from tasks.dispatch import dispatch
 from workflows.context import session_tools
 from workflows.exceptions import RequestClosed, RequestNotFound, ToolInputError
+from workflows.hooks.config import DEFAULT_TIMEOUT_SECONDS, CallbackHook, HookEvent, HookMatcher, HookSet
+from workflows.hooks.outcome import HookRun
 from workflows.models import PermissionDecisionEntry, PermissionMode, PermissionRequestEntry, ResultEntry, UserEntry
 
 EOF = object()
@@ -45,6 +48,32 @@ def permission_suggestions(rules: list[str]) -> list[dict]:
             value["ruleContent"] = rest[:-1] if rest.endswith(")") else rest
         out.append(value)
     return [{"type": "addRules", "rules": out, "behavior": "allow", "destination": "session"}] if out else []
+
+
+def callback_hooks(config: dict) -> HookSet:
+    """The SDK's ``initialize`` hooks (``{event: [{"matcher", "hookCallbackIds", "timeout"}]}``) as a
+    session's callback hooks.
+
+    Raises:
+        ControlError: an event other than PreToolUse (Mainsail runs only those as callbacks so far), or a
+            malformed entry.
+    """
+    events: dict[HookEvent, list[HookMatcher]] = {}
+    for event, groups in config.items():
+        if event != HookEvent.PRE_TOOL_USE.value:
+            raise ControlError(f"Hook callbacks for {event} are not supported by Mainsail yet (only PreToolUse); "
+                               "use a command hook in .claude/settings.json for it, or drop it.")
+        if not isinstance(groups, list):
+            raise ControlError(f"hooks.{event} must be a list of matchers.")
+        for group in groups:
+            ids = group.get("hookCallbackIds") if isinstance(group, dict) else None
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ControlError(f"hooks.{event}: each matcher needs a list of hookCallbackIds.")
+            timeout = group.get("timeout") or DEFAULT_TIMEOUT_SECONDS
+            events.setdefault(HookEvent(event), []).append(HookMatcher(
+                matcher=group.get("matcher") or "",
+                hooks=[CallbackHook(callback_id=i, timeout=float(timeout)) for i in ids]))
+    return HookSet(events=events)
 
 
 class StreamServer:
@@ -149,6 +178,8 @@ class StreamServer:
         if isinstance(e, ResultEntry):
             self.results += 1
             self.last = e
+        elif isinstance(e, PermissionRequestEntry) and e.kind == "hook":
+            self._run_callbacks(e, e.callbacks, [])
         elif isinstance(e, PermissionRequestEntry) and self.prompt_tool:
             self._ask(e)
         elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
@@ -190,13 +221,36 @@ class StreamServer:
             return  # answered from another shell meanwhile
         dispatch(steps)
 
+    # ------------------------------------------------------------------ hook callbacks
+
+    def _run_callbacks(self, e: PermissionRequestEntry, left: list[str], runs: list[HookRun]) -> None:
+        """Ask the client to run each of the call's PreToolUse callbacks, one after the other; then hand
+        their outputs to the engine, which joins them to the command hooks' where the call runs."""
+        if not left:
+            try:
+                dispatch(self.rt.engine.answer_client_hooks(self.sid, e.request_id, runs))
+            except (RequestClosed, RequestNotFound):
+                pass  # settled from a shell meanwhile
+            return
+        callback, rest = left[0], left[1:]
+        hook = CallbackHook(callback_id=callback)
+
+        def answered(answer) -> None:
+            if isinstance(answer, Exception):
+                run = HookRun(command=hook.command, error=f"the client's callback failed: {answer}")
+            else:
+                run = HookRun(command=hook.command, exit_code=0, stdout=json.dumps(answer))
+            self._run_callbacks(e, rest, runs + [run])
+
+        self.asked[e.request_id] = self.control.ask(
+            {"subtype": "hook_callback", "callback_id": callback, "input": e.hook_input or {},
+             "tool_use_id": e.tool_use_id}, answered)
+
     # ------------------------------------------------------------------ control requests
 
     def _initialize(self, request: dict) -> dict:
         if request.get("hooks"):
-            events = ", ".join(sorted(request["hooks"]))
-            raise ControlError(f"Hook callbacks ({events}) are not supported by Mainsail yet; use command hooks in "
-                               ".claude/settings.json instead, or drop the hooks option.")
+            self.rt.engine.add_hooks(self.sid, callback_hooks(request["hooks"]))
         rec = self.rt.store.get_session(self.sid)
         return initialize_response(rec.permission_mode, self.api_key_source)
 
@@ -223,4 +277,4 @@ class StreamServer:
         return context_usage(rec.model, self.rt.engine.context_size(rec))
 
 
-__all__ = ["StreamServer", "permission_suggestions"]
+__all__ = ["StreamServer", "callback_hooks", "permission_suggestions"]

@@ -207,3 +207,35 @@ def test_set_permission_mode_applies_to_the_next_turn(cluster, workspace):
         result = asyncio.run(asyncio.wait_for(go(), 90))
     assert [d["tool_name"] for d in result.permission_denials] == ["Bash"]
     assert not (workspace / "out.txt").exists()
+
+
+@pytest.mark.parametrize("verdict", ["deny", "none"])
+def test_a_pre_tool_use_hook_callback_decides_before_bash_runs(cluster, workspace, verdict):
+    """Even in bypassPermissions: the callback's deny refuses the call and the model sees its reason;
+    an empty answer lets it run."""
+    calls = []
+
+    async def hook(hook_input, tool_use_id, ctx):
+        calls.append((hook_input["hook_event_name"], hook_input["tool_name"], hook_input["tool_input"], tool_use_id))
+        if verdict == "none":
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": "no shell today"}}
+
+    with serving(cluster, bash_turn("echo ran > out.txt")) as api:
+        async def go():
+            opts = options(cluster, workspace, permission_mode="bypassPermissions",
+                           hooks={"PreToolUse": [sdk.HookMatcher(matcher="Bash", hooks=[hook])]})
+            async with ClaudeSDKClient(opts) as client:
+                await client.query("run it")
+                return [m async for m in client.receive_response()][-1]
+
+        result = asyncio.run(asyncio.wait_for(go(), 90))
+    ((event, tool, tool_input, tool_use_id),) = calls
+    assert (event, tool, tool_input) == ("PreToolUse", "Bash", {"command": "echo ran > out.txt"}) and tool_use_id
+    assert result.subtype == "success"
+    if verdict == "deny":
+        assert not (workspace / "out.txt").exists()
+        assert "no shell today" in json.dumps(api.requests[-1]["messages"][-1])
+    else:
+        assert (workspace / "out.txt").read_text() == "ran\n"

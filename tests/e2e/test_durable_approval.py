@@ -91,7 +91,8 @@ def test_always_stops_later_identical_requests_from_asking(cluster, workspace):
     with FakeMessagesServer(script(times=3)) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         cluster.start_worker()
-        run = cluster.mainsail("run", "-p", "Run it three times", cwd=workspace, background=True)
+        run = cluster.mainsail("run", "-p", "--approval-timeout", "600", "Run it three times", cwd=workspace,
+                               background=True)
         sid = cluster.wait_state("awaiting_permission")
         out = cluster.mainsail("approve", sid[:8], "--always", cwd=workspace)
         assert out.returncode == 0 and "added the session rule Bash(echo approved:*)" in out.stdout

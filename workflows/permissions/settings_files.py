@@ -20,14 +20,15 @@ Format (Claude Code's; unknown keys are ignored)::
                  "network": {"allowedDomains": ["pypi.org", "*.pythonhosted.org"],
                              "allowAllUnixSockets": false},
                  "filesystem": {"allowWrite": ["~/.cache"], "denyWrite": ["./dist"],
-                                "denyRead": ["~/.ssh"]}}}
+                                "denyRead": ["~/.ssh"]}},
+     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}}
 
 ``approvalTimeoutSeconds`` may also sit inside ``permissions`` (the top-level
 one wins when a file has both). In ``sandbox``, lists from every file are
 combined and a later file's boolean wins; its paths are resolved when read
 (Claude Code's prefixes): ``//abs`` is ``/abs``, ``~/x`` is in the home,
 ``/x`` is relative to the settings file's directory, ``./x`` or ``x`` to the
-workspace. Every mistake is a :class:`SettingsError` naming the file and line;
+workspace. ``hooks`` from every file run (see :mod:`workflows.hooks`). Every mistake is a :class:`SettingsError` naming the file and line;
 missing files are skipped.
 """
 
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from workflows.exceptions import ConfigurationError
+from workflows.hooks.config import HookSet
+from workflows.hooks.settings import HookConfigError, parse_hooks
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
 from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
@@ -61,6 +64,7 @@ class PermissionSettings:
     default_mode: PermissionMode | None = None
     approval_timeout_seconds: float | None = None
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    hooks: HookSet = field(default_factory=HookSet)  # every file's hooks, lowest precedence first
     files: list[str] = field(default_factory=list)  # the files actually read, in order
 
 
@@ -126,6 +130,7 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
         data = _apply_file(out, path, text)
         if data is not None:
             _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
+            out.hooks = out.hooks.merged(_hooks(data.get("hooks"), _Where(path, text)))
     for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
                                ("--disallowedTools", "deny", disallowed_tools)):
         for rule in split_rules(values):
@@ -243,6 +248,19 @@ def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
                                 f"positive number of seconds, like 300; it is {json.dumps(value)}.")
         out.approval_timeout_seconds = float(value)
     return data
+
+
+# --------------------------------------------------------------------------- the hooks key
+
+
+_INDEX = re.compile(r"\[\d+\]")  # hooks.Stop[0].hooks[1] -> hooks.Stop.hooks: the keys to find lines by
+
+
+def _hooks(raw: Any, where: "_Where") -> HookSet:
+    try:
+        return parse_hooks(raw, str(where.path))
+    except HookConfigError as exc:
+        raise SettingsError(f"{where.key(_INDEX.sub('', exc.key))}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- the sandbox key

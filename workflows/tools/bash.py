@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from typing import IO
 
 from pydantic import Field
@@ -42,7 +43,7 @@ def _blocked(output: str) -> bool:
     return any(symptom in output for symptom in SANDBOX_SYMPTOMS)
 
 
-def _data_dir() -> str | None:
+def sandbox_data_dir() -> str | None:
     """Mainsail's data dir (the embedded Redis's files): hidden from sandboxed commands."""
     from workflows.settings import get_settings
 
@@ -196,7 +197,7 @@ class BashTool(Tool):
                 display="interrupted",
             )
         launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
-                                 settings=ctx.sandbox, data_dir=_data_dir() if ctx.sandbox else None)
+                                 settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None)
         try:
             return self._run(args, ctx, launch, timeout_ms)
         finally:
@@ -204,52 +205,10 @@ class BashTool(Tool):
 
     def _run(self, args: BashInput, ctx: ToolContext, launch: sandbox.Launch, timeout_ms: int) -> ToolOutput:
         timeout_label = f"{timeout_ms / 1000:g}s"
-        try:
-            proc = subprocess.Popen(
-                launch.argv,
-                cwd=str(ctx.cwd),
-                env=launch.env,
-                pass_fds=launch.pass_fds,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            where = "in the sandbox " if launch.sandboxed else ""
-            raise ToolError(f"Cannot start the command {where}in {ctx.cwd}: {exc}") from None
-        launch.started()
-
-        cap = ctx.max_output_chars
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = _Collector(proc.stdout, cap), _Collector(proc.stderr, cap)
-        deadline = time.monotonic() + timeout_ms / 1000
-        stopped: str | None = None
-        while True:
-            try:
-                proc.wait(timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if ctx.cancel.is_set():
-                stopped = "Command was interrupted (the session was cancelled)"
-                break
-            if time.monotonic() >= deadline:
-                stopped = f"Command timed out after {timeout_label}"
-                break
-        if stopped:
-            kill_process_group(proc)
-
-        # The shell is gone; wait for the pipes to close (a background child may hold them).
-        drain_until = time.monotonic() + DRAIN_SECONDS
-        for c in (out, err):
-            c.thread.join(timeout=max(0.0, drain_until - time.monotonic()))
-        for c, stream in ((out, proc.stdout), (err, proc.stderr)):
-            if not c.thread.is_alive():
-                stream.close()
-
-        text = self._combine(out, err, cap)
-        rc = proc.returncode
+        done = run_process(launch, cwd=str(ctx.cwd), timeout=timeout_ms / 1000, cancel=ctx.cancel,
+                           cap=ctx.max_output_chars, timeout_label=timeout_label)
+        text = combine(done.out, done.err, ctx.max_output_chars)
+        rc, stopped = done.returncode, done.stopped
         if stopped:
             content = f"{text}\n{stopped}" if text else stopped
             return ToolOutput(content=content, is_error=True, display=stopped.split(" (")[0])
@@ -265,19 +224,100 @@ class BashTool(Tool):
             return ToolOutput(content=NO_OUTPUT, display="(no output)")
         return ToolOutput(content=text, display=first[:100])
 
-    @staticmethod
-    def _combine(out: _Collector, err: _Collector, cap: int) -> str:
-        o, o_drop = out.snapshot()
-        e, e_drop = err.snapshot()
-        o, e = o.rstrip("\n"), e.rstrip("\n")
-        if o_drop:  # stdout alone is past the cap: stderr is all beyond it
-            text, dropped = o, o_drop + len(e) + e_drop
-        else:
-            text = f"{o}\n{e}" if o and e else (o or e)
-            dropped = e_drop
-        if len(text) > cap:
-            dropped += len(text) - cap
-            text = text[:cap]
-        if dropped:
-            text += f"\n\n... [output truncated: {dropped} more characters]"
-        return text
+
+@dataclass
+class Finished:
+    """How a command ended: its two collected outputs, its exit code, and why it was stopped (if it was)."""
+
+    out: _Collector
+    err: _Collector
+    returncode: int | None
+    stopped: str | None
+
+
+def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: threading.Event, cap: int,
+                stdin: bytes | None = None, timeout_label: str | None = None) -> Finished:
+    """Start ``launch`` in its own process group, feed it ``stdin``, collect its output, stop it on
+    timeout or cancel (the whole group). What the Bash tool and command hooks both run.
+
+    Raises:
+        ToolError: the command cannot be started.
+    """
+    try:
+        proc = subprocess.Popen(
+            launch.argv,
+            cwd=cwd,
+            env=launch.env,
+            pass_fds=launch.pass_fds,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        where = "in the sandbox " if launch.sandboxed else ""
+        raise ToolError(f"Cannot start the command {where}in {cwd}: {exc}") from None
+    launch.started()
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Collector(proc.stdout, cap), _Collector(proc.stderr, cap)
+    deadline = time.monotonic() + timeout
+    stopped: str | None = None
+    while True:
+        try:
+            proc.wait(timeout=POLL_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if cancel.is_set():
+            stopped = "Command was interrupted (the session was cancelled)"
+            break
+        if time.monotonic() >= deadline:
+            stopped = f"Command timed out after {timeout_label or f'{timeout:g}s'}"
+            break
+    if stopped:
+        kill_process_group(proc)
+
+    # The shell is gone; wait for the pipes to close (a background child may hold them).
+    drain_until = time.monotonic() + DRAIN_SECONDS
+    for c in (out, err):
+        c.thread.join(timeout=max(0.0, drain_until - time.monotonic()))
+    for c, stream in ((out, proc.stdout), (err, proc.stderr)):
+        if not c.thread.is_alive():
+            stream.close()
+    return Finished(out, err, proc.returncode, stopped)
+
+
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    """Write ``data`` to a command's stdin and close it; a command that does not read it is fine."""
+    if pipe is None:
+        return
+    try:
+        pipe.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            pipe.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+
+def combine(out: _Collector, err: _Collector, cap: int) -> str:
+    """stdout then stderr, cut at ``cap`` characters with a note of what was dropped."""
+    o, o_drop = out.snapshot()
+    e, e_drop = err.snapshot()
+    o, e = o.rstrip("\n"), e.rstrip("\n")
+    if o_drop:  # stdout alone is past the cap: stderr is all beyond it
+        text, dropped = o, o_drop + len(e) + e_drop
+    else:
+        text = f"{o}\n{e}" if o and e else (o or e)
+        dropped = e_drop
+    if len(text) > cap:
+        dropped += len(text) - cap
+        text = text[:cap]
+    if dropped:
+        text += f"\n\n... [output truncated: {dropped} more characters]"
+    return text
