@@ -146,7 +146,8 @@ def asks_in_print_mode(settings, approval_timeout) -> str:
 @click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]), default="text",
               show_default=True, help="With -p: the final answer, one result object, or NDJSON events.")
 @click.option("--input-format", type=click.Choice(["text", "stream-json"]), default="text", show_default=True,
-              help="stream-json: read NDJSON user messages from stdin, one run each.")
+              help="stream-json: NDJSON user messages on stdin, one run each (with --output-format stream-json, "
+                   "read as they arrive, with Claude Code's control requests).")
 @click.option("--background", is_flag=True, help="Print the session id and return at once (like submit).")
 @session_options
 @permission_options
@@ -155,6 +156,17 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
         allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt,
         no_memory) -> None:
     """Run PROMPT in a session and watch it until it finishes."""
+    if input_format == "stream-json" and output_format == "stream-json" and not background:
+        from cli.headless.session import PrintRun
+
+        # A conversation: stdin read as it arrives, control requests answered (cli/headless/stream.py).
+        PrintRun(prompt=None, output_format="stream-json", streaming=True, model=model, resume=resume,
+                 continue_=continue_, fork=fork, session_id=None, max_turns=max_turns, max_budget_usd=max_budget_usd,
+                 permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+                 approval_timeout=approval_timeout, system_prompt=system_prompt,
+                 append_system_prompt=append_system_prompt, no_memory=no_memory, tools=None, prompt_tool=False,
+                 partial_messages=False, replay_user_messages=False, workspace=workspace).run()
+        return
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
 

@@ -56,6 +56,7 @@ class PrintRun:
     prompt_tool: bool
     partial_messages: bool
     replay_user_messages: bool
+    workspace: Path | None = None  # default: the current directory
 
     def asks(self, settings) -> str:
         waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
@@ -63,7 +64,7 @@ class PrintRun:
 
     def run(self) -> None:
         settings = load_settings(model=self.model)
-        workspace = Path.cwd()
+        workspace = self.workspace or Path.cwd()
         rt = connect(settings)
         result = None
         try:
