@@ -125,6 +125,9 @@ def _setup_readline(history: Path, commands: list[str]) -> Callable[[], None]:
     readline.set_completer_delims(" \t\n")
     readline.set_completer(complete)
     readline.parse_and_bind("tab: complete")
+    from cli.interactive_habits import bind_shift_tab
+
+    bind_shift_tab(readline)
 
     def save() -> None:
         try:
@@ -206,6 +209,9 @@ class Interactive:
             "/exit": (self.cmd_exit, "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)"),
             "/quit": (self.cmd_exit, ""),
         }
+        from cli.interactive_habits import commands
+
+        self.commands.update(commands(self))
 
     @property
     def engine(self):
@@ -366,8 +372,8 @@ class Interactive:
         for name, (_, text) in self.commands.items():
             if text:
                 click.echo(f"  {name:<13} {text}")
-        click.echo("Keys: Ctrl-C interrupts a running turn (Esc does not work in this line mode); "
-                   "Ctrl-C or Ctrl-D at the prompt leaves.")
+        click.echo("Keys: Ctrl-C interrupts a running turn (Esc does not work in this line mode); Shift+Tab at "
+                   "the prompt cycles the permission mode; Ctrl-C or Ctrl-D at the prompt leaves.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
 
     def cmd_clear_queue(self, arg: str) -> None:
@@ -582,13 +588,19 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
-                    workspace: Path, no_memory: bool = False, first_prompt: str | None = None) -> None:
+                    workspace: Path, no_memory: bool = False, first_prompt: str | None = None,
+                    pick: bool = False) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it, starting with
-    ``first_prompt`` when given (``mainsail "fix the tests"``)."""
+    ``first_prompt`` when given (``mainsail "fix the tests"``). ``pick``: choose among this workspace's recent
+    sessions first (``mainsail --resume`` with no id)."""
     settings = load_settings(model=model, auto_memory=False if no_memory else None)
     rt = connect(settings)
     save_history: Callable[[], None] = lambda: None
     try:
+        if pick:
+            from cli.interactive_habits import pick_recent
+
+            resume = pick_recent(rt, workspace, LineReader().prompt) or None
         sid = open_interactive_session(
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,

@@ -131,11 +131,10 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
         append_system_prompt = "\n\n".join(p for p in (append_system_prompt, appended) if p)
     offered = _tool_names(tools)
     if not print_mode:
-        if resume == "":
-            resume = None  # the interactive picker would go here; with no id, a new session
         from cli.interactive import run_interactive
 
-        run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
+        run_interactive(resume=resume or None, pick=resume == "", continue_=continue_, fork=fork, model=model,
+                        permission_mode=permission_mode,
                         allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                         approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
                         first_prompt=prompt)
