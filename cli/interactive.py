@@ -34,9 +34,9 @@ from cli.attach import Prompter
 from cli.attach import wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.standby import require_model_access
-from cli.figures import breakdown_lines, memory_saved_line, run_figures
+from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.render import Renderer, follow
-from cli.run import apply_flags, session_permissions
+from cli.run import apply_flags, session_permissions, warn_unpriced
 from cli.select import pick_session
 from cli.sessions import describe
 from statemachines import InvalidTransition, State
@@ -44,7 +44,8 @@ from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
-from workflows.pricing import PRICES
+from workflows.model_names import describe_model
+from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 
 PROMPT = "> "
@@ -400,7 +401,7 @@ class Interactive:
 
     def cmd_cost(self, arg: str) -> None:
         rec = self.record()
-        click.echo(f"Total cost:            ${rec.cost_usd:.4f} (main loop, compactions and memory forks)")
+        click.echo(f"Total cost:            {money(rec.cost_usd)} (main loop, compactions and memory forks)")
         click.echo(f"Total duration (API):  {_duration(rec.api_ms)}")
         click.echo(f"Model turns:           {rec.turns}")
         click.echo(f"Usage:                 {_usage(rec.usage)}")
@@ -412,8 +413,7 @@ class Interactive:
             click.echo("Usage by model:")
             width = max(len(m) for m in rec.usage_by_model)
             for model, usage in rec.usage_by_model.items():
-                cost = rec.cost_by_model.get(model, 0.0)
-                click.echo(f"  {model:<{width}}  {_usage(usage)}  (${cost:.4f})")
+                click.echo(f"  {model:<{width}}  {_usage(usage)}  ({money(rec.cost_by_model.get(model, 0.0))})")
 
     def cmd_model(self, arg: str) -> None:
         rec = self.record()
@@ -429,9 +429,10 @@ class Interactive:
         require_model_access(self.rt, self.settings, arg)
         self.engine.set_model(rec.id, arg)
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
-        click.echo(f"Model set to {arg} (was {rec.model}){note}.")
-        if not any(arg.startswith(p) for p in PRICES):
-            click.echo(f"Note: no price is known for {arg}; its cost is estimated at Sonnet prices.", err=True)
+        now = self.record()
+        click.echo(f"Model set to {describe_model(arg, now.sent_model())} (was {rec.model}){note}.")
+        if not known_price(now.sent_model()):
+            click.echo(f"Warning: {unknown_price_note(now.sent_model())}", err=True)
 
     def cmd_permissions(self, arg: str) -> None:
         rec = self.record()
@@ -560,21 +561,25 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
 
 
 def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
-                             allowed_tools, disallowed_tools, approval_timeout, workspace: Path) -> str:
+                             allowed_tools, disallowed_tools, approval_timeout, workspace: Path, add_dirs=(),
+                             fallback_model: str | None = None) -> str:
     """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings)
+                                    approval_timeout, settings, add_dirs, fallback_model)
         rec = rt.engine.create_session(str(workspace), **perms)
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
-        click.echo(click.style(f"  {rec.model} · {rec.permission_mode.value}", dim=True))
+        click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
+                               dim=True))
+        warn_unpriced(rec)
         return rec.id
     rec = rt.store.get_session(sid)
     require_model_access(rt, settings, model or rec.model)
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace)
+                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace,
+                      add_dirs=add_dirs, fallback_model=fallback_model)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     return sid
@@ -582,7 +587,8 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
-                    workspace: Path, no_memory: bool = False) -> None:
+                    workspace: Path, no_memory: bool = False, add_dirs=(),
+                    fallback_model: str | None = None) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it."""
     settings = load_settings(model=model, auto_memory=False if no_memory else None)
     rt = connect(settings)
@@ -591,7 +597,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         sid = open_interactive_session(
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-            approval_timeout=approval_timeout, workspace=workspace)
+            approval_timeout=approval_timeout, workspace=workspace, add_dirs=add_dirs,
+            fallback_model=fallback_model)
         if no_memory:
             rt.engine.update_limits(sid, auto_memory=False)
         ensure_worker(rt, settings)
