@@ -453,7 +453,8 @@ class Interactive:
             old.workspace, model=old.model, permission_mode=old.permission_mode, max_turns=old.max_turns,
             max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
             home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds,
-            sandbox=old.sandbox.model_copy(deep=True))
+            sandbox=old.sandbox.model_copy(deep=True), additional_directories=old.additional_directories,
+            env=old.env, model_overrides=old.model_overrides, fallback_model=old.fallback_model)
         self.sid = rec.id
         kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
