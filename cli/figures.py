@@ -13,14 +13,16 @@ Where each figure comes from (so that they agree):
 from __future__ import annotations
 
 from workflows.models import COST_KINDS, ResultEntry, SessionRecord, Usage
+from workflows.pricing import add_cost
 
 
 def tokens(u: Usage) -> int:
     return u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
 
 
-def money(usd: float) -> str:
-    return f"${usd:.4f}"
+def money(usd: float | None) -> str:
+    """``$0.0123``; ``?`` for a cost that is unknown (a model without a price, workflows.pricing)."""
+    return "?" if usd is None else f"${usd:.4f}"
 
 
 def memory_note(e: ResultEntry) -> str:
@@ -40,13 +42,13 @@ def run_figures(rec: SessionRecord) -> str:
         return main
     both = tokens(rec.run_usage) + n
     return (f"{main} (+ memory {money(rec.run_memory_cost_usd)}, {n:,} tokens; "
-            f"{money(rec.run_cost_usd + rec.run_memory_cost_usd)} · {both:,} tokens in all)")
+            f"{money(add_cost(rec.run_cost_usd, rec.run_memory_cost_usd))} · {both:,} tokens in all)")
 
 
 def memory_saved_line(rec: SessionRecord) -> str:
     """After waiting for a run's memory forks: what they cost, and the run's figures in all."""
     n = tokens(rec.run_memory_usage)
-    total = rec.run_cost_usd + rec.run_memory_cost_usd
+    total = add_cost(rec.run_cost_usd, rec.run_memory_cost_usd)
     return (f"✎ memory saved: {money(rec.run_memory_cost_usd)}, {n:,} tokens · this run in all "
             f"{money(total)}, {tokens(rec.run_usage) + n:,} tokens")
 
@@ -56,14 +58,16 @@ def breakdown_lines(rec: SessionRecord, indent: str = "  ") -> list[str]:
 
     Calls made before the session kept per-kind totals show as one ``earlier calls`` row.
     """
-    rows: list[tuple[str, Usage, float]] = []
+    rows: list[tuple[str, Usage, float | None]] = []
     for kind, label in COST_KINDS.items():
         if kind in rec.usage_by_kind:
             rows.append((label, rec.usage_by_kind[kind], rec.cost_by_kind.get(kind, 0.0)))
     rest_tokens = tokens(rec.usage) - sum(tokens(u) for _, u, _ in rows)
-    rest_cost = rec.cost_usd - sum(c for _, _, c in rows)
-    if rest_tokens > 0 or rest_cost > 5e-5:
-        rows.append(("earlier calls", Usage(input_tokens=max(rest_tokens, 0)), max(rest_cost, 0.0)))
+    known = [c for _, _, c in rows if c is not None]
+    rest_cost = None if rec.cost_usd is None or len(known) < len(rows) else rec.cost_usd - sum(known)
+    if rest_tokens > 0 or (rest_cost or 0.0) > 5e-5:
+        rows.append(("earlier calls", Usage(input_tokens=max(rest_tokens, 0)),
+                     None if rest_cost is None else max(rest_cost, 0.0)))
     models = [(m, u, rec.cost_by_model.get(m, 0.0)) for m, u in rec.usage_by_model.items()]
     width = max([len(r[0]) for r in rows + models] + [10])
     lines = []

@@ -34,9 +34,9 @@ from cli.attach import Prompter
 from cli.attach import wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.standby import require_model_access
-from cli.figures import breakdown_lines, memory_saved_line, run_figures
+from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.render import Renderer, follow
-from cli.run import apply_flags, session_permissions
+from cli.run import apply_flags, session_permissions, warn_unpriced
 from cli.select import pick_session
 from cli.sessions import describe
 from statemachines import InvalidTransition, State
@@ -44,7 +44,8 @@ from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
-from workflows.pricing import PRICES
+from workflows.model_names import describe_model
+from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 
 PROMPT = "> "
@@ -406,7 +407,7 @@ class Interactive:
 
     def cmd_cost(self, arg: str) -> None:
         rec = self.record()
-        click.echo(f"Total cost:            ${rec.cost_usd:.4f} (main loop, compactions and memory forks)")
+        click.echo(f"Total cost:            {money(rec.cost_usd)} (main loop, compactions and memory forks)")
         click.echo(f"Total duration (API):  {_duration(rec.api_ms)}")
         click.echo(f"Model turns:           {rec.turns}")
         click.echo(f"Usage:                 {_usage(rec.usage)}")
@@ -418,8 +419,7 @@ class Interactive:
             click.echo("Usage by model:")
             width = max(len(m) for m in rec.usage_by_model)
             for model, usage in rec.usage_by_model.items():
-                cost = rec.cost_by_model.get(model, 0.0)
-                click.echo(f"  {model:<{width}}  {_usage(usage)}  (${cost:.4f})")
+                click.echo(f"  {model:<{width}}  {_usage(usage)}  ({money(rec.cost_by_model.get(model, 0.0))})")
 
     def cmd_model(self, arg: str) -> None:
         rec = self.record()
@@ -435,9 +435,10 @@ class Interactive:
         require_model_access(self.rt, self.settings, arg)
         self.engine.set_model(rec.id, arg)
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
-        click.echo(f"Model set to {arg} (was {rec.model}){note}.")
-        if not any(arg.startswith(p) for p in PRICES):
-            click.echo(f"Note: no price is known for {arg}; its cost is estimated at Sonnet prices.", err=True)
+        now = self.record()
+        click.echo(f"Model set to {describe_model(arg, now.sent_model())} (was {rec.model}){note}.")
+        if not known_price(now.sent_model()):
+            click.echo(f"Warning: {unknown_price_note(now.sent_model())}", err=True)
 
     def cmd_permissions(self, arg: str) -> None:
         rec = self.record()
@@ -458,7 +459,8 @@ class Interactive:
             old.workspace, model=old.model, permission_mode=old.permission_mode, max_turns=old.max_turns,
             max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
             home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds,
-            sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks)
+            sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
+            additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides, fallback_model=old.fallback_model)
         self.sid = rec.id
         kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
@@ -566,21 +568,25 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
 
 
 def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
-                             allowed_tools, disallowed_tools, approval_timeout, workspace: Path) -> str:
+                             allowed_tools, disallowed_tools, approval_timeout, workspace: Path, add_dirs=(),
+                             fallback_model: str | None = None) -> str:
     """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings)
+                                    approval_timeout, settings, add_dirs, fallback_model)
         rec = rt.engine.create_session(str(workspace), **perms)
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
-        click.echo(click.style(f"  {rec.model} · {rec.permission_mode.value}", dim=True))
+        click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
+                               dim=True))
+        warn_unpriced(rec)
         return rec.id
     rec = rt.store.get_session(sid)
     require_model_access(rt, settings, model or rec.model)
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace)
+                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace,
+                      add_dirs=add_dirs, fallback_model=fallback_model)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     return sid
@@ -589,7 +595,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
                     workspace: Path, no_memory: bool = False, first_prompt: str | None = None,
-                    pick: bool = False) -> None:
+                    pick: bool = False, add_dirs=(), fallback_model: str | None = None) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it, starting with
     ``first_prompt`` when given (``mainsail "fix the tests"``). ``pick``: choose among this workspace's recent
     sessions first (``mainsail --resume`` with no id)."""
@@ -604,7 +610,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         sid = open_interactive_session(
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-            approval_timeout=approval_timeout, workspace=workspace)
+            approval_timeout=approval_timeout, workspace=workspace, add_dirs=add_dirs,
+            fallback_model=fallback_model)
         # A person is here to answer: asks wait for them (a -p run may have left the session asking nobody).
         rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)

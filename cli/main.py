@@ -75,9 +75,13 @@ def _message(exc: Exception) -> str:
 @click.option("--disallowedTools", "--disallowed-tools", "disallowed_tools", multiple=True, metavar="RULES")
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True, help="No auto-memory for the session.")
+@click.option("--add-dir", "add_dirs", multiple=True, metavar="DIR",
+              help="A directory outside the workspace that tools may use as if inside it (repeatable).")
+@click.option("--fallback-model", metavar="MODEL", help="Retry a call once with this model when the main one is "
+                                                         "overloaded (529).")
 @click.pass_context
 def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, allowed_tools, disallowed_tools,
-        approval_timeout, no_memory) -> None:
+        approval_timeout, no_memory, add_dirs, fallback_model) -> None:
     """Mainsail: durable coding-agent sessions on Celery and Redis.
 
     With no command, opens an interactive prompt loop on a new session (or the
@@ -91,7 +95,8 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
     run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
                     allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                    approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory)
+                    approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
+                    add_dirs=add_dirs, fallback_model=fallback_model)
 
 
 def _register() -> None:

@@ -49,6 +49,11 @@ def _usage(u) -> dict:
     }
 
 
+def usd(cost: float | None) -> float | None:
+    """A cost for JSON: None (``null``) when it is unknown (a model without a price); the key stays."""
+    return None if cost is None else float(cost)
+
+
 def model_usage(result: ResultEntry) -> dict:
     """Claude Code's ``modelUsage``: the run's main loop per model; the ``costUSD`` add up to ``total_cost_usd``."""
     out = {}
@@ -59,7 +64,7 @@ def model_usage(result: ResultEntry) -> dict:
             "cacheReadInputTokens": int(u.cache_read_input_tokens),
             "cacheCreationInputTokens": int(u.cache_creation_input_tokens),
             "webSearchRequests": 0,
-            "costUSD": float(result.cost_by_model.get(model, 0.0)),
+            "costUSD": usd(result.cost_by_model.get(model, 0.0)),
             "contextWindow": model_limits(model)[0],
         }
     return out
@@ -73,12 +78,12 @@ def cost_breakdown(result: ResultEntry) -> dict:
     goes to the session); ``session`` the session's totals at the end of the run, forks included.
     """
     out = {
-        "main": {"cost_usd": float(result.total_cost_usd), "usage": _usage(result.usage)},
-        "memory": {"cost_usd": float(result.memory_cost_usd), "usage": _usage(result.memory_usage),
+        "main": {"cost_usd": usd(result.total_cost_usd), "usage": _usage(result.usage)},
+        "memory": {"cost_usd": usd(result.memory_cost_usd), "usage": _usage(result.memory_usage),
                    "saving": bool(result.memory_saving)},
     }
     if result.session_usage is not None:
-        out["session"] = {"cost_usd": float(result.session_cost_usd or 0.0), "usage": _usage(result.session_usage)}
+        out["session"] = {"cost_usd": usd(result.session_cost_usd), "usage": _usage(result.session_usage)}
     return out
 
 
@@ -115,7 +120,7 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         "stop_reason": stop_reason,
         "terminal_reason": TERMINAL_REASONS.get(result.subtype, "error"),
         "session_id": result.session_id,
-        "total_cost_usd": float(result.total_cost_usd),
+        "total_cost_usd": usd(result.total_cost_usd),
         "usage": _usage(result.usage),
         "modelUsage": model_usage(result),
         "cost_breakdown": cost_breakdown(result),

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +23,10 @@ from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.models import PermissionMode
 from workflows.settings import load_settings
-from workflows.permissions.settings_files import load_permission_settings
+from workflows.model_names import model_overrides, session_model as new_session_model, valid_name
+from workflows.pricing import known_price, unknown_price_note
+from workflows.permissions.session_keys import resolve_added_dir
+from workflows.permissions.settings_files import SettingsError, load_permission_settings
 
 MODES = [m.value for m in PermissionMode]
 
@@ -37,6 +41,8 @@ def permission_options(f):
                      help="Allow rules, space- or comma-separated (e.g. 'Bash(npm test:*) Edit').")(f)
     f = click.option("--permission-mode", type=click.Choice(MODES),
                      help="default | acceptEdits | plan | dontAsk | bypassPermissions.")(f)
+    f = click.option("--add-dir", "add_dirs", multiple=True, metavar="DIR",
+                     help="A directory outside the workspace that tools may use as if inside it (repeatable).")(f)
     return f
 
 
@@ -51,7 +57,10 @@ def session_options(f):
     f = click.option("-c", "--continue", "continue_", is_flag=True,
                      help="Continue the most recent session of this directory.")(f)
     f = click.option("-r", "--resume", metavar="SID", help="Resume a session (id or unique prefix).")(f)
-    f = click.option("--model", help="Model for this session (default: MAINSAIL_MODEL).")(f)
+    f = click.option("--fallback-model", metavar="MODEL",
+                     help="Retry a call once with this model when the main one is overloaded (529).")(f)
+    f = click.option("--model", help="Model for this session: an alias (opus, sonnet, haiku, opusplan, default) or "
+                                     "a model id (default: MAINSAIL_MODEL, ANTHROPIC_MODEL, settings 'model').")(f)
     f = click.option("--append-system-prompt", metavar="TEXT", help="Append TEXT to the system prompt.")(f)
     f = click.option("--system-prompt", metavar="TEXT", help="Replace the default system prompt.")(f)
     f = click.option("--no-memory", "no_memory", is_flag=True,
@@ -60,24 +69,62 @@ def session_options(f):
 
 
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
-                        settings) -> dict:
-    """Mode, rules, timeout, sandbox and hooks for a new session: flags, then MAINSAIL_*, then settings files.
+                        settings, add_dirs=(), fallback_model: str | None = None) -> dict:
+    """Mode, rules, timeout, sandbox, hooks, model, env and added directories for a new session: flags, then
+    MAINSAIL_*, then settings files. Settings keys that are read but not applied are said on stderr.
 
     Raises:
-        SettingsError: a settings file or a rule is wrong; the session does not start.
+        SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
     """
     files = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
                                      disallowed_tools=list(disallowed_tools))
+    for warning in files.warnings:
+        click.secho(f"Warning: {warning}", fg="yellow", err=True)
     mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
+    explicit = settings.model if "model" in settings.model_fields_set else None
+    model = new_session_model(explicit, os.environ, files.model, files.model_env, settings.model)
+    if not valid_name(model):
+        raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
+                            "or a model id like claude-sonnet-4-5.")
     return {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
-            "home": str(Path.home()), "sandbox": files.sandbox, "hooks": files.hooks}
+            "home": str(Path.home()), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
+            "env": files.env,
+            "model_overrides": model_overrides(os.environ, files.model_env),
+            "additional_directories": added_dirs(files.additional_directories, add_dirs),
+            "fallback_model": checked_fallback(fallback_model, model)}
+
+
+def added_dirs(from_settings: list[str], flags) -> list[str]:
+    """The settings files' additionalDirectories, then each ``--add-dir`` (resolved from the current directory).
+
+    Raises:
+        SettingsError: an --add-dir that is not an existing directory (or is /).
+    """
+    out = list(from_settings)
+    for raw in flags or ():
+        try:
+            path = resolve_added_dir(raw, cwd=os.getcwd(), home=str(Path.home()))
+        except ValueError as exc:
+            raise SettingsError(f"Invalid --add-dir: {exc}. Name an existing directory.") from None
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def checked_fallback(fallback: str | None, model: str) -> str | None:
+    """``--fallback-model``, refused when it is the main model (as Claude Code does)."""
+    if fallback and fallback.strip() == model.strip():
+        raise SettingsError(f"--fallback-model {fallback} is the session's model too. Name a different model, "
+                            "or leave --fallback-model out.")
+    return fallback or None
 
 
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
                  disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
                  system_prompt: str | None = None, append_system_prompt: str | None = None,
-                 no_memory: bool = False, asks: str = "wait", sid: str | None = None) -> str:
+                 no_memory: bool = False, asks: str = "wait", sid: str | None = None, add_dirs=(),
+                 fallback_model: str | None = None) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
 
     ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
@@ -93,14 +140,17 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     sid = None if new else pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings)
-        return rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
-                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                                        auto_memory=False if no_memory else None, asks=asks, sid=new,
-                                        **perms).id
-    apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
-                max_budget_usd=max_budget_usd, workspace=workspace)
+                                    approval_timeout, settings, add_dirs, fallback_model)
+        rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
+                                       system_prompt=system_prompt, append_system_prompt=append_system_prompt,
+                                       auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
+        warn_unpriced(rec)
+        return rec.id
+    rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
+                      max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
+                      fallback_model=fallback_model)
+    warn_unpriced(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     return sid
 
@@ -115,10 +165,21 @@ def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: P
     return settings.model
 
 
+def warn_unpriced(rec) -> None:
+    """Say once, at the start, that the session's model has no price (its cost will show as unknown)."""
+    sent = rec.sent_model()
+    if not known_price(sent):
+        click.secho(f"Warning: {unknown_price_note(sent)}", fg="yellow", err=True)
+
+
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
-                approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path):
-    """Apply a resume's flags to an existing session: model, mode, limits; flag rules join its own."""
+                approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path, add_dirs=(),
+                fallback_model=None):
+    """Apply a resume's flags to an existing session: model, mode, limits; flag rules and --add-dir join its own."""
     rec = rt.engine.set_model(sid, model) if model else None
+    if add_dirs or fallback_model:
+        rec = rt.engine.update_limits(sid, additional_directories=added_dirs([], add_dirs),
+                                      fallback_model=checked_fallback(fallback_model, (rec or rt.store.get_session(sid)).model))
     flag_rules = None
     if allowed_tools or disallowed_tools:
         flag_rules = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
@@ -154,7 +215,7 @@ def asks_in_print_mode(settings, approval_timeout) -> str:
 def run(prompt: str | None, print_mode: bool, output_format: str, input_format: str, background: bool,
         model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path, permission_mode,
         allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt,
-        no_memory) -> None:
+        no_memory, add_dirs, fallback_model) -> None:
     """Run PROMPT in a session and watch it until it finishes."""
     if input_format == "stream-json" and output_format == "stream-json" and not background:
         from cli.headless.session import PrintRun
@@ -165,7 +226,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                  permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                  approval_timeout=approval_timeout, system_prompt=system_prompt,
                  append_system_prompt=append_system_prompt, no_memory=no_memory, tools=None, prompt_tool=False,
-                 partial_messages=False, replay_user_messages=False, workspace=workspace).run()
+                 partial_messages=False, replay_user_messages=False, workspace=workspace, add_dirs=add_dirs,
+                 fallback_model=fallback_model).run()
         return
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
@@ -193,7 +255,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                            system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                           no_memory=no_memory,
+                           no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model,
                            asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait")
         if background:
             for p in prompts:
@@ -236,7 +298,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
 @permission_options
 def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path,
            permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
-           append_system_prompt, no_memory) -> None:
+           append_system_prompt, no_memory, add_dirs, fallback_model) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
     rt = connect(settings)
@@ -246,7 +308,7 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
                        disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                        max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                       no_memory=no_memory)
+                       no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model)
     dispatch(rt.engine.submit(sid, prompt))
     _background_note(rt, sid)
 

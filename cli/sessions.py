@@ -15,11 +15,12 @@ import click
 from rich.console import Console
 
 from cli.connect import Runtime, ensure_worker
-from cli.figures import breakdown_lines, run_figures
+from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
 from statemachines import State
 from tasks.dispatch import dispatch
+from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
 from workflows.tokens import describe_usage
@@ -68,7 +69,7 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> None:
     for rec in rows:
         click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued[rec.id] or '-':>6}  "
                    f"{_cut(rec.title or '-', 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
-                   f"{'$%.4f' % rec.cost_usd:>8}  {_when(rec.updated_at):<9} {rec.workspace}")
+                   f"{money(rec.cost_usd):>8}  {_when(rec.updated_at):<9} {rec.workspace}")
 
 
 def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
@@ -84,16 +85,20 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
         lines.append(f"  queued {i:<3} {_cut(' '.join(text.split()), 70)}")
     lines += [
         f"workspace   {rec.workspace}" + (f"  [{rec.git_branch}]" if rec.git_branch else ""),
-        f"model       {rec.model}",
+        f"model       {describe_model(rec.model, rec.sent_model())}"
+        + (f", fallback {describe_model(rec.fallback_model, rec.sent_model(rec.fallback_model))}"
+           if rec.fallback_model else ""),
+        *([f"add. dirs   {', '.join(rec.additional_directories)}"] if rec.additional_directories else []),
         f"permissions {rec.permission_mode.value}"
         + (f", {len(rec.rules.allow)} allow / {len(rec.rules.ask)} ask / {len(rec.rules.deny)} deny rules"
            if (rec.rules.allow or rec.rules.ask or rec.rules.deny) else ""),
         f"turns       {rec.turns}" + (f" (limit {rec.max_turns} per run)" if rec.max_turns else ""),
-        f"context     {describe_usage(rec.context_tokens + rec.context_added, rec.model)}"
+        f"context     {describe_usage(rec.context_tokens + rec.context_added, rec.sent_model())}"
         + (" · auto-compact off (failed repeatedly)" if rec.auto_compact_off else ""),
         f"tokens      {u.total:,} (in {u.input_tokens:,}, out {u.output_tokens:,}, "
         f"cache read {u.cache_read_input_tokens:,}, cache write {u.cache_creation_input_tokens:,})",
-        f"cost        ${rec.cost_usd:.4f}" + (f" (budget ${rec.max_budget_usd:g} per run)"
+        f"cost        {money(rec.cost_usd)}"
+        + (f" (no price known for {', '.join(rec.unpriced_models)})" if rec.unpriced_models else "") + (f" (budget ${rec.max_budget_usd:g} per run)"
                                             if rec.max_budget_usd else ""),
         *breakdown_lines(rec, indent=" " * 12),
     ]

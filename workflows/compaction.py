@@ -54,7 +54,7 @@ def compaction_request(rec: SessionRecord, entries: list, max_tokens: int) -> di
         messages[-1]["content"].append({"type": "text", "text": prompt})
     else:
         messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    return {"model": rec.model, "max_tokens": min(max_tokens, SUMMARY_MAX_TOKENS),
+    return {"model": rec.sent_model(), "max_tokens": min(max_tokens, SUMMARY_MAX_TOKENS),
             "system": [{"type": "text", "text": SUMMARY_SYSTEM}], "messages": messages}
 
 
@@ -108,7 +108,7 @@ def run_compaction(engine: Engine, rec: SessionRecord, step: StepRecord, owner: 
                                             keep=[e.uuid for e in kept], kept_tokens=_tokens_of(kept))
     request = compaction_request(rec, entries, settings.max_tokens)
     try:
-        reply = stream_reply(client_for(rec.model, settings), request, lambda _text: None, cancel)
+        reply = stream_reply(client_for(rec.sent_model(), settings), request, lambda _text: None, cancel)
     except InterruptedError:
         return []
     except anthropic.APIError as exc:

@@ -116,7 +116,7 @@ def session_tools(rec: SessionRecord) -> list[str]:
 def build_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
     """The keyword arguments of ``client.messages.stream`` for the session's next call."""
     return with_cache_breakpoints({
-        "model": rec.model,
+        "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
         "tools": tool_schemas(session_tools(rec)),

@@ -80,7 +80,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.permissions import Decision, always_rules, decide, summary
-from workflows.pricing import cost_usd
+from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.settings import Settings
 from workflows.store import Store
 from workflows.tokens import estimate_tokens, thresholds
@@ -181,12 +181,19 @@ class Engine(HookCommits):
         sandbox: SandboxSettings | None = None,
         asks: str = "wait",
         hooks: HookSet | None = None,
+        additional_directories: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        model_overrides: dict[str, str] | None = None,
+        fallback_model: str | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
         ``sandbox``: the settings files' sandbox settings; None: the defaults (on where bwrap works).
         ``asks``: who answers a call that would ask ("wait": a person; "deny": nobody, print mode).
         ``hooks``: the settings files' hooks, a snapshot every worker runs (more: :meth:`add_hooks`).
+        ``additional_directories``: resolved directories that count as inside the workspace;
+        ``env``: the settings files' env for tool processes; ``model_overrides``: what the aliases
+        stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`.
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -212,6 +219,10 @@ class Engine(HookCommits):
             approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
             sandbox=sandbox or SandboxSettings(),
             hooks=hooks or HookSet(),
+            additional_directories=list(additional_directories or []),
+            env=dict(env or {}),
+            model_overrides=dict(model_overrides or {}),
+            fallback_model=fallback_model,
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
@@ -280,7 +291,7 @@ class Engine(HookCommits):
         return rec.context_tokens + rec.context_added
 
     def _check_room(self, rec: SessionRecord, prompt: str) -> None:
-        limits = thresholds(rec.model, self.settings.autocompact_pct_override)
+        limits = thresholds(rec.sent_model(), self.settings.autocompact_pct_override)
         size = self.context_size(rec) + estimate_tokens(prompt)
         auto = self.settings.auto_compact and not rec.auto_compact_off
         if size >= limits.blocking and not auto:
@@ -357,16 +368,24 @@ class Engine(HookCommits):
     def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
                       permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
                       approval_timeout_seconds: float | None = None, auto_memory: bool | None = None,
-                      asks: str | None = None, tools: list[str] | None = ...) -> SessionRecord:
+                      asks: str | None = None, tools: list[str] | None = ...,
+                      additional_directories: list[str] | None = None,
+                      fallback_model: str | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
-        answers its asks (``asks``, see :attr:`SessionRecord.asks`), or the tools it offers (``tools``: a
-        list, or None for all; left as is unless given)."""
+        answers its asks (``asks``, see :attr:`SessionRecord.asks`), the tools it offers (``tools``: a
+        list, or None for all; left as is unless given), added directories (joining its own) or
+        fallback model."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             if asks is not None:
                 rec.asks = asks
             if tools is not ...:
                 rec.tools = None if tools is None else list(tools)
+            for path in additional_directories or ():
+                if path not in rec.additional_directories:
+                    rec.additional_directories.append(path)
+            if fallback_model is not None:
+                rec.fallback_model = fallback_model
             if auto_memory is False:  # turning it on later would need the project's index in the context
                 rec.auto_memory = False
             if rules is not None:
@@ -525,7 +544,11 @@ class Engine(HookCommits):
             self._finish_step(tx, step)
             rec = tx.rec
             msg = reply.message
-            cost = self._charge(rec, msg.usage, reply.duration_ms)
+            if reply.fallback_from:
+                self._add(tx, SystemEntry(session_id=sid, subtype="warning", step_id=step.id, content=(
+                    f"Model {reply.fallback_from} is overloaded ({reply.fallback_error}); this call was retried "
+                    f"once with the fallback model {reply.model}.")))
+            cost = self._charge(tx, msg.usage, reply.duration_ms, model=reply.model)
             rec.turns += 1
             rec.run_turns += 1
             u = msg.usage
@@ -543,30 +566,37 @@ class Engine(HookCommits):
 
         return self._step_event(sid, step_id, owner, apply)
 
-    def _charge(self, rec: SessionRecord, usage: Usage, duration_ms: int, *, run: bool = True,
-                kind: str | None = None) -> float:
+    def _charge(self, tx: _Tx, usage: Usage, duration_ms: int, *, run: bool = True, kind: str | None = None,
+                model: str | None = None) -> float | None:
         """Add a call's usage and cost to the session's totals, per model and per kind of call.
 
         ``run``: a call of the run's main loop (a model turn or a compaction), counted in the
         run's figures; otherwise a memory fork, counted in the run's memory figures.
         ``kind`` (a key of :data:`COST_KINDS`) defaults to ``compact`` while compacting,
-        ``main`` for other run calls and ``memory`` for forks.
+        ``main`` for other run calls and ``memory`` for forks. ``model``: the id the call sent
+        (default: what the session's model resolves to now). A model without a price makes the
+        call's cost, and every figure it goes into, None (unknown); the session says so once.
         """
+        rec = tx.rec
         kind = kind or (("compact" if rec.state is State.COMPACTING else "main") if run else "memory")
-        cost = cost_usd(rec.model, usage)
+        model = model or rec.sent_model()
+        cost = cost_usd(model, usage)
+        if cost is None and model not in rec.unpriced_models:
+            rec.unpriced_models.append(model)
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=unknown_price_note(model)))
         rec.usage = rec.usage + usage
-        _add_to(rec.usage_by_model, rec.cost_by_model, rec.model, usage, cost)
+        _add_to(rec.usage_by_model, rec.cost_by_model, model, usage, cost)
         _add_to(rec.usage_by_kind, rec.cost_by_kind, kind, usage, cost)
-        rec.cost_usd += cost
+        rec.cost_usd = add_cost(rec.cost_usd, cost)
         rec.api_ms += duration_ms
         if run:
             rec.run_usage = rec.run_usage + usage
-            rec.run_cost_usd += cost
+            rec.run_cost_usd = add_cost(rec.run_cost_usd, cost)
             rec.run_api_ms += duration_ms
-            _add_to(rec.run_usage_by_model, rec.run_cost_by_model, rec.model, usage, cost)
+            _add_to(rec.run_usage_by_model, rec.run_cost_by_model, model, usage, cost)
         else:
             rec.run_memory_usage = rec.run_memory_usage + usage
-            rec.run_memory_cost_usd += cost
+            rec.run_memory_cost_usd = add_cost(rec.run_memory_cost_usd, cost)
         return cost
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
@@ -927,13 +957,15 @@ class Engine(HookCommits):
             self._add_result(tx, "error_max_turns", f"Stopped after reaching the turn limit ({rec.max_turns}).")
             self._after_idle(tx)
             return
-        if rec.max_budget_usd is not None and rec.run_cost_usd >= rec.max_budget_usd:
+        if rec.max_budget_usd is not None and (rec.run_cost_usd is None or rec.run_cost_usd >= rec.max_budget_usd):
+            # An unknown cost cannot be held to a budget: stop rather than spend blind.
+            spent = (f"spending ${rec.run_cost_usd:.4f} of" if rec.run_cost_usd is not None else
+                     f"a call of a model without a price ({', '.join(rec.unpriced_models)}): the cost against")
             self._fire(tx, "halt")
-            self._add_result(tx, "error_max_budget_usd",
-                             f"Stopped after spending ${rec.run_cost_usd:.4f} of the ${rec.max_budget_usd:g} budget.")
+            self._add_result(tx, "error_max_budget_usd", f"Stopped after {spent} the ${rec.max_budget_usd:g} budget.")
             self._after_idle(tx)
             return
-        limits = thresholds(rec.model, self.settings.autocompact_pct_override)
+        limits = thresholds(rec.sent_model(), self.settings.autocompact_pct_override)
         if (self.settings.auto_compact and not rec.auto_compact_off
                 and self.context_size(rec) >= limits.auto_compact):
             self._begin_compaction(tx, "auto")
@@ -958,7 +990,7 @@ class Engine(HookCommits):
             self._finish_step(tx, step)
             rec = tx.rec
             if usage is not None:
-                self._charge(rec, usage, duration_ms)
+                self._charge(tx, usage, duration_ms)
             before = self.context_size(rec)
             trigger = rec.compact_trigger or "auto"
             preserved = [rec.run_prompt_uuid] if trigger == "auto" and rec.run_turns == 0 and rec.run_prompt_uuid \
@@ -1138,7 +1170,7 @@ class Engine(HookCommits):
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
-            cost = self._charge(rec, usage, duration_ms, run=False)
+            cost = self._charge(tx, usage, duration_ms, run=False)
             if has_content(doc):
                 tx.memory_doc = doc
                 rec.memory_updates += 1
@@ -1160,7 +1192,7 @@ class Engine(HookCommits):
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._finish_step(tx, step)
             rec = tx.rec
-            cost = self._charge(rec, usage, duration_ms, run=False, kind="extract")
+            cost = self._charge(tx, usage, duration_ms, run=False, kind="extract")
             tx.records_put = puts
             tx.records_deleted = deletes
             if rec.extract_cursor == start_cursor:  # a direct write since may have moved it further on
@@ -1349,9 +1381,10 @@ def _reset_run_figures(rec: SessionRecord) -> None:
     rec.run_memory_cost_usd = 0.0
 
 
-def _add_to(usages: dict[str, Usage], costs: dict[str, float], key: str, usage: Usage, cost: float) -> None:
+def _add_to(usages: dict[str, Usage], costs: dict[str, float | None], key: str, usage: Usage,
+            cost: float | None) -> None:
     usages[key] = usages.get(key, Usage()) + usage
-    costs[key] = costs.get(key, 0.0) + cost
+    costs[key] = add_cost(costs.get(key, 0.0), cost)
 
 
 #: Tools whose success means the main agent saved memory itself (the turn's extraction is skipped).

@@ -352,7 +352,8 @@ class ExtractionFork:
         ctx = ToolContext(workspace=self.rec.workspace, session_id=self.rec.id, home=self.rec.home,
                           files_read=MemoryTracker(), cancel=cancel, max_output_chars=FORK_TOOL_OUTPUT_CHARS,
                           bash_default_timeout_ms=60_000, bash_max_timeout_ms=120_000,
-                          read_denied=read_denied_for(self.rec), sandbox=self.rec.sandbox)
+                          read_denied=read_denied_for(self.rec), sandbox=self.rec.sandbox,
+                          additional_dirs=tuple(self.rec.additional_directories), env=dict(self.rec.env))
         return run_tool(name, tool_input, ctx)
 
     def _records(self, state: ForkState) -> list[MemoryRecord]:
@@ -410,9 +411,9 @@ def _run_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     except ValidationError:
         state = fork.start()  # a checkpoint from another version: start over
     try:
-        client = client_for(rec.model, settings)
+        client = client_for(rec.sent_model(), settings)
         while not state.finished and state.turns < settings.memory_fork_max_turns:
-            request = {"model": rec.model, "max_tokens": min(settings.max_tokens, FORK_MAX_TOKENS),
+            request = {"model": rec.sent_model(), "max_tokens": min(settings.max_tokens, FORK_MAX_TOKENS),
                        "system": fork.system(), "tools": fork.tools(), "messages": state.messages}
             reply = stream_reply(client, request, lambda _text: None, cancel)
             msg = reply.message

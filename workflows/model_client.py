@@ -60,6 +60,14 @@ def _make(model: str, settings: Settings) -> anthropic.Anthropic:
 class ModelReply:
     message: AssistantMessage
     duration_ms: int
+    model: str | None = None  # the model id the request named (its usage is priced as that model)
+    fallback_from: str | None = None  # the model that was overloaded, when this reply is the fallback's
+    fallback_error: str | None = None  # what that model answered
+
+
+def overloaded(exc: Exception) -> bool:
+    """Whether ``exc`` is the API saying the model is overloaded (529), after the SDK's own retries."""
+    return getattr(exc, "status_code", None) == 529
 
 
 def stream_reply(
@@ -91,7 +99,7 @@ def stream_reply(
         content=[b for b in data.get("content", []) if b.get("type") in ("text", "tool_use", "thinking")],
         usage=Usage(**{k: (usage.get(k) or 0) for k in Usage.model_fields}),
     )
-    return ModelReply(message=message, duration_ms=int((time.monotonic() - start) * 1000))
+    return ModelReply(message=message, duration_ms=int((time.monotonic() - start) * 1000), model=request.get("model"))
 
 
 def describe_api_error(exc: Exception, attempts: int) -> str:

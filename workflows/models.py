@@ -129,6 +129,10 @@ class AssistantMessage(Message):
 # --------------------------------------------------------------------------- transcript
 
 
+#: Cost fields whose None means "no price is known" (workflows.pricing); an entry keeps them when None.
+_UNKNOWN_COSTS = ("cost_usd", "total_cost_usd", "memory_cost_usd")
+
+
 class _Entry(_Model):
     uuid: str = Field(default_factory=new_id)
     parent_uuid: str | None = Field(default=None, alias="parentUuid")
@@ -139,7 +143,11 @@ class _Entry(_Model):
     step_id: str | None = None
 
     def dump(self) -> dict:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for name in _UNKNOWN_COSTS:  # None there means "unknown", not "absent": keep it
+            if name in type(self).model_fields and getattr(self, name) is None:
+                data[name] = None
+        return data
 
 
 class UserEntry(_Entry):
@@ -154,7 +162,7 @@ class UserEntry(_Entry):
 class AssistantEntry(_Entry):
     type: Literal["assistant"] = "assistant"
     message: AssistantMessage
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: no price is known for the model (workflows.pricing)
     duration_ms: int = 0
 
 
@@ -175,7 +183,7 @@ class SystemEntry(_Entry):
     content: str
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
 
 
 class PermissionRequestEntry(_Entry):
@@ -249,13 +257,13 @@ class ResultEntry(_Entry):
     duration_ms: int = 0
     duration_api_ms: int = 0
     usage: Usage = Field(default_factory=Usage)  # the run's main loop: its model turns and compactions
-    total_cost_usd: float = 0.0  # what ``usage`` cost (memory forks are not in it: see ``memory_*``)
+    total_cost_usd: float | None = 0.0  # what ``usage`` cost (memory forks are not in it: see ``memory_*``)
     permission_denials: list[dict[str, Any]] = Field(default_factory=list)
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)  # ``usage`` per model
-    cost_by_model: dict[str, float] = Field(default_factory=dict)  # ``total_cost_usd`` per model
+    cost_by_model: dict[str, float | None] = Field(default_factory=dict)  # ``total_cost_usd`` per model
     # Memory forks that finished while this run went on (the run's extraction starts after this entry).
     memory_usage: Usage = Field(default_factory=Usage)
-    memory_cost_usd: float = 0.0
+    memory_cost_usd: float | None = 0.0
     memory_saving: bool = False  # a memory fork was still running when the run ended
     # The session's totals (main loop, compactions and every memory fork) as of this entry.
     session_usage: Usage | None = None
@@ -460,16 +468,26 @@ class SessionRecord(_Model):
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
     hooks: HookSet = Field(default_factory=HookSet)  # settings files' hooks at start, plus added ones
+    # Directories outside the workspace that count as inside it (--add-dir, permissions.additionalDirectories),
+    # resolved physically when the session started.
+    additional_directories: list[str] = Field(default_factory=list)
+    # The settings files' ``env``: set for the session's tool processes (reserved names never get here).
+    env: dict[str, str] = Field(default_factory=dict)
+    # ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL captured at start: what the aliases stand for.
+    model_overrides: dict[str, str] = Field(default_factory=dict)
+    fallback_model: str | None = None  # retried once with this when the model is overloaded (529)
+    unpriced_models: list[str] = Field(default_factory=list)  # models without a price, warned about once
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 
     usage: Usage = Field(default_factory=Usage)
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
-    cost_by_model: dict[str, float] = Field(default_factory=dict)
+    cost_by_model: dict[str, float | None] = Field(default_factory=dict)
     # Per kind of call (:data:`COST_KINDS`); sessions older than this field have none for earlier calls.
     usage_by_kind: dict[str, Usage] = Field(default_factory=dict)
-    cost_by_kind: dict[str, float] = Field(default_factory=dict)
-    cost_usd: float = 0.0
+    cost_by_kind: dict[str, float | None] = Field(default_factory=dict)
+    # Every cost figure is None (unknown) once it holds a call of a model without a price.
+    cost_usd: float | None = 0.0
     max_budget_usd: float | None = None
     forked_from: str | None = None
 
@@ -495,12 +513,12 @@ class SessionRecord(_Model):
     run_turns: int = 0
     run_api_ms: int = 0
     run_usage: Usage = Field(default_factory=Usage)  # main loop: model turns and compactions
-    run_cost_usd: float = 0.0
+    run_cost_usd: float | None = 0.0
     run_usage_by_model: dict[str, Usage] = Field(default_factory=dict)
-    run_cost_by_model: dict[str, float] = Field(default_factory=dict)
+    run_cost_by_model: dict[str, float | None] = Field(default_factory=dict)
     # Memory forks that finished since the run started (still counting after its result, until the next run).
     run_memory_usage: Usage = Field(default_factory=Usage)
-    run_memory_cost_usd: float = 0.0
+    run_memory_cost_usd: float | None = 0.0
     tool_calls: list[ToolCall] = Field(default_factory=list)
     current_batch: int = 0
 
@@ -524,6 +542,14 @@ class SessionRecord(_Model):
     extract_trailing: bool = False  # a later turn ended while it ran: one more run, over the latest
     extract_cursor: str | None = None  # newest entry an extraction (or a direct write) covered
     last_error: str | None = None
+
+    def sent_model(self, name: str | None = None) -> str:
+        """The model id the next call sends for ``name`` (default: the session's model): aliases resolved,
+        ``opusplan`` by the current permission mode."""
+        from workflows.model_names import resolve_model
+
+        return resolve_model(name or self.model, plan=self.permission_mode is PermissionMode.PLAN,
+                             overrides=self.model_overrides)
 
     def pending_tool_calls(self) -> list[ToolCall]:
         return [c for c in self.tool_calls if c.status is not ToolCallStatus.DONE]

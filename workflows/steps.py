@@ -23,7 +23,7 @@ from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.memory import ProjectMemory
-from workflows.model_client import client_for, describe_api_error, stream_reply
+from workflows.model_client import ModelReply, client_for, describe_api_error, overloaded, stream_reply
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
@@ -149,8 +149,7 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
     on_text = LiveDeltas(store, step).publish
 
     try:
-        client = client_for(rec.model, settings)
-        reply = stream_reply(client, request, on_text, cancel)
+        reply = _call_with_fallback(rec, request, settings, on_text, cancel)
     except InterruptedError:
         return []  # cancelled: the epoch moved on; nothing to record
     except MissingCredentials as exc:
@@ -162,6 +161,29 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
     except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     return engine.record_model_reply(sid, step.id, owner, reply)
+
+
+def _call_with_fallback(rec: SessionRecord, request: dict, settings, on_text, cancel) -> ModelReply:
+    """The model call; when the model is still overloaded (529) after the SDK's retries and the session
+    has a fallback model, the call is made once more with it, as Claude Code's ``--fallback-model`` does.
+
+    Raises:
+        anthropic.APIError: the call failed (the fallback's error, when it was tried).
+    """
+    import anthropic
+
+    try:
+        return stream_reply(client_for(request["model"], settings), request, on_text, cancel)
+    except anthropic.APIStatusError as exc:
+        fallback = rec.sent_model(rec.fallback_model) if rec.fallback_model else None
+        if not overloaded(exc) or not fallback or fallback == request["model"]:
+            raise
+        first = describe_api_error(exc, settings.api_max_retries)
+    log.warning("model %s overloaded for session %s; retrying once with fallback %s", request["model"],
+                rec.id[:8], fallback)
+    reply = stream_reply(client_for(fallback, settings), {**request, "model": fallback}, on_text, cancel)
+    reply.fallback_from, reply.fallback_error = request["model"], first
+    return reply
 
 
 class LiveDeltas:
@@ -227,6 +249,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             memory=project_memory(store, rec),
             read_denied=read_denied_for(rec),
             sandbox=rec.sandbox,
+            additional_dirs=tuple(rec.additional_directories),
+            env=dict(rec.env),
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

@@ -15,6 +15,16 @@ from dataclasses import dataclass
 
 # (context window, max output tokens), by model-name prefix; longest prefix wins.
 MODELS: dict[str, tuple[int, int]] = {
+    # Claude Code 2.1.330's catalog: the 4.7+ and 5.x models have a 1M-token window.
+    "claude-opus-5": (1_000_000, 64_000),
+    "claude-opus-5-5": (1_000_000, 128_000),
+    "claude-opus-4-8": (1_000_000, 64_000),
+    "claude-opus-4-7": (1_000_000, 64_000),
+    "claude-opus-4-6": (200_000, 64_000),
+    "claude-sonnet-5": (1_000_000, 64_000),
+    "claude-sonnet-5-5": (1_000_000, 128_000),
+    "claude-sonnet-4-6": (200_000, 64_000),
+    "claude-haiku-5-5": (1_000_000, 128_000),
     "claude-opus-4-5": (200_000, 64_000),
     "claude-opus-4-1": (200_000, 32_000),
     "claude-opus-4": (200_000, 32_000),

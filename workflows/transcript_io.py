@@ -46,6 +46,7 @@ from workflows.models import (
     new_id,
     parse_entry,
 )
+from workflows.pricing import add_cost
 from workflows.store import Store
 
 #: Fields every transcript line carries, by their Claude Code names.
@@ -431,12 +432,12 @@ def import_session(store: Store, lines: Iterable[str], *, workspace: str | None 
         e.session_id = sid
         if isinstance(e, AssistantEntry):
             usage = usage + e.message.usage
-            cost += e.cost_usd
+            cost = add_cost(cost, e.cost_usd)
             api_ms += e.duration_ms
             turns += 1
         elif isinstance(e, SystemEntry) and e.usage is not None:  # a memory fork's calls
             usage = usage + e.usage
-            cost += e.cost_usd
+            cost = add_cost(cost, e.cost_usd)
     rec = SessionRecord(
         id=sid, model=model or meta["model"] or default_model, workspace=ws, git_branch=_git_branch(ws),
         title=_title(entries), last_uuid=entries[-1].uuid, usage=usage, cost_usd=cost, api_ms=api_ms,

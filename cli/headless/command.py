@@ -37,8 +37,6 @@ REFUSED: dict[str, tuple[bool, str]] = {
     "--resume-drops-turn": (True, "resuming at a message is not supported"),
     "--session-mirror": (False, "session mirroring is not supported"),
     "--ide": (False, "IDE integration is not supported"),
-    "--fallback-model": (True, "a fallback model is not supported yet"),
-    "--add-dir": (True, "additional directories are not supported yet"),
     "--settings": (True, "extra settings files are not supported yet"),
     "--setting-sources": (True, "choosing settings sources is not supported yet"),
 }
@@ -99,6 +97,9 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--max-turns", type=click.IntRange(1))
 @click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True))
 @click.option("--model")
+@click.option("--fallback-model", metavar="MODEL", help="Retry once with MODEL when the model is overloaded.")
+@click.option("--add-dir", "add_dirs", multiple=True, metavar="DIR",
+              help="Another directory the session may work in, as if inside the workspace.")
 @click.option("--permission-mode", type=click.Choice(MODES))
 @click.option("--dangerously-skip-permissions", is_flag=True, help="Same as --permission-mode bypassPermissions.")
 @click.option("--allow-dangerously-skip-permissions", is_flag=True, hidden=True)
@@ -114,7 +115,7 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @refused_options
 def main_command(prompt, print_mode, output_format, input_format, verbose, system_prompt, system_prompt_file,
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,
-                 max_budget_usd, model, permission_mode, dangerously_skip_permissions,
+                 max_budget_usd, model, fallback_model, add_dirs, permission_mode, dangerously_skip_permissions,
                  allow_dangerously_skip_permissions, continue_, resume, fork, session_id, include_partial_messages,
                  replay_user_messages, permission_prompt_tool, approval_timeout, no_memory) -> None:
     """Claude Code's command line on Mainsail (see the module docstring)."""
@@ -137,7 +138,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                         permission_mode=permission_mode,
                         allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                         approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
-                        first_prompt=prompt)
+                        first_prompt=prompt, add_dirs=add_dirs, fallback_model=fallback_model)
         return
     if output_format == "stream-json" and not verbose:
         raise click.UsageError("When using --print, --output-format=stream-json requires --verbose.")
@@ -165,7 +166,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
              disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, system_prompt=system_prompt,
              append_system_prompt=append_system_prompt, no_memory=no_memory, tools=offered,
              prompt_tool=permission_prompt_tool == "stdio", partial_messages=include_partial_messages,
-             replay_user_messages=replay_user_messages).run()
+             replay_user_messages=replay_user_messages, add_dirs=add_dirs, fallback_model=fallback_model).run()
 
 
 def as_stream_input(prompt: str) -> io.StringIO:

@@ -57,6 +57,8 @@ class PrintRun:
     partial_messages: bool
     replay_user_messages: bool
     workspace: Path | None = None  # default: the current directory
+    add_dirs: tuple = ()
+    fallback_model: str | None = None
 
     def asks(self, settings) -> str:
         waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
@@ -77,7 +79,8 @@ class PrintRun:
                                approval_timeout=self.approval_timeout, max_turns=self.max_turns,
                                max_budget_usd=self.max_budget_usd, workspace=workspace,
                                system_prompt=self.system_prompt, append_system_prompt=self.append_system_prompt,
-                               no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id)
+                               no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id,
+                               add_dirs=self.add_dirs, fallback_model=self.fallback_model)
             rt.engine.update_limits(sid, tools=self.tools)
             ensure_worker(rt, settings, quiet=True, sid=sid)
             if self.output_format == "stream-json":

@@ -170,7 +170,8 @@ def test_clear_starts_a_new_session_with_the_same_settings(cluster, workspace, a
                             "--permission-mode", "acceptEdits", "--disallowedTools", "Bash(rm:*)")
     ids = cluster.store.session_ids()
     assert len(ids) == 2
-    new, old = (cluster.store.get_session(x) for x in ids)  # newest first
+    # Newest first by creation: by last update the old session may come first (its extraction can end later).
+    new, old = sorted((cluster.store.get_session(x) for x in ids), key=lambda r: r.created_at, reverse=True)
     assert user_texts(cluster, old.id) == ["Alpha"] and user_texts(cluster, new.id) == ["Beta"]
     assert f"New session {new.id[:8]} in {workspace.resolve()}" in sections(stdout)["/clear"][0]
     assert f"session     {new.id}" in sections(stdout)["/status"][0]

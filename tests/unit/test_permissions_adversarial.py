@@ -709,3 +709,115 @@ def test_a_glob_with_more_matches_than_the_checker_reads_is_denied_under_a_read_
     r = evaluate("Bash", {"command": "grep -h SECRET .*"}, mode=PermissionMode.BYPASS, rules=ruleset(NO_ENV),
                  workspace=str(ws), home=str(tmp_path), read_only=False)
     assert r.decision is D and "matches more files than the checker reads" in r.reason
+
+
+# ====================================================================== directories added to the working area
+# --add-dir ../shared (permissions.additionalDirectories): paths there count as inside, through the one
+# resolver; nothing reached through it (.., a symlink, ~user) that lies outside it does.
+
+ADDED = [
+    ({}, EDITS, "Edit", F("../shared/notes.txt"), A),
+    ({}, EDITS, "Write", F("{base}/shared/new.txt"), A),
+    ({}, EDITS, "Write", F("../shared/../secret/s.txt"), Q),
+    ({}, EDITS, "Write", F("../shared/link-secret/s.txt"), Q),
+    ({}, EDITS, "Write", F("../shared/.git/config"), Q),
+    ({}, EDITS, "Write", F("../shared/.GIT/hooks/pre-commit"), Q),
+    ({}, EDITS, "Edit", F("../shared/.claude/settings.json"), Q),
+    ({}, EDITS, "Write", F("../shared-sibling/x"), Q),
+    ({}, DEFAULT, "Bash", B("cat ../shared/notes.txt"), A),
+    ({}, DEFAULT, "Bash", B("ls ../shared"), A),
+    ({}, DEFAULT, "Bash", B("cat ../shared/../secret/s.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cat ../shared/link-secret/s.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cat ../shared/link-secret/../notes.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cd ../shared && cat notes.txt"), A),
+    ({}, DEFAULT, "Bash", B("cd ../shared && cat ../secret/s.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cd ../shared/link-secret && cat s.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cat ~root/../{base}/secret/s.txt"), Q),
+    ({}, DEFAULT, "Bash", B("cat ~nosuchuser0/x"), Q),
+    ({}, DEFAULT, "Bash", B("cat ../shared*/notes.txt"), Q),
+    ({}, EDITS, "Bash", B("echo hi > ../shared/out.txt"), A),
+    ({}, EDITS, "Bash", B("mkdir -p ../shared/new/dir"), A),
+    ({}, EDITS, "Bash", B("echo hi > ../shared/.git/config"), Q),
+    ({}, EDITS, "Bash", B("touch ../shared/.claude/x"), Q),
+    ({}, EDITS, "Bash", B("mv ../shared/.git ../shared/g"), Q),
+    ({}, EDITS, "Bash", B("touch ../shared/../secret/x"), Q),
+    ({}, EDITS, "Bash", B("cp ../secret/s.txt ../shared/"), Q),
+    ({}, EDITS, "Bash", B("echo hi > ../shared/link-secret/x"), Q),
+    ({"deny": ["Read(../shared/notes.txt)"]}, BYPASS, "Bash", B("cat ../shared/notes.txt"), D),
+    ({"deny": ["Bash(cat:*)"]}, DEFAULT, "Bash", B("cat ../shared/notes.txt"), D),
+    ({}, PLAN, "Bash", B("echo hi > ../shared/out.txt"), D),
+    ({}, DONT, "Bash", B("cat ../shared/../secret/s.txt"), D),
+]
+
+
+@pytest.fixture(scope="module")
+def area(tmp_path_factory):
+    """base/ws (the workspace), base/shared (added), base/secret (outside), base/shared-sibling (outside)."""
+    base = tmp_path_factory.mktemp("area")
+    ws, shared, secret = base / "ws", base / "shared", base / "secret"
+    for d in (ws, shared / ".git" / "hooks", shared / ".claude", secret, base / "shared-sibling", base / "home"):
+        d.mkdir(parents=True, exist_ok=True)
+    (shared / "notes.txt").write_text("n\n")
+    (shared / ".git" / "config").write_text("[core]\n")
+    (secret / "s.txt").write_text("secret\n")
+    (shared / "link-secret").symlink_to(secret)
+    return os.path.realpath(base)
+
+
+def decide_added(case, base: str, added=("shared",)):
+    rules, mode, tool, tool_input, _ = case
+    inp = {k: v.replace("{base}", base.lstrip("/") if k == "command" else base) if isinstance(v, str) else v
+           for k, v in tool_input.items()}
+    return evaluate(tool, inp, mode=PermissionMode(mode), rules=ruleset(rules), workspace=f"{base}/ws",
+                    home=f"{base}/home", read_only=READ_ONLY.get(tool, False),
+                    additional_dirs=[f"{base}/{d}" for d in added])
+
+
+@pytest.mark.parametrize("case", ADDED, ids=[_id(c) for c in ADDED])
+def test_added_directory_decision(case, area):
+    result = decide_added(case, area)
+    assert result.decision is case[4], result
+
+
+@pytest.mark.parametrize("case", [c for c in ADDED if c[4] is A and c[1] != BYPASS], ids=lambda c: _id(c))
+def test_without_the_added_directory_the_same_calls_ask(case, area):
+    assert decide_added(case, area, added=()).decision is Q
+
+
+def test_an_added_directory_is_resolved_physically_and_never_the_root(area):
+    from workflows.permissions.paths import WorkArea, inside, protected
+    from workflows.permissions.session_keys import resolve_added_dir
+
+    wa = WorkArea(f"{area}/ws", [f"{area}/shared/link-secret", "/"])
+    assert wa.dirs == (f"{area}/ws", f"{area}/secret")  # the symlink's target; "/" is dropped
+    assert inside(f"{area}/secret/s.txt", wa) and not inside(f"{area}/shared/notes.txt", wa)
+    assert str(wa) == f"{area}/ws" and os.path.realpath(wa) == f"{area}/ws"  # plain str: the workspace alone
+    assert protected(f"{area}/secret/.git/config", wa, f"{area}/home")
+    with pytest.raises(ValueError, match="root directory"):
+        resolve_added_dir("/", cwd=area, home=area)
+    with pytest.raises(ValueError, match="cannot be resolved"):
+        resolve_added_dir("~nosuchuser0/x", cwd=area, home=area)
+    with pytest.raises(ValueError, match="not an existing directory"):
+        resolve_added_dir("../nope", cwd=f"{area}/ws", home=area)
+    assert resolve_added_dir("../shared/../shared", cwd=f"{area}/ws", home=area) == f"{area}/shared"
+
+
+def test_an_added_directory_inside_the_workspaces_git_stays_protected(area):
+    from workflows.permissions.paths import WorkArea, protected
+
+    os.makedirs(f"{area}/ws/.git/hooks", exist_ok=True)
+    wa = WorkArea(f"{area}/ws", [f"{area}/ws/.git"])
+    assert protected(f"{area}/ws/.git/hooks/pre-commit", wa, f"{area}/home")
+
+
+def test_tools_use_the_added_directory_and_refuse_what_leads_out_of_it(area):
+    from workflows.exceptions import ToolError
+    from workflows.tools.base import ToolContext
+
+    ctx = ToolContext(workspace=f"{area}/ws", home=f"{area}/home", additional_dirs=(f"{area}/shared",))
+    assert str(ctx.resolve("../shared/notes.txt")) == f"{area}/shared/notes.txt"
+    for bad in ("../shared/link-secret/s.txt", "../shared/../secret/s.txt", "../shared-sibling"):
+        with pytest.raises(ToolError, match="outside the session's workspace"):
+            ctx.resolve(bad)
+    with pytest.raises(ToolError):
+        ToolContext(workspace=f"{area}/ws", home=f"{area}/home").resolve("../shared/notes.txt")

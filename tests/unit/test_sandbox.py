@@ -462,3 +462,28 @@ def test_git_opens_no_bare_repository_it_only_finds_and_the_count_always_matches
     env = command_environment({"PATH": "/bin", "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "user.name",
                                "GIT_CONFIG_VALUE_0": "Ada", "GIT_CONFIG_VALUE_1": "x"})
     assert env == {"PATH": "/bin", **GIT_SAFE}
+
+
+def test_added_directories_are_writable_with_their_protected_paths_read_only(tmp_path):
+    ws, shared = tmp_path / "ws", tmp_path / "shared"
+    (ws).mkdir()
+    (shared / ".git" / "hooks").mkdir(parents=True)
+    (shared / ".git" / "config").write_text("")
+    plan = bwrap_argv("true", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(), tmp_dir="/t",
+                      added_dirs=(str(shared), "/"))
+    argv = plan.argv
+    binds = [argv[i + 2] for i, a in enumerate(argv) if a == "--bind"]
+    ro = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert str(shared) in binds and "/" not in binds
+    assert str(shared / ".git" / "config") in ro and str(shared / ".git" / "hooks") in ro
+    plan.release()
+
+
+def test_settings_env_reaches_commands_but_never_a_reserved_name():
+    env = command_environment({"PATH": "/bin", "GITHUB_TOKEN": "worker"}, sandboxed=True, proxy_port=3128,
+                              settings_env={"NPM_TOKEN": "mine", "MAINSAIL_REDIS_URL": "x", "ANTHROPIC_API_KEY": "k",
+                                            "TMPDIR": "/var/x", "HTTP_PROXY": "http://evil", "GIT_CONFIG_COUNT": "0"})
+    assert env["NPM_TOKEN"] == "mine" and "GITHUB_TOKEN" not in env
+    assert "MAINSAIL_REDIS_URL" not in env and "ANTHROPIC_API_KEY" not in env
+    assert env["TMPDIR"] == "/tmp" and env["HTTP_PROXY"] == "http://127.0.0.1:3128"
+    assert env["GIT_CONFIG_COUNT"] == "1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -107,8 +108,8 @@ def test_approval_timeout_inside_permissions_is_accepted(dirs):
 
 
 def test_unknown_keys_and_an_empty_file_are_fine(dirs):
-    write(dirs, 0, {"model": "opus", "hooks": {}, "permissions": {"additionalDirectories": ["/x"],
-                                                                  "allow": ["Read"]}})
+    write(dirs, 0, {"model": "opus", "hooks": {}, "statusLine": {}, "permissions": {"allow": ["Read"],
+                                                                                    "disableBypassPermissionsMode": 1}})
     write(dirs, 1, "")
     s = load(dirs)
     assert [r.rule for r in s.rules.allow] == ["Read"] and len(s.files) == 2
@@ -249,3 +250,45 @@ def test_a_file_that_is_not_utf8(dirs):
     path.parent.mkdir()
     path.write_bytes(b'{"x": "\xff"}')
     assert error(dirs).startswith(f"{path} is not UTF-8 text (invalid start byte at byte 7).")
+
+
+# --------------------------------------------------------------------------- model, env, additionalDirectories
+
+
+def test_model_env_and_added_directories_are_read_from_every_file(dirs):
+    ws, home = dirs
+    (ws.parent / "shared").mkdir(exist_ok=True)
+    write(dirs, 0, {"model": "haiku", "env": {"A": "user", "B": "user"}})
+    write(dirs, 2, {"model": "opus", "env": {"A": "project", "ANTHROPIC_DEFAULT_OPUS_MODEL": "my-opus"},
+                    "permissions": {"additionalDirectories": ["../shared", "../shared/"]}})
+    s = load(dirs)
+    assert s.model == "opus" and s.env == {"A": "project", "B": "user"}
+    assert s.model_env == {"ANTHROPIC_DEFAULT_OPUS_MODEL": "my-opus"}
+    assert s.additional_directories == [os.path.realpath(ws.parent / "shared")] and not s.warnings
+
+
+def test_reserved_env_names_are_ignored_with_a_warning_naming_the_file(dirs):
+    write(dirs, 2, {"env": {"ANTHROPIC_BASE_URL": "http://elsewhere", "MAINSAIL_REDIS_URL": "redis://x",
+                            "ANTHROPIC_API_KEY": "sk", "OK": "1"}})
+    s = load(dirs)
+    assert s.env == {"OK": "1"} and len(s.warnings) == 3
+    assert all("settings.json" in w and "ignored" in w for w in s.warnings)
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"model": 3}, ["'model'", "number 3"]),
+    ({"model": "two words"}, ["'model'", "two words"]),
+    ({"env": ["A=1"]}, ["'env' must be an object"]),
+    ({"env": {"A": 1}}, ["'env.A' must be a string", "Quote it"]),
+    ({"env": {"1A": "x"}}, ["not a variable name"]),
+    ({"permissions": {"additionalDirectories": "../x"}}, ["additionalDirectories", "must be a list"]),
+    ({"permissions": {"additionalDirectories": ["../does-not-exist"]}}, ["not an existing directory", "Fix the path"]),
+    ({"permissions": {"additionalDirectories": ["//"]}}, ["root directory"]),
+])
+def test_bad_session_keys_name_the_file_the_key_and_the_fix(dirs, data, words):
+    write(dirs, 2, data)
+    with pytest.raises(SettingsError) as err:
+        load(dirs)
+    assert "settings.json" in str(err.value)
+    for word in words:
+        assert word in str(err.value)

@@ -44,6 +44,7 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
     result = evaluate(
         tool.name, tool_input, mode=rec.permission_mode, rules=rec.rules, workspace=rec.workspace, home=home,
         read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
+        additional_dirs=rec.additional_directories,
     )
     if caller_allow is None or result.decision is Decision.DENY:
         if result.decision is Decision.ASK and rec.asks == "deny" and not approved and caller_allow is None:
@@ -51,7 +52,7 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
         return result
     tight = RuleSet(deny=list(rec.rules.deny), ask=list(rec.rules.ask), allow=list(caller_allow.allow))
     mine = evaluate(tool.name, tool_input, mode=PermissionMode.PLAN, rules=tight, workspace=rec.workspace,
-                    home=home, read_only=tool.read_only)
+                    home=home, read_only=tool.read_only, additional_dirs=rec.additional_directories)
     if mine.decision is Decision.ALLOW:
         return mine
     why = mine.reason if mine.decision is Decision.DENY else f"it would need approval ({mine.reason})"

@@ -51,12 +51,16 @@ RULE_TOOLS = {"Read": ("Read",), "Glob": ("Read", "Glob"), "Grep": ("Read", "Gre
 
 
 def evaluate(tool_name: str, tool_input: dict, *, mode: PermissionMode, rules: RuleSet, workspace: str,
-             home: str, read_only: bool) -> PermissionResult:
-    """Allow, deny or ask for one tool call (see the module docstring)."""
+             home: str, read_only: bool, additional_dirs: tuple[str, ...] | list[str] = ()) -> PermissionResult:
+    """Allow, deny or ask for one tool call (see the module docstring).
+
+    ``additional_dirs``: directories outside the workspace that count as inside it (``--add-dir``);
+    every check that asks "inside the workspace?" asks it of the whole :class:`~paths.WorkArea`.
+    """
     mode = PermissionMode(mode)
     try:
         tool_input = tool_input if isinstance(tool_input, dict) else {}
-        ws = os.path.realpath(workspace)
+        ws = paths.WorkArea(workspace, additional_dirs)
         hm = os.path.realpath(home) if home else ""
         compiled = compile_rules(rules)
         if tool_name == "Bash":

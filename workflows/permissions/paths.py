@@ -28,11 +28,13 @@ import re
 __all__ = [
     "PROTECTED_DIRS",
     "Unresolvable",
+    "WorkArea",
     "expand",
     "inside",
     "open_inside",
     "protected",
     "resolve",
+    "root_of",
 ]
 
 #: Folders whose contents steer the agent or git: writes there are never auto-approved.
@@ -90,20 +92,58 @@ def resolve(text: str, *, cwd: str, home: str) -> str:
     return os.path.realpath(expand(text, cwd=cwd, home=home))
 
 
-def inside(path: str, root: str) -> bool:
-    """Whether resolved ``path`` is ``root`` or under it."""
+class WorkArea(str):
+    """The working area of a session: its workspace plus the directories added to it (``--add-dir``,
+    ``permissions.additionalDirectories``), all resolved physically.
+
+    It *is* the workspace's path (a ``str``), so every use of the workspace as a path (a relative
+    path's base, a rule's ``/x``, the first working directory of a command) is unchanged; only
+    :func:`inside` and :func:`protected` see the added directories. Code that rebuilds the path
+    (``os.path.realpath(ws)``) gets a plain ``str`` back and so sees the workspace alone: losing the
+    added directories can only make a check stricter, never looser.
+    """
+
+    dirs: tuple[str, ...]
+
+    def __new__(cls, workspace: str, added=()) -> "WorkArea":
+        area = super().__new__(cls, os.path.realpath(workspace))
+        roots = [str(area)]
+        for d in added or ():
+            real = os.path.realpath(d)
+            if real != "/" and real not in roots:  # "/" would make every path inside
+                roots.append(real)
+        area.dirs = tuple(roots)
+        return area
+
+
+def _under(path: str, root: str) -> bool:
     root = root.rstrip("/") or "/"
     return path == root or path.startswith(root + "/") or root == "/"
 
 
+def inside(path: str, root: str) -> bool:
+    """Whether resolved ``path`` is ``root`` or under it; for a :class:`WorkArea`, under any of its dirs."""
+    return any(_under(path, r) for r in getattr(root, "dirs", (root,)))
+
+
 def protected(path: str, workspace: str, home: str) -> bool:
     """Whether resolved ``path`` is in ``.git/``, ``.mainsail/`` or ``.claude/`` (at any depth of the
-    workspace), or in ``~/.mainsail`` or ``~/.claude``."""
-    if inside(path, workspace):
-        rel = os.path.relpath(path, workspace)
-        # Compared without case: on a case-insensitive filesystem .GIT/config is .git/config.
-        return any(seg.lower() in PROTECTED_DIRS for seg in rel.split(os.sep))
-    return bool(home) and any(inside(path.lower(), os.path.join(home, d).lower()) for d in PROTECTED_DIRS[1:])
+    workspace, or of any directory added to a :class:`WorkArea`), or in ``~/.mainsail`` or ``~/.claude``."""
+    roots = getattr(workspace, "dirs", (workspace,))
+    for root in roots:  # every root that holds it: an added dir may sit inside the workspace's .git
+        if _under(path, root):
+            rel = os.path.relpath(path, root)
+            # Compared without case: on a case-insensitive filesystem .GIT/config is .git/config.
+            if any(seg.lower() in PROTECTED_DIRS for seg in rel.split(os.sep)):
+                return True
+    if _under(path, roots[0]):
+        return False
+    return bool(home) and any(_under(path.lower(), os.path.join(home, d).lower()) for d in PROTECTED_DIRS[1:])
+
+
+def root_of(path: str, area: str) -> str | None:
+    """The directory of ``area`` (workspace first, then the added ones) that holds resolved ``path``."""
+    return next((r for r in getattr(area, "dirs", (area,)) if _under(path, r)), None)
 
 
 def open_inside(path: str, root: str, flags: int, mode: int = 0o666) -> int:
@@ -122,7 +162,7 @@ def open_inside(path: str, root: str, flags: int, mode: int = 0o666) -> int:
         real = os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else os.path.realpath(path)
     except OSError:
         real = os.path.realpath(path)
-    if not inside(real, os.path.realpath(root)):
+    if not inside(real, root if isinstance(root, WorkArea) else os.path.realpath(root)):
         os.close(fd)
         raise PermissionError(f"{path} resolves to {real}, outside {root}")
     return fd

@@ -192,8 +192,13 @@ def is_excluded(command: str, excluded: list[str]) -> bool:
 
 
 def prepare(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings | None,
-            data_dir: str | None = None, environ: Mapping[str, str] | None = None) -> Launch:
+            data_dir: str | None = None, environ: Mapping[str, str] | None = None,
+            added_dirs: tuple[str, ...] = (), env: Mapping[str, str] | None = None) -> Launch:
     """Decide how ``command`` runs: in bwrap, or (not enabled, excluded, unavailable) as a plain shell.
+
+    ``added_dirs`` (``--add-dir``) are writable in the sandbox like the workspace, with their
+    ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` read-only; ``env`` is the settings
+    files' ``env`` (see :func:`~workflows.permissions.sandbox_env.command_environment`).
 
     Raises:
         ToolError: the sandbox is required (``failIfUnavailable``) but unavailable; MAINSAIL_SANDBOX is
@@ -205,12 +210,12 @@ def prepare(command: str, *, workspace: str, cwd: str, home: str, settings: Sand
     except ConfigurationError as exc:  # fail closed: a typo must not quietly turn the sandbox off
         raise ToolError(f"Cannot run the command: {exc}") from None
     if not wanted or is_excluded(command, settings.excluded_commands):
-        return plain_launch(command, environ)
+        return plain_launch(command, environ, env)
     status = sandbox_status()
     if not status.available:
         if settings.fail_if_unavailable:
             raise ToolError(f"Cannot run the command: the sandbox is required (sandbox.failIfUnavailable is "
                             f"true) but unavailable: {status.detail}")
-        return plain_launch(command, environ)
+        return plain_launch(command, environ, env)
     return sandboxed_launch(command, workspace=workspace, cwd=cwd, home=home, settings=settings,
-                            data_dir=data_dir, environ=environ)
+                            data_dir=data_dir, environ=environ, added_dirs=added_dirs, env=env)

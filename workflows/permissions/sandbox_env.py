@@ -49,15 +49,21 @@ def scrub_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def command_environment(environ: Mapping[str, str], *, sandboxed: bool = False,
-                        proxy_port: int | None = None) -> dict[str, str]:
+                        proxy_port: int | None = None, settings_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of one command: scrubbed; in the sandbox, TMPDIR=/tmp and the proxy if any.
 
     Args:
         environ: the worker's environment.
         sandboxed: the command runs in bwrap (its /tmp is private).
         proxy_port: the sandbox's proxy port on 127.0.0.1, or None when there is no proxy.
+        settings_env: the settings files' ``env``: the user's own choice, so set after the scrub (a
+            ``NPM_TOKEN`` there reaches the command), but never a reserved name (``MAINSAIL_*``,
+            ``ANTHROPIC_*``..., see ``session_keys``), and never over the values set below.
     """
+    from workflows.permissions.session_keys import reserved_env_name
+
     env = scrub_environment(environ)
+    env.update({k: v for k, v in (settings_env or {}).items() if not reserved_env_name(k)})
     # Git never opens a bare repository it merely finds (one planted in the workspace could name
     # programs in its config: diff.external, core.fsmonitor); an explicit --git-dir still works.
     # The worker's own GIT_CONFIG_COUNT/KEY_n/VALUE_n settings are dropped (the *_KEY_n are scrubbed

@@ -91,14 +91,15 @@ class Launch:
         self._close_after_start = []
 
 
-def plain_launch(command: str, environ: Mapping[str, str]) -> Launch:
-    """A plain shell with the scrubbed environment: no sandbox."""
-    return Launch([_shell(), "-c", command], command_environment(environ))
+def plain_launch(command: str, environ: Mapping[str, str], env: Mapping[str, str] | None = None) -> Launch:
+    """A plain shell with the scrubbed environment (and the settings' ``env``): no sandbox."""
+    return Launch([_shell(), "-c", command], command_environment(environ, settings_env=env))
 
 
 def sandboxed_launch(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings,
                      data_dir: str | None = None, environ: Mapping[str, str] | None = None,
-                     bwrap: str = "bwrap") -> Launch:
+                     bwrap: str = "bwrap", added_dirs: tuple[str, ...] = (),
+                     env: Mapping[str, str] | None = None) -> Launch:
     """The bwrap launch of ``command``: argv, environment, descriptors, proxy, private /tmp.
 
     Raises:
@@ -106,7 +107,8 @@ def sandboxed_launch(command: str, *, workspace: str, cwd: str, home: str, setti
     """
     environ = os.environ if environ is None else environ
     proxy = DomainProxy(settings.allowed_domains) if uses_proxy(settings) else None
-    launch = Launch([], command_environment(environ, sandboxed=True, proxy_port=PROXY_PORT if proxy else None),
+    launch = Launch([], command_environment(environ, sandboxed=True, proxy_port=PROXY_PORT if proxy else None,
+                                            settings_env=env),
                     sandboxed=True, proxy=proxy, tmp_dir=tempfile.mkdtemp(prefix="mainsail-sandbox-"))
     try:
         seccomp_fd = None
@@ -122,7 +124,7 @@ def sandboxed_launch(command: str, *, workspace: str, cwd: str, home: str, setti
             launcher = [_python(), "-I", "-S", "-c", LAUNCHER, str(proxy.child_fd), str(PROXY_PORT)]
         launch.plan = bwrap_argv(command, workspace=workspace, cwd=cwd, home=home, settings=settings,
                                  tmp_dir=launch.tmp_dir, data_dir=data_dir, bwrap=bwrap, seccomp_fd=seccomp_fd,
-                                 launcher=launcher)
+                                 launcher=launcher, added_dirs=added_dirs)
         launch.argv = launch.plan.argv
         launch.argv[1:1] = ["--info-fd", str(info_w)]
         launch.pass_fds = (*launch._close_after_start, *([proxy.child_fd] if proxy else []))

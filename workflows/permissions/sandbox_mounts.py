@@ -5,9 +5,10 @@ The policy, and the bwrap arguments that carry it out:
 * the whole filesystem is visible, read-only: ``--ro-bind / /``;
 * a minimal /dev, and a /proc of the command's own PID namespace (the worker's
   ``/proc/<pid>/environ`` is out of sight): ``--dev /dev --proc /proc --unshare-pid``;
-* the workspace and the ``allowWrite`` paths are writable: ``--bind P P``;
+* the workspace, the directories added to it (``--add-dir``) and the ``allowWrite`` paths are
+  writable: ``--bind P P``;
 * a private /tmp, removed after the command: ``--bind RUNDIR /tmp`` (and ``TMPDIR=/tmp``);
-* the workspace's ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` and the
+* the workspace's (and each added directory's) ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` and the
   ``denyWrite`` paths stay read-only, also when they do not exist yet:
   ``--ro-bind P P``, or for a missing one an empty read-only ``--tmpfs`` (a
   file: ``/dev/null``) over its first missing component (a placeholder, below);
@@ -246,7 +247,7 @@ def _inside(path: str, root: str) -> bool:
 
 def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings, tmp_dir: str,
                data_dir: str | None = None, bwrap: str = "bwrap", seccomp_fd: int | None = None,
-               launcher: list[str] | None = None) -> MountPlan:
+               launcher: list[str] | None = None, added_dirs: tuple[str, ...] | list[str] = ()) -> MountPlan:
     """The argv that runs ``command`` with ``/bin/bash -c`` in bwrap under the session's sandbox settings.
 
     Args:
@@ -260,6 +261,8 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
         bwrap: the bwrap binary.
         seccomp_fd: a readable descriptor holding the BPF filter, or None for no filter.
         launcher: the argv prefix that runs before bash (the proxy launcher), or None.
+        added_dirs: directories added to the working area (``--add-dir``): writable like the
+            workspace, with the same paths kept read-only inside them.
 
     Returns:
         The argv, and the placeholders to :meth:`~MountPlan.release` once the command ended.
@@ -270,7 +273,7 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
     ws = os.path.realpath(workspace)
     mounts = _Mounts()
     try:
-        _plan(mounts, ws, settings, tmp_dir, data_dir, home)
+        _plan(mounts, ws, settings, tmp_dir, data_dir, home, added_dirs)
     except BaseException:
         MountPlan([], mounts.placeholders).release()
         raise
@@ -289,13 +292,16 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
 
 
 def _plan(mounts: _Mounts, ws: str, settings: SandboxSettings, tmp_dir: str, data_dir: str | None,
-          home: str) -> None:
+          home: str, added_dirs=()) -> None:
     mounts.add("bind", "/tmp", tmp_dir)
-    writable = [ws] + [p for p in (_resolve(x, ws, home) for x in settings.allow_write) if os.path.exists(p)]
+    # The added directories are part of the working area: writable, and protected inside like the workspace.
+    areas = [ws] + [p for p in (os.path.realpath(d) for d in added_dirs) if p != "/" and os.path.isdir(p)]
+    writable = areas + [p for p in (_resolve(x, ws, home) for x in settings.allow_write) if os.path.exists(p)]
     for path in writable:
         mounts.add("bind", path)
-    for rel, is_dir in PROTECTED.items():
-        mounts.protect(ws, rel, is_dir)
+    for area in areas:
+        for rel, is_dir in PROTECTED.items():
+            mounts.protect(area, rel, is_dir)
     for raw in settings.deny_write:
         path = _resolve(raw, ws, home)
         root = max((w for w in writable if _inside(path, w)), key=len, default=None)

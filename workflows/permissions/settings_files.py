@@ -13,8 +13,9 @@ layer are combined, each remembering where it came from)::
 
 Format (Claude Code's; unknown keys are ignored)::
 
-    {"permissions": {"allow": ["Bash(npm test:*)"], "ask": [], "deny": ["Read(./.env)"],
-                     "defaultMode": "acceptEdits"},
+    {"model": "opus", "env": {"NODE_ENV": "test"},
+     "permissions": {"allow": ["Bash(npm test:*)"], "ask": [], "deny": ["Read(./.env)"],
+                     "defaultMode": "acceptEdits", "additionalDirectories": ["../shared"]},
      "approvalTimeoutSeconds": 300,
      "sandbox": {"enabled": true, "failIfUnavailable": false, "excludedCommands": ["docker"],
                  "network": {"allowedDomains": ["pypi.org", "*.pythonhosted.org"],
@@ -66,6 +67,12 @@ class PermissionSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     hooks: HookSet = field(default_factory=HookSet)  # every file's hooks, lowest precedence first
     files: list[str] = field(default_factory=list)  # the files actually read, in order
+    # The session keys (workflows.permissions.session_keys): model, env, additionalDirectories.
+    model: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # for the session's tool processes
+    model_env: dict[str, str] = field(default_factory=dict)  # ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_*_MODEL
+    additional_directories: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # keys read but not applied, for the user
 
 
 def settings_paths(workspace: Path, home: Path) -> list[Path]:
@@ -121,6 +128,8 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             bad ``sandbox`` value, a directory or unreadable file in place of a
             settings file, or a flag rule that does not parse.
     """
+    from workflows.permissions.session_keys import apply_session_keys  # it builds on this module
+
     out = PermissionSettings()
     for path in settings_paths(workspace, home):
         text = _read(path)
@@ -131,6 +140,7 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
         if data is not None:
             _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
             out.hooks = out.hooks.merged(_hooks(data.get("hooks"), _Where(path, text)))
+            apply_session_keys(out, data, _Where(path, text), str(workspace), str(home))
     for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
                                ("--disallowedTools", "deny", disallowed_tools)):
         for rule in split_rules(values):
@@ -275,6 +285,7 @@ _EXAMPLES = {
     "sandbox.filesystem": '{"allowWrite": ["~/.cache"], "denyRead": ["~/.ssh"]}',
     "sandbox.excludedCommands": '["docker", "docker compose"]',
     "sandbox.network.allowedDomains": '["pypi.org", "*.pythonhosted.org"]',
+    "permissions.additionalDirectories": '["../shared", "~/notes"]',
 }
 
 

@@ -67,11 +67,16 @@ class ToolContext:
     read_denied: Callable[[str], bool] | None = None
     # The OS sandbox Bash runs in (workflows.permissions.sandbox); None: no sandbox.
     sandbox: Any = None
+    # Directories outside the workspace that count as inside it (--add-dir), resolved physically.
+    additional_dirs: tuple[str, ...] = ()
+    # The settings files' env, for Bash commands (workflows.permissions.session_keys).
+    env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
         self.cwd = Path(os.path.realpath(self.cwd)) if self.cwd else self.workspace
         self.home = self.home or os.path.expanduser("~")
+        self.area = paths.WorkArea(str(self.workspace), self.additional_dirs)
 
     def resolve(self, path: str, what: str = "path") -> Path:
         """Resolve ``path`` with the permission checker's resolver and refuse it outside the workspace.
@@ -83,9 +88,10 @@ class ToolContext:
             real = Path(paths.resolve(path, cwd=str(self.cwd), home=self.home))
         except paths.Unresolvable as exc:
             raise ToolError(f"{what} {path!r} cannot be used: {exc}. Use a plain path under the workspace.") from None
-        if real != self.workspace and not real.is_relative_to(self.workspace):
+        if not paths.inside(str(real), self.area):
+            added = f" or the added directories ({', '.join(self.area.dirs[1:])})" if self.area.dirs[1:] else ""
             raise ToolError(
-                f"{what} {path!r} is outside the session's workspace {self.workspace}: "
+                f"{what} {path!r} is outside the session's workspace {self.workspace}{added}: "
                 "only files inside the workspace can be used. Use a path under the workspace."
             )
         return real

@@ -197,7 +197,8 @@ class BashTool(Tool):
                 display="interrupted",
             )
         launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
-                                 settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None)
+                                 settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None,
+                                 added_dirs=ctx.area.dirs[1:], env=ctx.env)
         try:
             return self._run(args, ctx, launch, timeout_ms)
         finally:

@@ -85,7 +85,7 @@ def open_regular(path: Path, ctx: ToolContext, action: str = "read") -> tuple[in
             since it was resolved, or unreadable. No descriptor is left open then.
     """
     try:
-        fd = paths.open_inside(str(path), str(ctx.workspace), READ_FLAGS)
+        fd = paths.open_inside(str(path), ctx.area, READ_FLAGS)
     except FileNotFoundError:
         raise missing_file_error(path, ctx) from None
     except OSError as exc:
@@ -143,7 +143,7 @@ def write_atomic(path: Path, data: bytes, ctx: ToolContext) -> float:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        dir_fd = paths.open_inside(str(path.parent), str(ctx.workspace), os.O_RDONLY | os.O_DIRECTORY)
+        dir_fd = paths.open_inside(str(path.parent), ctx.area, os.O_RDONLY | os.O_DIRECTORY)
     except (FileExistsError, NotADirectoryError):
         raise ToolError(
             f"Cannot write {path}: a part of its directory {path.parent} is a file, not a directory."

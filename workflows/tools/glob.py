@@ -212,7 +212,7 @@ def readable(full: str, ctx: ToolContext) -> str | None:
     # The walk starts from a resolved directory and does not follow directory links,
     # so only a link itself can lead elsewhere.
     real = os.path.realpath(full) if os.path.islink(full) else full
-    if not inside(real, str(ctx.workspace)):
+    if not inside(real, ctx.area):
         return None
     if ctx.read_denied is not None and ctx.read_denied(real):
         return None
