@@ -569,13 +569,14 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
 
 def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
                              allowed_tools, disallowed_tools, approval_timeout, workspace: Path, add_dirs=(),
-                             fallback_model: str | None = None) -> str:
+                             fallback_model: str | None = None, setting_sources=None, extra_settings=None) -> str:
     """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings, add_dirs, fallback_model)
+                                    approval_timeout, settings, add_dirs, fallback_model, setting_sources,
+                                    extra_settings)
         rec = rt.engine.create_session(str(workspace), **perms)
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
@@ -595,7 +596,8 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
                     workspace: Path, no_memory: bool = False, first_prompt: str | None = None,
-                    pick: bool = False, add_dirs=(), fallback_model: str | None = None) -> None:
+                    pick: bool = False, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
+                    extra_settings=None) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it, starting with
     ``first_prompt`` when given (``mainsail "fix the tests"``). ``pick``: choose among this workspace's recent
     sessions first (``mainsail --resume`` with no id)."""
@@ -611,7 +613,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
             approval_timeout=approval_timeout, workspace=workspace, add_dirs=add_dirs,
-            fallback_model=fallback_model)
+            fallback_model=fallback_model, setting_sources=setting_sources, extra_settings=extra_settings)
         # A person is here to answer: asks wait for them (a -p run may have left the session asking nobody).
         rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)

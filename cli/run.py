@@ -69,7 +69,8 @@ def session_options(f):
 
 
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
-                        settings, add_dirs=(), fallback_model: str | None = None) -> dict:
+                        settings, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
+                        extra_settings=None) -> dict:
     """Mode, rules, timeout, sandbox, hooks, model, env and added directories for a new session: flags, then
     MAINSAIL_*, then settings files. Settings keys that are read but not applied are said on stderr.
 
@@ -77,8 +78,9 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
         SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
     """
     files = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
-                                     disallowed_tools=list(disallowed_tools))
-    for warning in files.warnings:
+                                     disallowed_tools=list(disallowed_tools), sources=setting_sources,
+                                     extra=extra_settings)
+    for warning in files.warnings + unrun_hooks(files.hooks):
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
     mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
@@ -93,6 +95,18 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
             "model_overrides": model_overrides(os.environ, files.model_env),
             "additional_directories": added_dirs(files.additional_directories, add_dirs),
             "fallback_model": checked_fallback(fallback_model, model)}
+
+
+def unrun_hooks(hooks) -> list[str]:
+    """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
+    from workflows.hooks.config import TOOL_EVENTS
+
+    events = sorted(e.value for e, groups in hooks.events.items()
+                    if e not in TOOL_EVENTS and any(g.hooks for g in groups))
+    if not events:
+        return []
+    return [f"hooks for {', '.join(events)} are configured, but Mainsail runs only PreToolUse and PostToolUse "
+            "hooks so far; those are not run."]
 
 
 def added_dirs(from_settings: list[str], flags) -> list[str]:
@@ -124,11 +138,12 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                  disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
                  system_prompt: str | None = None, append_system_prompt: str | None = None,
                  no_memory: bool = False, asks: str = "wait", sid: str | None = None, add_dirs=(),
-                 fallback_model: str | None = None) -> str:
+                 fallback_model: str | None = None, setting_sources=None, extra_settings=None) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
 
     ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
     ``sid``: the id of the new session (Claude Code's --session-id); it must not exist yet.
+    ``setting_sources``, ``extra_settings``: Claude Code's --setting-sources and --settings (a new session).
     """
     if sid is not None:
         if resume or continue_:
@@ -140,7 +155,8 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     sid = None if new else pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings, add_dirs, fallback_model)
+                                    approval_timeout, settings, add_dirs, fallback_model, setting_sources,
+                                    extra_settings)
         rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                        auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)

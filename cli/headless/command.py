@@ -37,8 +37,6 @@ REFUSED: dict[str, tuple[bool, str]] = {
     "--resume-drops-turn": (True, "resuming at a message is not supported"),
     "--session-mirror": (False, "session mirroring is not supported"),
     "--ide": (False, "IDE integration is not supported"),
-    "--settings": (True, "extra settings files are not supported yet"),
-    "--setting-sources": (True, "choosing settings sources is not supported yet"),
 }
 
 
@@ -70,6 +68,29 @@ def _tool_names(value: str | None) -> list[str] | None:
         raise click.UsageError(f"--tools names unknown tool(s) {', '.join(unknown)}; Mainsail's tools: "
                                f"{', '.join(sorted(REGISTRY))} (or \"default\" for all, \"\" for none).")
     return names
+
+
+def _sources(value: str | None) -> list[str] | None:
+    """``--setting-sources``: a comma-separated subset of user, project, local ("" reads none)."""
+    if value is None:
+        return None
+    from workflows.permissions.settings_files import SOURCES
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SOURCES]
+    if unknown:
+        raise click.UsageError(f"--setting-sources names unknown source(s) {', '.join(unknown)}; use a "
+                               f"comma-separated list of {', '.join(SOURCES)}.")
+    return names
+
+
+def _settings_layer(value: str | None) -> list[tuple[str, str]] | None:
+    """``--settings``: a settings file's path, or its JSON inline."""
+    if value is None:
+        return None
+    if value.lstrip().startswith("{"):
+        return [("--settings (inline JSON)", value)]
+    return [(f"--settings {value}", _read_file("--settings", value))]
 
 
 def _read_file(flag: str, path: str | None) -> str | None:
@@ -107,6 +128,9 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("-r", "--resume", is_flag=False, flag_value="", default=None, metavar="[ID]")
 @click.option("--fork-session", "fork", is_flag=True)
 @click.option("--session-id", metavar="UUID")
+@click.option("--settings", "extra_settings", metavar="FILE|JSON",
+              help="More settings (a file, or JSON), above the settings files.")
+@click.option("--setting-sources", metavar="user,project,local", help="Which settings files to read.")
 @click.option("--include-partial-messages", is_flag=True)
 @click.option("--replay-user-messages", is_flag=True)
 @click.option("--permission-prompt-tool", metavar="stdio")
@@ -116,7 +140,8 @@ def _read_file(flag: str, path: str | None) -> str | None:
 def main_command(prompt, print_mode, output_format, input_format, verbose, system_prompt, system_prompt_file,
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,
                  max_budget_usd, model, fallback_model, add_dirs, permission_mode, dangerously_skip_permissions,
-                 allow_dangerously_skip_permissions, continue_, resume, fork, session_id, include_partial_messages,
+                 allow_dangerously_skip_permissions, continue_, resume, fork, session_id, extra_settings,
+                 setting_sources, include_partial_messages,
                  replay_user_messages, permission_prompt_tool, approval_timeout, no_memory) -> None:
     """Claude Code's command line on Mainsail (see the module docstring)."""
     streaming = input_format == "stream-json"
@@ -131,6 +156,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
     if appended is not None:
         append_system_prompt = "\n\n".join(p for p in (append_system_prompt, appended) if p)
     offered = _tool_names(tools)
+    sources = _sources(setting_sources)
+    extra = _settings_layer(extra_settings)
     if not print_mode:
         from cli.interactive import run_interactive
 
@@ -138,7 +165,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                         permission_mode=permission_mode,
                         allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                         approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
-                        first_prompt=prompt, add_dirs=add_dirs, fallback_model=fallback_model)
+                        first_prompt=prompt, add_dirs=add_dirs, fallback_model=fallback_model,
+                        setting_sources=sources, extra_settings=extra)
         return
     if output_format == "stream-json" and not verbose:
         raise click.UsageError("When using --print, --output-format=stream-json requires --verbose.")
@@ -166,7 +194,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
              disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, system_prompt=system_prompt,
              append_system_prompt=append_system_prompt, no_memory=no_memory, tools=offered,
              prompt_tool=permission_prompt_tool == "stdio", partial_messages=include_partial_messages,
-             replay_user_messages=replay_user_messages, add_dirs=add_dirs, fallback_model=fallback_model).run()
+             replay_user_messages=replay_user_messages, add_dirs=add_dirs, fallback_model=fallback_model,
+             setting_sources=sources, extra_settings=extra).run()
 
 
 def as_stream_input(prompt: str) -> io.StringIO:

@@ -59,6 +59,8 @@ class PrintRun:
     workspace: Path | None = None  # default: the current directory
     add_dirs: tuple = ()
     fallback_model: str | None = None
+    setting_sources: list[str] | None = None
+    extra_settings: list[tuple[str, str]] | None = None
 
     def asks(self, settings) -> str:
         waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
@@ -80,7 +82,8 @@ class PrintRun:
                                max_budget_usd=self.max_budget_usd, workspace=workspace,
                                system_prompt=self.system_prompt, append_system_prompt=self.append_system_prompt,
                                no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id,
-                               add_dirs=self.add_dirs, fallback_model=self.fallback_model)
+                               add_dirs=self.add_dirs, fallback_model=self.fallback_model,
+                               setting_sources=self.setting_sources, extra_settings=self.extra_settings)
             rt.engine.update_limits(sid, tools=self.tools)
             ensure_worker(rt, settings, quiet=True, sid=sid)
             if self.output_format == "stream-json":

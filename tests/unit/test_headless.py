@@ -108,3 +108,29 @@ def test_always_rules_become_the_sdks_permission_suggestions():
         "type": "addRules", "behavior": "allow", "destination": "session",
         "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}, {"toolName": "Edit"}]}]
     assert permission_suggestions([]) == []
+
+
+def test_settings_sources_and_an_extra_layer(tmp_path):
+    """--setting-sources picks the files read; --settings adds a layer above them (a file or inline JSON)."""
+    from workflows.permissions.settings_files import load_permission_settings
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    (ws / ".claude").mkdir(parents=True)
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Bash(ls:*)"]}}')
+    (ws / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Read(./.env)"]}}')
+    (ws / ".claude" / "settings.local.json").write_text('{"permissions": {"allow": ["Edit"]}}')
+    every = load_permission_settings(ws, home)
+    assert {r.rule for r in every.rules.allow} == {"Bash(ls:*)", "Edit"} and every.rules.deny
+    project = load_permission_settings(ws, home, sources=["project"])
+    assert project.rules.allow == [] and [r.rule for r in project.rules.deny] == ["Read(./.env)"]
+    extra = load_permission_settings(ws, home, sources=[], extra=[("--settings (inline JSON)",
+                                                                  '{"permissions": {"deny": ["Bash"]}}')])
+    assert [(r.rule, r.source) for r in extra.rules.deny] == [("Bash", "--settings (inline JSON)")]
+
+
+def test_bad_setting_flags_name_the_fix(tmp_path):
+    out = invoke("-p", "--setting-sources", "user,team", "hi")
+    assert out.exit_code == 2 and "unknown source(s) team" in out.output
+    out = invoke("-p", "--settings", str(tmp_path / "missing.json"), "hi")
+    assert out.exit_code == 2 and "cannot read it" in out.output

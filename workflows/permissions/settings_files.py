@@ -75,17 +75,24 @@ class PermissionSettings:
     warnings: list[str] = field(default_factory=list)  # keys read but not applied, for the user
 
 
-def settings_paths(workspace: Path, home: Path) -> list[Path]:
-    """The six settings files, lowest precedence first."""
+#: Claude Code's setting sources (``--setting-sources``): which of the files below each names.
+SOURCES = ("user", "project", "local")
+
+
+def settings_paths(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[Path]:
+    """The six settings files, lowest precedence first; only those of ``sources`` when given
+    (``user``: the home ones; ``project``: the workspace's settings.json; ``local``: settings.local.json)."""
     workspace, home = Path(workspace), Path(home)
-    return [
-        home / ".claude" / "settings.json",
-        home / ".mainsail" / "settings.json",
-        workspace / ".claude" / "settings.json",
-        workspace / ".mainsail" / "settings.json",
-        workspace / ".claude" / "settings.local.json",
-        workspace / ".mainsail" / "settings.local.json",
+    chosen = set(SOURCES if sources is None else sources)
+    paths = [
+        ("user", home / ".claude" / "settings.json"),
+        ("user", home / ".mainsail" / "settings.json"),
+        ("project", workspace / ".claude" / "settings.json"),
+        ("project", workspace / ".mainsail" / "settings.json"),
+        ("local", workspace / ".claude" / "settings.local.json"),
+        ("local", workspace / ".mainsail" / "settings.local.json"),
     ]
+    return [path for source, path in paths if source in chosen]
 
 
 def split_rules(values: str | Iterable[str] | None) -> list[str]:
@@ -119,8 +126,12 @@ def split_rules(values: str | Iterable[str] | None) -> list[str]:
 
 
 def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list[str] | None = None,
-                             disallowed_tools: list[str] | None = None) -> PermissionSettings:
+                             disallowed_tools: list[str] | None = None, sources: Iterable[str] | None = None,
+                             extra: list[tuple[str, str]] | None = None) -> PermissionSettings:
     """Read every settings layer and the flags into one :class:`PermissionSettings`.
+
+    ``sources``: only these of :data:`SOURCES` (Claude Code's ``--setting-sources``). ``extra``:
+    ``(name, JSON text)`` layers read last, above the files (Claude Code's ``--settings``).
 
     Raises:
         SettingsError: invalid JSON, a rule that does not parse, a value of the
@@ -131,8 +142,8 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
     from workflows.permissions.session_keys import apply_session_keys  # it builds on this module
 
     out = PermissionSettings()
-    for path in settings_paths(workspace, home):
-        text = _read(path)
+    layers = [(path, _read(path)) for path in settings_paths(workspace, home, sources)]
+    for path, text in layers + [(Path(name), text) for name, text in (extra or [])]:
         if text is None:
             continue
         out.files.append(str(path))
