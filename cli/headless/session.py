@@ -94,6 +94,8 @@ class PrintRun:
                 wait_for_memory(rt, sid, quiet=True)
         finally:
             rt.close()
+        if getattr(self, "unfinished", False):
+            sys.exit(1)
         if result is None:
             return
         if self.output_format == "json":
@@ -110,8 +112,12 @@ class PrintRun:
         out = StreamJson(sys.stdout.write, sys.stdout.flush, replay_user_messages=self.replay_user_messages,
                          partial_messages=self.partial_messages)
         stdin = sys.stdin if self.streaming else as_stream_input(self.prompt)
-        return StreamServer(rt, sid, out, prompt_tool=self.prompt_tool, api_key_source=api_key_source(rt, settings),
-                            stdin=stdin).serve()
+        server = StreamServer(rt, sid, out, prompt_tool=self.prompt_tool, api_key_source=api_key_source(rt, settings),
+                              stdin=stdin)
+        result = server.serve()
+        if server.abandoned:
+            self.unfinished = True
+        return result
 
 
 def _last_stop_reason(rt: Runtime, result) -> str | None:

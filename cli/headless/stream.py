@@ -38,6 +38,10 @@ from workflows.models import PermissionDecisionEntry, PermissionMode, Permission
 EOF = object()
 
 
+class _ClientGone(Exception):
+    """stdin ended while the client still had questions to answer: nobody here can answer them now."""
+
+
 def permission_suggestions(rules: list[str]) -> list[dict]:
     """The rules "always" would add, as the SDK's ``PermissionUpdate`` (allow rules for this session)."""
     out = []
@@ -110,6 +114,7 @@ class StreamServer:
         self.after: str | None = None
         self.last: ResultEntry | None = None
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
+        self.abandoned = False  # stdin ended with a question to the client open: the turn did not finish
         self._line = 0
 
     # ------------------------------------------------------------------ the loop
@@ -123,9 +128,17 @@ class StreamServer:
                     return self.last
                 self._handle(self.lines.get())
                 continue
-            follow(self.rt.store, self.sid, on_entry=self._on_entry,
-                   on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
-                   poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted)
+            try:
+                follow(self.rt.store, self.sid, on_entry=self._on_entry,
+                       on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
+                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted)
+            except _ClientGone:
+                click.echo(f"mainsail: the client closed its input while session {self.sid[:8]} waited for its "
+                           f"answer; the request stays open: answer it with `mainsail pending` and `mainsail "
+                           f"approve {self.sid[:8]}` (or deny), and follow the session with `mainsail watch "
+                           f"{self.sid[:8]}`.", err=True)
+                self.abandoned = True
+                return self.last
 
     def _read(self) -> None:
         for raw in self.stdin:
@@ -137,8 +150,10 @@ class StreamServer:
             try:
                 item = self.lines.get_nowait()
             except queue.Empty:
-                return
+                break
             self._handle(item)
+        if self.eof and self.control.pending():
+            raise _ClientGone()
 
     def _handle(self, item) -> None:
         if item is EOF:
