@@ -99,14 +99,21 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
 
 def unrun_hooks(hooks) -> list[str]:
     """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
-    from workflows.hooks.config import TOOL_EVENTS
+    from workflows.hooks.config import RUN_EVENTS, HookEvent, matches
 
     events = sorted(e.value for e, groups in hooks.events.items()
-                    if e not in TOOL_EVENTS and any(g.hooks for g in groups))
-    if not events:
-        return []
-    return [f"hooks for {', '.join(events)} are configured, but Mainsail runs only PreToolUse and PostToolUse "
-            "hooks so far; those are not run."]
+                    if e not in RUN_EVENTS and any(g.hooks for g in groups))
+    out = []
+    if events:
+        ran = ", ".join(e.value for e in HookEvent if e in RUN_EVENTS)
+        out.append(f"hooks for {', '.join(events)} are configured, but Mainsail runs only {ran} hooks so far; "
+                   "those are not run.")
+    sources = sorted({g.matcher for g in hooks.events.get(HookEvent.SESSION_START, [])
+                      if g.hooks and not matches(g.matcher, "startup")})
+    if sources:
+        out.append(f"SessionStart hooks matching {', '.join(sources)} are configured, but Mainsail runs "
+                   "SessionStart only at a new session's first prompt (source startup); those are not run.")
+    return out
 
 
 def added_dirs(from_settings: list[str], flags) -> list[str]:

@@ -194,6 +194,8 @@ def _what(rec, step) -> str:
     if step.kind is StepKind.TOOL:
         call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
         return f"the {call.name if call else 'tool'} call"
+    if step.kind is StepKind.HOOK:
+        return f"the {step.event} hooks"
     return {StepKind.MODEL: "the model's reply", StepKind.COMPACT: "the compaction"}.get(step.kind, "memory")
 
 

@@ -21,6 +21,7 @@ TASK_FOR_KIND = {
     "compact": "mainsail.model.compact",
     "memory": "mainsail.memory.session",
     "extract": "mainsail.memory.extract",
+    "hook": "mainsail.tools.hook",
 }
 
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).

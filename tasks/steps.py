@@ -59,6 +59,12 @@ def run_tool(sid: str, step_id: str) -> str:
     return _run(sid, step_id)
 
 
+@app.task(name="mainsail.tools.hook")
+def run_hook(sid: str, step_id: str) -> str:
+    """One session-level hook event of a session (UserPromptSubmit, Stop, SessionStart), in its workspace."""
+    return _run(sid, step_id)
+
+
 @app.task(name="mainsail.model.compact")
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""

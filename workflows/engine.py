@@ -561,7 +561,7 @@ class Engine(HookCommits):
             self._maybe_update_session_memory(tx, len(tool_uses))
             if tool_uses:
                 self._fan_out(tx, tool_uses)
-            else:
+            elif not self.stop_gate(tx):  # no Stop hooks: the run ends here
                 self._end_run(tx)
 
         return self._step_event(sid, step_id, owner, apply)
@@ -757,12 +757,17 @@ class Engine(HookCommits):
         rec.last_error = None
         if not rec.title:
             rec.title = _title(prompt)
-        entry = UserEntry(session_id=rec.id, message=Message(role="user", content=prompt))
-        self._add(tx, entry)
-        rec.run_prompt_uuid = entry.uuid
-        rec.context_added += estimate_tokens(prompt)
+        if self.hold_prompt(tx, prompt):  # its session hooks run first, in a hook step
+            return
+        self._add_prompt(tx, prompt)
         self._fire(tx, "submit")
         self._next_model_call(tx)
+
+    def _add_prompt(self, tx: _Tx, prompt: str) -> None:
+        entry = UserEntry(session_id=tx.rec.id, message=Message(role="user", content=prompt))
+        self._add(tx, entry)
+        tx.rec.run_prompt_uuid = entry.uuid
+        tx.rec.context_added += estimate_tokens(prompt)
 
     def _fan_out(self, tx: _Tx, tool_uses) -> None:
         """Check every tool call (input, permission); dispatch the first batch, or ask.
@@ -1045,13 +1050,14 @@ class Engine(HookCommits):
         else:
             self._new_step(tx, StepKind.MODEL)  # never another compaction: it goes on, over the threshold or not
 
-    def _end_run(self, tx: _Tx) -> None:
+    def _end_run(self, tx: _Tx, text: str | None = None) -> None:
+        """The model answered: the result (``text``, else the answer in ``tx``), then memory or idle."""
         self._fire(tx, "answered")
-        text = ""
-        for e in reversed(tx.entries):
+        for e in reversed(tx.entries if text is None else []):
             if isinstance(e, AssistantEntry):
                 text = e.message.text()
                 break
+        text = text or ""
         self._add_result(tx, "success", text)
         result = tx.entries[-1]
         if tx.rec.state is State.EXTRACTING:
@@ -1288,10 +1294,11 @@ class Engine(HookCommits):
         tx.steps.append(step)
         tx.cleared.append(step)
 
-    def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None) -> StepRecord:
-        queue = tx.rec.tools_queue if kind is StepKind.TOOL else QUEUE_FOR_KIND[kind]
+    def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None,
+                  event: str | None = None) -> StepRecord:
+        queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK) else QUEUE_FOR_KIND[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
-                          queue=queue, tool_use_id=tool_use_id)
+                          queue=queue, tool_use_id=tool_use_id, event=event)
         tx.steps.append(step)
         tx.dispatch.append(step)
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)

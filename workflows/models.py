@@ -293,6 +293,7 @@ class StepKind(str, enum.Enum):
     COMPACT = "compact"
     MEMORY = "memory"  # a session-memory update (background fork)
     EXTRACT = "extract"  # an auto-memory extraction (fork; the session waits in ``extracting``)
+    HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart), on the tools queue
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
@@ -318,6 +319,7 @@ class StepRecord(_Model):
     lease_until: float = 0.0
     queue: str = ""
     tool_use_id: str | None = None
+    event: str | None = None  # a hook step's event (HookEvent value)
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     error: str | None = None
@@ -525,6 +527,12 @@ class SessionRecord(_Model):
     run_denials: list[dict[str, Any]] = Field(default_factory=list)
     last_uuid: str | None = None  # newest transcript entry, the parent of the next
     run_wrote_memory: bool = False  # the main agent saved a memory record in this run
+    # Session-level hooks (workflows/hooks/session_hooks.py).
+    held_prompt: str | None = None  # the run's prompt, held until its UserPromptSubmit verdict
+    prompt_checked: bool = False  # the held prompt's UserPromptSubmit hooks have answered
+    session_started: bool = False  # SessionStart (source "startup") has run
+    stop_hook_active: bool = False  # a Stop hook blocked in this run: the next Stop is told so
+    run_stop_blocks: int = 0  # Stop blocks in this run (capped: workflows.hooks.session_hooks)
 
     # Session memory: the running summary kept by a background fork.
     memory_step: str | None = None  # the update running now (at most one: this is its lock)

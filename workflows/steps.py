@@ -112,6 +112,10 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
         return _model_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.TOOL:
         return _tool_step(engine, rec, step, owner, cancel)
+    if step.kind is StepKind.HOOK:
+        from workflows.hooks.session_hooks import run_hook_step
+
+        return run_hook_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.COMPACT:
         from workflows.compaction import run_compaction
 

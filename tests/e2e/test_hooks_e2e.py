@@ -119,3 +119,55 @@ def test_a_worker_killed_between_the_recorded_verdict_and_the_tool_never_runs_it
     # Taken back from the dead worker, or (the lease is 2 s here) after its lease ran out: run again either way.
     assert any("Tool step " in w and "running it again on another worker" in w for w in warnings), warnings
     assert [e.subtype for e in log if isinstance(e, ResultEntry)] == ["success"]
+
+
+def session_project(tmp_path: Path, scripts: dict[str, str]) -> Path:
+    """A workspace whose .claude/settings.json runs hooks/<event>.sh (logging its stdin) for each event."""
+    ws = tmp_path / "ws"
+    (ws / "hooks").mkdir(parents=True)
+    (ws / ".claude").mkdir()
+    settings = {}
+    for event, body in scripts.items():
+        script = ws / "hooks" / f"{event}.sh"
+        script.write_text(f"#!/bin/sh\ninput=$(cat)\necho \"$input\" >> hooks/{event}.log\n{body}\n")
+        script.chmod(0o755)
+        settings[event] = [{"hooks": [{"type": "command", "command": f"./hooks/{event}.sh", "timeout": 30}]}]
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"hooks": settings}))
+    return ws
+
+
+def test_prompt_context_reaches_the_model_and_a_stop_block_makes_it_answer_again(cluster, tmp_path):
+    ws = session_project(tmp_path, {
+        "UserPromptSubmit": "echo 'the staging database is read-only today'",
+        "Stop": """case "$input" in *'"stop_hook_active": false'*) echo 'list the tests you ran' >&2; exit 2;; esac""",
+    })
+    with FakeMessagesServer(Script(turns=[Turn(text="Done."), Turn(text="Ran test_a and test_b.")])) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        out = run_p(cluster, ws)
+        assert out.returncode == 0, out.stderr
+        requests = api.requests
+    assert out.stdout == "Ran test_a and test_b.\n"
+    assert "Warning" not in out.stderr
+    assert len(requests) == 2
+    assert "UserPromptSubmit hook additional context: the staging database is read-only today" in json.dumps(
+        requests[0]["messages"])
+    assert "Stop hook feedback:\\nlist the tests you ran" in json.dumps(requests[1]["messages"])
+    stops = [json.loads(line) for line in (ws / "hooks" / "Stop.log").read_text().splitlines()]
+    assert [s["stop_hook_active"] for s in stops] == [False, True]
+    sid = cluster.session_id()
+    events = [e.event for e in cluster.store.entries(sid) if isinstance(e, HookEntry)]
+    assert events == ["UserPromptSubmit", "Stop", "Stop"]
+
+
+def test_an_exit_two_prompt_hook_blocks_the_prompt_before_any_model_call(cluster, tmp_path):
+    ws = session_project(tmp_path, {"UserPromptSubmit": "echo 'prompts about prod are not allowed' >&2; exit 2"})
+    with FakeMessagesServer(Script(turns=[Turn(text="never")])) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        out = run_p(cluster, ws)
+        requests = api.requests
+    assert requests == []
+    assert "prompts about prod are not allowed" in out.stdout + out.stderr
+    sid = cluster.session_id()
+    assert not [e for e in cluster.store.entries(sid) if isinstance(e, UserEntry)]

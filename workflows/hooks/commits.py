@@ -13,7 +13,19 @@ from statemachines import State
 from workflows import keys
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
-from workflows.models import HookEntry, RequestStatus, StepRecord, SystemEntry, ToolCall, ToolCallStatus
+from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_event
+from workflows.models import (
+    HookEntry,
+    Message,
+    RequestStatus,
+    StepKind,
+    StepRecord,
+    SystemEntry,
+    ToolCall,
+    ToolCallStatus,
+    UserEntry,
+)
+from workflows.tokens import estimate_tokens
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -111,6 +123,101 @@ class HookCommits:
                 self._advance_tools(tx)
             self._commit(tx)
         return tx.dispatch
+
+    # ---------------------------------------------------------- session-level events (hook steps)
+
+    def hold_prompt(self, tx, prompt: str) -> bool:
+        """A run starts: when SessionStart or UserPromptSubmit hooks must answer first, hold ``prompt`` in
+        the record, move to ``querying`` and send a hook step; True then. False (no such hooks): go on."""
+        rec = tx.rec
+        rec.stop_hook_active, rec.run_stop_blocks, rec.prompt_checked = False, 0, False
+        event = prompt_event(rec)
+        if event is None:
+            return False
+        rec.held_prompt = prompt
+        self._fire(tx, "submit")
+        self._new_step(tx, StepKind.HOOK, event=event.value)
+        return True
+
+    def stop_gate(self, tx) -> bool:
+        """The model answered without tool calls: True when Stop hooks run (a hook step) before the run ends."""
+        if not tx.rec.hooks.for_event(HookEvent.STOP):
+            return False
+        self._new_step(tx, StepKind.HOOK, event=HookEvent.STOP.value)
+        return True
+
+    def settle_session_hook(self, sid: str, step_id: str, owner: str, outcome: HookOutcome | None, *,
+                            answer: str = "") -> list[StepRecord]:
+        """Commit a hook step's verdict (its ``hook`` entry) and, in the same transaction, what it leads to.
+
+        ``answer``: for Stop, the model's answer (the run's result when the hook lets it stop).
+        """
+
+        def apply(tx, step: StepRecord) -> None:
+            self._finish_step(tx, step)
+            event = HookEvent(step.event)
+            if outcome is not None:
+                self.add_hook_entry(tx, outcome, step=step)
+            if event is HookEvent.STOP:
+                self._after_stop(tx, outcome, answer)
+            elif event is HookEvent.SESSION_START:
+                tx.rec.session_started = True
+                self._add_context(tx, event, outcome.context if outcome else [])
+                self._release_prompt(tx)
+            else:
+                self._after_prompt_check(tx, outcome)
+
+        return self._step_event(sid, step_id, owner, apply)
+
+    def _after_prompt_check(self, tx, outcome: HookOutcome | None) -> None:
+        rec = tx.rec
+        rec.prompt_checked = True
+        if outcome is not None and (outcome.blocked or outcome.stop):
+            # Claude Code: the prompt is erased (it never enters the transcript the model sees); the
+            # reason is for the user only.
+            rec.held_prompt = None
+            why = outcome.reason if outcome.blocked else outcome.stop_reason
+            self._fire(tx, "halt")
+            self._add_result(tx, "success", f"Prompt blocked by a UserPromptSubmit hook: "
+                                            f"{why or 'no reason given'}")
+            self._after_idle(tx)
+            return
+        self._release_prompt(tx, outcome.context if outcome else [])
+
+    def _release_prompt(self, tx, context: list[str] = ()) -> None:
+        """The held prompt's next hooks, or (all answered) the prompt, its hooks' context and the model call."""
+        rec = tx.rec
+        event = prompt_event(rec)
+        if event is not None:
+            self._new_step(tx, StepKind.HOOK, event=event.value)
+            return
+        prompt, rec.held_prompt = rec.held_prompt or "", None
+        self._add_prompt(tx, prompt)
+        self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, context)
+        self._next_model_call(tx)
+
+    def _after_stop(self, tx, outcome: HookOutcome | None, answer: str) -> None:
+        rec = tx.rec
+        if outcome is not None and outcome.blocked and not outcome.stop:
+            if rec.run_stop_blocks < STOP_BLOCK_LIMIT:
+                rec.run_stop_blocks += 1
+                rec.stop_hook_active = True
+                text = f"Stop hook feedback:\n{outcome.reason}"
+                self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=text),
+                                        origin="synthetic"))
+                rec.context_added += estimate_tokens(text)
+                self._next_model_call(tx)  # (which stops at the run's max turns)
+                return
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=(
+                f"Stop hooks blocked the end of this run {STOP_BLOCK_LIMIT} times; it ends here.")))
+        self._end_run(tx, answer)
+
+    def _add_context(self, tx, event: HookEvent, context) -> None:
+        for text in context:
+            content = context_text(event, text)
+            self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=content),
+                                    origin="synthetic"))
+            tx.rec.context_added += estimate_tokens(content)
 
     def add_hook_entry(self, tx, outcome: HookOutcome, call: ToolCall | None = None,
                        step: StepRecord | None = None) -> None:

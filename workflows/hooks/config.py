@@ -18,7 +18,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CallbackHook", "CommandHook", "DEFAULT_TIMEOUT_SECONDS", "HookEvent", "HookMatcher", "HookSet", "TOOL_EVENTS",
+__all__ = ["CallbackHook", "CommandHook", "DEFAULT_TIMEOUT_SECONDS", "HookEvent", "HookMatcher", "HookSet", "RUN_EVENTS", "TOOL_EVENTS",
            "matches"]
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -35,6 +35,10 @@ class HookEvent(str, enum.Enum):
     PRE_COMPACT = "PreCompact"
     NOTIFICATION = "Notification"
 
+
+#: Events Mainsail runs (the others are accepted and stored, and the CLI warns that they do not run).
+RUN_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
+                        HookEvent.STOP, HookEvent.SESSION_START})
 
 #: Events whose matcher is a tool name.
 TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE})

@@ -1,0 +1,62 @@
+"""Session-level hooks in a ``hook`` step: SessionStart, UserPromptSubmit and Stop.
+
+The engine holds what the hooks guard (the prompt in ``SessionRecord.held_prompt``; the end of the run
+while the session stays ``querying``) and dispatches a ``hook`` step to the session's tools queue (the
+hooks need the workspace). The step runs the event's hooks here, then
+:meth:`~workflows.hooks.commits.HookCommits.settle_session_hook` commits the verdict (a ``hook`` entry)
+and its effect in one fenced transaction: a worker that dies before it leaves the step to be run again,
+hooks and all; after it, the step is done and a redelivery runs nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from workflows.hooks.config import HookEvent
+from workflows.hooks.runner import hook_input, run_event
+from workflows.models import AssistantEntry, SessionRecord, StepRecord
+
+__all__ = ["STOP_BLOCK_LIMIT", "context_text", "prompt_event", "run_hook_step"]
+
+#: Stop blocks in one run before Mainsail ends it anyway (beside the run's max turns): a Stop hook that
+#: ignores ``stop_hook_active`` must not keep the model answering forever.
+STOP_BLOCK_LIMIT = 8
+
+
+def prompt_event(rec: SessionRecord) -> HookEvent | None:
+    """The next event whose hooks run before the held prompt reaches the model; None: send it."""
+    if not rec.session_started and rec.hooks.for_event(HookEvent.SESSION_START, "startup"):
+        return HookEvent.SESSION_START
+    if not rec.prompt_checked and rec.hooks.for_event(HookEvent.USER_PROMPT_SUBMIT):
+        return HookEvent.USER_PROMPT_SUBMIT
+    return None
+
+
+def context_text(event: HookEvent, text: str) -> str:
+    """How a hook's additional context reaches the model: a reminder in the user's turn."""
+    return f"<system-reminder>\n{event.value} hook additional context: {text}\n</system-reminder>"
+
+
+def run_hook_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
+                  cancel: threading.Event) -> list[StepRecord]:
+    """Run the step's event's hooks and commit the verdict with its effect; the steps that follow."""
+    event = HookEvent(step.event)
+    answer = ""
+    subject = None
+    if event is HookEvent.USER_PROMPT_SUBMIT:
+        payload = hook_input(event, rec, prompt=rec.held_prompt or "")
+    elif event is HookEvent.SESSION_START:
+        subject = "startup"
+        payload = hook_input(event, rec, source=subject)
+    elif event is HookEvent.STOP:
+        payload = hook_input(event, rec, stop_hook_active=rec.stop_hook_active)
+        answer = _last_answer(engine, rec.id)
+    else:
+        return engine.fail_step(rec.id, step.id, owner, f"Hook step {step.id[:8]}: {event.value} is not run here.")
+    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel)
+    return engine.settle_session_hook(rec.id, step.id, owner, outcome, answer=answer)
+
+
+def _last_answer(engine, sid: str) -> str:
+    entries = engine.read(lambda: engine.store.cached_entries(sid), what=f"transcript of session {sid[:8]}")
+    return next((e.message.text() for e in reversed(entries) if isinstance(e, AssistantEntry)), "")
