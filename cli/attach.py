@@ -22,7 +22,8 @@ from cli.render import Renderer, follow
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import RequestClosed, RequestNotFound
-from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, UserEntry
+from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
 from workflows.permissions import prompt_text
 
 YES = {"y", "yes"}
@@ -125,7 +126,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
 
     def on_entry(e) -> None:
         prompter.on_entry(e)  # first: an open prompt line is closed before anything else prints
-        if isinstance(e, UserEntry) and e.origin == "prompt" and e.message.text() == prompt:
+        if is_entry_of_prompt(e, prompt):
             ours["started"] = True
         if r:
             r.entry(e)

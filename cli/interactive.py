@@ -43,6 +43,7 @@ from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
+from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
 from workflows.model_names import describe_model
 from workflows.pricing import known_price, unknown_price_note
@@ -314,7 +315,7 @@ class Interactive:
             nonlocal mine
             prompter.on_entry(e)  # first: an open prompt line is closed before anything else prints
             r.entry(e)
-            if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and e.message.text() == text:
+            if is_entry_of_prompt(e, text):
                 mine = True
 
         def stop(e) -> bool:

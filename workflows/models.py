@@ -225,6 +225,7 @@ class HookEntry(_Entry):
     tool_use_id: str | None = None
     tool: str | None = None
     outcome: HookOutcome
+    prompt_sha256: str | None = None  # UserPromptSubmit: which prompt (a blocked one is not kept anywhere)
 
 
 class CompactBoundaryEntry(_Entry):

@@ -13,7 +13,7 @@ from statemachines import State
 from workflows import keys
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
-from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_event
+from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_digest, prompt_event
 from workflows.models import (
     HookEntry,
     Message,
@@ -157,7 +157,9 @@ class HookCommits:
             self._finish_step(tx, step)
             event = HookEvent(step.event)
             if outcome is not None:
-                self.add_hook_entry(tx, outcome, step=step)
+                held = tx.rec.held_prompt if event is HookEvent.USER_PROMPT_SUBMIT else None
+                self.add_hook_entry(tx, outcome, step=step,
+                                    prompt_sha256=prompt_digest(held) if held is not None else None)
             if event is HookEvent.STOP:
                 self._after_stop(tx, outcome, answer)
             elif event is HookEvent.SESSION_START:
@@ -220,12 +222,12 @@ class HookCommits:
             tx.rec.context_added += estimate_tokens(content)
 
     def add_hook_entry(self, tx, outcome: HookOutcome, call: ToolCall | None = None,
-                       step: StepRecord | None = None) -> None:
+                       step: StepRecord | None = None, prompt_sha256: str | None = None) -> None:
         """The ``hook`` entry of ``outcome``, and a warning entry for what it says to the user."""
         rec = tx.rec
         self._add(tx, HookEntry(session_id=rec.id, event=outcome.event.value, outcome=outcome,
                                 tool_use_id=call.tool_use_id if call else None, tool=call.name if call else None,
-                                step_id=step.id if step else None))
+                                step_id=step.id if step else None, prompt_sha256=prompt_sha256))
         for message in outcome.messages:
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=message,
                                       step_id=step.id if step else None))

@@ -10,13 +10,14 @@ hooks and all; after it, the step is done and a redelivery runs nothing.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 from workflows.hooks.config import HookEvent
 from workflows.hooks.runner import hook_input, run_event
-from workflows.models import AssistantEntry, SessionRecord, StepRecord
+from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, UserEntry
 
-__all__ = ["STOP_BLOCK_LIMIT", "context_text", "prompt_event", "run_hook_step"]
+__all__ = ["STOP_BLOCK_LIMIT", "context_text", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step"]
 
 #: Stop blocks in one run before Mainsail ends it anyway (beside the run's max turns): a Stop hook that
 #: ignores ``stop_hook_active`` must not keep the model answering forever.
@@ -30,6 +31,19 @@ def prompt_event(rec: SessionRecord) -> HookEvent | None:
     if not rec.prompt_checked and rec.hooks.for_event(HookEvent.USER_PROMPT_SUBMIT):
         return HookEvent.USER_PROMPT_SUBMIT
     return None
+
+
+def prompt_digest(prompt: str) -> str:
+    """What a UserPromptSubmit ``hook`` entry keeps of its prompt: enough for a client to know its own."""
+    return hashlib.sha256(prompt.encode()).hexdigest()
+
+
+def is_entry_of_prompt(entry, prompt: str) -> bool:
+    """Whether ``entry`` shows that the run of ``prompt`` began: its user entry, or its prompt hooks' verdict
+    (a blocked prompt has no user entry)."""
+    if isinstance(entry, UserEntry):
+        return entry.origin in ("prompt", "inbox") and entry.message.text() == prompt
+    return isinstance(entry, HookEntry) and entry.prompt_sha256 == prompt_digest(prompt)
 
 
 def context_text(event: HookEvent, text: str) -> str:
