@@ -208,6 +208,20 @@ class FakeMessagesServer:
             self._headers.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}})
 
 
+def last_prompt(body: dict) -> str:
+    """The newest user text of a request (after a cancel it shares a message with the "interrupted"
+    tool result)."""
+    for m in reversed(body["messages"]):
+        if m["role"] != "user":
+            continue
+        if isinstance(m["content"], str):
+            return m["content"]
+        texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fakeapi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -239,17 +253,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def last_prompt(body: dict) -> str:
-    """The newest user text of a request (after a cancel it shares a message with the "interrupted"
-    tool result)."""
-    for m in reversed(body["messages"]):
-        if m["role"] != "user":
-            continue
-        if isinstance(m["content"], str):
-            return m["content"]
-        texts = [b["text"] for b in m["content"] if b.get("type") == "text"]
-        if texts:
-            return texts[-1]
-    return ""
