@@ -33,6 +33,7 @@ import redis
 from cli.attach import Prompter
 from cli.attach import wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
+from cli.esc import EscWatch
 from cli.standby import require_model_access
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.render import Renderer, follow
@@ -291,7 +292,7 @@ class Interactive:
     def turn(self, text: str) -> ResultEntry | None:
         """Submit ``text`` and stream the session until that prompt's run ends.
 
-        Ctrl-C cancels the session's running turn and returns (None).
+        Ctrl-C or Esc cancels the session's running turn and returns (None).
         """
         sid = self.sid
         rec = self.record()
@@ -321,9 +322,21 @@ class Interactive:
         def stop(e) -> bool:
             return isinstance(e, ResultEntry) and mine
 
+        esc = EscWatch.of(self.reader)
+
+        def poll() -> None:
+            if prompter.current is None and not prompter.queue:
+                esc.keys()
+                if esc.pressed():
+                    raise KeyboardInterrupt  # Esc: interrupt the turn, as Ctrl-C does
+            else:
+                esc.lines()  # a permission question is answered in line mode, echoed
+            prompter.poll()
+
         try:
-            return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
-                          poll=prompter.poll)
+            with esc:
+                return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
+                              poll=poll)
         except KeyboardInterrupt:
             r.close()
             if prompter.current is not None:
@@ -374,8 +387,8 @@ class Interactive:
         for name, (_, text) in self.commands.items():
             if text:
                 click.echo(f"  {name:<13} {text}")
-        click.echo("Keys: Ctrl-C interrupts a running turn (Esc does not work in this line mode); Shift+Tab at "
-                   "the prompt cycles the permission mode; Ctrl-C or Ctrl-D at the prompt leaves.")
+        click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab at the prompt cycles the permission "
+                   "mode; Ctrl-C or Ctrl-D at the prompt leaves.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
 
     def cmd_clear_queue(self, arg: str) -> None:
@@ -622,8 +635,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         ui = Interactive(rt, settings, workspace, reader, sid)
         if reader.tty:
             save_history = _setup_readline(settings.data_dir / "history", list(ui.commands))
-            click.echo(click.style("Type a message, or /help. Ctrl-C interrupts a turn; Ctrl-D leaves.",
-                                   dim=True))
+            click.echo(click.style("Type a message, or /help. Esc or Ctrl-C interrupts a turn; Shift+Tab cycles the "
+                                   "permission mode; Ctrl-D leaves.", dim=True))
         if first_prompt:
             ui.turn(first_prompt)
         ui.loop()
