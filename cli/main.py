@@ -86,6 +86,11 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
     With no command, opens an interactive prompt loop on a new session (or the
     one --resume/--continue names). Type /help there for the slash commands.
+
+    Claude Code's command line works too: `mainsail "fix it"` (interactive,
+    starting with that message), `mainsail -p "..."` (print mode),
+    `--output-format json|stream-json --verbose`, `--input-format stream-json`
+    (the Agent SDK's), and Claude Code's flags (`mainsail -p --help` lists them).
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -145,7 +150,8 @@ def claude_style(args: list[str]) -> bool:
             i += 2 if ("=" not in a and takes_value.get(a)) else 1
             continue
         return a not in cli.commands
-    return not any(a in ("--help", "-h", "--version") for a in args)
+    # `mainsail --help` / `--version` alone: the group's; with any other flag (`mainsail -p --help`): Claude Code's.
+    return not (args and all(a in ("--help", "-h", "--version") for a in args))
 
 
 def _claude_command() -> click.Command:

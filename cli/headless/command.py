@@ -143,7 +143,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                  allow_dangerously_skip_permissions, continue_, resume, fork, session_id, extra_settings,
                  setting_sources, include_partial_messages,
                  replay_user_messages, permission_prompt_tool, approval_timeout, no_memory) -> None:
-    """Claude Code's command line on Mainsail (see the module docstring)."""
+    """Claude Code's command line on Mainsail: interactive mode (with PROMPT as its first message), or
+    print mode with -p (PROMPT, or stdin). Mainsail's own commands: `mainsail --help`."""
     streaming = input_format == "stream-json"
     print_mode = print_mode or streaming or output_format != "text"
     if dangerously_skip_permissions:

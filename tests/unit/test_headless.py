@@ -27,6 +27,7 @@ from cli.output import StreamJson
     (["sessions"], False),
     (["--help"], False),
     (["--version"], False),
+    (["-p", "--help"], True),
 ])
 def test_claude_code_argument_lists_go_to_the_claude_command(args, claude):
     assert claude_style(args) is claude
