@@ -54,7 +54,8 @@ def test_pre_compact_runs_before_a_manual_compaction_with_its_input_and_stdout_i
     assert run["hook_event_name"] == "PreCompact" and run["trigger"] == "manual"
     assert run["custom_instructions"] == "keep the file names"
     assert [s.kind for s in inline.ran][-2:] == [StepKind.HOOK, StepKind.COMPACT]
-    assert any("saved a checkpoint" in e.content for e in entries(engine, sid, SystemEntry))
+    (hook,) = entries(engine, sid, HookEntry)  # its stdout, which the CLI shows (PreCompact hook: ok: ...)
+    assert hook.outcome.runs[0].stdout == "saved a checkpoint\n" and hook.outcome.context == []
     assert entries(engine, sid, ResultEntry)[-1].result.startswith("Compacted")
     assert engine.store.get_session(sid).state is State.IDLE
 

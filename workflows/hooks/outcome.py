@@ -6,7 +6,6 @@
 - exit 2: blocking. PreToolUse: the call is refused and stderr is its result; PostToolUse and
   Stop: stderr goes to the model; UserPromptSubmit: the prompt is blocked (stderr to the user);
   PreCompact: the compaction is blocked (stderr to the user); other events: stderr is shown to the user.
-- PreCompact's stdout on exit 0 is shown to the user.
 - any other code, a timeout, a command that cannot start: a non-blocking error, shown to the user.
 
 Pure functions of :class:`HookRun` values: no I/O.
@@ -98,8 +97,6 @@ def _success(out: HookOutcome, event: HookEvent, name: str, stdout: str, reasons
     if data is None:
         if event in (HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START) and stdout.strip():
             out.context.append(stdout.strip())
-        elif event is HookEvent.PRE_COMPACT and stdout.strip():
-            out.messages.append(f"PreCompact hook {name}: {stdout.strip()}")
         return
     if data.get("continue") is False:
         out.stop = True
