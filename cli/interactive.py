@@ -469,12 +469,14 @@ class Interactive:
 
     def cmd_clear(self, arg: str) -> None:
         old = self.record()
+        end_session(self.rt, old.id, "clear", old, wait=False)
         rec = self.engine.create_session(
             old.workspace, model=old.model, permission_mode=old.permission_mode, max_turns=old.max_turns,
             max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
             home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds,
             sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
             additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides, fallback_model=old.fallback_model)
+        self.engine.mark_session_start(rec.id, "clear", rec)
         self.sid = rec.id
         kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
@@ -522,6 +524,7 @@ class Interactive:
         self.sid = sid
         announce(rec)
         recap(self.store, sid)
+        self.engine.mark_session_start(sid, "resume", rec)
 
     def cmd_exit(self, arg: str) -> None:
         raise Exit()
@@ -604,7 +607,28 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
                       add_dirs=add_dirs, fallback_model=fallback_model)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
+    rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
     return sid
+
+
+def end_session(rt: Runtime, sid: str, reason: str, rec=None, *, wait: bool = True) -> None:
+    """SessionEnd hooks, in a background hook step (nothing in the session waits for it). With the in-process
+    worker and ``wait``, let it run before the command exits (at most its hooks' timeouts); without one, a
+    worker runs it later. Without SessionEnd hooks: nothing is written or sent."""
+    import time
+
+    from workflows.hooks.config import HookEvent
+
+    rec = rec or rt.store.get_session(sid)
+    steps = rt.engine.end_session(sid, reason, rec)
+    if not steps:
+        return
+    dispatch(steps)
+    if rt.worker is None or not wait:
+        return
+    deadline = time.monotonic() + max(h.timeout for h in rec.hooks.for_event(HookEvent.SESSION_END, reason)) + 5
+    while time.monotonic() < deadline and not rt.store.get_step(sid, steps[0].id).finished:
+        time.sleep(0.1)
 
 
 def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: str | None,
@@ -640,6 +664,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         if first_prompt:
             ui.turn(first_prompt)
         ui.loop()
+        end_session(rt, ui.sid, "prompt_input_exit")
         if rt.worker is not None:
             saving = rt.store.get_session(ui.sid).saving_memory()
             wait_for_memory(rt, ui.sid)

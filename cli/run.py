@@ -99,21 +99,14 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
 
 def unrun_hooks(hooks) -> list[str]:
     """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
-    from workflows.hooks.config import RUN_EVENTS, HookEvent, matches
+    from workflows.hooks.config import RUN_EVENTS
 
     events = sorted(e.value for e, groups in hooks.events.items()
                     if e not in RUN_EVENTS and any(g.hooks for g in groups))
-    out = []
-    if events:
-        ran = ", ".join(e.value for e in HookEvent if e in RUN_EVENTS)
-        out.append(f"hooks for {', '.join(events)} are configured, but Mainsail runs only {ran} hooks so far; "
-                   "those are not run.")
-    sources = sorted({g.matcher for g in hooks.events.get(HookEvent.SESSION_START, [])
-                      if g.hooks and not matches(g.matcher, "startup")})
-    if sources:
-        out.append(f"SessionStart hooks matching {', '.join(sources)} are configured, but Mainsail runs "
-                   "SessionStart only at a new session's first prompt (source startup); those are not run.")
-    return out
+    if not events:
+        return []
+    return [f"hooks for {', '.join(events)} are configured, but Mainsail has no sub-agents yet, so they never "
+            "fire; every other hook event runs."]
 
 
 def added_dirs(from_settings: list[str], flags) -> list[str]:
@@ -175,6 +168,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                       fallback_model=fallback_model)
     warn_unpriced(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
+    rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
     return sid
 
 

@@ -839,6 +839,7 @@ class Engine(HookCommits):
         rec = tx.rec
         rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
         self._fire(tx, "approval_needed")
+        self.notify_permission(tx, asked)
         for req in asked:
             self._add(tx, PermissionRequestEntry(
                 session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
@@ -984,7 +985,8 @@ class Engine(HookCommits):
         rec.compact_trigger = trigger
         rec.compact_instructions = instructions
         self._fire(tx, "compact" if trigger == "manual" else "compaction_needed")
-        self._new_step(tx, StepKind.COMPACT)
+        if not self.pre_compact_gate(tx):
+            self._new_step(tx, StepKind.COMPACT)
 
     def record_compaction(self, sid: str, step_id: str, owner: str, summary: str, *, source: str,
                           usage: Usage | None = None, duration_ms: int = 0, keep: list[str] = (),
@@ -1044,9 +1046,12 @@ class Engine(HookCommits):
         self._fire(tx, "compacted")
         rec.compact_trigger = None
         rec.compact_instructions = None
+        restart = not failed and self.restart_gate(tx, "compact")  # SessionStart(compact): now, or at the next prompt
         if manual:
             self._add_result(tx, "error_during_execution" if failed else "success", text)
             self._after_idle(tx)
+        elif restart:
+            self._new_step(tx, StepKind.HOOK, event="SessionStart")  # then the model call
         else:
             self._new_step(tx, StepKind.MODEL)  # never another compaction: it goes on, over the threshold or not
 
@@ -1075,6 +1080,9 @@ class Engine(HookCommits):
             self._start_run(tx, prompt)
 
     def _fail(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        if step.background and step.kind is StepKind.HOOK:
+            self.background_hook_failed(tx, step, error)
+            return
         if step.background:
             self._fork_failed(tx, step, error)
             return
@@ -1295,10 +1303,10 @@ class Engine(HookCommits):
         tx.cleared.append(step)
 
     def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None,
-                  event: str | None = None) -> StepRecord:
+                  event: str | None = None, detail: str | None = None) -> StepRecord:
         queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK) else QUEUE_FOR_KIND[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
-                          queue=queue, tool_use_id=tool_use_id, event=event)
+                          queue=queue, tool_use_id=tool_use_id, event=event, detail=detail)
         tx.steps.append(step)
         tx.dispatch.append(step)
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)

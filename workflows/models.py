@@ -294,11 +294,14 @@ class StepKind(str, enum.Enum):
     COMPACT = "compact"
     MEMORY = "memory"  # a session-memory update (background fork)
     EXTRACT = "extract"  # an auto-memory extraction (fork; the session waits in ``extracting``)
-    HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart), on the tools queue
+    HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart, ...), on the tools queue
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
 BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT})
+
+#: Hook events whose step runs beside the session (fire-and-forget: nothing waits for its verdict).
+BACKGROUND_HOOK_EVENTS = frozenset({"Notification", "SessionEnd"})
 
 
 class StepStatus(str, enum.Enum):
@@ -321,6 +324,7 @@ class StepRecord(_Model):
     queue: str = ""
     tool_use_id: str | None = None
     event: str | None = None  # a hook step's event (HookEvent value)
+    detail: str | None = None  # a background hook step's subject (Notification message, SessionEnd reason)
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     error: str | None = None
@@ -331,7 +335,7 @@ class StepRecord(_Model):
 
     @property
     def background(self) -> bool:
-        return self.kind in BACKGROUND_KINDS
+        return self.kind in BACKGROUND_KINDS or (self.kind is StepKind.HOOK and self.event in BACKGROUND_HOOK_EVENTS)
 
 
 # --------------------------------------------------------------------------- session
@@ -531,7 +535,8 @@ class SessionRecord(_Model):
     # Session-level hooks (workflows/hooks/session_hooks.py).
     held_prompt: str | None = None  # the run's prompt, held until its UserPromptSubmit verdict
     prompt_checked: bool = False  # the held prompt's UserPromptSubmit hooks have answered
-    session_started: bool = False  # SessionStart (source "startup") has run
+    session_started: bool = False  # SessionStart (source ``start_source``) has run
+    start_source: str = "startup"  # the next SessionStart's source: startup, resume, clear or compact
     stop_hook_active: bool = False  # a Stop hook blocked in this run: the next Stop is told so
     run_stop_blocks: int = 0  # Stop blocks in this run (capped: workflows.hooks.session_hooks)
 

@@ -171,3 +171,28 @@ def test_an_exit_two_prompt_hook_blocks_the_prompt_before_any_model_call(cluster
     assert "prompts about prod are not allowed" in out.stdout + out.stderr
     sid = cluster.session_id()
     assert not [e for e in cluster.store.entries(sid) if isinstance(e, UserEntry)]
+
+
+def test_a_pre_compact_hook_blocks_mainsail_compact_then_lets_it_run_and_its_stdout_is_shown(cluster, tmp_path):
+    ws = session_project(tmp_path, {"PreCompact": (
+        "if [ -e hooks/allow ]; then echo 'checkpoint saved'; else echo 'not now: tests are running' >&2; exit 2; fi")})
+    turns = [Turn(text="hello"), Turn(text="<summary>THE SUMMARY</summary>")]
+    with FakeMessagesServer(Script(turns=turns)) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        assert run_p(cluster, ws).stdout == "hello\n"
+        sid = cluster.session_id()
+        blocked = cluster.mainsail("compact", sid[:8], "keep the file names", cwd=ws, timeout=120)
+        assert blocked.returncode == 1, blocked.stderr
+        assert "Error: Compaction blocked by a PreCompact hook: not now: tests are running" in blocked.stdout
+        assert len(api.requests) == 1, "the blocked compaction called the model"
+        (ws / "hooks" / "allow").touch()
+        done = cluster.mainsail("compact", sid[:8], cwd=ws, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert len(api.requests) == 2
+    assert "Compacted" in done.stdout and "checkpoint saved" in done.stdout + done.stderr
+    runs = [json.loads(line) for line in (ws / "hooks" / "PreCompact.log").read_text().splitlines()]
+    assert [(r["trigger"], r["custom_instructions"]) for r in runs] == [("manual", "keep the file names"),
+                                                                       ("manual", "")]
+    events = [(e.event, e.outcome.decision) for e in cluster.store.entries(sid) if isinstance(e, HookEntry)]
+    assert events == [("PreCompact", "block"), ("PreCompact", None)]

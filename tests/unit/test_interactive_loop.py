@@ -154,3 +154,21 @@ def test_ctrl_c_during_a_turn_cancels_the_session_and_returns_to_the_prompt(rt, 
                for e in entries)
     assert [e.subtype for e in entries if isinstance(e, ResultEntry)] == ["cancelled"]
     assert isinstance(entries[0], UserEntry) and entries[0].message.text() == "Do something slow"
+
+
+def test_clear_ends_the_old_session_and_the_new_one_starts_with_source_clear(rt, ws, monkeypatch):
+    from workflows.hooks.settings import parse_hooks
+
+    sent = []
+    monkeypatch.setattr(interactive, "dispatch", sent.extend)
+    hooks = parse_hooks({event: [{"hooks": [{"type": "command", "command": "true"}]}]
+                         for event in ("SessionEnd", "SessionStart")}, "test")
+    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="default", hooks=hooks)
+    ui = Interactive(rt, rt.engine.settings, ws, Lines("/clear"), rec.id)
+    ui.loop()
+    (end,) = sent
+    assert (end.session_id, end.event, end.detail, end.background) == (rec.id, "SessionEnd", "clear", True)
+    new = rt.store.get_session(ui.sid)
+    assert ui.sid != rec.id and (new.session_started, new.start_source) == (False, "clear")
+    interactive.end_session(rt, ui.sid, "prompt_input_exit")
+    assert [(s.session_id, s.detail) for s in sent[1:]] == [(ui.sid, "prompt_input_exit")]

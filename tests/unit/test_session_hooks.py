@@ -155,13 +155,13 @@ def test_sessions_without_session_hooks_send_no_hook_step(engine, ws):
 def test_the_cli_warns_only_about_events_that_still_do_not_run():
     from cli.run import unrun_hooks
 
-    assert unrun_hooks(session_hooks(UserPromptSubmit="a", Stop="b", SessionStart="c", PreToolUse="d")) == []
-    (line,) = unrun_hooks(session_hooks(Stop="b", PreCompact="e", Notification="f"))
-    assert "Notification, PreCompact are configured" in line and "UserPromptSubmit, Stop, SessionStart" in line
-    resume = parse_hooks({"SessionStart": [{"matcher": "resume", "hooks": [{"type": "command", "command": "x"}]}]},
-                         "test")
-    (line,) = unrun_hooks(resume)
-    assert "SessionStart hooks matching resume" in line
+    assert unrun_hooks(session_hooks(UserPromptSubmit="a", Stop="b", SessionStart="c", PreToolUse="d",
+                                     PreCompact="e", Notification="f", SessionEnd="g")) == []
+    (line,) = unrun_hooks(session_hooks(Stop="b", SubagentStop="e", Notification="f"))
+    assert line.startswith("hooks for SubagentStop are configured") and "no sub-agents" in line
+    resume = parse_hooks({"SessionStart": [{"matcher": "resume|clear|compact",
+                                            "hooks": [{"type": "command", "command": "x"}]}]}, "test")
+    assert unrun_hooks(resume) == []
 
 
 def test_a_blocked_prompts_hook_entry_names_it_by_digest_only(engine, ws):

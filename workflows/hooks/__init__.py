@@ -4,7 +4,9 @@
 - :mod:`~workflows.hooks.settings`: parsing a settings file's ``hooks`` value;
 - :mod:`~workflows.hooks.runner`: running command hooks, where the step runs, in the sandbox;
 - :mod:`~workflows.hooks.outcome`: what their exit codes and JSON output mean, per event;
-- :mod:`~workflows.hooks.steps`: the engine's part (verdicts committed before they are acted on).
+- :mod:`~workflows.hooks.commits` and :mod:`~workflows.hooks.lifecycle`: the engine's part (verdicts committed
+  before they are acted on);
+- :mod:`~workflows.hooks.session_hooks`, :mod:`~workflows.hooks.tool_hooks`: what a hook step does.
 
 This package's ``__init__`` imports only the pure types, so :mod:`workflows.models` can use them.
 """

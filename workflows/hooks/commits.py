@@ -13,6 +13,7 @@ from statemachines import State
 from workflows import keys
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.hooks.lifecycle import LifecycleHooks
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_digest, prompt_event
 from workflows.models import (
     HookEntry,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["HookCommits"]
 
 
-class HookCommits:
+class HookCommits(LifecycleHooks):
     """Engine methods for hooks (mixed into :class:`~workflows.engine.Engine`)."""
 
     def add_hooks(self, sid: str, hooks: HookSet) -> None:
@@ -165,7 +166,12 @@ class HookCommits:
             elif event is HookEvent.SESSION_START:
                 tx.rec.session_started = True
                 self._add_context(tx, event, outcome.context if outcome else [])
-                self._release_prompt(tx)
+                if tx.rec.held_prompt is not None:
+                    self._release_prompt(tx)
+                else:  # SessionStart(compact) after an auto-compaction: the run goes on
+                    self._new_step(tx, StepKind.MODEL)
+            elif event is HookEvent.PRE_COMPACT:
+                self._after_pre_compact(tx, outcome)
             else:
                 self._after_prompt_check(tx, outcome)
 

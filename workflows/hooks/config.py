@@ -38,7 +38,8 @@ class HookEvent(str, enum.Enum):
 
 #: Events Mainsail runs (the others are accepted and stored, and the CLI warns that they do not run).
 RUN_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
-                        HookEvent.STOP, HookEvent.SESSION_START})
+                        HookEvent.STOP, HookEvent.SESSION_START, HookEvent.SESSION_END, HookEvent.PRE_COMPACT,
+                        HookEvent.NOTIFICATION})
 
 #: Events whose matcher is a tool name.
 TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE})

@@ -5,7 +5,7 @@
   ``decision``/``reason``, ``hookSpecificOutput``).
 - exit 2: blocking. PreToolUse: the call is refused and stderr is its result; PostToolUse and
   Stop: stderr goes to the model; UserPromptSubmit: the prompt is blocked (stderr to the user);
-  other events: stderr is shown to the user.
+  PreCompact: the compaction is blocked (stderr to the user); other events: stderr is shown to the user.
 - any other code, a timeout, a command that cannot start: a non-blocking error, shown to the user.
 
 Pure functions of :class:`HookRun` values: no I/O.
@@ -83,7 +83,8 @@ def interpret(event: HookEvent, runs: list[HookRun]) -> HookOutcome:
 def _blocking(out: HookOutcome, event: HookEvent, name: str, stderr: str, reasons: list[str]) -> None:
     if event is HookEvent.PRE_TOOL_USE:
         _decide(out, "deny")
-    elif event in (HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP):
+    elif event in (HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP,
+                   HookEvent.PRE_COMPACT):
         _decide(out, "block")
     else:  # nothing to block: the user sees stderr
         out.messages.append(f"{event.value} hook {name} exited 2: {stderr or 'no output'}")

@@ -1,4 +1,5 @@
-"""Session-level hooks in a ``hook`` step: SessionStart, UserPromptSubmit and Stop.
+"""Session-level hooks in a ``hook`` step: SessionStart, UserPromptSubmit, Stop and PreCompact; and, in a
+background ``hook`` step that nothing waits for, Notification and SessionEnd.
 
 The engine holds what the hooks guard (the prompt in ``SessionRecord.held_prompt``; the end of the run
 while the session stays ``querying``) and dispatches a ``hook`` step to the session's tools queue (the
@@ -17,16 +18,27 @@ from workflows.hooks.config import HookEvent
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, UserEntry
 
-__all__ = ["STOP_BLOCK_LIMIT", "context_text", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step"]
+__all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step"]
 
 #: Stop blocks in one run before Mainsail ends it anyway (beside the run's max turns): a Stop hook that
 #: ignores ``stop_hook_active`` must not keep the model answering forever.
 STOP_BLOCK_LIMIT = 8
 
+#: The only Notification Mainsail sends: a session started waiting for a person's permission.
+NOTIFICATION_TYPE = "permission_prompt"
+
+#: SessionEnd reasons (Claude Code's).
+END_REASONS = ("clear", "logout", "prompt_input_exit", "other")
+
+
+def permission_message(tools: list[str]) -> str:
+    """Claude Code's Notification text for a permission prompt (hooks match on it, so it is kept as is)."""
+    return f"Claude needs your permission to use {', '.join(dict.fromkeys(tools))}"
+
 
 def prompt_event(rec: SessionRecord) -> HookEvent | None:
     """The next event whose hooks run before the held prompt reaches the model; None: send it."""
-    if not rec.session_started and rec.hooks.for_event(HookEvent.SESSION_START, "startup"):
+    if not rec.session_started and rec.hooks.for_event(HookEvent.SESSION_START, rec.start_source):
         return HookEvent.SESSION_START
     if not rec.prompt_checked and rec.hooks.for_event(HookEvent.USER_PROMPT_SUBMIT):
         return HookEvent.USER_PROMPT_SUBMIT
@@ -60,15 +72,34 @@ def run_hook_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
     if event is HookEvent.USER_PROMPT_SUBMIT:
         payload = hook_input(event, rec, prompt=rec.held_prompt or "")
     elif event is HookEvent.SESSION_START:
-        subject = "startup"
+        subject = rec.start_source
         payload = hook_input(event, rec, source=subject)
     elif event is HookEvent.STOP:
         payload = hook_input(event, rec, stop_hook_active=rec.stop_hook_active)
         answer = _last_answer(engine, rec.id)
+    elif event is HookEvent.PRE_COMPACT:
+        subject = rec.compact_trigger or "auto"
+        payload = hook_input(event, rec, trigger=subject, custom_instructions=rec.compact_instructions or "")
+    elif step.background:
+        return _run_background(engine, rec, step, owner, cancel)
     else:
         return engine.fail_step(rec.id, step.id, owner, f"Hook step {step.id[:8]}: {event.value} is not run here.")
     outcome = run_event(event, rec, payload, subject=subject, cancel=cancel)
     return engine.settle_session_hook(rec.id, step.id, owner, outcome, answer=answer)
+
+
+def _run_background(engine, rec: SessionRecord, step: StepRecord, owner: str,
+                    cancel: threading.Event) -> list[StepRecord]:
+    """Notification or SessionEnd: run the hooks; their outcome is only a transcript entry."""
+    event = HookEvent(step.event)
+    if event is HookEvent.NOTIFICATION:
+        subject = NOTIFICATION_TYPE
+        payload = hook_input(event, rec, message=step.detail or "", notification_type=subject)
+    else:
+        subject = step.detail or "other"
+        payload = hook_input(event, rec, reason=subject)
+    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel)
+    return engine.settle_background_hook(rec.id, step.id, owner, outcome)
 
 
 def _last_answer(engine, sid: str) -> str:
