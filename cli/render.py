@@ -68,6 +68,20 @@ class Renderer:
         self.console.file.flush()
         self._mid_line = not text.endswith("\n")
 
+    def _checklist(self, tool_input: dict) -> None:
+        """TodoWrite's list, as Claude Code shows it (the model's input, checked loosely: it may be invalid)."""
+        from types import SimpleNamespace
+
+        from workflows.tools.todo import checklist
+
+        todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
+        if not isinstance(todos, list):
+            return
+        items = [SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
+                                 status=t.get("status")) for t in todos if isinstance(t, dict)]
+        for line in checklist(items):
+            self.console.print(Text(f"  ⎿  {line}"[:160], style="bold" if line.startswith("◐") else "dim"))
+
     def entry(self, e) -> None:
         if isinstance(e, AssistantEntry):
             text = e.message.text()
@@ -81,6 +95,8 @@ class Renderer:
                 if len(uses) > 1:  # results may arrive in any order: say whose each is
                     self.calls[tu.id] = label
                 self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"), label[len(tu.name):]))
+                if tu.name == "TodoWrite":
+                    self._checklist(tu.input)
         elif isinstance(e, UserEntry):
             self._end_line()
             if e.origin == "tool_result":

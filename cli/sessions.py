@@ -108,6 +108,14 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
                  f"last active {_when(rec.updated_at)}")
     if rec.last_error:
         lines.append(f"last error  {rec.last_error}")
+    if rec.todos:
+        from types import SimpleNamespace
+
+        from workflows.tools.todo import checklist
+
+        done = sum(t.get("status") == "completed" for t in rec.todos)
+        lines.append(f"todos       {done}/{len(rec.todos)} done")
+        lines += [" " * 12 + line for line in checklist([SimpleNamespace(**t) for t in rec.todos])]
     return lines
 
 

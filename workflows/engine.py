@@ -795,6 +795,9 @@ class Engine(HookCommits):
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
                 continue
             perm = decide(tool, tu.input, rec)
+            if tool.inline and perm.decision is Decision.ALLOW:  # TodoWrite: applied here, with the reply
+                refused.append((tu.id, self._run_inline(rec, tool, tu.input)))
+                continue
             if perm.decision is Decision.DENY:
                 refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
                 rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
@@ -825,6 +828,13 @@ class Engine(HookCommits):
             return
         self._fire(tx, "tools_requested")
         self._advance_tools(tx)
+
+    def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
+        """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
+        args = validate_input(tool.name, tool_input)
+        if tool.name == "TodoWrite":
+            rec.todos = [t.model_dump() for t in args.todos]
+        return tool.run(args, None)
 
     def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
         """The durable question about ``call`` (run with ``tool_input``) for a person."""

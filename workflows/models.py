@@ -472,6 +472,8 @@ class SessionRecord(_Model):
     asks: Literal["wait", "deny"] = "wait"
     #: The tools offered to the model (Claude Code's --tools); None: every tool the session may have.
     tools: list[str] | None = None
+    #: The model's task list (TodoWrite), as last sent: dicts with content, status, activeForm.
+    todos: list[dict[str, Any]] = Field(default_factory=list)
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
     hooks: HookSet = Field(default_factory=HookSet)  # settings files' hooks at start, plus added ones

@@ -145,6 +145,8 @@ class Tool:
     idempotent: ClassVar[bool] = False
     # Reads or writes the project's memory records only (never the workspace).
     memory_tool: ClassVar[bool] = False
+    # Needs no worker (it changes only the session record, e.g. TodoWrite): applied where the reply is committed.
+    inline: ClassVar[bool] = False
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
