@@ -181,10 +181,11 @@ def test_clear_starts_a_new_session_with_the_same_settings(cluster, workspace, a
 
 
 def test_resume_switches_sessions(cluster, workspace, api):
-    interactive(cluster, workspace, "Alpha\n/exit\n")
+    # --no-memory: the picker lists sessions by last activity; an extraction finishing late would reorder them.
+    interactive(cluster, workspace, "Alpha\n/exit\n", "--no-memory")
     a = cluster.session_id()
     script = f"Beta\n/resume nosuch\n/resume {a[:6]}\nGamma\n/resume\n2\nDelta\n/exit\n"
-    stdout, stderr = interactive(cluster, workspace, script)
+    stdout, stderr = interactive(cluster, workspace, script, "--no-memory")
     (b,) = [x for x in cluster.store.session_ids() if x != a]
     assert user_texts(cluster, a) == ["Alpha", "Gamma"]
     assert user_texts(cluster, b) == ["Beta", "Delta"]
