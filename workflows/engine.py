@@ -831,10 +831,7 @@ class Engine(HookCommits):
 
     def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
         """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
-        args = validate_input(tool.name, tool_input)
-        if tool.name == "TodoWrite":
-            rec.todos = [t.model_dump() for t in args.todos]
-        return tool.run(args, None)
+        return tool.apply(rec, validate_input(tool.name, tool_input))
 
     def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
         """The durable question about ``call`` (run with ``tool_input``) for a person."""

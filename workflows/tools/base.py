@@ -151,6 +151,10 @@ class Tool:
     def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def apply(self, rec: Any, args: Any) -> ToolOutput:  # pragma: no cover - inline tools only
+        """An inline tool's effect on the session record ``rec``, and its result (see ``inline``)."""
+        raise NotImplementedError
+
     def summary(self, args: dict[str, Any]) -> str:
         """The argument shown in ``⏺ Name(summary)``; raw input, so it works on invalid input too."""
         for key in ("file_path", "pattern", "command", "path"):

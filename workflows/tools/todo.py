@@ -53,6 +53,10 @@ class TodoWriteTool(Tool):
     def run(self, args: TodoWriteInput, ctx: ToolContext) -> ToolOutput:
         return output(args.todos)
 
+    def apply(self, rec, args: TodoWriteInput) -> ToolOutput:
+        rec.todos = [t.model_dump() for t in args.todos]
+        return output(args.todos)
+
 
 def output(todos: list[TodoItem]) -> ToolOutput:
     done = sum(t.status == "completed" for t in todos)
