@@ -57,8 +57,11 @@ class Workers:
 
     def register(self, name: str, queues: list[str], ttl: float, info: dict | None = None) -> None:
         """Say that ``name`` serves ``queues`` for the next ``ttl`` seconds (call again before then)."""
-        p = self.r.pipeline(transaction=False)
+        # One MULTI/EXEC, the hash written afresh: a registration about to expire must not expire between
+        # the write and the new expiry (which would leave a live worker without a registration).
+        p = self.r.pipeline(transaction=True)
         p.zadd(keys.workers(), {name: time.time() + ttl})
+        p.delete(keys.worker(name))
         p.hset(keys.worker(name), mapping={"queues": ",".join(queues), **(info or {})})
         p.pexpire(keys.worker(name), max(1, int(ttl * 1000)))
         p.execute()
