@@ -6,7 +6,6 @@ is a local HTTP server, and the proxy's allowed host is ``localhost``.
 
 from __future__ import annotations
 
-import glob
 import http.server
 import os
 import random
@@ -70,15 +69,25 @@ def test_the_workspace_is_writable_and_the_rest_is_not(ws, outside):
     assert "Read-only file system" in bash(ws, "touch /etc/mainsail-sandbox-test").content
 
 
-def test_tmp_is_private_and_removed_afterwards(ws):
+def test_tmp_is_private_and_removed_afterwards(ws, tmp_path, monkeypatch):
+    # The private /tmp is made under the host's temp dir: point that at a folder of this test's
+    # own, so other runs on the machine making and removing theirs in /tmp cannot race the check.
+    host_tmp = tmp_path / "host-tmp"
+    host_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(host_tmp))
+    made = []
+    mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(mkdtemp(*a, **k)) or made[-1])
     name = f"mainsail-test-{random.randint(10**8, 10**9)}"
-    before = set(glob.glob("/tmp/mainsail-sandbox-*"))
     out = bash(ws, f'echo "$TMPDIR"; echo x > /tmp/{name} && cat /tmp/{name}; mktemp')
     assert not out.is_error, out.content
     lines = out.content.splitlines()
     assert lines[:2] == ["/tmp", "x"] and lines[2].startswith("/tmp/tmp.")
     assert not os.path.exists(f"/tmp/{name}")  # the host's /tmp never saw it
-    assert set(glob.glob("/tmp/mainsail-sandbox-*")) == before  # the private one is gone
+    assert not os.path.exists(f"{host_tmp}/{name}")
+    private = [d for d in made if os.path.basename(d).startswith("mainsail-sandbox-")]
+    assert len(private) == 1 and private[0].startswith(str(host_tmp))
+    assert not os.path.exists(private[0])  # the private one is gone
 
 
 def git_init(ws):
