@@ -1,6 +1,6 @@
 """Where an agent step's time goes, without Celery: run the steps in this process.
 
-    python bench/profile_step.py [--steps N] [--rounds R] [--pyinstrument]
+    python bench/profile_step.py [--steps N] [--rounds R] [--sizes 100,2000] [--pyinstrument]
 
 Starts a private redis-server, then runs sessions of ``scripted:read_loop:N``
 by calling :func:`workflows.steps.run_step` in a loop (the "dispatch" callable
@@ -8,7 +8,8 @@ appends to a local queue instead of sending Celery messages). It reports, per
 agent step (model step + tool step), the wall time and Redis round trips of
 each phase (claim, build request, model call, record, tool run, ...), the cost
 of one ``send_task`` to the real broker, and, with ``--pyinstrument``, the
-profile of the whole loop. Compare with bench/step_overhead.py: what that
+profile of the whole loop. It also prints the per-step time at ~100 and ~2,000
+transcript entries and their ratio (bench/long_transcript.py). Compare with bench/step_overhead.py: what that
 measures minus what this one does is Celery's transport and worker overhead.
 """
 
@@ -31,6 +32,7 @@ if str(ROOT) not in sys.path:
 
 import redis  # noqa: E402
 
+from bench import long_transcript  # noqa: E402
 from bench.step_overhead import BENCH_FILE_LINES, Procs, start_redis  # noqa: E402
 
 _tls = threading.local()
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--sizes", default="100,2000", help="transcript lengths for the growth figure")
+    ap.add_argument("--growth-steps", type=int, default=10, help="agent steps timed at each length")
     ap.add_argument("--pyinstrument", action="store_true", help="also profile the loop (pip install pyinstrument)")
     args = ap.parse_args(argv)
 
@@ -138,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
 
         session()  # warm-up
         plain = [session() for _ in range(args.rounds)]
+        sizes = tuple(int(n) for n in args.sizes.split(","))
+        long_transcript.report(engine, str(ws), BENCH_FILE_LINES, sizes, args.growth_steps)
 
         instrument_redis()
         instrument_mainsail()

@@ -331,7 +331,7 @@ def report(steps: int, rounds: int, agent: dict, bare: dict) -> None:
     print(f"aim: agent step <= {TARGET_RATIO:g}x bare round trip ({TARGET_RATIO * bare['one'] * 1000:.2f} ms): "
           f"{verdict} it ({step / bare['one']:.2f}x)")
     cmds = agent["redis_cmds"]
-    top = sorted(cmds.items(), key=lambda kv: -kv[1])[:8]
+    top = sorted(cmds.items(), key=lambda kv: -kv[1])[:int(os.environ.get("BENCH_TOP", "8"))]
     per = steps * rounds
     print(f"redis commands per agent step (whole server, incl. broker and watcher): "
           f"{agent['redis_cmds_per_step']:.1f}  [" + ", ".join(f"{k} {v / per:.1f}" for k, v in top) + "]")

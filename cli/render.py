@@ -1,8 +1,8 @@
 """Rendering a session for a person at a terminal (rich), and following it live.
 
-:func:`follow` replays the transcript with XRANGE and then tails both the
-transcript and the live-delta stream with XREAD BLOCK from the last ids seen,
-never ``$``, so nothing written between the two calls is lost.
+:func:`follow` reads the transcript from a given id and then tails both the
+transcript and the live-delta stream, one XREAD BLOCK per batch from the last
+ids seen, never ``$``, so nothing written between two reads is lost (cli/feed.py).
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ import sys
 import time
 from typing import Callable
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from rich.console import Console
 from rich.text import Text
 
+from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
-from workflows import keys
 from workflows.models import (
     AssistantEntry,
     HookEntry,
@@ -177,76 +175,66 @@ def follow(
     *,
     after: str | None = None,
     stop: Callable[[object], bool] = lambda e: isinstance(e, ResultEntry),
-    block_ms: int = 1000,
+    block_ms: int = 2000,
     timeout: float | None = None,
     poll: Callable[[], None] | None = None,
     on_silence: Callable[[float], None] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
-    Reconnects after a Redis hiccup and resumes from the last ids seen, so no
-    entry is missed or repeated. ``poll`` (if given) runs after every read, at
-    least five times a second: the attached permission prompt reads the
-    terminal there. ``on_silence`` gets the seconds since the last entry or
-    delta after every read (at least once a second); by default it says, on
-    stderr, what the session waits for after a few quiet seconds
-    (cli/standby.py), and a command keeping a worker on standby also keeps
-    this session's queues served.
+    One blocking read of both streams per batch of entries (cli/feed.py): an idle session
+    costs one Redis command per ``block_ms``. Reconnects after a Redis hiccup and resumes
+    from the last ids seen, so no entry is missed or repeated. ``poll`` (if given) runs
+    after every batch and at least five times a second: the attached permission prompt and
+    Esc read the terminal there, while a thread does the reads. ``on_silence`` gets the
+    seconds since the last entry or delta after every batch (at least every ``block_ms``);
+    by default it says, on stderr, what the session waits for after a few quiet seconds
+    (cli/standby.py), and a command keeping a worker on standby also keeps this session's
+    queues served.
     """
-    if poll is not None:
-        block_ms = min(block_ms, 200)
     if on_silence is None:
-        from cli import standby
-
-        keeper = standby.current()
-        if keeper is not None:
-            keeper.watch(sid)
-        notes = keeper.notes if keeper is not None else standby.WaitNotes(store, 2.0, lambda: False)
-        on_silence = lambda quiet: notes.note(sid, quiet)  # noqa: E731
-    log_key, live_key = keys.log(sid), keys.live(sid)
-    last_log = after or "0-0"
-    last_live = None
+        on_silence = _wait_notes(store, sid)
+    feed = Feed(store, sid, after=after, deltas=on_delta is not None)
+    if poll is not None:
+        feed = FeedThread(feed)
+        feed.start()
+        block_ms = POLL_MS
     deadline = None if timeout is None else time.monotonic() + timeout
-    backoff = 0.1
     heard = time.monotonic()
-    while True:
-        try:
-            if on_delta and last_live is None:
-                last_live = store.last_live_id(sid)
-            streams = {log_key: last_log}
-            if on_delta:
-                streams[live_key] = last_live
-            rows = store.tail(streams, block_ms=block_ms)
-            backoff = 0.1
-        except (RedisConnectionError, RedisTimeoutError, OSError):
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
-            rows = []
-            if on_silence is not None:
-                on_silence(time.monotonic() - heard)
-            continue
-        if rows:
-            heard = time.monotonic()
-        # Deltas were published before the commit that records their message: show them first.
-        rows.sort(key=lambda kv: 0 if kv[0] == live_key else 1)
-        for key, items in rows:
-            for item_id, fields in items:
-                if key == live_key:
-                    last_live = item_id
-                    if fields.get("type") == "text":
-                        on_delta(fields.get("step", ""), int(fields.get("attempt", 0)), fields.get("text", ""))
-                    continue
-                last_log = item_id
-                entry = parse_entry(fields["entry"])
-                on_entry(entry)
-                if stop(entry):
-                    return entry
-        if poll is not None:
-            poll()
-        if on_silence is not None:
+    try:
+        while True:
+            wait = block_ms if deadline is None else max(1, min(block_ms, int((deadline - time.monotonic()) * 1000)))
+            batch = feed.next(wait)
+            if batch is not None and (batch.entries or batch.deltas):
+                heard = time.monotonic()
+                for d in batch.deltas:
+                    on_delta(d.get("step", ""), int(d.get("attempt", 0)), d.get("text", ""))
+                for raw in batch.entries:
+                    entry = parse_entry(raw)
+                    on_entry(entry)
+                    if stop(entry):
+                        return entry
+            if poll is not None:
+                poll()
             on_silence(time.monotonic() - heard)
-        if deadline is not None and time.monotonic() > deadline:
-            return None
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+    finally:
+        feed.close()
+
+
+#: How often a follower with a ``poll`` looks at the terminal (its reads block in a thread meanwhile).
+POLL_MS = 200
+
+
+def _wait_notes(store: Store, sid: str) -> Callable[[float], None]:
+    from cli import standby
+
+    keeper = standby.current()
+    if keeper is not None:
+        keeper.watch(sid)
+    notes = keeper.notes if keeper is not None else standby.WaitNotes(store, 2.0, lambda: False)
+    return lambda quiet: notes.note(sid, quiet)
 
 
 def stderr_console() -> Console:

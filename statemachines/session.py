@@ -8,14 +8,21 @@ persists it.
 
 Guards are pure functions of a :class:`Snapshot`, the few facts about a
 session that decide between two transitions sharing a trigger.
+
+:data:`TRANSITIONS` is written in the form the ``transitions`` library takes
+(:func:`mermaid` draws it with that library). :func:`next_state` answers from a
+lookup table built once from the same data, with the library's semantics: the
+first candidate whose guards all pass wins. Adding and removing a model on a
+shared ``Machine`` for every event cost more than the answer, and was not safe
+across threads; a test checks the table against a ``Machine`` for every state,
+trigger and snapshot.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-
-from transitions import Machine, MachineError
+from typing import Callable
 
 
 class State(str, enum.Enum):
@@ -138,26 +145,22 @@ class InvalidTransition(Exception):
         super().__init__(msg + (f" ({detail})" if detail else ""))
 
 
-class _Model:
-    """What transitions moves between states; holds nothing but the state."""
-
-    def __init__(self) -> None:
-        self.state: State = State.IDLE
+Guard = Callable[[Snapshot], bool]
+Table = dict[tuple[State, str], tuple[tuple[State, tuple[Guard, ...]], ...]]
 
 
-def _build(model: object | None = None, **kwargs) -> Machine:
-    return Machine(
-        model=model,
-        states=State,
-        transitions=TRANSITIONS,
-        initial=State.IDLE,
-        auto_transitions=False,
-        send_event=False,
-        **kwargs,
-    )
+def transition_table(transitions: list[dict]) -> Table:
+    """``(source, trigger) -> ((dest, guards), ...)`` in the order of ``transitions``."""
+    table: dict[tuple[State, str], list] = {}
+    for t in transitions:
+        sources = t["source"] if isinstance(t["source"], list) else [t["source"]]
+        for source in sources:
+            table.setdefault((State(source), t["trigger"]), []).append(
+                (State(t["dest"]), tuple(t.get("conditions", ()))))
+    return {key: tuple(candidates) for key, candidates in table.items()}
 
 
-_MACHINE = _build(model=None)
+_TABLE: Table = transition_table(TRANSITIONS)
 
 
 def next_state(state: State | str, trigger: str, snap: Snapshot | None = None) -> State:
@@ -170,17 +173,14 @@ def next_state(state: State | str, trigger: str, snap: Snapshot | None = None) -
     state = State(state)
     if trigger not in TRIGGERS:
         raise InvalidTransition(state, trigger, "unknown trigger")
-    model = _Model()
-    _MACHINE.add_model(model, initial=state)
-    try:
-        ok = model.trigger(trigger, snap or Snapshot())
-    except MachineError as exc:
-        raise InvalidTransition(state, trigger) from exc
-    finally:
-        _MACHINE.remove_model(model)
-    if not ok:
-        raise InvalidTransition(state, trigger, "its guard refused")
-    return State(model.state)
+    candidates = _TABLE.get((state, trigger))
+    if candidates is None:
+        raise InvalidTransition(state, trigger)
+    snap = snap or Snapshot()
+    for dest, guards in candidates:
+        if all(guard(snap) for guard in guards):
+            return dest
+    raise InvalidTransition(state, trigger, "its guard refused")
 
 
 def allowed_triggers(state: State | str) -> list[str]:
@@ -198,8 +198,11 @@ def mermaid() -> str:
     """The machine as a mermaid ``stateDiagram-v2``, generated from :data:`TRANSITIONS`."""
     from transitions.extensions.diagrams import GraphMachine
 
+    class Diagram:  # the model transitions draws; holds nothing but its state
+        pass
+
     machine = GraphMachine(
-        model=_Model(),
+        model=Diagram(),
         states=State,
         transitions=TRANSITIONS,
         initial=State.IDLE,

@@ -15,7 +15,9 @@ Every worker runs a :class:`Housekeeper` once its Celery consumer is up: a
   (:func:`resend_orphans`): a message popped from a queue just as its worker died
   or its connection broke is in no queue and no worker's held steps;
 - every ``reaper_interval_seconds``, sweeps leases and pickup deadlines that
-  passed (the last resort, :func:`sweep_once`), sends pending steps whose message
+  passed (the last resort, :func:`sweep_once`): a running step whose live worker
+  still holds it keeps its lease (:func:`spare_live_leases`; its model call is
+  alive, and must not be made twice), any other is taken back; sends pending steps whose message
   is nowhere (whatever lost it, e.g. a command killed between its commit and its
   dispatch), denies permission requests whose approval timeout passed (the
   deadline lives in Redis, ``mainsail:approvals``, so it holds across restarts of
@@ -44,6 +46,7 @@ from tasks.liveness import Beacon, Health
 from workflows import keys
 from workflows.engine import Engine, display_worker
 from workflows.housekeeping import retention_due, retention_gc
+from workflows.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
 from workflows.registry import Workers
 
@@ -70,6 +73,7 @@ def sweep_once(engine: Engine) -> int:
     if not lk.acquire(blocking=False):
         return 0
     try:
+        spare_live_leases(engine)
         steps = engine.reap(dispatch=resend)
         approvals = engine.expire_approvals()
         dispatch(approvals)
@@ -80,6 +84,63 @@ def sweep_once(engine: Engine) -> int:
             lk.release()
         except LockError:
             pass
+
+
+def spare_live_leases(engine: Engine, now: float | None = None) -> int:
+    """Renew the expired leases of steps still running on a live worker. Returns how many.
+
+    A live worker's lease never expires: if its lease keeper could not renew it in time (the process
+    starved of CPU, Redis slow to answer), the step's model call is still alive, and sending the step
+    again would call the model twice. A step is spared when a worker whose registration is live lists
+    it among its held steps with the owner token of the step's claim; the steps of a dead worker are
+    taken back by :func:`reap_dead`, and a step its worker no longer runs is dropped from its held
+    steps by :func:`drop_stale_holds`, after which its lease expires as any other.
+    """
+    store = engine.store
+    now = time.time() if now is None else now
+    due = [_s(m) for m in store.r.zrangebyscore(keys.leases(), "-inf", now)]
+    if not due:
+        return 0
+    held: dict[str, str] = {}
+    for name in store.workers.live():
+        held.update((member, token) for member, token in store.workers.held(name).items() if token)
+    members = [m for m in due if m in held]
+    if not members:
+        return 0
+    p = store.r.pipeline(transaction=False)
+    for member in members:
+        sid, step_id = keys.parse_lease_member(member)
+        p.hget(keys.steps(sid), step_id)
+    renew = store.r.pipeline(transaction=False)
+    spared = 0
+    for member, raw in zip(members, p.execute()):
+        step = StepRecord.model_validate_json(raw) if raw is not None else None
+        if step is not None and step.status is StepStatus.RUNNING and step.owner == held[member]:
+            store.set_deadline(step, now + engine.settings.lease_seconds, renew, only_existing=True)
+            spared += 1
+    renew.execute()
+    if spared:
+        log.warning("renewed the expired leases of %d step(s) still running on live workers (their lease "
+                    "keeper fell behind)", spared)
+    return spared
+
+
+def drop_stale_holds(engine: Engine, name: str, running: set[str], suspects: set[tuple[str, str]],
+                     ) -> set[tuple[str, str]]:
+    """Drop from worker ``name``'s held steps the claims this process no longer runs.
+
+    ``running``: the owner tokens of the claims its steps run now (the lease keeper's). A held step
+    claimed under another token is a suspect; one still held and still a suspect at the next call
+    (``suspects``: what the previous call returned) is dropped, so that a step whose run ended without
+    leaving (a crash in the task) gets its lease expired and is sent again, not spared forever.
+    Returns the suspects for the next call.
+    """
+    held = engine.store.workers.held(name)
+    now = {(member, token) for member, token in held.items() if token and token not in running}
+    for member, token in now & suspects:
+        sid, step_id = keys.parse_lease_member(member)
+        engine.store.workers.forget(name, sid, step_id, token)
+    return now - suspects
 
 
 def reap_dead(engine: Engine, me: str | None = None) -> int:
@@ -181,6 +242,10 @@ def orphaned_steps(store) -> list[StepRecord]:
     return [s for s in pending if keys.lease_member(s.session_id, s.id) not in held and s.id not in queued]
 
 
+def _s(v) -> str:
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def _step_of(raw: bytes) -> str | None:
     """The step id a queued Celery message is for (its args are ``[sid, step_id]``)."""
     try:
@@ -230,6 +295,7 @@ class Reaper(threading.Thread):
         last_sweep = last_check = time.monotonic()
         recoveries = self.health.recoveries
         failing = False
+        suspects: set[tuple[str, str]] = set()
         check_restarts = self.check_restarts
         while not self._stop_event.wait(s.worker_heartbeat_seconds / 2):
             try:
@@ -248,6 +314,8 @@ class Reaper(threading.Thread):
                     reap_dead(self.engine, self.worker_name)
                 if time.monotonic() - last_sweep >= s.reaper_interval_seconds:
                     last_sweep = time.monotonic()
+                    suspects = drop_stale_holds(self.engine, self.worker_name, keeper_for(self.engine).owners(),
+                                                suspects)
                     n = sweep_once(self.engine)
                     if n:
                         log.warning("reaper re-dispatched %d step(s): lease or pickup deadline passed, message "
@@ -270,7 +338,8 @@ class Housekeeper:
 
     def __init__(self, engine: Engine, name: str, queues: list[str], check_restarts: bool = True) -> None:
         s = engine.settings
-        client = runtime.redis_client(runtime.current_url(), s.redis_ca_file,
+        # The beacon's own client: only its thread uses it (a blocking pool: never MaxConnectionsError).
+        client = runtime.redis_client(runtime.current_url(), s.redis_ca_file, max_connections=2,
                                       socket_timeout=max(0.2, s.worker_ttl_seconds / 3),
                                       socket_connect_timeout=max(0.2, s.worker_ttl_seconds / 3))
         self.engine = engine

@@ -27,6 +27,17 @@ _engine: Engine | None = None
 _worker: str | None = None
 _draining = threading.Event()
 _running: dict[str, float] = {}  # "sid/step" -> monotonic start, for the steps this process runs now
+_queues: frozenset[str] = frozenset()  # the queues this process's worker consumes
+_concurrency = 0  # steps this process may run at once (0: not a worker)
+
+#: Connections past the worker's concurrency: the lease keeper, the reaper, the consumer's
+#: note of each message taken, the retention gc.
+POOL_MARGIN = 8
+#: Connections of a process that is not a worker (a CLI command, a test).
+DEFAULT_POOL = 64
+#: With every connection in use, a caller waits this long for one (then a ConnectionError, retried
+#: like any Redis error) instead of failing at once with MaxConnectionsError.
+POOL_WAIT_SECONDS = 20.0
 
 #: TLS settings a ``rediss://`` URL may carry in its query (redis-py's and kombu's names).
 TLS_QUERY_KEYS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
@@ -58,11 +69,28 @@ def engine(settings: Settings | None = None) -> Engine:
             if not url:
                 raise RuntimeError("tasks.app.configure(redis_url) was not called")
             client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True,
-                                  once_transactions=True)
+                                  once_transactions=True, max_connections=pool_size())
             store = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
             store.lock_owner = _worker
             _engine = Engine(store, s)
         return _engine
+
+
+def set_concurrency(threads: int) -> None:
+    """This process runs up to ``threads`` steps at once: its engine's Redis pool holds that many
+    connections and a margin (an engine built before gets a pool of that size now)."""
+    global _concurrency
+    with _lock:
+        _concurrency = threads
+        if _engine is not None and _engine.store.r.connection_pool.max_connections < pool_size():
+            old, r = _engine.store.r.connection_pool, _engine.store.r
+            r.connection_pool = blocking_pool(old.connection_class, pool_size(), **old.connection_kwargs)
+            old.disconnect(inuse_connections=False)
+
+
+def pool_size() -> int:
+    """Connections of this process's engine client: one per step it may run at once, and a margin."""
+    return _concurrency + POOL_MARGIN if _concurrency else DEFAULT_POOL
 
 
 # ---------------------------------------------------------------------------- this worker
@@ -75,6 +103,17 @@ def set_worker_name(name: str | None) -> None:
         _worker = name
         if _engine is not None:
             _engine.store.lock_owner = name
+
+
+def set_queues(queues: list[str]) -> None:
+    """The queues this process's worker consumes (it runs a step of those that follows its own at once)."""
+    global _queues
+    _queues = frozenset(queues)
+
+
+def serves(step) -> bool:
+    """Whether this worker may run ``step`` itself, right after the step it follows (not while draining)."""
+    return step.queue in _queues and not _draining.is_set()
 
 
 def worker_name() -> str | None:
@@ -116,7 +155,7 @@ def draining() -> bool:
 
 
 def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_transactions: bool = False,
-                 **kwargs) -> redis.Redis:
+                 max_connections: int | None = None, **kwargs) -> redis.Redis:
     """A client for ``url``; for ``rediss://``, TLS verified as :func:`tls_options` says.
 
     Args:
@@ -124,11 +163,23 @@ def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_tra
         ca_file: CA certificates (PEM) for a ``rediss://`` server, unless the URL names ``ssl_ca_certs``.
         once_transactions: MULTI/EXEC pipelines are sent once, never re-sent by redis-py after a
             connection error (see :class:`OnceTransactions`).
+        max_connections: the pool's size; a caller finding every connection in use waits for one (up
+            to ``POOL_WAIT_SECONDS``). None: redis-py's own pool, which raises MaxConnectionsError
+            past 100 connections in use.
         **kwargs: passed to :meth:`redis.Redis.from_url` (timeouts, keepalive).
     """
     options = tls_options(url, ca_file)
     cls = OnceTransactions if once_transactions else redis.Redis
-    return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
+    if max_connections is None:
+        return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
+    pool = redis.BlockingConnectionPool.from_url(without_tls_query(url), max_connections=max_connections,
+                                                 timeout=POOL_WAIT_SECONDS, **kwargs, **(options or {}))
+    return cls(connection_pool=pool)
+
+
+def blocking_pool(connection_class, max_connections: int, **connection_kwargs) -> redis.BlockingConnectionPool:
+    return redis.BlockingConnectionPool(connection_class=connection_class, max_connections=max_connections,
+                                        timeout=POOL_WAIT_SECONDS, **connection_kwargs)
 
 
 class _OncePipeline(redis.client.Pipeline):

@@ -14,7 +14,7 @@ import time
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
-from workflows.steps import run_step
+from workflows.steps import run_one
 
 log = logging.getLogger(__name__)
 
@@ -23,26 +23,49 @@ log = logging.getLogger(__name__)
 HAND_BACK_DELAY = 0.2
 
 
+#: A task runs the steps that follow its own in the same thread (no broker trip) while the worker serves
+#: their queue, for at most this many steps or seconds; then what follows goes through the queue, so
+#: one long session cannot hold a worker thread while others wait.
+CHAIN_STEPS = 200
+CHAIN_SECONDS = 20.0
+
+
 def _run(sid: str, step_id: str) -> str:
-    run = runtime.enter_step(sid, step_id)
-    try:
-        if not run:
-            return hand_back(sid, step_id)
-        return run_step(runtime.engine(), sid, step_id, dispatch, worker=runtime.worker_name())
-    finally:
-        runtime.leave_step(sid, step_id)
+    started = time.monotonic()
+    result, claimed = "done", None
+    for ran in range(CHAIN_STEPS):
+        last = ran == CHAIN_STEPS - 1 or time.monotonic() - started > CHAIN_SECONDS
+        run = runtime.enter_step(sid, step_id)
+        try:
+            if not run:
+                return hand_back(sid, step_id, claimed)
+            result, claimed = run_one(runtime.engine(), sid, step_id, dispatch, worker=runtime.worker_name(),
+                                      keep=None if last else runtime.serves, claimed=claimed)
+        finally:
+            runtime.leave_step(sid, step_id)
+        if claimed is None:
+            return result
+        sid, step_id = claimed[0].session_id, claimed[0].id
+    return result
 
 
-def hand_back(sid: str, step_id: str) -> str:
-    """This worker is stopping: put the step's message back in its queue, unclaimed, for another worker."""
+def hand_back(sid: str, step_id: str, claimed=None) -> str:
+    """This worker is stopping: put the step's message back in its queue, unclaimed, for another worker.
+
+    ``claimed``: the step was claimed for this worker by the commit of the step before it; the claim is
+    given back first (not counted as an attempt).
+    """
     time.sleep(HAND_BACK_DELAY)
-    store = runtime.engine().store
+    engine = runtime.engine()
+    store = engine.store
+    if claimed is not None:
+        engine.defer_step(sid, step_id, claimed[1], 0.0, "handed back by a stopping worker")
     step = store.get_step(sid, step_id)
     if not step.finished:
         dispatch([step])
     name = runtime.worker_name()
     if name:
-        store.workers.forget(name, sid, step_id, "")
+        store.workers.forget(name, sid, step_id, claimed[1] if claimed is not None else "")
     log.info("handed step %s of session %s back to queue %s", step_id[:8], sid[:8], step.queue)
     return "handed back"
 

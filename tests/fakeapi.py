@@ -41,6 +41,9 @@ ScriptLike = ScriptedMessagesAPI | Script | Callable[[dict], Turn] | dict | None
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: headers and body (or SSE chunks) go out as separate small writes; with Nagle on, each
+    # reply waits for the client's delayed ACK, ~40 ms a call, which is not what a real API costs.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -122,6 +125,11 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: FakeMessagesServer
 
+    def process_request(self, request, client_address) -> None:
+        with self.owner._headers_lock:
+            self.owner.connections += 1
+        super().process_request(request, client_address)
+
     def handle_error(self, request, client_address) -> None:
         if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a killed worker's
             super().handle_error(request, client_address)
@@ -137,6 +145,7 @@ class FakeMessagesServer:
             self.api = ScriptedMessagesAPI(script_or_api)
         self._headers_lock = threading.Lock()
         self._headers: list[dict] = []
+        self.connections = 0  # TCP connections accepted: a client that reuses its pool opens one
         self._httpd = _Server((host, port), _Handler)
         self._httpd.owner = self
         self._thread: threading.Thread | None = None

@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import enum
+import json
 import time
 import uuid as _uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from statemachines import State
 from workflows.hooks.config import HookSet
@@ -279,6 +281,26 @@ Entry = Annotated[
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
 
 
+def entry_json(entry: _Entry) -> str:
+    """The entry as stored: the JSON of :meth:`_Entry.dump`, encoded by pydantic in one pass.
+
+    The same keys, in the same order, and values as ``json.dumps(entry.dump(), separators=(",", ":"))``;
+    only the text may differ where JSON allows (non-ASCII characters as UTF-8 instead of ``\\u``
+    escapes, floats in shortest form: ``1e-5`` for ``1e-05``). A string Python can hold but UTF-8
+    cannot (a lone surrogate, as from a file read with ``surrogateescape``) falls back to ``json``,
+    which escapes it.
+    """
+    try:
+        text = entry.model_dump_json(by_alias=True, exclude_none=True)
+    except PydanticSerializationError:
+        return json.dumps(entry.dump(), separators=(",", ":"))
+    # dump() keeps an unknown cost (None) that exclude_none dropped: appended last, as it does.
+    fields = type(entry).model_fields
+    kept = "".join(f',"{name}":null' for name in _UNKNOWN_COSTS
+                   if name in fields and getattr(entry, name) is None)
+    return text[:-1] + kept + "}" if kept else text
+
+
 def parse_entry(data: str | bytes | dict) -> _Entry:
     if isinstance(data, (str, bytes)):
         return ENTRY_ADAPTER.validate_json(data)
@@ -453,9 +475,13 @@ COST_KINDS = {
 
 
 class SessionRecord(_Model):
+    # The first three fields lead the record's JSON, in this order: the server-side scripts of the step
+    # protocol (workflows/fenced.py) read them from the JSON's first bytes, without decoding the rest.
+    revision: int = 0  # +1 at every commit; a commit made on an older revision is refused (optimistic)
+    commit: str = ""  # the token of the commit that wrote this revision (a re-sent commit is recognised)
+    epoch: int = 0  # +1 at every cancel: steps of an older epoch are superseded
     id: str
     state: State = State.IDLE
-    epoch: int = 0
     model: str
     permission_mode: PermissionMode = PermissionMode.DEFAULT
     workspace: str

@@ -11,7 +11,6 @@ import os
 import re
 import socket
 import threading
-import time
 from typing import Callable, NamedTuple
 
 from redis.exceptions import RedisError
@@ -22,6 +21,7 @@ from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
+from workflows.leases import Lease, keeper_for
 from workflows.memory import ProjectMemory
 from workflows.model_client import ModelReply, client_for, describe_api_error, overloaded, stream_reply
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
@@ -34,48 +34,31 @@ log = logging.getLogger(__name__)
 
 Dispatch = Callable[[list[StepRecord]], None]
 
-CANCEL_CHECK_SECONDS = 1.0
-
 def owner_token() -> str:
     """Unique per claim attempt: host, pid and a random part."""
     return f"{socket.gethostname()}:{os.getpid()}:{new_id()[:8]}"
 
 
-class Heartbeat(threading.Thread):
-    """Extends a running step's lease; sets ``cancel`` when the step is no longer ours."""
+class Heartbeat:
+    """Keeps a running step's lease while it runs; sets ``cancel`` when the step is no longer ours.
+
+    A handle on the process's one :class:`~workflows.leases.LeaseKeeper` thread (no thread per step).
+    """
 
     def __init__(self, engine: Engine, step: StepRecord, owner: str, cancel: threading.Event) -> None:
-        super().__init__(name=f"heartbeat-{step.id[:8]}", daemon=True)
-        self.engine = engine
+        self.keeper = keeper_for(engine)
         self.step = step
         self.owner = owner
         self.cancel = cancel
-        self._stop_event = threading.Event()
+        self._lease: Lease | None = None
 
-    def run(self) -> None:
-        interval = self.engine.settings.heartbeat_interval
-        check = min(CANCEL_CHECK_SECONDS, interval)  # a cancel must stop a command within about a second
-        last_beat = time.monotonic()
-        failing = False
-        while not self._stop_event.wait(check):
-            extend = time.monotonic() - last_beat >= interval - check / 2
-            try:
-                if not self.engine.heartbeat(self.step.session_id, self.step.id, self.owner, extend=extend):
-                    self.cancel.set()
-                    return
-                if extend:
-                    last_beat = time.monotonic()
-                if failing:
-                    log.warning("heartbeat of step %s reaches Redis again", self.step.id[:8])
-                failing = False
-            except Exception as exc:  # Redis hiccup: try again next beat; the lease has slack
-                if not failing:
-                    log.warning("heartbeat of step %s failed (%s); retrying every %gs", self.step.id[:8],
-                                f"{type(exc).__name__}: {exc}".splitlines()[0][:200], check)
-                failing = True
+    def start(self) -> None:
+        self._lease = self.keeper.hold(self.step.session_id, self.step.id, self.owner, self.cancel)
 
     def stop(self) -> None:
-        self._stop_event.set()
+        if self._lease is not None:
+            self.keeper.release(self._lease)
+            self._lease = None
 
 
 def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: str | None = None) -> str:
@@ -85,24 +68,51 @@ def run_step(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker:
     steps (so the reaper takes the step back at once if the worker dies), and it leaves them only once
     what follows has been dispatched. Redis errors on the way are ridden out (workflows.resilience).
     """
+    return run_one(engine, sid, step_id, dispatch, worker)[0]
+
+
+Keep = Callable[[StepRecord], bool]
+
+
+Claimed = tuple[StepRecord, str, SessionRecord]  # a step claimed for this worker, its owner token, its session
+
+
+def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: str | None = None,
+            keep: Keep | None = None, claimed: Claimed | None = None) -> tuple[str, Claimed | None]:
+    """:func:`run_step`, and with ``keep``: of the steps that follow, the first ``keep`` accepts is not
+    dispatched: the commit of this step's outcome claims it for this worker (running, its own owner
+    token and lease, among the worker's held steps, all in that one commit), and it is returned for the
+    caller to run next in this thread, as ``claimed`` (no broker trip, no claim). If the worker dies
+    before it runs, the reaper takes it back at once, like any step the worker held.
+    """
     engine = ResilientEngine(engine)
     budget = engine.settings.redis_retry_seconds
-    owner = owner_token()
-    step, follow_ups, rec = engine.claim(sid, step_id, owner, worker)
-    if step is None:
-        retrying(lambda: dispatch(follow_ups), what=f"dispatch after step {step_id[:8]}", budget=budget)
-        _forget(engine, worker, sid, step_id, "")
-        return "skipped"
+    if claimed is not None:  # claimed for this worker by the commit of the step it follows
+        step, owner, rec = claimed
+    else:
+        owner = owner_token()
+        step, follow_ups, rec = engine.claim(sid, step_id, owner, worker)
+        if step is None:
+            retrying(lambda: dispatch(follow_ups), what=f"dispatch after step {step_id[:8]}", budget=budget)
+            _forget(engine, worker, sid, step_id, "")
+            return "skipped", None
+    if keep is not None and worker:
+        engine.keep_next(owner, keep, worker)
     cancel = threading.Event()
     beat = Heartbeat(engine, step, owner, cancel)
     beat.start()
+    kept = None
     try:
         next_steps = _run_kind(engine, rec, step, owner, cancel)
     finally:
         beat.stop()
-    retrying(lambda: dispatch(next_steps), what=f"dispatch after step {step_id[:8]}", budget=budget)
-    _forget(engine, worker, sid, step_id, owner)
-    return "done"
+        if keep is not None and worker:  # (also on an error: the engine forgets what it kept for us)
+            kept = engine.take_kept(owner)
+    if next_steps:
+        retrying(lambda: dispatch(next_steps), what=f"dispatch after step {step_id[:8]}", budget=budget)
+    if kept is None or next_steps:  # (else the commit that claimed the next step dropped this one)
+        _forget(engine, worker, sid, step_id, owner)
+    return "done", kept
 
 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
@@ -340,4 +350,4 @@ def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolO
                       display=(output.display or f"{tool} output") + f" (full output saved: {len(output.content):,} chars)")
 
 
-__all__ = ["Heartbeat", "LiveDeltas", "run_step", "owner_token", "MainsailError", "UNKNOWN_OUTCOME"]
+__all__ = ["Heartbeat", "LiveDeltas", "run_step", "run_one", "owner_token", "MainsailError", "UNKNOWN_OUTCOME"]

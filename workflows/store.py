@@ -1,13 +1,13 @@
 """The Redis store: one adapter, few verbs, every key from :mod:`workflows.keys`.
 
-Writers hold the session lock (:meth:`Store.lock`) and pass a pipeline so that
-an event's writes (session record, transcript entries, step records, leases)
-land in one MULTI/EXEC. Readers need no lock.
+An event's writes (session record, transcript entries, step records, leases) are
+recorded on a :class:`workflows.fenced.Recorder` passed where a pipeline would be,
+and land in one fenced script call (:meth:`Store.commit`). The session lock
+(:meth:`Store.lock`) serialises only the human-paced commands. Readers need no lock.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -28,7 +28,8 @@ from workflows.exceptions import (
     StepNotFound,
     StoreUnavailable,
 )
-from workflows.models import SessionRecord, StepRecord, parse_entry
+from workflows.models import SessionRecord, StepRecord, entry_json, parse_entry
+from workflows.fenced import Recorder, Reply, Scripts
 from workflows.registry import LOCK_TOKEN_SEP, Workers
 
 LIVE_MAXLEN = 2000
@@ -60,6 +61,7 @@ class Store:
         self.lock_owner: str | None = None
         self._unreleased: dict[str, bytes] = {}  # lock key -> our token, whose release Redis never got
         self.workers = Workers(client)
+        self.scripts = Scripts(client)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -119,11 +121,14 @@ class Store:
             raise SessionNotFound(f"No session {sid!r}. List sessions with `mainsail sessions`.")
         return SessionRecord.model_validate_json(raw)
 
-    def save_session(self, rec: SessionRecord, pipe: Pipe | None = None) -> None:
+    def save_session(self, rec: SessionRecord, pipe: Pipe | None = None) -> str:
+        """Write the record (stamped now); returns the JSON written."""
         rec.updated_at = time.time()
         p = pipe if pipe is not None else self.r
-        p.set(keys.session(rec.id), rec.model_dump_json())
+        data = rec.model_dump_json()
+        p.set(keys.session(rec.id), data)
         p.zadd(keys.sessions(), {rec.id: rec.updated_at})
+        return data
 
     def session_ids(self, limit: int = 100) -> list[str]:
         """Session ids, most recently updated first."""
@@ -155,7 +160,7 @@ class Store:
     def append(self, sid: str, entries: Iterable, pipe: Pipe) -> None:
         """Append transcript entries (never trimmed). Call under the lock, in a pipeline."""
         for e in entries:
-            pipe.xadd(keys.log(sid), {"entry": json.dumps(e.dump(), separators=(",", ":"))})
+            pipe.xadd(keys.log(sid), {"entry": entry_json(e)})
 
     def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
         """Transcript entries after stream id ``after`` (exclusive), oldest first."""
@@ -207,6 +212,28 @@ class Store:
         for key, items in rows or []:
             out.append((_s(key), [(_s(i), {_s(k): _s(v) for k, v in f.items()}) for i, f in items]))
         return out
+
+    # ------------------------------------------------------------------ the fenced scripts (workflows/fenced.py)
+
+    def commit(self, sid: str, revision: int, token: str, ops: Recorder,
+               fence: tuple[str, str, str] | None = None) -> Reply:
+        """Apply ``ops`` atomically if session ``sid`` is still at ``revision`` (and the fence step as given)."""
+        return self.scripts.commit([keys.session(sid), keys.steps(sid)], revision, token, ops, fence)
+
+    def claim_step(self, sid: str, step_id: str, owner: str, now: float, lease_until: float, max_attempts: int,
+                   worker: str | None) -> Reply:
+        """Claim a step in one round trip (see :data:`workflows.fenced.CLAIM`)."""
+        member = keys.lease_member(sid, step_id)
+        held = keys.worker_steps(worker) if worker else keys.worker_steps("-")
+        return self.scripts.claim([keys.session(sid), keys.steps(sid), keys.leases(), held], step_id, owner, now,
+                                  lease_until, max_attempts, member, bool(worker))
+
+    def renew_lease(self, sid: str, step_id: str, owner: str, lease_until: float | None) -> str | None:
+        """The step's kind while it is ``owner``'s running step (of the current epoch, unless it runs in
+        the background), its lease extended unless ``lease_until`` is None; None when it is not. One
+        round trip."""
+        return self.scripts.heartbeat([keys.session(sid), keys.steps(sid), keys.leases()], step_id, owner,
+                                      lease_until, keys.lease_member(sid, step_id))
 
     # ------------------------------------------------------------------ steps and leases
 

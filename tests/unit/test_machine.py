@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from transitions import Machine
+from transitions import Machine, MachineError
 
 import statemachines
 from statemachines import (
@@ -191,15 +191,7 @@ def test_a_guard_that_refuses_every_candidate_raises(monkeypatch):
     """With only the manual branch of ``compacted``, an automatic compaction has nowhere to go."""
     only_manual = [t for t in TRANSITIONS if t["trigger"] == "compacted" and t["dest"] is State.IDLE]
     assert len(only_manual) == 1
-    machine = Machine(
-        model=None,
-        states=State,
-        transitions=only_manual,
-        initial=State.IDLE,
-        auto_transitions=False,
-        send_event=False,
-    )
-    monkeypatch.setattr(session_mod, "_MACHINE", machine)
+    monkeypatch.setattr(session_mod, "_TABLE", session_mod.transition_table(only_manual))
     assert next_state(State.COMPACTING, "compacted", Snapshot(manual_compaction=True)) is State.IDLE
     with pytest.raises(InvalidTransition) as info:
         next_state(State.COMPACTING, "compacted", Snapshot(manual_compaction=False))
@@ -208,12 +200,50 @@ def test_a_guard_that_refuses_every_candidate_raises(monkeypatch):
     assert "guard refused" in str(info.value)
 
 
-def test_next_state_leaves_no_model_behind():
-    before = len(session_mod._MACHINE.models)
-    next_state(State.IDLE, "submit")
+def _machine_answer(state: State, trigger: str, snap: Snapshot) -> State | str:
+    """What a ``transitions`` Machine built from TRANSITIONS does: the dest, or how it refuses."""
+
+    class Model:
+        pass
+
+    model = Model()
+    Machine(model=model, states=State, transitions=TRANSITIONS, initial=state, auto_transitions=False,
+            send_event=False)
+    if not hasattr(model, trigger):
+        return "unknown trigger"
+    try:
+        ok = getattr(model, trigger)(snap)
+    except MachineError:
+        return "illegal here"
+    return State(model.state) if ok else "its guard refused"
+
+
+def _table_answer(state: State, trigger: str, snap: Snapshot) -> State | str:
+    try:
+        return next_state(state, trigger, snap)
+    except InvalidTransition as exc:
+        msg = str(exc)
+        return next((why for why in ("unknown trigger", "its guard refused") if why in msg), "illegal here")
+
+
+@pytest.mark.parametrize("state", State, ids=lambda s: s.value)
+def test_next_state_answers_as_a_transitions_machine_does(state):
+    """The lookup table is the transitions library's semantics, for every state, trigger and snapshot."""
+    for trigger, snap in itertools.product([*TRIGGERS, "no_such_trigger"], SNAPSHOTS):
+        assert _table_answer(state, trigger, snap) == _machine_answer(state, trigger, snap), (trigger, snap)
+
+
+def test_next_state_builds_no_machine(monkeypatch):
+    """State-machine objects are built once per process, not per event."""
+
+    def refuse(*a, **kw):
+        raise AssertionError("a Machine was built or changed for one event")
+
+    monkeypatch.setattr(Machine, "__init__", refuse)
+    monkeypatch.setattr(Machine, "add_model", refuse)
+    assert next_state(State.IDLE, "submit") is State.QUERYING
     with pytest.raises(InvalidTransition):
         next_state(State.IDLE, "extracted")
-    assert len(session_mod._MACHINE.models) == before
 
 
 # --------------------------------------------------------------------------- illegal transitions

@@ -11,10 +11,16 @@ from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
+from workflows.engine.support import _Tx, retry_on_conflict
 from workflows.hooks.config import HookEvent, HookSet
-from workflows.hooks.outcome import HookOutcome, HookRun
 from workflows.hooks.lifecycle import LifecycleHooks
-from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_digest, prompt_event
+from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.hooks.session_hooks import (
+    STOP_BLOCK_LIMIT,
+    context_text,
+    prompt_digest,
+    prompt_event,
+)
 from workflows.models import (
     HookEntry,
     Message,
@@ -38,6 +44,7 @@ __all__ = ["HookCommits"]
 class HookCommits(LifecycleHooks):
     """Engine methods for hooks (mixed into :class:`~workflows.engine.Engine`)."""
 
+    @retry_on_conflict
     def add_hooks(self, sid: str, hooks: HookSet) -> None:
         """Add ``hooks`` to a session's own (they run after the settings files' hooks), for every worker.
 
@@ -46,7 +53,7 @@ class HookCommits(LifecycleHooks):
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             rec.hooks = rec.hooks.merged(hooks)
-            self.store.save_session(rec)
+            self._commit(_Tx(rec))
 
     def settle_pre_tool(self, sid: str, step_id: str, owner: str, tool_use_id: str, outcome: HookOutcome | None,
                         action: "PreToolAction") -> tuple[bool, list[StepRecord]]:
@@ -101,6 +108,7 @@ class HookCommits(LifecycleHooks):
 
         return self._step_event(sid, step_id, owner, apply)
 
+    @retry_on_conflict
     def answer_client_hooks(self, sid: str, request_id: str, runs: list[HookRun]) -> list[StepRecord]:
         """The SDK client answered a ``hook`` request: keep its callbacks' outputs on the call and run the
         call's step again, which joins them to the command hooks' and decides (workflows/steps.py).
@@ -108,7 +116,7 @@ class HookCommits(LifecycleHooks):
         Raises:
             RequestNotFound, RequestClosed: as :meth:`decide_request`.
         """
-        from workflows.engine import _Tx, find_request
+        from workflows.engine import find_request
 
         with self.store.lock(sid):
             rec = self.store.get_session(sid)

@@ -8,10 +8,17 @@ Notification and SessionEnd are background hook steps nothing waits for (``StepR
 
 from __future__ import annotations
 
+from workflows.engine.support import retry_on_conflict
 from workflows.hooks.config import HookEvent
 from workflows.hooks.outcome import HookOutcome
 from workflows.hooks.session_hooks import NOTIFICATION_TYPE, permission_message
-from workflows.models import PermissionRequest, StepKind, StepRecord, StepStatus, SystemEntry
+from workflows.models import (
+    PermissionRequest,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    SystemEntry,
+)
 
 __all__ = ["LifecycleHooks"]
 
@@ -46,6 +53,7 @@ class LifecycleHooks:
         tx.rec.session_started, tx.rec.start_source = False, source
         return True
 
+    @retry_on_conflict
     def mark_session_start(self, sid: str, source: str, rec=None) -> bool:
         """A session goes on from another command (``resume``) or a new one replaces another (``clear``): its
         next prompt runs SessionStart hooks for ``source`` first. Without such hooks (read from ``rec``, when
@@ -67,6 +75,7 @@ class LifecycleHooks:
         if tools and tx.rec.hooks.for_event(HookEvent.NOTIFICATION, NOTIFICATION_TYPE):
             self._new_step(tx, StepKind.HOOK, event=HookEvent.NOTIFICATION.value, detail=permission_message(tools))
 
+    @retry_on_conflict
     def end_session(self, sid: str, reason: str, rec=None) -> list[StepRecord]:
         """An interactive session ends (``reason``: clear, logout, prompt_input_exit, other): SessionEnd hooks run
         in a background step. Nothing waits for it and it cannot block. Without such hooks: no write, no step."""

@@ -1,0 +1,145 @@
+"""Reading a session as it grows: one blocking stream read per batch, from the last ids seen.
+
+A :class:`Feed` keeps the last transcript and live-delta ids a follower has seen and reads all
+that is newer on both streams in one ``XREAD BLOCK`` (``Store.tail``), never from ``$``: an entry
+written between two reads is not lost. While nothing happens it costs one read per block time.
+
+A follower that also watches the terminal (the permission prompt, Esc) cannot block on Redis:
+:class:`FeedThread` runs the reads in a thread and hands the batches over, so the follower waits
+on them and looks at the keyboard in between, without a Redis command per look.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from workflows import keys
+from workflows.store import Store
+
+#: What a lost connection raises; the feed retries it (after a backoff) from the same ids.
+REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
+#: How long a reader thread blocks in one read: while nothing happens, one command per this.
+THREAD_BLOCK_MS = 5000
+
+
+@dataclass
+class Batch:
+    """What one read brought: text deltas (``{step, attempt, text}`` fields) and transcript entries (JSON).
+
+    Deltas come first: they were published before the commit that records their message.
+    """
+
+    deltas: list[dict[str, str]] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+
+
+class Feed:
+    """Session ``sid``'s transcript after ``after`` (the start when None), and its text deltas if ``deltas``."""
+
+    def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False) -> None:
+        self.store = store
+        self.sid = sid
+        self.deltas = deltas
+        self.log_key, self.live_key = keys.log(sid), keys.live(sid)
+        self.last_log = after or "0-0"
+        # Where the deltas start: now, before the follower's reads begin (a reader thread's first read
+        # may come after the first deltas of the call it follows, which must not be lost). Older deltas
+        # are not news. When Redis does not answer yet, the first read asks again.
+        self.last_live: str | None = None
+        self.backoff = 0.1
+        if deltas:
+            try:
+                self.last_live = store.last_live_id(sid)
+            except (redis.RedisError, OSError):
+                pass
+
+    def read(self, block_ms: int) -> Batch:
+        """Everything new on both streams, waiting up to ``block_ms`` for it (an empty batch then).
+
+        Raises:
+            redis.RedisError, OSError: Redis did not answer; the next read goes on from the same ids.
+        """
+        if self.deltas and self.last_live is None:
+            self.last_live = self.store.last_live_id(self.sid)
+        streams = {self.log_key: self.last_log}
+        if self.deltas:
+            streams[self.live_key] = self.last_live
+        rows = self.store.tail(streams, block_ms=max(1, block_ms))
+        self.backoff = 0.1
+        batch = Batch()
+        for key, items in rows:
+            if not items:
+                continue
+            if key == self.live_key:
+                self.last_live = items[-1][0]
+                batch.deltas.extend(f for _, f in items if f.get("type") == "text")
+            else:
+                self.last_log = items[-1][0]
+                batch.entries.extend(f["entry"] for _, f in items)
+        return batch
+
+    def next(self, wait_ms: int) -> Batch | None:
+        """A read of up to ``wait_ms``; None when Redis did not answer (after a backoff, 0.1 s doubling to 1 s)."""
+        try:
+            return self.read(wait_ms)
+        except REDIS_AWAY:
+            time.sleep(self.away())
+            return None
+
+    def away(self) -> float:
+        """Seconds to wait before the next read after Redis did not answer: 0.1 s, doubling up to 1 s."""
+        wait, self.backoff = self.backoff, min(self.backoff * 2, 1.0)
+        return wait
+
+    def close(self) -> None:
+        pass
+
+
+class FeedThread(threading.Thread):
+    """Reads ``feed`` in a thread, ``block_ms`` at a time; :meth:`next` waits for a batch.
+
+    A Redis error other than a lost connection stops the thread and is raised by :meth:`next`.
+    After :meth:`close` the thread ends when its current read returns (at most ``block_ms``), and
+    what that read brings is dropped: the follower has left.
+    """
+
+    def __init__(self, feed: Feed, block_ms: int = THREAD_BLOCK_MS) -> None:
+        super().__init__(name="mainsail-feed", daemon=True)
+        self.feed = feed
+        self.block_ms = block_ms
+        self._batches: queue.SimpleQueue[Batch | BaseException] = queue.SimpleQueue()
+        self._closed = threading.Event()
+
+    def run(self) -> None:
+        while not self._closed.is_set():
+            try:
+                batch = self.feed.read(self.block_ms)
+            except REDIS_AWAY:
+                self._closed.wait(self.feed.away())  # the follower's own notes say Redis is away
+                continue
+            except Exception as exc:  # noqa: BLE001 - handed to the follower, which raises it
+                if not self._closed.is_set():
+                    self._batches.put(exc)
+                return
+            if (batch.entries or batch.deltas) and not self._closed.is_set():
+                self._batches.put(batch)
+
+    def next(self, wait_ms: int) -> Batch | None:
+        """The next batch, or None when none came within ``wait_ms``."""
+        try:
+            got = self._batches.get(timeout=wait_ms / 1000)
+        except queue.Empty:
+            return None
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def close(self) -> None:
+        self._closed.set()

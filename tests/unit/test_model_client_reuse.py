@@ -1,0 +1,45 @@
+"""A worker builds one SDK client per configuration and its HTTP connections are kept across calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakeapi import FakeMessagesServer
+from workflows import model_client
+from workflows.model_client import client_for, stream_reply
+from workflows.scripted import Script, Turn
+
+MODEL = "claude-sonnet-5"
+
+
+@pytest.fixture
+def fresh_clients(monkeypatch):
+    monkeypatch.setattr(model_client, "_clients", {})
+
+
+@pytest.fixture
+def server():
+    with FakeMessagesServer(Script(turns=[Turn(text="hi")])) as srv:
+        yield srv
+
+
+def request(text: str) -> dict:
+    return {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": text}]}
+
+
+def test_one_client_per_configuration(fresh_clients, settings, server):
+    settings.anthropic_api_key, settings.anthropic_base_url = "k", server.url
+    first = client_for(MODEL, settings)
+    assert client_for(MODEL, settings) is first
+    assert client_for("claude-opus-5", settings) is first  # the model is not part of a real client's key
+    settings.api_timeout_seconds = settings.api_timeout_seconds + 1
+    assert client_for(MODEL, settings) is not first
+
+
+def test_successive_calls_reuse_one_http_connection(fresh_clients, settings, server):
+    settings.anthropic_api_key, settings.anthropic_base_url = "k", server.url
+    for i in range(3):
+        reply = stream_reply(client_for(MODEL, settings), request(f"hello {i}"), lambda _text: None)
+        assert reply.message.text() == "hi"
+    assert len(server.requests) == 3
+    assert server.connections == 1

@@ -1,0 +1,150 @@
+"""Permission requests: asking a person (no worker waits), settling their answer or its timeout.
+
+A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
+commit every event goes through.
+"""
+
+from __future__ import annotations
+
+import time
+
+from statemachines import State
+from workflows import keys
+from workflows.engine.support import (
+    retry_on_conflict,
+    DENIED_BY_USER,
+    KEEP_REQUESTS,
+    _denial,
+    _request_id,
+    _Tx,
+    find_request,
+)
+from workflows.exceptions import (
+    RequestClosed,
+    RequestNotFound,
+    SessionNotFound,
+)
+from workflows.models import (
+    PermissionDecisionEntry,
+    PermissionRequest,
+    PermissionRequestEntry,
+    RequestStatus,
+    SessionRecord,
+    StepRecord,
+    ToolCall,
+    ToolCallStatus,
+)
+from workflows.permissions import Decision, always_rules, decide, summary
+from workflows.tools import get_tool, validate_input
+from workflows.tools.base import ToolOutput
+
+
+class Approvals:
+    """Permission requests: asking a person (no worker waits), settling their answer or its timeout."""
+
+    def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
+        """The durable question about ``call`` (run with ``tool_input``) for a person."""
+        return PermissionRequest(
+            id=_request_id(rec), tool_use_id=call.tool_use_id, tool=call.name, input=tool_input, epoch=rec.epoch,
+            summary=summary(call.name, tool_input), reason=reason, always=always_rules(call.name, tool_input),
+            expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
+        )
+
+    def _ask(self, tx: _Tx, asked: list[PermissionRequest]) -> None:
+        """Put the session in ``awaiting_permission`` with these questions; no worker waits."""
+        rec = tx.rec
+        rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
+        self._fire(tx, "approval_needed")
+        self.notify_permission(tx, asked)
+        for req in asked:
+            self._add(tx, PermissionRequestEntry(
+                session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
+                input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
+                always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input))
+            if req.expires_at:
+                tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
+
+    @retry_on_conflict
+    def decide_request(self, sid: str, request: str | None, approve: bool, *, always: bool = False,
+                       message: str | None = None, by: str = "user",
+                       updated_input: dict | None = None) -> list[StepRecord]:
+        """Approve or deny a pending permission request (``request``: id, prefix, or None for the only one).
+
+        ``updated_input``: the approver's changed input for the call (an SDK client's ``updatedInput``);
+        it must be valid for the tool, and it is checked again where the call runs (a deny rule
+        still refuses it).
+
+        Raises:
+            RequestNotFound: no such request, or several pending and none named.
+            RequestClosed: already decided, or superseded by a cancel.
+            ToolInputError: ``updated_input`` is not valid input for the tool.
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            req = find_request(rec, request)
+            if approve and updated_input is not None and updated_input != req.input:
+                validate_input(req.tool, updated_input)
+                req.input = updated_input
+                call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+                call.input = updated_input
+            tx = _Tx(rec)
+            self._settle(tx, req, approve, by=by, message=message, always=always)
+            if approve and always:
+                for other in rec.pending_requests():
+                    perm = decide(get_tool(other.tool), other.input, rec)
+                    if perm.decision is Decision.ALLOW:
+                        self._settle(tx, other, True, by="rule", reason=perm.source)
+            self._fire(tx, "permission_decided")
+            if rec.state is State.RUNNING_TOOLS:
+                self._advance_tools(tx)
+            self._commit(tx)
+        return tx.dispatch
+
+    def expire_approvals(self, now: float | None = None) -> list[StepRecord]:
+        """Deny every request whose approval timeout has passed; return the steps that follow."""
+        now = now or time.time()
+        out: list[StepRecord] = []
+        for sid, request_id in self.store.due_approvals(now):
+            try:
+                out.extend(self.decide_request(sid, request_id, False, by="timeout"))
+            except (RequestClosed, RequestNotFound, SessionNotFound):
+                self.store.r.zrem(keys.approvals(), keys.lease_member(sid, request_id))
+        return out
+
+    def _settle(self, tx: _Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,
+                always: bool = False, reason: str = "") -> None:
+        rec = tx.rec
+        req.status = RequestStatus.APPROVED if approve else RequestStatus.DENIED
+        req.decided_by = by
+        req.decided_at = time.time()
+        req.message = message
+        tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
+        call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+        added: list[str] = []
+        if approve and req.kind == "hook":  # skip the client's callbacks; the permission is decided as usual
+            call.status = ToolCallStatus.WAITING
+            call.client_hook_runs = call.client_hook_runs or []
+        elif approve:
+            call.status = ToolCallStatus.WAITING
+            call.approved_by = by if by != "rule" else None
+            if always:  # exactly the rules the person was shown
+                for rule in req.always:
+                    rec.rules.add("allow", rule, "session")
+                    added.append(rule)
+        else:
+            if by == "timeout":
+                text = (f"Permission to use {call.name} was denied: nobody answered within "
+                        f"{rec.approval_timeout_seconds:g} seconds. Continue without it, or ask the user.")
+            else:
+                text = DENIED_BY_USER.format(tool=call.name)
+                if message:
+                    text += f" To tell you how to proceed, the user said:\n{message}"
+            self._add_tool_result(tx, call.tool_use_id, ToolOutput(
+                content=text, is_error=True,
+                display=f"denied ({by})" + (f": {message}" if message else "")))
+            call.status = ToolCallStatus.DONE
+            rec.run_denials.append(_denial(call.name, call.tool_use_id, call.input))
+        self._add(tx, PermissionDecisionEntry(
+            session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
+            decision="allow" if approve else "deny", decided_by=by, reason=reason, message=message,
+            rules_added=added))

@@ -1,0 +1,238 @@
+"""Constants, small types and helpers shared by the engine's modules."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, NamedTuple
+
+from statemachines import State
+from workflows.exceptions import (
+    LockTimeout,
+    RequestClosed,
+    RequestNotFound,
+    SessionBusy,
+)
+from workflows.memory import (
+    MemoryRecord,
+)
+from workflows.models import (
+    PermissionRequest,
+    RequestStatus,
+    SessionRecord,
+    StepKind,
+    StepRecord,
+    Usage,
+    new_id,
+)
+from workflows.pricing import add_cost
+
+log = logging.getLogger(__name__)
+
+
+QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory",
+                  StepKind.EXTRACT: "memory"}
+
+
+INTERRUPTED = "[Request interrupted by user for tool use]"
+
+
+#: The tool result of a mutating call whose worker was lost mid-run (it is never run again blindly).
+UNKNOWN_OUTCOME = (
+    "The worker running this {tool} call stopped before it reported a result, so its outcome is "
+    "unknown: it may have run partly, fully, or not at all. It was not run again automatically. "
+    "Check its effects (for example with Read or a read-only command) before deciding to run it again."
+)
+
+
+def display_worker(name: str) -> str:
+    """A registered worker's name as people know it (without the per-start suffix)."""
+    return name.partition("#")[0]
+
+
+class Claim(NamedTuple):
+    step: StepRecord | None
+    follow_ups: list[StepRecord]
+    session: SessionRecord | None  # None: the session was removed
+
+
+@dataclass
+class Stopped:
+    """What :meth:`Engine.stop` did.
+
+    Attributes:
+        was: the state the session was in.
+        cancelled: a turn (or the wait for a memory extraction) was stopped.
+        cleared: queued messages that were dropped (``clear_queue``), oldest first.
+        started: the queued message that runs now, if one did.
+        queued: messages still waiting behind it.
+        steps: the started message's first steps, to dispatch.
+    """
+
+    was: State
+    cancelled: bool
+    cleared: list[str]
+    started: str | None
+    queued: int
+    steps: list[StepRecord]
+
+
+@dataclass
+class _Tx:
+    """What one event changes; written in one fenced script call by :meth:`Engine._commit`."""
+
+    rec: SessionRecord
+    entries: list = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)  # updated or new
+    dispatch: list[StepRecord] = field(default_factory=list)  # new pending steps to send
+    cleared: list[StepRecord] = field(default_factory=list)  # leases to drop
+    leases: dict[str, tuple[StepRecord, float]] = field(default_factory=dict)
+    inbox_pops: int = 0
+    approval_deadlines: dict[str, float] = field(default_factory=dict)
+    approvals_cleared: list[str] = field(default_factory=list)
+    memory_doc: str | None = None  # the session's new memory document
+    records_put: list[MemoryRecord] = field(default_factory=list)  # project memory records
+    records_deleted: list[str] = field(default_factory=list)
+    checkpoints_cleared: list[str] = field(default_factory=list)  # finished forks' step ids
+    inbox_pushes: list[str] = field(default_factory=list)  # messages queued behind the inbox
+    extra: list[Callable] = field(default_factory=list)  # more writes: each called with the recorder
+    #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
+    fence: tuple[str, str, str] | None = None
+    was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)
+    written: str = ""  # the record's JSON as the commit wrote it
+
+    def __post_init__(self) -> None:
+        self.was_awaiting = self.rec.state is State.AWAITING_PERMISSION
+
+
+#: How many times one event is applied again because another committed first, before it gives up.
+MAX_CONFLICTS = 50
+#: Claims kept for their commit's sake (a process forgets them all past this many: they are only a shortcut).
+CLAIMS_KEPT = 10_000
+
+
+class CommitConflict(Exception):
+    """The session moved on since it was read (or the fenced step is not as expected).
+
+    ``session`` and ``step`` are what Redis holds now; the event is applied again on them.
+    """
+
+    def __init__(self, status: str, session: SessionRecord, step: StepRecord | None) -> None:
+        super().__init__(status)
+        self.status, self.session, self.step = status, session, step
+
+
+def retry_on_conflict(method):
+    """Run an engine method again (it reads afresh) when its commit met a newer revision."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        for attempt in range(MAX_CONFLICTS):
+            try:
+                return method(self, *args, **kwargs)
+            except CommitConflict:
+                time.sleep(min(0.001 * attempt, 0.05))
+        raise LockTimeout(f"{method.__name__}: the session changed {MAX_CONFLICTS} times while this "
+                          "command committed; try again.")
+
+    return wrapper
+
+
+def _reset_run_figures(rec: SessionRecord) -> None:
+    """A new run counts its own per-model and memory figures (``run_usage``/``run_cost_usd`` too)."""
+    rec.run_usage_by_model = {}
+    rec.run_cost_by_model = {}
+    rec.run_memory_usage = Usage()
+    rec.run_memory_cost_usd = 0.0
+
+
+def _add_to(usages: dict[str, Usage], costs: dict[str, float | None], key: str, usage: Usage,
+            cost: float | None) -> None:
+    usages[key] = usages.get(key, Usage()) + usage
+    costs[key] = add_cost(costs.get(key, 0.0), cost)
+
+
+#: Tools whose success means the main agent saved memory itself (the turn's extraction is skipped).
+MEMORY_WRITERS = frozenset({"MemoryWrite", "MemoryDelete"})
+
+
+def _stale(step: StepRecord, rec: SessionRecord) -> bool:
+    """A step of an older epoch (a cancel came since); memory forks run beside turns and never go stale."""
+    return not step.background and step.epoch != rec.epoch
+
+
+KEEP_REQUESTS = 50  # decided requests kept in the record, so a late approve gets a clear answer
+
+
+DENIED_BY_USER = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected "
+    "(eg. if it was a file edit, the new_string was NOT written to the file). Permission to use {tool} "
+    "was denied."
+)
+
+
+def _denial(tool: str, tool_use_id: str, tool_input: dict) -> dict:
+    return {"tool_name": tool, "tool_use_id": tool_use_id, "tool_input": tool_input}
+
+
+def _request_id(rec: SessionRecord) -> str:
+    taken = {r.id for r in rec.permission_requests}
+    while True:
+        rid = new_id().replace("-", "")[:8]
+        if rid not in taken:
+            return rid
+
+
+def find_request(rec: SessionRecord, request: str | None) -> PermissionRequest:
+    """The request named by id or unique prefix; with None, the only pending one."""
+    sid = rec.id[:8]
+    if not request:
+        pending = rec.pending_requests()
+        if len(pending) == 1:
+            return pending[0]
+        if not pending:
+            raise RequestNotFound(f"Session {sid} has no pending permission request (it is {rec.state.value}).")
+        listing = ", ".join(f"{r.id} ({r.tool}: {r.summary})" for r in pending)
+        raise RequestNotFound(f"Session {sid} has {len(pending)} pending requests; name one: {listing}")
+    matches = [r for r in rec.permission_requests if r.id.startswith(request)]
+    if not matches:
+        raise RequestNotFound(f"Session {sid} has no permission request {request!r}. "
+                              f"See `mainsail pending`.")
+    if len(matches) > 1:
+        raise RequestNotFound(f"Request prefix {request!r} matches {len(matches)} requests of session {sid}: "
+                              + ", ".join(r.id for r in matches))
+    req = matches[0]
+    if req.status is RequestStatus.SUPERSEDED:
+        raise RequestClosed(f"Request {req.id} of session {sid} ({req.tool}: {req.summary}) was superseded "
+                            "by a cancel; there is nothing to decide.")
+    if req.status is not RequestStatus.PENDING:
+        when = datetime.fromtimestamp(req.decided_at or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        raise RequestClosed(f"Request {req.id} of session {sid} ({req.tool}: {req.summary}) was already "
+                            f"{req.status.value} by {req.decided_by} at {when}.")
+    return req
+
+
+def require_idle(rec: SessionRecord, action: str) -> None:
+    if rec.state is not State.IDLE:
+        raise SessionBusy(f"Cannot {action} session {rec.id[:8]}: it is {rec.state.value}. "
+                          f"Wait for it, or `mainsail cancel {rec.id[:8]}`.")
+
+
+def _title(prompt: str) -> str:
+    line = " ".join(prompt.split())
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def _git_branch(path: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=path, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
