@@ -19,11 +19,11 @@ BYPASS = ("--permission-mode", "bypassPermissions")
 
 
 def echo(body: dict) -> Turn:
-    """A Bash call per prompt (``sleep 30`` for "slow ...", else ``sleep 3``), then ``answer to: <prompt>``."""
+    """A Bash call per prompt (``sleep 90`` for "slow ...", else ``sleep 3``), then ``answer to: <prompt>``."""
     last = body["messages"][-1]["content"]
     if isinstance(last, list) and last and last[-1].get("type") == "tool_result":
         return Turn(text=f"answer to: {last_prompt(body)}", usage=ScriptUsage(input_tokens=1500, output_tokens=40))
-    pause = 30 if last_prompt(body).startswith("slow") else 3
+    pause = 90 if last_prompt(body).startswith("slow") else 3  # cancelled before it ends
     return Turn(text="working", tool_uses=[ToolUse(name="Bash", input={"command": f"sleep {pause}"})],
                 usage=ScriptUsage(input_tokens=1200, output_tokens=80))
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def echo_model(body: dict) -> Turn:
-    """Answers each prompt with its text after one Bash call (``sleep 4`` for a prompt starting with
+    """Answers each prompt with its text after one Bash call (``sleep 10`` for a prompt starting with
     "slow"); stateless, so any session can use it."""
     last = body["messages"][-1]
     content = last["content"]
@@ -31,7 +31,7 @@ def echo_model(body: dict) -> Turn:
         text = prompt["content"] if isinstance(prompt["content"], str) else prompt["content"][-1]["text"]
         return Turn(text=f"answer to: {text}")
     text = content if isinstance(content, str) else content[-1].get("text", "")
-    pause = 4 if text.startswith("slow") else 1
+    pause = 10 if text.startswith("slow") else 1  # long enough for two `mainsail send`s on a loaded machine
     return Turn(text="working", tool_uses=[ToolUse(name="Bash", input={"command": f"sleep {pause}"})])
 
 
