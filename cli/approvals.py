@@ -28,7 +28,9 @@ def pending() -> None:
             rows += 1
             expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
             click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + prompt_text(req.tool, req.input, req.always))
-            click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {rec.title}")
+            whose = (f"sub-agent {rec.agent_type} of session {rec.parent_session_id[:8]}: "
+                     if rec.parent_session_id else "")
+            click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {whose}{rec.title}")
             click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
                                    f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
     if not rows:
@@ -38,8 +40,7 @@ def pending() -> None:
 def _decide(session: str, request: str | None, approve: bool, always: bool = False,
             message: str | None = None) -> None:
     rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
-    sid = rt.store.resolve_session(session)
-    req = find_request(rt.store.get_session(sid), request)
+    sid, req = _request_of(rt, rt.store.resolve_session(session), request)
     steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)
     dispatch(steps)
     verb = "Approved" if approve else "Denied"
@@ -51,6 +52,29 @@ def _decide(session: str, request: str | None, approve: bool, always: bool = Fal
     if steps and not ({"model", "tools"} & rt.store.live_queues()):
         click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",
                    err=True)
+
+
+def _request_of(rt, sid: str, request: str | None):
+    """The session that holds the pending ``request`` (``sid`` or, for a parent, one of its sub-agents
+    waiting for a person), and the request."""
+    from workflows.engine.subagents import tree
+    from workflows.exceptions import RequestNotFound
+
+    rec = rt.store.get_session(sid)
+    family = [r for _, r in tree(rt.store, sid)] if rec.children else [rec]
+    waiting = [r for r in family if r.pending_requests()]
+    if request is not None:
+        for r in waiting:
+            if any(q.id.startswith(request) for q in r.pending_requests()):
+                return r.id, find_request(r, request)
+        return sid, find_request(rec, request)  # says it is not there, and what is
+    if len(waiting) == 1:
+        return waiting[0].id, find_request(waiting[0], None)
+    if not waiting:
+        return sid, find_request(rec, None)
+    ids = ", ".join(f"{q.id} ({r.agent_type or 'main'})" for r in waiting for q in r.pending_requests())
+    raise RequestNotFound(f"Session {sid[:8]} and its sub-agents have several pending requests: {ids}. Name one "
+                          f"(mainsail pending lists them).")
 
 
 @click.command("approve")

@@ -42,9 +42,12 @@ class Prompter:
         self.queue: deque[PermissionRequestEntry] = deque()
         self.current: PermissionRequestEntry | None = None
         self.answered: set[str] = set()
+        self.asker: dict[str, str] = {}  # request id -> the session that asks (this one, or a sub-agent)
 
-    def on_entry(self, e) -> None:
+    def on_entry(self, e, sid: str | None = None) -> None:
+        """An entry of the session, or (``sid``) of one of its sub-agents: their asks are asked here too."""
         if isinstance(e, PermissionRequestEntry):
+            self.asker[e.request_id] = sid or self.sid
             self.queue.append(e)
         elif isinstance(e, PermissionDecisionEntry) and e.request_id:
             self.queue = deque(q for q in self.queue if q.request_id != e.request_id)
@@ -52,6 +55,9 @@ class Prompter:
                 if e.request_id not in self.answered and self.interactive:
                     click.echo(" (answered from another shell)", err=True)  # closes the prompt line
                 self.current = None
+
+    def on_child(self, child: str, e) -> None:
+        self.on_entry(e, child)
 
     def poll(self) -> None:
         if self.current is None and self.queue:
@@ -75,15 +81,19 @@ class Prompter:
 
     def _ask(self, req: PermissionRequestEntry) -> None:
         if self.interactive:
-            click.echo(click.style("⚡ ", fg="yellow") + prompt_text(req.tool, req.input, req.always), err=True)
+            asker = self.asker.get(req.request_id, self.sid)
+            whose = "" if asker == self.sid else f"(sub-agent {asker[:8]}) "
+            click.echo(click.style("⚡ ", fg="yellow") + whose + prompt_text(req.tool, req.input, req.always),
+                       err=True)
             click.echo(click.style("  (y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
         else:
             self._explain(req)
 
     def _explain(self, req: PermissionRequestEntry) -> None:
         click.echo("⚡ Waiting for approval of " + prompt_text(req.tool, req.input, req.always), err=True)
-        click.echo(f"  (request {req.request_id}) Answer from any shell: mainsail approve {self.sid[:8]} "
-                   f"{req.request_id} [--always]  or  mainsail deny {self.sid[:8]} {req.request_id} -m '...'",
+        asker = self.asker.get(req.request_id, self.sid)[:8]
+        click.echo(f"  (request {req.request_id}) Answer from any shell: mainsail approve {asker} "
+                   f"{req.request_id} [--always]  or  mainsail deny {asker} {req.request_id} -m '...'",
                    err=True)
 
     def _answer(self, req: PermissionRequestEntry, text: str) -> None:
@@ -94,7 +104,7 @@ class Prompter:
         approve = low in YES or low in ALWAYS
         try:
             steps = self.rt.engine.decide_request(
-                self.sid, req.request_id, approve, always=low in ALWAYS,
+                self.asker.get(req.request_id, self.sid), req.request_id, approve, always=low in ALWAYS,
                 message=None if (approve or low in NO) else text)
         except (RequestClosed, RequestNotFound) as exc:
             click.echo(f"  {exc}", err=True)
@@ -133,9 +143,15 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
         if stream is not None:
             stream.entry(e)
 
+    def on_child(child: str, e) -> None:  # a sub-agent's entry: shown indented, its asks asked here
+        prompter.on_child(child, e)
+        if r:
+            r.child_entry(child, e)
+
     try:
         result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,
-                        poll=prompter.poll, stop=lambda e: isinstance(e, ResultEntry) and ours["started"])
+                        poll=prompter.poll, stop=lambda e: isinstance(e, ResultEntry) and ours["started"],
+                        on_child=on_child)
     except KeyboardInterrupt:
         if r:
             r.close()

@@ -38,15 +38,27 @@ class Batch:
 
     deltas: list[dict[str, str]] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
+    children: list[tuple[str, str]] = field(default_factory=list)  # (sub-agent session id, entry JSON)
 
 
 class Feed:
     """Session ``sid``'s transcript after ``after`` (the start when None), and its text deltas if ``deltas``."""
 
-    def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False) -> None:
+    def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False,
+                 children: bool = False) -> None:
         self.store = store
         self.sid = sid
         self.deltas = deltas
+        # With ``children``: the transcripts of the session's sub-agents too, in the same read, from
+        # when a Task call shows up until each child's result (child log key -> (child id, last id)).
+        self.children = children
+        self.child_logs: dict[str, tuple[str, str]] = {}
+        self.followed: set[str] = set()
+        if children:  # sub-agents at work already (a Task call before ``after``): followed from their start
+            try:
+                self._add_children(running_only=True)
+            except (redis.RedisError, OSError):
+                pass
         self.log_key, self.live_key = keys.log(sid), keys.live(sid)
         self.last_log = after or "0-0"
         # Where the deltas start: now, before the follower's reads begin (a reader thread's first read
@@ -71,6 +83,7 @@ class Feed:
         streams = {self.log_key: self.last_log}
         if self.deltas:
             streams[self.live_key] = self.last_live
+        streams.update({key: last for key, (_, last) in self.child_logs.items()})
         rows = self.store.tail(streams, block_ms=max(1, block_ms))
         self.backoff = 0.1
         batch = Batch()
@@ -80,10 +93,30 @@ class Feed:
             if key == self.live_key:
                 self.last_live = items[-1][0]
                 batch.deltas.extend(f for _, f in items if f.get("type") == "text")
+            elif key in self.child_logs:
+                child = self.child_logs[key][0]
+                self.child_logs[key] = (child, items[-1][0])
+                batch.children.extend((child, f["entry"]) for _, f in items)
+                if any('"type":"result"' in f["entry"] for _, f in items):  # its run is over
+                    del self.child_logs[key]
             else:
                 self.last_log = items[-1][0]
                 batch.entries.extend(f["entry"] for _, f in items)
+        if self.children and any('"name":"Task"' in raw for raw in batch.entries):
+            self._add_children()
         return batch
+
+    def _add_children(self, running_only: bool = False) -> None:
+        """Follow the sub-agents the session started since the last look (a Task call was seen)."""
+        from statemachines import State
+
+        for child in self.store.get_session(self.sid).children:
+            if child in self.followed:
+                continue
+            if running_only and self.store.get_session(child).state is State.IDLE:
+                continue
+            self.followed.add(child)
+            self.child_logs[keys.log(child)] = (child, "0-0")
 
     def next(self, wait_ms: int) -> Batch | None:
         """A read of up to ``wait_ms``; None when Redis did not answer (after a backoff, 0.1 s doubling to 1 s)."""

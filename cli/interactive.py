@@ -336,7 +336,8 @@ class Interactive:
         try:
             with esc:
                 return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
-                              poll=poll)
+                              poll=poll, on_child=lambda child, e: (prompter.on_child(child, e),
+                                                                    r.child_entry(child, e)))
         except KeyboardInterrupt:
             r.close()
             if prompter.current is not None:

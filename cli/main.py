@@ -12,6 +12,7 @@ import sys
 import click
 import redis
 
+from cli.agents_flag import agents_option
 from statemachines import InvalidTransition
 from workflows.exceptions import MainsailError, StoreUnavailable
 
@@ -75,6 +76,7 @@ def _message(exc: Exception) -> str:
 @click.option("--disallowedTools", "--disallowed-tools", "disallowed_tools", multiple=True, metavar="RULES")
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True, help="No auto-memory for the session.")
+@agents_option
 @click.option("--add-dir", "add_dirs", multiple=True, metavar="DIR",
               help="A directory outside the workspace that tools may use as if inside it (repeatable).")
 @click.option("--fallback-model", metavar="MODEL", help="Retry a call once with this model when the main one is "
@@ -105,7 +107,18 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
 
 def _register() -> None:
-    from cli import approvals, demo, doctor, fsm, housekeeping, memory, run, sessions, transfer, worker
+    from cli import (
+        approvals,
+        demo,
+        doctor,
+        fsm,
+        housekeeping,
+        memory,
+        run,
+        sessions,
+        transfer,
+        worker,
+    )
 
     cli.add_command(run.run)
     cli.add_command(run.submit)

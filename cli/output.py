@@ -193,7 +193,7 @@ class StreamJson:
             "apiKeySource": api_key_source,
             "claude_code_version": CLAUDE_CODE_VERSION,
             "output_style": "default",
-            "agents": [],
+            "agents": sorted(rec.agents),  # Claude Code lists the agent types' names
             "skills": [],
             "plugins": [],
             "uuid": new_id(),

@@ -137,6 +137,31 @@ class Renderer:
             self._end_line()
             self.console.print(closing_line(e))
 
+    def child_entry(self, child: str, e) -> None:
+        """A sub-agent's entry, indented under its Task call: its tool calls, their results, its asks, its end."""
+        pad = "    "
+        if isinstance(e, AssistantEntry):
+            for tu in e.message.tool_uses():
+                self._end_line()
+                self.console.print(Text.assemble(pad, ("⏺ ", "cyan"), (tu.name, "bold"),
+                                                 f"({_summary(tu.name, tu.input)})"))
+        elif isinstance(e, UserEntry) and e.origin == "tool_result":
+            block = e.message.blocks()[0]
+            line = e.display or (block.text.splitlines() or [""])[0]
+            self._end_line()
+            self.console.print(Text(f"{pad}  ⎿  {line[:150]}",
+                                    style="red" if getattr(block, "is_error", False) else "dim"))
+        elif isinstance(e, PermissionRequestEntry) and self.show_requests:
+            self._end_line()
+            self.console.print(Text.assemble(pad, ("⚡ ", "yellow"), prompt_text(e.tool, e.input, e.always),
+                                             (f"\n{pad}  sub-agent {child[:8]} waits for approval "
+                                              f"(request {e.request_id})", "dim")))
+        elif isinstance(e, ResultEntry):
+            self._end_line()
+            mark, style = ("✗", "red") if e.is_error else ("✓", "dim")
+            self.console.print(Text(f"{pad}{mark} sub-agent {child[:8]} · {e.num_turns} turns · "
+                                    f"{money(e.total_cost_usd)}", style=style))
+
     def close(self) -> None:
         self._end_line()
 
@@ -179,6 +204,7 @@ def follow(
     timeout: float | None = None,
     poll: Callable[[], None] | None = None,
     on_silence: Callable[[float], None] | None = None,
+    on_child: Callable[[str, object], None] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
@@ -190,11 +216,12 @@ def follow(
     seconds since the last entry or delta after every batch (at least every ``block_ms``);
     by default it says, on stderr, what the session waits for after a few quiet seconds
     (cli/standby.py), and a command keeping a worker on standby also keeps this session's
-    queues served.
+    queues served. ``on_child`` (if given) gets ``(child session id, entry)`` for each entry of
+    the session's sub-agents (Task calls), read in the same blocking reads.
     """
     if on_silence is None:
         on_silence = _wait_notes(store, sid)
-    feed = Feed(store, sid, after=after, deltas=on_delta is not None)
+    feed = Feed(store, sid, after=after, deltas=on_delta is not None, children=on_child is not None)
     if poll is not None:
         feed = FeedThread(feed)
         feed.start()
@@ -205,8 +232,10 @@ def follow(
         while True:
             wait = block_ms if deadline is None else max(1, min(block_ms, int((deadline - time.monotonic()) * 1000)))
             batch = feed.next(wait)
-            if batch is not None and (batch.entries or batch.deltas):
+            if batch is not None and (batch.entries or batch.deltas or batch.children):
                 heard = time.monotonic()
+                for child, raw in batch.children:
+                    on_child(child, parse_entry(raw))
                 for d in batch.deltas:
                     on_delta(d.get("step", ""), int(d.get("attempt", 0)), d.get("text", ""))
                 for raw in batch.entries:

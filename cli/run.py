@@ -14,19 +14,21 @@ from pathlib import Path
 
 import click
 
+from cli.agents_flag import agents_option, flag_agents
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.figures import memory_saved_line
-from cli.standby import require_model_access
 from cli.select import pick_session
+from cli.standby import require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
+from workflows.model_names import model_overrides, valid_name
+from workflows.model_names import session_model as new_session_model
 from workflows.models import PermissionMode
-from workflows.settings import load_settings
-from workflows.model_names import model_overrides, session_model as new_session_model, valid_name
-from workflows.pricing import known_price, unknown_price_note
 from workflows.permissions.session_keys import resolve_added_dir
 from workflows.permissions.settings_files import SettingsError, load_permission_settings
+from workflows.pricing import known_price, unknown_price_note
+from workflows.settings import load_settings
 
 MODES = [m.value for m in PermissionMode]
 
@@ -48,6 +50,7 @@ def permission_options(f):
 
 def session_options(f):
     """Choosing, limiting and placing the session."""
+    f = agents_option(f)
     f = click.option("--cwd", "workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
                      default=".", help="The session's workspace (default: the current directory).")(f)
     f = click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
@@ -94,7 +97,7 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
             "env": files.env,
             "model_overrides": model_overrides(os.environ, files.model_env),
             "additional_directories": added_dirs(files.additional_directories, add_dirs),
-            "fallback_model": checked_fallback(fallback_model, model)}
+            "fallback_model": checked_fallback(fallback_model, model), "agents": flag_agents()}
 
 
 def unrun_hooks(hooks) -> list[str]:
@@ -105,7 +108,7 @@ def unrun_hooks(hooks) -> list[str]:
                     if e not in RUN_EVENTS and any(g.hooks for g in groups))
     if not events:
         return []
-    return [f"hooks for {', '.join(events)} are configured, but Mainsail has no sub-agents yet, so they never "
+    return [f"hooks for {', '.join(events)} are configured, but Mainsail does not run that event, so they never "
             "fire; every other hook event runs."]
 
 

@@ -19,7 +19,8 @@ def latest_in(rt: Runtime, workspace: Path) -> str:
     ws = os.path.realpath(workspace)
     for sid in rt.store.session_ids(limit=10_000):
         rec = rt.store.get_session(sid)
-        if rec.workspace == ws and rec.last_uuid is not None:  # skip sessions nobody wrote to (a /clear)
+        # skip sessions nobody wrote to (a /clear), and sub-agents (a parent's child sessions)
+        if rec.workspace == ws and rec.last_uuid is not None and not rec.parent_session_id:
             return sid
     raise SessionNotFound(f"No session was started in {ws}; start one with `mainsail run \"...\"`.")
 

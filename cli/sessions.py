@@ -49,13 +49,17 @@ def _cut(s: str, n: int) -> str:
 @click.option("--state", type=click.Choice([s.value for s in State]), help="Only sessions in this state.")
 @click.option("--workspace", type=click.Path(file_okay=False), help="Only sessions of this directory.")
 @click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
-def sessions(state: str | None, workspace: str | None, limit: int) -> None:
-    """List sessions, newest first (QUEUED: messages waiting to run next, in order)."""
+@click.option("--tree", is_flag=True, help="Show each session's sub-agents (child sessions) under it.")
+def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -> None:
+    """List sessions, newest first (QUEUED: messages waiting to run next, in order).
+
+    Sub-agents (the child sessions of Task calls) are counted on their parent's row (AGENTS); --tree
+    lists them under it, indented."""
     rt = existing_runtime()
     ws = os.path.realpath(workspace) if workspace else None
     rows = []
     for rec in rt.store.get_sessions(rt.store.session_ids(limit=10_000)):
-        if (state and rec.state.value != state) or (ws and rec.workspace != ws):
+        if (state and rec.state.value != state) or (ws and rec.workspace != ws) or rec.parent_session_id:
             continue
         rows.append(rec)
         if len(rows) >= limit:
@@ -63,12 +67,20 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> None:
     if not rows:
         click.echo("No sessions" + (" match." if state or ws else " yet: start one with `mainsail run \"...\"`."))
         return
-    queued = rt.store.inbox_lengths([r.id for r in rows])
-    click.echo(f"{'ID':<9} {'STATE':<19} {'QUEUED':>6}  {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} {'COST':>8}  "
-               f"{'ACTIVE':<9} WORKSPACE")
-    for rec in rows:
-        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued[rec.id] or '-':>6}  "
-                   f"{_cut(rec.title or '-', 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
+    if tree:
+        from workflows.engine.subagents import tree as family
+
+        rows = [(depth, r) for rec in rows for depth, r in family(rt.store, rec.id)]
+    else:
+        rows = [(0, rec) for rec in rows]
+    queued = rt.store.inbox_lengths([r.id for _, r in rows])
+    click.echo(f"{'ID':<9} {'STATE':<19} {'QUEUED':>6} {'AGENTS':>6}  {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} "
+               f"{'COST':>8}  {'ACTIVE':<9} WORKSPACE")
+    for depth, rec in rows:
+        title = ("  " * depth + ("└ " if depth else "") + (f"[{rec.agent_type}] " if rec.agent_type else "")
+                 + (rec.title or "-"))
+        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued[rec.id] or '-':>6} {len(rec.children) or '-':>6}  "
+                   f"{_cut(title, 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
                    f"{money(rec.cost_usd):>8}  {_when(rec.updated_at):<9} {rec.workspace}")
 
 
@@ -76,7 +88,9 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
     """The facts ``show`` and ``/status`` print about a session."""
     u = rec.usage
     lines = [
-        f"session     {rec.id}" + (f"  (forked from {rec.forked_from[:8]})" if rec.forked_from else ""),
+        f"session     {rec.id}" + (f"  (forked from {rec.forked_from[:8]})" if rec.forked_from else "")
+        + (f"  (sub-agent {rec.agent_type} of session {rec.parent_session_id[:8]})" if rec.parent_session_id
+           else ""),
         f"title       {rec.title or '-'}",
         f"state       {rec.state.value}" + _queue_note(rec, inbox)
         + (" · saving memory" if rec.saving_memory() and rec.state is not State.EXTRACTING else ""),
@@ -108,6 +122,9 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
                  f"last active {_when(rec.updated_at)}")
     if rec.last_error:
         lines.append(f"last error  {rec.last_error}")
+    if rec.children:
+        lines.append(f"sub-agents  {len(rec.children)}: {', '.join(c[:8] for c in rec.children[-8:])}"
+                     + (" ..." if len(rec.children) > 8 else "") + "  (`mainsail sessions --tree` lists them)")
     if rec.todos:
         from types import SimpleNamespace
 
@@ -171,7 +188,8 @@ def watch(session: str, forever: bool) -> None:
             extracting = rt.store.get_session(sid).state is State.EXTRACTING
             click.secho(f"(session {sid[:8]} is idle{'; saving memory' if extracting else ''})", dim=True)
             return
-        follow(rt.store, sid, on_entry=r.entry, on_delta=r.delta, after=rows[-1][0] if rows else None, stop=done)
+        follow(rt.store, sid, on_entry=r.entry, on_delta=r.delta, after=rows[-1][0] if rows else None, stop=done,
+               on_child=r.child_entry)
     except KeyboardInterrupt:
         r.close()
         click.echo(f"\nDetached from session {sid[:8]}; it goes on.", err=True)

@@ -30,6 +30,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
+from workflows.tools.task import agents_key, task_schema
 
 CACHE = {"type": "ephemeral"}
 
@@ -123,8 +124,9 @@ def _system_blocks(custom: str | None, append: str | None, system_context: str) 
 
 
 @lru_cache(maxsize=256)
-def _tool_schemas(names: tuple[str, ...]) -> tuple[dict, ...]:
-    return tuple(tool_schemas(list(names)))
+def _tool_schemas(names: tuple[str, ...], agents: tuple = ()) -> tuple[dict, ...]:
+    # Task's description lists the session's agent types (``agents``: workflows.tools.task.agents_key).
+    return tuple(task_schema(agents) if s["name"] == "Task" else s for s in tool_schemas(list(names)))
 
 
 def with_cache_breakpoints(request: dict) -> dict:
@@ -149,9 +151,12 @@ def _marked(block: dict) -> dict:
 
 
 def session_tools(rec: SessionRecord) -> list[str]:
-    """The tools a session's agent is offered: the core six, and the memory tools with auto-memory on;
-    only those ``rec.tools`` names when set (Claude Code's --tools)."""
+    """The tools a session's agent is offered: the core tools, and the memory tools with auto-memory on;
+    only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
+    never offered Task: sub-agents do not start sub-agents, as in Claude Code."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
+    if rec.parent_session_id or not rec.agents:
+        names.remove("Task")
     return names if rec.tools is None else [n for n in names if n in rec.tools]
 
 
@@ -161,6 +166,6 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
         "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": list(_tool_schemas(tuple(session_tools(rec)))),
+        "tools": list(_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents))),
         "messages": api_messages(entries, rec.user_context),
     })

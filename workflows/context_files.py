@@ -57,6 +57,8 @@ context, or use replace_all).
 - Bash commands time out after 2 minutes by default (at most 10 minutes); output past 30,000 \
 characters is truncated.
 - Call independent tools together in one response; several read-only calls run in parallel.
+- Task hands a self-contained job (a wide search, an independent change) to a sub-agent with its \
+own context; several Task calls in one response run in parallel, and each returns one final report.
 
 # Permissions
 Some tool calls need the user's approval. If a call is denied, do not retry the same call: \

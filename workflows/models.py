@@ -317,6 +317,8 @@ class StepKind(str, enum.Enum):
     MEMORY = "memory"  # a session-memory update (background fork)
     EXTRACT = "extract"  # an auto-memory extraction (fork; the session waits in ``extracting``)
     HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart, ...), on the tools queue
+    AGENT = "agent"  # a Task call's wait for its child session: running, no lease, owned by the child
+    REPORT = "report"  # a child session's final answer, taken to its parent's Task call (workflows.engine.subagents)
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
@@ -384,6 +386,7 @@ class ToolCall(_Model):
     pre_hook: HookOutcome | None = None
     hooks_pending: bool = False  # PreToolUse hooks match it: its permission is decided once they ran
     client_hook_runs: list[HookRun] | None = None  # what the SDK client's PreToolUse callbacks answered
+    child_session_id: str | None = None  # a Task call's child session (workflows.engine.subagents)
 
 
 class RuleSpec(_Model):
@@ -474,6 +477,20 @@ COST_KINDS = {
 }
 
 
+class AgentDefinition(_Model):
+    """A sub-agent type the Task tool can start: Claude Code's agent file (``.claude/agents/NAME.md``:
+    frontmatter ``name``, ``description``, ``tools``, ``model``; the body is its system prompt) or an
+    ``--agents`` JSON entry."""
+
+    name: str
+    description: str
+    prompt: str = ""  # its system prompt ("" for general-purpose: the session's own)
+    tools: list[str] | None = None  # None: every tool the parent has (but Task)
+    disallowed_tools: list[str] = Field(default_factory=list)
+    model: str | None = None  # None or "inherit": the parent's model
+    source: str = "built-in"  # built-in, project, user, flag (a file's path where it came from a file)
+
+
 class SessionRecord(_Model):
     # The first three fields lead the record's JSON, in this order: the server-side scripts of the step
     # protocol (workflows/fenced.py) read them from the JSON's first bytes, without decoding the rest.
@@ -525,6 +542,16 @@ class SessionRecord(_Model):
     cost_usd: float | None = 0.0
     max_budget_usd: float | None = None
     forked_from: str | None = None
+    # Sub-agents (workflows.engine.subagents): the types the Task tool offers, snapshotted at the start
+    # (every worker sees the same); a child session's link to the parent's Task call; a parent's children.
+    agents: dict[str, AgentDefinition] = Field(default_factory=dict)
+    parent_session_id: str | None = None
+    parent_tool_use_id: str | None = None
+    parent_step_id: str | None = None
+    agent_type: str | None = None
+    children: list[str] = Field(default_factory=list)
+    final_result: str | None = None  # a child's last run's result text, for its report
+    final_is_error: bool = False
 
     # Context, computed once at the start so every worker sends the same bytes (the prompt cache holds).
     system_context: str = ""

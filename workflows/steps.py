@@ -118,6 +118,10 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
               cancel: threading.Event) -> list[StepRecord]:
     sid = step.session_id
+    if step.kind is StepKind.REPORT:
+        return engine.deliver_report(rec, step, owner)
+    if rec.parent_session_id and not engine.parent_waits(rec):  # its parent stopped waiting for it
+        return engine.abandon_child_step(sid, step.id, owner)
     if step.kind is StepKind.MODEL:
         return _model_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.TOOL:

@@ -124,13 +124,15 @@ def export_entries(entries: list, rec: SessionRecord) -> Iterator[dict]:
         d = e.dump()
         line: dict[str, Any] = {
             "parentUuid": e.parent_uuid,
-            "isSidechain": False,
+            "isSidechain": bool(rec.parent_session_id),  # a sub-agent's transcript (a Task call's child)
             "userType": "external",
             "cwd": e.cwd or rec.workspace,
             "sessionId": e.session_id,
             "version": ver,
             "gitBranch": e.git_branch or "",
         }
+        if rec.parent_session_id:
+            line["agentId"] = rec.id
         if isinstance(e, (UserEntry, AssistantEntry)):
             line["type"] = e.type
             if isinstance(e, UserEntry):

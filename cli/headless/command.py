@@ -17,13 +17,13 @@ from pathlib import Path
 
 import click
 
+from cli.agents_flag import agents_option
 from cli.run import MODES
 
 #: Flags of Claude Code that Mainsail does not do (yet): flag -> (takes a value, why).
 REFUSED: dict[str, tuple[bool, str]] = {
     "--mcp-config": (True, "MCP servers are not supported yet"),
     "--strict-mcp-config": (False, "MCP servers are not supported yet"),
-    "--agents": (True, "sub-agents are not supported yet"),
     "--plugin-dir": (True, "plugins are not supported"),
     "--betas": (True, "API betas are not supported"),
     "--json-schema": (True, "structured output is not supported yet"),
@@ -136,6 +136,7 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--permission-prompt-tool", metavar="stdio")
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True)
+@agents_option
 @refused_options
 def main_command(prompt, print_mode, output_format, input_format, verbose, system_prompt, system_prompt_file,
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,

@@ -103,11 +103,12 @@ class Control:
             return len(self._waiting)
 
 
-def initialize_response(mode: PermissionMode, api_key_source: str) -> dict[str, Any]:
+def initialize_response(mode: PermissionMode, api_key_source: str, agents: dict | None = None) -> dict[str, Any]:
     """What Mainsail says about itself to ``initialize`` (the keys the Agent SDK reads)."""
     return {
         "commands": [],
-        "agents": [],
+        "agents": [{"name": a.name, "description": a.description, "model": a.model or "inherit"}
+                   for a in (agents or {}).values()],
         "output_style": "default",
         "available_output_styles": ["default"],
         "models": [],

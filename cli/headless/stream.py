@@ -266,8 +266,15 @@ class StreamServer:
     def _initialize(self, request: dict) -> dict:
         if request.get("hooks"):
             self.rt.engine.add_hooks(self.sid, callback_hooks(request["hooks"]))
+        if request.get("agents"):  # the SDK's ``agents`` option (ClaudeAgentOptions.agents)
+            from workflows.agents import AgentFileError, agents_from_json
+
+            try:
+                self.rt.engine.add_agents(self.sid, agents_from_json(request["agents"]))
+            except AgentFileError as exc:
+                raise ControlError(str(exc).replace("--agents", "agents")) from None
         rec = self.rt.store.get_session(self.sid)
-        return initialize_response(rec.permission_mode, self.api_key_source)
+        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents)
 
     def _interrupt(self, request: dict) -> dict:
         self.rt.engine.cancel(self.sid, "Interrupted by the client", dispatch=dispatch)

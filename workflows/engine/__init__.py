@@ -9,6 +9,7 @@
 - :mod:`~workflows.engine.turn`: one turn of the agent loop (reply, tool calls, next call, end);
 - :mod:`~workflows.engine.approvals`: asking a person and settling the answer;
 - :mod:`~workflows.engine.compacting` and :mod:`~workflows.engine.forks`: compaction and memory forks;
+- :mod:`~workflows.engine.subagents`: Task calls as child sessions, and their answers coming back;
 - :mod:`workflows.hooks.commits`: hooks' outcomes.
 
 The engine never imports ``tasks/``: it returns the steps to dispatch.
@@ -20,6 +21,7 @@ from workflows.engine.compacting import Compacting
 from workflows.engine.forks import MemoryForks
 from workflows.engine.ledger import StepLedger
 from workflows.engine.sessions import SessionVerbs
+from workflows.engine.subagents import SubagentLogic
 from workflows.engine.support import (  # noqa: F401  (the engine's public names)
     INTERRUPTED,
     QUEUE_FOR_KIND,
@@ -36,5 +38,6 @@ from workflows.engine.turn import TurnLogic
 from workflows.hooks.commits import HookCommits
 
 
-class Engine(SessionVerbs, StepLedger, TurnLogic, Approvals, Compacting, MemoryForks, HookCommits, CommitCore):
+class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, Compacting, MemoryForks, HookCommits,
+             CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

@@ -140,7 +140,8 @@ class CommitCore:
         if keeping is None:
             return
         keep, worker = keeping
-        step = next((st for st in tx.dispatch if keep(st)), None)
+        # (never a child session's step: the claim memory holds this session's record)
+        step = next((st for st in tx.dispatch if st.session_id == tx.rec.id and keep(st)), None)
         if step is None:
             return
         token = f"{owner.rsplit(':', 1)[0]}:{uuid.uuid4().hex[:8]}"
@@ -196,6 +197,7 @@ class CommitCore:
                                 origin="tool_result", display=output.display or None, step_id=step_id))
 
     def _add_result(self, tx: _Tx, subtype: str, text: str, is_error: bool = False) -> None:
+        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
         rec = tx.rec
         self._add(tx, ResultEntry(
             session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
@@ -206,6 +208,8 @@ class CommitCore:
             memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
             memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
         ))
+        if rec.parent_session_id:
+            self._child_ended(tx)
 
     def _step_name(self, rec: SessionRecord, step: StepRecord) -> str:
         if step.kind is StepKind.TOOL:
@@ -226,6 +230,26 @@ class CommitCore:
         rec.revision, rec.commit = read + 1, uuid.uuid4().hex[:16]
         ops = Recorder()
         self._keep(tx, ops)
+        written = self._write(tx, ops)
+        reply = s.commit(rec.id, read, rec.commit, ops, tx.fence)
+        if reply.status in ("ok", "landed"):
+            kept = self._kept.get(tx.fence[2]) if tx.fence else None
+            if kept is not None:
+                self._remember_claim(written, kept[0])
+            if tx.stop_children:  # the run ended with sub-agents running (workflows.engine.subagents)
+                self.stop_children(tx.stop_children)
+            return
+        if tx.fence:
+            self._kept.pop(tx.fence[2], None)
+        rec.revision, rec.commit = read, ""
+        if reply.status == "gone":
+            raise SessionNotFound(f"No session {rec.id!r}. List sessions with `mainsail sessions`.")
+        raise CommitConflict(reply.status, SessionRecord.model_validate_json(reply.session),
+                             StepRecord.model_validate_json(reply.step) if reply.step else None)
+
+    def _write(self, tx: _Tx, ops: Recorder) -> str:
+        """Record every write ``tx`` holds on ``ops`` (the record first); the record's JSON as written."""
+        s, rec = self.store, tx.rec
         written = tx.written = s.save_session(rec, ops)
         s.append(rec.id, tx.entries, ops)
         for step in tx.steps:
@@ -261,16 +285,4 @@ class CommitCore:
                 ops.zadd(keys.awaiting(), {rec.id: time.time()}, nx=True)
             else:
                 ops.zrem(keys.awaiting(), rec.id)
-        reply = s.commit(rec.id, read, rec.commit, ops, tx.fence)
-        if reply.status in ("ok", "landed"):
-            kept = self._kept.get(tx.fence[2]) if tx.fence else None
-            if kept is not None:
-                self._remember_claim(written, kept[0])
-            return
-        if tx.fence:
-            self._kept.pop(tx.fence[2], None)
-        rec.revision, rec.commit = read, ""
-        if reply.status == "gone":
-            raise SessionNotFound(f"No session {rec.id!r}. List sessions with `mainsail sessions`.")
-        raise CommitConflict(reply.status, SessionRecord.model_validate_json(reply.session),
-                             StepRecord.model_validate_json(reply.step) if reply.step else None)
+        return written

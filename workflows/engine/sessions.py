@@ -33,7 +33,9 @@ from workflows.memory import (
     project_id,
     project_root,
 )
+from workflows.agents import load_agents
 from workflows.models import (
+    AgentDefinition,
     PermissionMode,
     ResultEntry,
     RuleSet,
@@ -73,6 +75,7 @@ class SessionVerbs:
         env: dict[str, str] | None = None,
         model_overrides: dict[str, str] | None = None,
         fallback_model: str | None = None,
+        agents: dict[str, AgentDefinition] | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
@@ -81,7 +84,8 @@ class SessionVerbs:
         ``hooks``: the settings files' hooks, a snapshot every worker runs (more: :meth:`add_hooks`).
         ``additional_directories``: resolved directories that count as inside the workspace;
         ``env``: the settings files' env for tool processes; ``model_overrides``: what the aliases
-        stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`.
+        stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`;
+        ``agents``: sub-agent types from ``--agents`` (over the built-in and the agent files').
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -114,6 +118,7 @@ class SessionVerbs:
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
+        rec.agents = load_agents(ws, rec.home, agents)
         rec.auto_memory = self.settings.auto_memory if auto_memory is None else auto_memory
         index = ""
         if rec.auto_memory:

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory",
-                  StepKind.EXTRACT: "memory"}
+                  StepKind.EXTRACT: "memory", StepKind.REPORT: "model"}
 
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
@@ -99,6 +99,7 @@ class _Tx:
     records_deleted: list[str] = field(default_factory=list)
     checkpoints_cleared: list[str] = field(default_factory=list)  # finished forks' step ids
     inbox_pushes: list[str] = field(default_factory=list)  # messages queued behind the inbox
+    stop_children: list[str] = field(default_factory=list)  # sub-agent sessions to stop once this lands
     extra: list[Callable] = field(default_factory=list)  # more writes: each called with the recorder
     #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
     fence: tuple[str, str, str] | None = None

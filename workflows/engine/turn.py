@@ -120,22 +120,26 @@ class TurnLogic:
         start the next batch or model call."""
 
         def apply(tx: _Tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
-            call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
-            if call is None or call.status is ToolCallStatus.DONE:
-                return
-            if hook is not None:
-                self.add_hook_entry(tx, hook, call, step)
-            self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
-            call.status = ToolCallStatus.DONE
-            if call.name in MEMORY_WRITERS and not output.is_error:
-                tx.rec.run_wrote_memory = True
-            if (stop := tool_event_stops(hook)) is not None:
-                self._abort_run(tx, "halt", "error_during_execution", f"Stopped by a PostToolUse hook: {stop}")
-                return
-            self._advance_tools(tx)
+            self._record_tool_result(tx, step, output, hook)
 
         return self._step_event(sid, step_id, owner, apply)
+
+    def _record_tool_result(self, tx: _Tx, step: StepRecord, output: ToolOutput, hook: HookOutcome | None) -> None:
+        """A call's step is done: its result (and its PostToolUse verdict); then the batch goes on."""
+        self._finish_step(tx, step)
+        call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+        if call is None or call.status is ToolCallStatus.DONE:
+            return
+        if hook is not None:
+            self.add_hook_entry(tx, hook, call, step)
+        self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
+        call.status = ToolCallStatus.DONE
+        if call.name in MEMORY_WRITERS and not output.is_error:
+            tx.rec.run_wrote_memory = True
+        if (stop := tool_event_stops(hook)) is not None:
+            self._abort_run(tx, "halt", "error_during_execution", f"Stopped by a PostToolUse hook: {stop}")
+            return
+        self._advance_tools(tx)
 
     def _start_run(self, tx: _Tx, prompt: str) -> None:
         rec = tx.rec
@@ -185,6 +189,8 @@ class TurnLogic:
                     raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
                                          f"{', '.join(rec.tools) or 'none'}.")
                 validate_input(tu.name, tu.input)
+                if tool.subagent:
+                    self._check_agent_type(rec, tu.input)
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
                 continue
@@ -203,7 +209,8 @@ class TurnLogic:
                 batch += 1
             prev_read_only = tool.read_only
             call = ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch)
-            if perm.decision is Decision.ASK and rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name):
+            if (perm.decision is Decision.ASK and not tool.subagent
+                    and rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name)):
                 call.hooks_pending = True  # its hooks run first, on the tools worker; they may allow or deny it
             elif perm.decision is Decision.ASK:
                 call.status = ToolCallStatus.AWAITING_APPROVAL
@@ -236,7 +243,9 @@ class TurnLogic:
         while True:
             batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
             for call in batch:
-                if call.status is ToolCallStatus.WAITING:
+                if call.status is ToolCallStatus.WAITING and get_tool(call.name).subagent:
+                    self._start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
+                elif call.status is ToolCallStatus.WAITING:
                     step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
                     call.step_id = step.id
                     call.status = ToolCallStatus.DISPATCHED
@@ -300,6 +309,13 @@ class TurnLogic:
             self._start_run(tx, prompt)
 
     def _fail(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        if step.kind is StepKind.REPORT:  # the run had ended already: only the report failed
+            step.status, step.error = StepStatus.FAILED, error
+            tx.steps.append(step)
+            tx.cleared.append(step)
+            self._add(tx, SystemEntry(session_id=tx.rec.id, subtype="error", step_id=step.id,
+                                      content=f"Could not report this sub-agent's answer to its parent: {error}"))
+            return
         if step.background and step.kind is StepKind.HOOK:
             self.background_hook_failed(tx, step, error)
             return
@@ -318,6 +334,7 @@ class TurnLogic:
         """End the run early: newer epoch, every dangling tool call closed, back to idle."""
         rec = tx.rec
         rec.epoch += 1
+        tx.stop_children.extend(self._children_running(rec))
         for req in rec.pending_requests():
             req.status = RequestStatus.SUPERSEDED
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))

@@ -150,9 +150,10 @@ class HookCommits(LifecycleHooks):
 
     def stop_gate(self, tx) -> bool:
         """The model answered without tool calls: True when Stop hooks run (a hook step) before the run ends."""
-        if not tx.rec.hooks.for_event(HookEvent.STOP):
+        event = HookEvent.SUBAGENT_STOP if tx.rec.parent_session_id else HookEvent.STOP  # a child: SubagentStop
+        if not tx.rec.hooks.for_event(event):
             return False
-        self._new_step(tx, StepKind.HOOK, event=HookEvent.STOP.value)
+        self._new_step(tx, StepKind.HOOK, event=event.value)
         return True
 
     def settle_session_hook(self, sid: str, step_id: str, owner: str, outcome: HookOutcome | None, *,
@@ -169,7 +170,7 @@ class HookCommits(LifecycleHooks):
                 held = tx.rec.held_prompt if event is HookEvent.USER_PROMPT_SUBMIT else None
                 self.add_hook_entry(tx, outcome, step=step,
                                     prompt_sha256=prompt_digest(held) if held is not None else None)
-            if event is HookEvent.STOP:
+            if event in (HookEvent.STOP, HookEvent.SUBAGENT_STOP):
                 self._after_stop(tx, outcome, answer)
             elif event is HookEvent.SESSION_START:
                 tx.rec.session_started = True

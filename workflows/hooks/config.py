@@ -29,7 +29,7 @@ class HookEvent(str, enum.Enum):
     POST_TOOL_USE = "PostToolUse"
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
-    SUBAGENT_STOP = "SubagentStop"  # accepted; Mainsail has no sub-agents yet, so it never fires
+    SUBAGENT_STOP = "SubagentStop"  # a sub-agent (child session) is about to answer: its Stop
     SESSION_START = "SessionStart"
     SESSION_END = "SessionEnd"
     PRE_COMPACT = "PreCompact"
@@ -38,7 +38,7 @@ class HookEvent(str, enum.Enum):
 
 #: Events Mainsail runs (the others are accepted and stored, and the CLI warns that they do not run).
 RUN_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
-                        HookEvent.STOP, HookEvent.SESSION_START, HookEvent.SESSION_END, HookEvent.PRE_COMPACT,
+                        HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.SESSION_START, HookEvent.SESSION_END, HookEvent.PRE_COMPACT,
                         HookEvent.NOTIFICATION})
 
 #: Events whose matcher is a tool name.

@@ -74,7 +74,7 @@ def run_hook_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
     elif event is HookEvent.SESSION_START:
         subject = rec.start_source
         payload = hook_input(event, rec, source=subject)
-    elif event is HookEvent.STOP:
+    elif event in (HookEvent.STOP, HookEvent.SUBAGENT_STOP):
         payload = hook_input(event, rec, stop_hook_active=rec.stop_hook_active)
         answer = _last_answer(engine, rec.id)
     elif event is HookEvent.PRE_COMPACT:

@@ -147,6 +147,8 @@ class Tool:
     memory_tool: ClassVar[bool] = False
     # Needs no worker (it changes only the session record, e.g. TodoWrite): applied where the reply is committed.
     inline: ClassVar[bool] = False
+    # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
+    subagent: ClassVar[bool] = False
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError

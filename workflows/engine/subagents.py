@@ -1,0 +1,281 @@
+"""Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result.
+
+A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
+commit every event goes through.
+
+1. **Start.** When a Task call's batch starts, the parent's commit also writes the child: a new
+   session record (the agent's prompt, tools and model; the parent's permission mode, rules,
+   sandbox, hooks and workspace, never more), its first transcript entries and its first model
+   step. The parent's call gets an ``agent`` step that is ``running``, owned by ``agent:<child>``
+   and without a lease: no worker holds it and the reaper never takes it back. One atomic commit,
+   so a parent never waits for a child that was not made, and a re-sent commit makes no second one.
+   Several Task calls in one reply are one batch (Task is read-only): their children run in
+   parallel, on any workers.
+2. **Run.** The child is a session like any other: its steps are claimed, leased, reaped and
+   committed by the step protocol; its asks wait in ``awaiting_permission`` (``mainsail pending``
+   lists them under the parent).
+3. **Report.** When the child's run ends (answer, error, limit or cancel), the commit that ends it
+   writes a ``report`` step. Its worker commits the child's answer as the parent's tool result,
+   fenced on the parent's ``agent`` step (still running, still the child's), and adds the child's
+   cost to the parent's; then it finishes the report. Run twice (its worker died in between), the
+   parent's fence makes the second a no-op: the answer is recorded once.
+4. **Cancel.** A parent whose run ends while children run (a cancel, a failure) stops them at once
+   after its commit; a child whose parent's step is no longer waiting for it stops at its next step
+   too (the backstop for a process that died between the two).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from statemachines import State
+from workflows import keys
+from workflows.engine.support import _add_to, _Tx, retry_on_conflict
+from workflows.exceptions import ToolInputError
+from workflows.models import (
+    AgentDefinition,
+    SessionRecord,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+    new_id,
+)
+from workflows.pricing import add_cost
+from workflows.tools.base import ToolOutput
+
+log = logging.getLogger(__name__)
+
+#: Tools a child never has: sub-agents do not start sub-agents (as in Claude Code).
+CHILD_NEVER = frozenset({"Task"})
+
+#: The owner of a parent's ``agent`` step: the child it waits for.
+AGENT_OWNER = "agent:{child}"
+
+
+#: The session record's JSON starts with its revision, commit token and epoch (workflows/fenced.py).
+_HEAD = re.compile(rb'^\{"revision":\d+,"commit":"[^"]*","epoch":(\d+)')
+
+
+def agent_owner(child: str) -> str:
+    return AGENT_OWNER.format(child=child)
+
+
+def child_tools(parent: SessionRecord, agent_tools: list[str] | None, disallowed: list[str]) -> list[str]:
+    """The tools a child may use: the agent's list (None: all the parent's), less ``disallowed`` and Task,
+    and never one the parent may not use (its ``--tools``)."""
+    from workflows.tools import TOOL_ORDER
+
+    parent_has = [n for n in TOOL_ORDER if parent.tools is None or n in parent.tools]
+    wanted = parent_has if agent_tools is None else [n for n in agent_tools if n in parent_has]
+    return [n for n in wanted if n not in disallowed and n not in CHILD_NEVER]
+
+
+class SubagentLogic:
+    """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result."""
+
+    # ------------------------------------------------------------------ start (in the parent's commit)
+
+    def _check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
+        """Raises ToolInputError when the Task call names no agent type this session has (Claude Code's words)."""
+        name = tool_input.get("subagent_type")
+        if rec.parent_session_id:
+            raise ToolInputError("Task is not available to a sub-agent: sub-agents cannot start sub-agents.")
+        if name not in rec.agents:
+            raise ToolInputError(f"Agent type '{name}' not found. Available agents: {', '.join(sorted(rec.agents))}")
+
+    def _start_child(self, tx: _Tx, call: ToolCall) -> None:
+        """Write the child session for ``call`` into the parent's commit, and the parent's ``agent`` step."""
+        parent = tx.rec
+        agent = parent.agents[call.input["subagent_type"]]
+        child = SessionRecord(
+            id=new_id(),
+            model=agent.model or parent.model,
+            permission_mode=parent.permission_mode,
+            workspace=parent.workspace,
+            git_branch=parent.git_branch,
+            title=str(call.input.get("description") or agent.name)[:80],
+            tools_queue=parent.tools_queue,
+            rules=parent.rules.model_copy(deep=True),
+            home=parent.home,
+            approval_timeout_seconds=parent.approval_timeout_seconds,
+            asks=parent.asks,
+            tools=child_tools(parent, agent.tools, agent.disallowed_tools),
+            sandbox=parent.sandbox.model_copy(deep=True),
+            hooks=parent.hooks.model_copy(deep=True),
+            additional_directories=list(parent.additional_directories),
+            env=dict(parent.env),
+            model_overrides=dict(parent.model_overrides),
+            fallback_model=parent.fallback_model,
+            system_context=parent.system_context,
+            user_context=parent.user_context,
+            custom_system_prompt=agent.prompt or parent.custom_system_prompt,
+            append_system_prompt=None if agent.prompt else parent.append_system_prompt,
+            auto_memory=False,  # a sub-agent neither reads nor extracts the project's memory
+            session_started=True,  # SessionStart is the parent's; a child fires only SubagentStop
+            parent_session_id=parent.id,
+            parent_tool_use_id=call.tool_use_id,
+            agent_type=agent.name,
+            max_budget_usd=None,
+        )
+        step = StepRecord(id=new_id(), session_id=parent.id, kind=StepKind.AGENT, epoch=parent.epoch,
+                          status=StepStatus.RUNNING, owner=agent_owner(child.id), attempt=1, queue="",
+                          tool_use_id=call.tool_use_id, detail=child.id)
+        child.parent_step_id = step.id
+        tx.steps.append(step)
+        call.step_id = step.id
+        call.child_session_id = child.id
+        call.status = ToolCallStatus.DISPATCHED
+        parent.children.append(child.id)
+
+        ctx = _Tx(child)
+        child.run_started_at = time.time()
+        self._add_prompt(ctx, str(call.input["prompt"]))
+        self._fire(ctx, "submit")
+        self._next_model_call(ctx)
+        child.revision, child.commit = 1, new_id()[:16]
+        tx.extra.append(lambda ops, ctx=ctx: self._write(ctx, ops))
+        tx.dispatch.extend(ctx.dispatch)
+
+    @retry_on_conflict
+    def add_agents(self, sid: str, agents: dict[str, AgentDefinition]) -> SessionRecord:
+        """Add sub-agent types to a session (over those of the same name): the Agent SDK's ``agents``."""
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            rec.agents = {**rec.agents, **agents}
+            self._commit(_Tx(rec))
+        return rec
+
+    # ------------------------------------------------------------------ the end of a child's run
+
+    def _child_ended(self, tx: _Tx) -> None:
+        """A child's run ended (its result is the newest entry of ``tx``): write its report step."""
+        rec = tx.rec
+        if not rec.parent_session_id:
+            return
+        result = tx.entries[-1] if tx.entries else None
+        rec.final_result = getattr(result, "result", "") or ""
+        rec.final_is_error = bool(getattr(result, "is_error", False))
+        self._new_step(tx, StepKind.REPORT)
+
+    def deliver_report(self, rec: SessionRecord, step: StepRecord, owner: str) -> list[StepRecord]:
+        """Run a child's ``report`` step: its answer into the parent's Task call (fenced on the parent's
+        ``agent`` step, so a second delivery records nothing), then the report is done."""
+        parent_sid, parent_step = rec.parent_session_id, rec.parent_step_id
+        steps: list[StepRecord] = []
+        if parent_sid and parent_step:
+            steps = self.record_child_answer(parent_sid, parent_step, rec)
+        return steps + self.finish_report(rec.id, step.id, owner)
+
+    def record_child_answer(self, parent_sid: str, parent_step: str, child: SessionRecord) -> list[StepRecord]:
+        """Commit a child's answer as its parent's Task result and its cost into the parent's totals."""
+        text = child.final_result or ""
+        if child.final_is_error:
+            text = f"The {child.agent_type} agent stopped before it answered: {text or 'no reason given'}"
+        output = ToolOutput(content=text or "(the agent gave no answer)", is_error=child.final_is_error,
+                            display=f"{'failed' if child.final_is_error else 'done'} · {child.turns} turns"
+                                    + (f" · ${child.cost_usd:.4f}" if child.cost_usd else ""))
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
+            self._add_child_cost(tx, child)
+            self._record_tool_result(tx, step, output, None)
+
+        return self._step_event(parent_sid, parent_step, agent_owner(child.id), apply)
+
+    def _add_child_cost(self, tx: _Tx, child: SessionRecord) -> None:
+        """A child's usage and cost, rolled up into the parent's (by model, and as kind ``subagent``)."""
+        rec = tx.rec
+        for model, usage in child.usage_by_model.items():
+            cost = child.cost_by_model.get(model)
+            rec.usage = rec.usage + usage
+            _add_to(rec.usage_by_model, rec.cost_by_model, model, usage, cost)
+            _add_to(rec.usage_by_kind, rec.cost_by_kind, "subagent", usage, cost)
+            _add_to(rec.run_usage_by_model, rec.run_cost_by_model, model, usage, cost)
+            rec.run_usage = rec.run_usage + usage
+        rec.cost_usd = add_cost(rec.cost_usd, child.cost_usd)
+        rec.run_cost_usd = add_cost(rec.run_cost_usd, child.cost_usd)
+        rec.api_ms += child.api_ms
+        rec.run_api_ms += child.api_ms
+
+    def finish_report(self, sid: str, step_id: str, owner: str) -> list[StepRecord]:
+        def apply(tx: _Tx, step: StepRecord) -> None:
+            self._finish_step(tx, step)
+
+        return self._step_event(sid, step_id, owner, apply)
+
+    # ------------------------------------------------------------------ cancel
+
+    def _children_running(self, rec: SessionRecord) -> list[str]:
+        return [c.child_session_id for c in rec.tool_calls
+                if c.child_session_id and c.status is not ToolCallStatus.DONE]
+
+    def stop_children(self, children: list[str]) -> None:
+        """Stop each child's run (after the parent's run ended); a child already idle is left alone."""
+        for child in children:
+            try:
+                self.stop_child(child)
+            except Exception as exc:  # noqa: BLE001 - the backstop stops it at its next step
+                log.warning("could not stop sub-agent session %s now (%s); it stops at its next step",
+                            child[:8], exc)
+
+    def stop_child(self, child: str) -> list[StepRecord]:
+        """Stop a child whose parent no longer waits for it: its run ends as cancelled (no report is
+        delivered: the parent's step is closed)."""
+        rec = self.store.get_session(child)
+        if rec.state is State.IDLE:
+            return []
+        return self.stop(child).steps
+
+    def abandon_child_step(self, sid: str, step_id: str, owner: str) -> list[StepRecord]:
+        """A child's step claimed after its parent stopped waiting: the child stops, the step is not run."""
+        self.stop_children([sid])
+
+        def apply(tx: _Tx, step: StepRecord) -> None:
+            self._supersede(tx, step)
+
+        return self._step_event(sid, step_id, owner, apply)
+
+    def parent_waits(self, rec: SessionRecord) -> bool:
+        """A child's parent still waits for it: its ``agent`` step is running, the child's, and of the
+        parent's current epoch (a cancel or a failure ended the run it belonged to). True for a session
+        that is no child, and when the parent cannot be read (the report decides then)."""
+        if not (rec.parent_session_id and rec.parent_step_id):
+            return True
+        try:
+            p = self.store.r.pipeline(transaction=False)
+            p.get(keys.session(rec.parent_session_id))
+            p.hget(keys.steps(rec.parent_session_id), rec.parent_step_id)
+            raw_rec, raw_step = p.execute()
+        except Exception:  # noqa: BLE001 - a Redis error: let the step run (the report is fenced)
+            return True
+        if raw_rec is None or raw_step is None:  # the parent was removed
+            return False
+        step = StepRecord.model_validate_json(raw_step)
+        head = _HEAD.match(raw_rec if isinstance(raw_rec, bytes) else raw_rec.encode())
+        epoch = int(head.group(1)) if head else SessionRecord.model_validate_json(raw_rec).epoch
+        return (step.status is StepStatus.RUNNING and step.owner == agent_owner(rec.id)
+                and step.epoch == epoch)
+
+
+def tree(store, sid: str) -> list[tuple[int, SessionRecord]]:
+    """``sid`` and its descendants, depth first: (depth, record)."""
+    out: list[tuple[int, SessionRecord]] = []
+
+    def walk(s: str, depth: int) -> None:
+        try:
+            rec = store.get_session(s)
+        except Exception:  # noqa: BLE001 - a removed child: left out
+            return
+        out.append((depth, rec))
+        for child in rec.children:
+            walk(child, depth + 1)
+
+    walk(sid, 0)
+    return out
+
+
+__all__ = ["AGENT_OWNER", "SubagentLogic", "agent_owner", "child_tools", "tree"]
+
