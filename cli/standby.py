@@ -174,8 +174,12 @@ def waiting_for(store, sid: str, embedded: bool) -> str | None:
             fix = (" (starting one in this process)" if embedded
                    else f"; none is running: start one with `mainsail worker -Q {s.queue}`")
             return f"waiting for a worker on queue {s.queue}…{fix}"
+    agents = [s for s in steps if s.kind is StepKind.AGENT and s.status is StepStatus.RUNNING]
+    if agents and len(agents) == sum(s.status is StepStatus.RUNNING for s in steps):
+        return (f"waiting for {len(agents)} sub-agent{'s' if len(agents) != 1 else ''} to report "
+                f"({', '.join((s.detail or '')[:8] for s in agents)}; `mainsail sessions --tree` lists them)…")
     for s in steps:
-        if s.status is StepStatus.RUNNING:
+        if s.status is StepStatus.RUNNING and s.kind is not StepKind.AGENT:
             what = _what(rec, s)
             worker = _worker_of(live, s.owner)
             if worker is None:

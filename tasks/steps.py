@@ -88,6 +88,12 @@ def run_hook(sid: str, step_id: str) -> str:
     return _run(sid, step_id)
 
 
+@app.task(name="mainsail.model.report")
+def report_to_parent(sid: str, step_id: str) -> str:
+    """A sub-agent's final answer, committed as its parent's Task result (workflows.engine.subagents)."""
+    return _run(sid, step_id)
+
+
 @app.task(name="mainsail.model.compact")
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""

@@ -144,6 +144,8 @@ def test_cancelling_the_parent_stops_its_running_children(engine, ws):
         assert kid.state is State.IDLE and kid.pending_requests() == []
         assert results(engine, c)[-1].subtype == "cancelled"
     assert engine.store.awaiting_sessions() == []
+    # the parent's agent steps are closed with its run: nothing of it counts as still running
+    assert {s.status for s in engine.store.steps(rec.id) if s.kind is StepKind.AGENT} == {StepStatus.SUPERSEDED}
 
 
 def test_a_child_step_claimed_after_its_parent_stopped_waiting_is_not_run(engine, ws):
@@ -155,7 +157,7 @@ def test_a_child_step_claimed_after_its_parent_stopped_waiting_is_not_run(engine
     (child_step,) = list(inline.queue)
     inline.queue.clear()
     # the parent's run ends while its child's first step is still queued, and the cascade is lost
-    engine.stop_children = lambda children: None
+    engine.stop_children = lambda children: []
     engine.stop(rec.id)
     del engine.stop_children
     run_step(engine, child_step.session_id, child_step.id, inline.dispatch)

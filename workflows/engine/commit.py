@@ -237,7 +237,7 @@ class CommitCore:
             if kept is not None:
                 self._remember_claim(written, kept[0])
             if tx.stop_children:  # the run ended with sub-agents running (workflows.engine.subagents)
-                self.stop_children(tx.stop_children)
+                tx.dispatch.extend(self.stop_children(tx.stop_children))
             return
         if tx.fence:
             self._kept.pop(tx.fence[2], None)

@@ -208,18 +208,30 @@ class SubagentLogic:
 
     # ------------------------------------------------------------------ cancel
 
-    def _children_running(self, rec: SessionRecord) -> list[str]:
-        return [c.child_session_id for c in rec.tool_calls
-                if c.child_session_id and c.status is not ToolCallStatus.DONE]
+    def _release_children(self, tx: _Tx) -> None:
+        """The parent's run ends early (a cancel, a failure) with sub-agents at work: their ``agent`` steps
+        are closed in this commit (a late report records nothing) and the children are stopped once it
+        lands (``tx.stop_children``)."""
+        rec = tx.rec
+        for call in rec.tool_calls:
+            if call.child_session_id and call.step_id and call.status is not ToolCallStatus.DONE:
+                tx.steps.append(StepRecord(
+                    id=call.step_id, session_id=rec.id, kind=StepKind.AGENT, epoch=rec.epoch - 1,
+                    status=StepStatus.SUPERSEDED, owner=agent_owner(call.child_session_id), attempt=1,
+                    tool_use_id=call.tool_use_id, detail=call.child_session_id))
+                tx.stop_children.append(call.child_session_id)
 
-    def stop_children(self, children: list[str]) -> None:
-        """Stop each child's run (after the parent's run ended); a child already idle is left alone."""
+    def stop_children(self, children: list[str]) -> list[StepRecord]:
+        """Stop each child's run (after the parent's run ended); a child already idle is left alone.
+        Returns the steps the stops lead to (each child's report), to dispatch."""
+        steps: list[StepRecord] = []
         for child in children:
             try:
-                self.stop_child(child)
+                steps += self.stop_child(child)
             except Exception as exc:  # noqa: BLE001 - the backstop stops it at its next step
                 log.warning("could not stop sub-agent session %s now (%s); it stops at its next step",
                             child[:8], exc)
+        return steps
 
     def stop_child(self, child: str) -> list[StepRecord]:
         """Stop a child whose parent no longer waits for it: its run ends as cancelled (no report is
@@ -231,12 +243,12 @@ class SubagentLogic:
 
     def abandon_child_step(self, sid: str, step_id: str, owner: str) -> list[StepRecord]:
         """A child's step claimed after its parent stopped waiting: the child stops, the step is not run."""
-        self.stop_children([sid])
+        steps = self.stop_children([sid])
 
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._supersede(tx, step)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return steps + self._step_event(sid, step_id, owner, apply)
 
     def parent_waits(self, rec: SessionRecord) -> bool:
         """A child's parent still waits for it: its ``agent`` step is running, the child's, and of the

@@ -334,7 +334,7 @@ class TurnLogic:
         """End the run early: newer epoch, every dangling tool call closed, back to idle."""
         rec = tx.rec
         rec.epoch += 1
-        tx.stop_children.extend(self._children_running(rec))
+        self._release_children(tx)
         for req in rec.pending_requests():
             req.status = RequestStatus.SUPERSEDED
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
