@@ -147,6 +147,8 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
         prompter.on_child(child, e)
         if r:
             r.child_entry(child, e)
+        if stream is not None:
+            stream.child_entry(child, e)
 
     try:
         result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,

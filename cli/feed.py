@@ -161,7 +161,7 @@ class FeedThread(threading.Thread):
                 if not self._closed.is_set():
                     self._batches.put(exc)
                 return
-            if (batch.entries or batch.deltas) and not self._closed.is_set():
+            if (batch.entries or batch.deltas or batch.children) and not self._closed.is_set():
                 self._batches.put(batch)
 
     def next(self, wait_ms: int) -> Batch | None:

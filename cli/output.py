@@ -170,6 +170,10 @@ class StreamJson:
         self.replay_user_messages = replay_user_messages
         self.partial_messages = partial_messages
         self.stop_reason: str | None = None
+        self.sid: str | None = None  # the main session (its replies name it)
+        self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its tool_use id
+        self.child_calls: dict[str, str | None] = {}  # sub-agent session -> its Task call's tool_use id
+        self.task_inputs: dict[str, dict] = {}  # a Task call's tool_use id -> its input
 
     def emit(self, obj: dict) -> None:
         line = _dumps(obj) + "\n"
@@ -205,6 +209,11 @@ class StreamJson:
         """The lines for a transcript entry (assistant, user, result); none for other entries."""
         if isinstance(e, AssistantEntry):
             self.stop_reason = e.message.stop_reason
+            self.sid = e.session_id
+            for tu in e.message.tool_uses():
+                if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
+                    self.task_prompts[tu.input["prompt"]] = tu.id
+                    self.task_inputs[tu.id] = tu.input
         if isinstance(e, UserEntry) and e.origin != "tool_result" and not self.replay_user_messages:
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
@@ -212,6 +221,25 @@ class StreamJson:
             self.emit(obj)
         if isinstance(e, ResultEntry):
             self.stop_reason = None
+        return lines
+
+    def child_entry(self, child: str, e) -> list[dict]:
+        """A sub-agent's entry as Claude Code streams it: its prompt, replies and tool results, each with its
+        Task call's id in ``parent_tool_use_id`` and the main session's id; never its result line."""
+        if isinstance(e, UserEntry) and e.origin == "prompt":
+            self.child_calls[child] = self.task_prompts.get(e.message.text())
+        if not isinstance(e, (AssistantEntry, UserEntry)):
+            return []
+        lines = stream_json_lines(e)
+        call = self.child_calls.get(child)
+        task = self.task_inputs.get(call or "", {})
+        for obj in lines:
+            obj["parent_tool_use_id"] = call
+            obj["session_id"] = self.sid or obj["session_id"]
+            if obj["type"] == "user":  # as Claude Code marks a sub-agent's user lines
+                obj.update(agent_id=child, subagent_type=task.get("subagent_type"),
+                           task_description=task.get("description"))
+            self.emit(obj)
         return lines
 
     def delta(self, sid: str, text: str) -> None:

@@ -48,6 +48,8 @@ class Renderer:
         self.show_requests = show_requests
         self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
         self.calls: dict[str, str] = {}  # tool_use id -> "Name(arg)" when a turn made several calls
+        self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its description (names its sub-agent)
+        self.child_labels: dict[str, str] = {}  # sub-agent session id -> its Task's description
         self._mid_line = False
 
     def _end_line(self) -> None:
@@ -95,6 +97,8 @@ class Renderer:
                 self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"), label[len(tu.name):]))
                 if tu.name == "TodoWrite":
                     self._checklist(tu.input)
+                if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
+                    self.task_prompts[tu.input["prompt"]] = str(tu.input.get("description") or "")
         elif isinstance(e, UserEntry):
             self._end_line()
             if e.origin == "tool_result":
@@ -139,7 +143,11 @@ class Renderer:
 
     def child_entry(self, child: str, e) -> None:
         """A sub-agent's entry, indented under its Task call: its tool calls, their results, its asks, its end."""
-        pad = "    "
+        if isinstance(e, UserEntry) and e.origin == "prompt":
+            self.child_labels[child] = self.task_prompts.get(e.message.text(), "") or child[:8]
+            return
+        label = self.child_labels.get(child, child[:8])
+        pad = f"    [{label[:30]}] " if len(self.child_labels) > 1 else "    "
         if isinstance(e, AssistantEntry):
             for tu in e.message.tool_uses():
                 self._end_line()
@@ -159,8 +167,8 @@ class Renderer:
         elif isinstance(e, ResultEntry):
             self._end_line()
             mark, style = ("✗", "red") if e.is_error else ("✓", "dim")
-            self.console.print(Text(f"{pad}{mark} sub-agent {child[:8]} · {e.num_turns} turns · "
-                                    f"{money(e.total_cost_usd)}", style=style))
+            self.console.print(Text(f"{pad}{mark} sub-agent {child[:8]} {'answered' if not e.is_error else e.subtype}"
+                                    f" · {e.num_turns} turns · {money(e.total_cost_usd)}", style=style))
 
     def close(self) -> None:
         self._end_line()

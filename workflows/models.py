@@ -474,6 +474,7 @@ COST_KINDS = {
     "compact": "compaction",
     "memory": "session memory",
     "extract": "memory extraction",
+    "subagent": "sub-agents",  # child sessions' calls, rolled up when each reports (workflows.engine.subagents)
 }
 
 

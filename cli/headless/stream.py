@@ -114,6 +114,7 @@ class StreamServer:
         self.after: str | None = None
         self.last: ResultEntry | None = None
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
+        self.asker: dict[str, str] = {}  # a sub-agent's permission request id -> its session id
         self.abandoned = False  # stdin ended with a question to the client open: the turn did not finish
         self._line = 0
 
@@ -131,7 +132,8 @@ class StreamServer:
             try:
                 follow(self.rt.store, self.sid, on_entry=self._on_entry,
                        on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
-                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted)
+                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted,
+                       on_child=self._on_child)
             except _ClientGone:
                 click.echo(f"mainsail: the client closed its input while session {self.sid[:8]} waited for its "
                            f"answer; the request stays open: answer it with `mainsail pending` and `mainsail "
@@ -200,6 +202,19 @@ class StreamServer:
         elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
             self.control.cancel(self.asked.pop(e.request_id))  # settled elsewhere (or by the answer itself)
 
+    def _on_child(self, child: str, e) -> None:
+        """A sub-agent's entry: its messages with their Task call's id (``parent_tool_use_id``), as Claude
+        Code streams them; its questions asked of this client like the session's own."""
+        self.out.child_entry(child, e)
+        if isinstance(e, PermissionRequestEntry):
+            self.asker[e.request_id] = child
+            if e.kind == "hook":
+                self._run_callbacks(e, e.callbacks, [])
+            elif self.prompt_tool:
+                self._ask(e)
+        elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
+            self.control.cancel(self.asked.pop(e.request_id))
+
     def _on_delta(self, step: str, attempt: int, text: str) -> None:
         self.out.delta(self.sid, text)
 
@@ -214,21 +229,22 @@ class StreamServer:
     def _answered(self, e: PermissionRequestEntry, answer) -> None:
         self.asked.pop(e.request_id, None)
         engine = self.rt.engine
+        sid = self.asker.get(e.request_id, self.sid)  # the session that asks: this one or a sub-agent
         try:
             if isinstance(answer, Exception):  # the client's callback failed: deny, saying why
-                steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                steps = engine.decide_request(sid, e.request_id, False, by="user",
                                               message=f"The permission callback failed: {answer}")
             elif answer.get("behavior") == "allow":
                 try:
-                    steps = engine.decide_request(self.sid, e.request_id, True, by="user",
+                    steps = engine.decide_request(sid, e.request_id, True, by="user",
                                                   always=bool(answer.get("updatedPermissions")),
                                                   updated_input=answer.get("updatedInput"))
                 except ToolInputError as exc:
-                    steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                    steps = engine.decide_request(sid, e.request_id, False, by="user",
                                                   message=f"The approver changed the input to one that is not "
                                                           f"valid: {exc}")
             else:
-                steps = engine.decide_request(self.sid, e.request_id, False, by="user",
+                steps = engine.decide_request(sid, e.request_id, False, by="user",
                                               message=answer.get("message") or None)
                 if answer.get("interrupt"):
                     engine.cancel(self.sid, "Interrupted by the permission callback", dispatch=dispatch)
@@ -243,7 +259,8 @@ class StreamServer:
         their outputs to the engine, which joins them to the command hooks' where the call runs."""
         if not left:
             try:
-                dispatch(self.rt.engine.answer_client_hooks(self.sid, e.request_id, runs))
+                dispatch(self.rt.engine.answer_client_hooks(self.asker.get(e.request_id, self.sid), e.request_id,
+                                                            runs))
             except (RequestClosed, RequestNotFound):
                 pass  # settled from a shell meanwhile
             return

@@ -239,3 +239,32 @@ def test_a_pre_tool_use_hook_callback_decides_before_bash_runs(cluster, workspac
         assert "no shell today" in json.dumps(api.requests[-1]["messages"][-1])
     else:
         assert (workspace / "out.txt").read_text() == "ran\n"
+
+
+def test_the_sdks_agents_option_defines_a_sub_agent_the_task_tool_runs(cluster, workspace):
+    from claude_agent_sdk import AgentDefinition
+
+    def turn(body: dict) -> Turn:
+        first = body["messages"][0]["content"]
+        first = first if isinstance(first, str) else first[-1].get("text", "")
+        if "You check spelling." in json.dumps(body.get("system")):  # the child: the agent's own prompt
+            return Turn(text="no typos")
+        if any(m["role"] == "assistant" for m in body["messages"]):
+            return Turn(text="The checker says: no typos.")
+        return Turn(tool_uses=[ToolUse(id="toolu_t", name="Task", input={
+            "description": "check spelling", "prompt": "check README", "subagent_type": "speller"})])
+
+    with serving(cluster, turn) as api:
+        opts = options(cluster, workspace, permission_mode="bypassPermissions", agents={
+            "speller": AgentDefinition(description="Checks spelling", prompt="You check spelling.",
+                                       tools=["Read"])})
+        messages = collect("check the docs", opts)
+    (init,) = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
+    assert "speller" in init.data["agents"] and "Task" in init.data["tools"]
+    task = next(t for t in api.requests[0]["tools"] if t["name"] == "Task")
+    assert "- speller: Checks spelling (Tools: Read)" in task["description"]
+    child = next(r for r in api.requests if "You check spelling." in json.dumps(r["system"]))
+    assert [t["name"] for t in child["tools"]] == ["Read"]
+    nested = [m for m in messages if getattr(m, "parent_tool_use_id", None) == "toolu_t"]
+    assert nested, "the sub-agent's messages carry their Task call's id"
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "The checker says: no typos."

@@ -4,6 +4,7 @@ answered with ``mainsail approve``."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import threading
@@ -74,7 +75,8 @@ def test_three_children_run_in_parallel_on_two_workers_and_a_sigkill_loses_no_an
     with FakeMessagesServer(family) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         workers = [cluster.start_worker(), cluster.start_worker()]
-        proc = run_p(cluster, workspace, "--permission-mode", "bypassPermissions", "split the work in three")
+        proc = run_p(cluster, workspace, "--permission-mode", "bypassPermissions", "--output-format", "stream-json",
+                     "split the work in three")
         wait_for(lambda: len(family.calls) >= 3, 60, what="three child model calls")
         (sid,) = [s for s in cluster.store.session_ids() if not cluster.store.get_session(s).parent_session_id]
         children = cluster.store.get_session(sid).children
@@ -86,7 +88,12 @@ def test_three_children_run_in_parallel_on_two_workers_and_a_sigkill_loses_no_an
         cluster.kill(victim)
         out, err = proc.communicate(timeout=90)
         assert proc.returncode == 0, err
-        assert "All agents reported." in out
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert lines[-1]["type"] == "result" and lines[-1]["result"] == "All agents reported."
+    # the children's messages stream with their Task call's id, as Claude Code's do
+    nested = [(x["parent_tool_use_id"], x["type"]) for x in lines if x.get("parent_tool_use_id")]
+    assert {p for p, _ in nested} == {"toolu_task1", "toolu_task2", "toolu_task3"}
+    assert all(x["session_id"] == lines[0]["session_id"] for x in lines if x["type"] != "system")
     starts = sorted(start for _, start, _ in family.calls[:3])
     ends = sorted(end for _, _, end in family.calls[:3])
     assert starts[-1] < ends[0], f"the first three child calls did not overlap: {family.calls}"
