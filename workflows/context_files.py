@@ -57,6 +57,8 @@ context, or use replace_all).
 - Bash commands time out after 2 minutes by default (at most 10 minutes); output past 30,000 \
 characters is truncated.
 - Call independent tools together in one response; several read-only calls run in parallel.
+- WebFetch reads a web page and answers a question about it; WebSearch searches the web. Both ask \
+for permission (per host for WebFetch); cite the links you used.
 - Task hands a self-contained job (a wide search, an independent change) to a sub-agent with its \
 own context; several Task calls in one response run in parallel, and each returns one final report.
 

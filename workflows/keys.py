@@ -151,3 +151,8 @@ def project_extract_lock(pid: str) -> str:
 def projects() -> str:
     """Hash of project id -> its root path."""
     return f"{PREFIX}projects"
+
+
+def web_cache(digest: str) -> str:
+    """A page WebFetch fetched (JSON), by the SHA-256 of its URL; expires after 15 minutes."""
+    return f"{PREFIX}web:{_check('digest', digest)}"

@@ -474,7 +474,8 @@ COST_KINDS = {
     "compact": "compaction",
     "memory": "session memory",
     "extract": "memory extraction",
-    "subagent": "sub-agents",  # child sessions' calls, rolled up when each reports (workflows.engine.subagents)
+    "subagent": "sub-agents",
+    "web": "web fetch & search",  # WebFetch's small-model answer, WebSearch's search call  # child sessions' calls, rolled up when each reports (workflows.engine.subagents)
 }
 
 

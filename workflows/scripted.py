@@ -116,6 +116,9 @@ class Turn(BaseModel):
 
     text: str = ""
     tool_uses: list[ToolUse] = Field(default_factory=list)
+    # Content blocks sent as they are, before the text: the server tools' blocks (``server_tool_use``,
+    # ``web_search_tool_result``) of a reply to a request with the web search tool.
+    server_blocks: list[dict] = Field(default_factory=list)
     stop_reason: str | None = None  # default: "tool_use" if tool_uses else "end_turn"
     usage: ScriptUsage | None = None  # default: estimated from the request's size
     delay_seconds: float = Field(default=0.0, ge=0)  # before the response headers
@@ -343,7 +346,7 @@ class ScriptedMessagesAPI:
         return Reply(status, headers, [json.dumps(error_body(error_type, message)).encode()])
 
     def _message(self, body: dict, turn: Turn, index: int, request_no: int) -> dict:
-        content: list[dict] = []
+        content: list[dict] = [dict(b) for b in turn.server_blocks]
         if turn.text:
             content.append({"type": "text", "text": turn.text})
         for i, tu in enumerate(turn.tool_uses):
@@ -388,6 +391,10 @@ class ScriptedMessagesAPI:
                             {"type": "content_block_delta", "index": idx, "delta": {"type": "text_delta", "text": piece}},
                         )
                     )
+            elif block["type"] != "tool_use":  # a server tool's block: whole, in its start event
+                chunks.append(
+                    _sse("content_block_start", {"type": "content_block_start", "index": idx, "content_block": block})
+                )
             else:
                 start_block = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
                 chunks.append(

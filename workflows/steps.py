@@ -29,6 +29,10 @@ from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
+from workflows.tools.web import WebAccess
+
+#: Tools that call the model and the web from the worker (their ToolContext gets a WebAccess).
+WEB_TOOLS = frozenset({"WebFetch", "WebSearch"})
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +273,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             sandbox=rec.sandbox,
             additional_dirs=tuple(rec.additional_directories),
             env=dict(rec.env),
+            web=WebAccess(store.r, settings, rec) if call.name in WEB_TOOLS else None,
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

@@ -440,5 +440,6 @@ def test_summary():
     assert summary("Write", F("b.py")) == "b.py"
     assert summary("Grep", {"pattern": "TODO", "path": "src"}) == "TODO in src"
     assert summary("Glob", {"pattern": "**/*.py"}) == "**/*.py"
-    assert summary("WebFetch", {"url": "https://example.com"}) == '{"url": "https://example.com"}'
+    assert summary("WebFetch", {"url": "https://example.com"}) == "fetch https://example.com"
+    assert summary("Task", {"description": "d"}) == '{"description": "d"}'
     assert len(summary("Other", {"k": "v" * 500})) == 100

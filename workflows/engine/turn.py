@@ -132,6 +132,8 @@ class TurnLogic:
             return
         if hook is not None:
             self.add_hook_entry(tx, hook, call, step)
+        if output.usage is not None:  # the tool called a model (WebFetch, WebSearch): the session pays
+            self._charge(tx, output.usage, output.duration_ms, kind="web", model=output.model)
         self._add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
         call.status = ToolCallStatus.DONE
         if call.name in MEMORY_WRITERS and not output.is_error:

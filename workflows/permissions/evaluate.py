@@ -92,6 +92,8 @@ def _evaluate_tool(tool: str, tool_input: dict, mode: PermissionMode, compiled: 
                 return rule, source
             if path and tool in PATH_TOOLS and path_regex(rule.specifier, ws, hm or ws).fullmatch(path):
                 return rule, source
+            if _other_specifier_matches(tool, rule.specifier, tool_input):
+                return rule, source
         return None
 
     if hit := first("deny"):
@@ -100,7 +102,7 @@ def _evaluate_tool(tool: str, tool_input: dict, mode: PermissionMode, compiled: 
         return allow_by_mode(mode)
     if hit := first("ask"):
         return ask_by_rule(*hit)
-    if mode is PermissionMode.PLAN and not read_only:
+    if mode is PermissionMode.PLAN and not read_only and tool not in PLAN_ASKS:
         return deny_plan(tool)
     if hit := first("allow"):
         result = allow_by_rule(*hit)
@@ -117,6 +119,23 @@ def _evaluate_tool(tool: str, tool_input: dict, mode: PermissionMode, compiled: 
         return ask(f"writing to {shown} ({PROTECTED_TEXT})", result.source + "; protected path",
                    f"protected path {shown}")
     return result
+
+
+#: Tools that only read (from the web) but still ask in default mode: plan mode asks for them too.
+PLAN_ASKS = frozenset({"WebFetch", "WebSearch"})
+
+
+def _other_specifier_matches(tool: str, specifier: str, tool_input: dict) -> bool:
+    """``WebFetch(domain:HOST)``: the URL's host is HOST (exactly, case-insensitively); ``Task(TYPE)``: the
+    sub-agent type. Any other specifier of a tool that is not a path tool or Bash matches nothing."""
+    if tool == "WebFetch" and specifier.startswith("domain:"):
+        from workflows.tools.web.fetch import host_of
+
+        host = host_of(str(tool_input.get("url", "")))
+        return bool(host) and host == specifier.removeprefix("domain:").strip().lower()
+    if tool == "Task":
+        return tool_input.get("subagent_type") == specifier.strip()
+    return False
 
 
 def _input_path(tool: str, tool_input: dict, workspace: str, home: str) -> str | None:

@@ -35,10 +35,16 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     it sets when they are not harmless (``Bash(PYTEST_ADDOPTS=-x pytest)``). A
     ``cd`` needs no rule. No rule at all for a command the checker does not
     fully understand (substitutions, expansions, control flow, a parse error),
-    nor for an exact command holding a ``*`` (in a rule it is a wildcard). Edit and Write: ``Edit``. Any other tool: its name.
+    nor for an exact command holding a ``*`` (in a rule it is a wildcard). Edit and Write: ``Edit``. WebFetch:
+    ``WebFetch(domain:HOST)``. Any other tool: its name.
     """
     if tool_name in ("Edit", "Write"):
         return ["Edit"]
+    if tool_name == "WebFetch":  # per host, as Claude Code's "don't ask again for HOST"
+        from workflows.tools.web.fetch import host_of
+
+        host = host_of(str(tool_input.get("url", ""))) if isinstance(tool_input, dict) else ""
+        return [f"WebFetch(domain:{host})"] if host else []
     if tool_name != "Bash":
         return [tool_name]
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
@@ -106,6 +112,10 @@ def summary(tool_name: str, tool_input: dict) -> str:
         return _cut(first + (" …" if len(lines) > 1 else ""))
     if tool_name in ("Read", "Edit", "Write"):
         return str(tool_input.get("file_path", ""))
+    if tool_name == "WebFetch":
+        return _cut(f"fetch {tool_input.get('url', '')}")
+    if tool_name == "WebSearch":
+        return _cut(f"search the web for {tool_input.get('query', '')!r}")
     if tool_name in ("Glob", "Grep"):
         text = str(tool_input.get("pattern", ""))
         if tool_input.get("path"):

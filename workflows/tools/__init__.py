@@ -1,4 +1,5 @@
-"""Claude Code's core tools (Task, Bash, Glob, Grep, Read, Edit, Write, TodoWrite) and the memory tools.
+"""Claude Code's core tools (Task, Bash, Glob, Grep, Read, Edit, Write, WebFetch, TodoWrite, WebSearch) and
+the memory tools.
 
 Importing this package registers all of them in :data:`REGISTRY`. The memory
 tools (MemoryRead, MemoryWrite, MemoryDelete) are offered only where auto-memory
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.tools import bash, edit, glob, grep, memory_tools, read, task, todo, write  # noqa: F401  (registers)
+from workflows.tools import bash, edit, glob, grep, memory_tools, read, task, todo, web, write  # noqa: F401  (registers)
 from workflows.tools.base import (
     REGISTRY,
     MemoryTracker,
@@ -23,7 +24,7 @@ from workflows.tools.base import (
 )
 from workflows.tools.bash import kill_process_group
 
-TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite")
+TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "WebFetch", "TodoWrite", "WebSearch")
 MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from workflows.exceptions import ToolError, ToolInputError
+from workflows.models import Usage
 from workflows.permissions import paths
 
 
@@ -71,6 +72,8 @@ class ToolContext:
     additional_dirs: tuple[str, ...] = ()
     # The settings files' env, for Bash commands (workflows.permissions.session_keys).
     env: dict[str, str] = field(default_factory=dict)
+    # The web tools' model calls and cache (workflows.tools.web.access.WebAccess); None: no web tools here.
+    web: Any = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -127,6 +130,10 @@ class ToolOutput(BaseModel):
     content: str
     is_error: bool = False
     display: str = ""
+    # A model call the tool made (WebFetch, WebSearch): charged to the session with the result.
+    usage: Usage | None = None
+    model: str | None = None
+    duration_ms: int = 0
 
     @field_validator("content", "display")
     @classmethod
