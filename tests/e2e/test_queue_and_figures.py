@@ -67,7 +67,8 @@ def test_after_a_cancel_the_queued_messages_run_next_in_the_order_sent(cluster, 
     assert f"Cancelled session {sid[:8]} (it was running_tools). Its next queued message runs now: 'first' " \
            "(1 more queued)" in out.stdout, out.stdout
     out = cluster.mainsail("send", sid[:8], "third", cwd=workspace)
-    assert "is busy; queued as message" in out.stdout, out.stdout  # behind "second" (or it already runs)
+    # behind "second", or (a slow machine: both ran already) it starts at once; either way it runs last
+    assert "is busy; queued as message" in out.stdout or "it is working on it" in out.stdout, out.stdout
     wait_for(lambda: len(results(cluster, sid)) == 4, 60, what="four results")
     assert prompts(cluster, sid) == ["slow zero", "first", "second", "third"]
     assert [r.result for r in results(cluster, sid)] == ["Cancelled by user", "answer to: first",
