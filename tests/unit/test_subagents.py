@@ -235,3 +235,15 @@ def test_subagent_stop_hooks_run_for_a_child_and_stop_hooks_only_for_the_parent(
     inline.drain()
     assert log.read_text().split() == ["SubagentStop", "Stop"]
     assert tool_results(engine, rec.id)["toolu_task1"].content == "answer to child job 1"
+
+
+def test_removing_a_parent_removes_its_sub_agents(engine, ws):
+    model = scripted_model(family([Turn(tool_uses=[task(1), task(2)]), Turn(text="x")]))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))
+    inline.drain()
+    children = engine.store.get_session(rec.id).children
+    engine.delete_session(rec.id)
+    assert not any(engine.store.r.exists(f"mainsail:session:{s}") for s in [rec.id, *children])
+    assert not set(engine.store.session_ids()) & {rec.id, *children}

@@ -24,6 +24,7 @@ from workflows.engine.support import (
 from workflows.exceptions import (
     ContextFull,
     SessionBusy,
+    SessionNotFound,
 )
 from workflows.hooks.config import HookSet
 from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
@@ -353,4 +354,9 @@ class SessionVerbs:
                                   f"`mainsail rm --force {sid[:8]}` (cancels it first).")
             removal = plan_removal(self.store, rec)
             apply_removal(self.store, removal)
+        for child in rec.children:  # its sub-agents' sessions go with it (nothing lists them without it)
+            try:
+                self.delete_session(child, force=True)
+            except SessionNotFound:
+                pass
         return removal
