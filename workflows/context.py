@@ -149,7 +149,7 @@ def _marked(block: dict) -> dict:
 
 
 def session_tools(rec: SessionRecord) -> list[str]:
-    """The tools a session's agent is offered: the core six, and the memory tools with auto-memory on;
+    """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory on;
     only those ``rec.tools`` names when set (Claude Code's --tools)."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     return names if rec.tools is None else [n for n in names if n in rec.tools]
