@@ -27,6 +27,7 @@ from workflows.model_client import ModelReply, client_for, describe_api_error, o
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
+from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 
@@ -103,7 +104,7 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
     beat.start()
     kept = None
     try:
-        next_steps = _run_kind(engine, rec, step, owner, cancel)
+        next_steps = _run_kind(engine, rec, step, owner, cancel, worker)
     finally:
         beat.stop()
         if keep is not None and worker:  # (also on an error: the engine forgets what it kept for us)
@@ -116,12 +117,12 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
 
 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
-              cancel: threading.Event) -> list[StepRecord]:
+              cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
     sid = step.session_id
     if step.kind is StepKind.MODEL:
         return _model_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.TOOL:
-        return _tool_step(engine, rec, step, owner, cancel)
+        return _tool_step(engine, rec, step, owner, cancel, worker)
     if step.kind is StepKind.HOOK:
         from workflows.hooks.session_hooks import run_hook_step
 
@@ -232,7 +233,7 @@ def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
 
 
 def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
-               cancel: threading.Event) -> list[StepRecord]:
+               cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
     call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
@@ -265,6 +266,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             sandbox=rec.sandbox,
             additional_dirs=tuple(rec.additional_directories),
             env=dict(rec.env),
+            shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
+                                 ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

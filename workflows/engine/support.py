@@ -49,6 +49,22 @@ UNKNOWN_OUTCOME = (
 )
 
 
+def stop_shells(store, sid: str, why: str) -> None:
+    """Ask the workers running the session's background shells to stop them (best effort: a Redis error is
+    logged; a shell whose worker is gone is already lost)."""
+    from redis.exceptions import RedisError
+
+    from workflows.shells import ShellStore
+
+    try:
+        asked = ShellStore(store.r).request_kill_all(sid, why)
+    except RedisError as exc:
+        log.warning("could not ask to stop the background shells of session %s (%s)", sid[:8], exc)
+        return
+    if asked:
+        log.info("asked to stop background shells %s of session %s: %s", ", ".join(asked), sid[:8], why)
+
+
 def display_worker(name: str) -> str:
     """A registered worker's name as people know it (without the per-start suffix)."""
     return name.partition("#")[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workflows.tools import (  # noqa: F401  (registers)
+    background,
     bash,
     edit,
     glob,
@@ -35,7 +36,8 @@ from workflows.tools.base import (
 )
 from workflows.tools.bash import kill_process_group
 
-TOOL_ORDER = ("Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite")
+TOOL_ORDER = ("Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite", "BashOutput",
+              "KillShell")
 MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 

@@ -71,6 +71,8 @@ class ToolContext:
     additional_dirs: tuple[str, ...] = ()
     # The settings files' env, for Bash commands (workflows.permissions.session_keys).
     env: dict[str, str] = field(default_factory=dict)
+    # The session's background shells (workflows.shells.SessionShells); None: no background commands here.
+    shells: Any = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -157,7 +159,7 @@ class Tool:
 
     def summary(self, args: dict[str, Any]) -> str:
         """The argument shown in ``⏺ Name(summary)``; raw input, so it works on invalid input too."""
-        for key in ("file_path", "pattern", "command", "path"):
+        for key in ("file_path", "notebook_path", "pattern", "command", "path", "bash_id", "shell_id"):
             if key in args:
                 return clean_text(str(args[key]))
         return ""
