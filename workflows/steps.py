@@ -268,6 +268,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             env=dict(rec.env),
             shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
                                  ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
+            tool_use_id=call.tool_use_id,
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

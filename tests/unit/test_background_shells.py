@@ -304,3 +304,24 @@ def test_host_lives_in_this_process_and_reports_its_worker(ctx, fake_redis):
     assert info["worker"] == "worker-a" and info["host"].startswith("worker-a~")
     assert info["command"] == "sleep 0.2" and info["description"] == "bg" and info["cwd"] == os.path.realpath(
         ctx.workspace)
+
+
+def test_a_retried_call_gets_what_the_first_attempt_got(make_ctx, fake_redis):
+    """A worker that died after a BashOutput or KillShell ran but before its result was recorded: the step runs
+    again with the same tool call, which must not lose the output it consumed, nor fail on the kill it made."""
+    first = make_ctx(tool_use_id="toolu_1")
+    shell_id = start(first, "echo one; echo two")
+    assert settle(fake_redis, shell_id) == "completed"
+    text = output(first, shell_id)
+    assert "one\ntwo" in text
+    assert "one\ntwo" in output(first, shell_id), "the same call again reads the same output"
+    assert "<stdout>" not in output(make_ctx(tool_use_id="toolu_2"), shell_id), "another call reads what is new"
+
+    mark = marker()
+    kill_call = make_ctx(tool_use_id="toolu_3")
+    shell_id = start(kill_call, f"sleep {mark}")
+    assert not run_tool("KillShell", {"shell_id": shell_id}, kill_call).is_error
+    again = run_tool("KillShell", {"shell_id": shell_id}, kill_call)
+    assert not again.is_error and again.content.startswith('{"message":"Successfully killed shell')
+    other = run_tool("KillShell", {"shell_id": shell_id}, make_ctx(tool_use_id="toolu_4"))
+    assert other.is_error and other.content.endswith("(status: killed)")

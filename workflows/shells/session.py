@@ -84,27 +84,31 @@ class SessionShells:
         host.adopt(LiveShell(self.store, self.sid, shell_id, proc, launch, Output(self.output_chars)))
         return shell_id
 
-    def read(self, shell_id: str) -> Read:
-        """The output since the last read, and the status.
+    def read(self, shell_id: str, call: str = "") -> Read:
+        """The output since the last read, and the status (``call``: see :meth:`ShellStore.read`).
 
         Raises:
             ToolError: no such shell in this session.
         """
-        got = self.store.read(self.sid, shell_id)
+        got = self.store.read(self.sid, shell_id, call)
         if got is None:
             raise not_found(shell_id)
         return got
 
-    def kill(self, shell_id: str, cancel: threading.Event, wait: float = KILL_WAIT_SECONDS) -> tuple[Status, str]:
+    def kill(self, shell_id: str, cancel: threading.Event, call: str = "",
+             wait: float = KILL_WAIT_SECONDS) -> tuple[Status, str]:
         """Ask the shell's host to stop it and wait until it has; its final status and its command.
+        ``call``: the tool call asking; the same call again (a retry) finds the shell it killed killed.
 
         Raises:
             ToolError: no such shell, or it is not running.
         """
         info = self.store.info(self.sid, shell_id)
-        asked = self.store.request_kill(self.sid, shell_id, "KillShell") if info else None
+        asked = self.store.request_kill(self.sid, shell_id, "KillShell", call) if info else None
         if asked is None:
             raise not_found(shell_id)
+        if asked == "killed" and call and info.get("kill_call") == call:
+            return asked, info.get("command", "")
         if asked != "requested":
             raise ToolError(f"Shell {shell_id} is not running, so cannot be killed (status: {asked})")
         local = hosts.host(self.worker)

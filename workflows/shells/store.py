@@ -45,11 +45,19 @@ end
 _LOST = _STATUS + "return status\n"
 
 #: BashOutput: the output since the last read (and how much was dropped in between), moving the cursor.
-#: KEYS[3]: output stream.
+#: KEYS[3]: output stream. ARGV[3]: the tool call reading ("" for none): the same call reading again (its
+#: worker died before its result was recorded) reads from where it started, not after what it consumed.
 _READ = _STATUS + """
 if not status then return false end
-local pos = tonumber(redis.call('HGET', KEYS[1], 'read_pos') or '0')
-local cursor = redis.call('HGET', KEYS[1], 'read_id') or '0-0'
+local pos, cursor
+if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'read_call') == ARGV[3] then
+  pos = tonumber(redis.call('HGET', KEYS[1], 'read_from_pos') or '0')
+  cursor = redis.call('HGET', KEYS[1], 'read_from_id') or '0-0'
+else
+  pos = tonumber(redis.call('HGET', KEYS[1], 'read_pos') or '0')
+  cursor = redis.call('HGET', KEYS[1], 'read_id') or '0-0'
+  redis.call('HSET', KEYS[1], 'read_call', ARGV[3], 'read_from_pos', pos, 'read_from_id', cursor)
+end
 local ms, seq = string.match(cursor, '^(%d+)-(%d+)$')
 local entries = redis.call('XRANGE', KEYS[3], ms .. '-' .. (tonumber(seq) + 1), '+')
 local function field(entry, name)
@@ -71,10 +79,13 @@ redis.call('HSET', KEYS[1], 'read_pos', pos)
 return {status, tostring(dropped), entries, redis.call('HGETALL', KEYS[1])}
 """
 
-#: Ask the host to stop a running shell (the first reason given is kept). ARGV[3]: the reason.
+#: Ask the host to stop a running shell (the first request is kept). ARGV[3]: the reason, ARGV[4]: the
+#: tool call asking ("" for none).
 _KILL = _STATUS + """
 if status == 'running' then
-  redis.call('HSETNX', KEYS[1], 'kill', ARGV[3])
+  if redis.call('HSETNX', KEYS[1], 'kill', ARGV[3]) == 1 then
+    redis.call('HSET', KEYS[1], 'kill_call', ARGV[4])
+  end
   return 'requested'
 end
 return status
@@ -209,13 +220,15 @@ class ShellStore:
                           keys.shell_member(sid, shell_id), f"{time.time():.3f}")
         return _s(out) if out else None
 
-    def read(self, sid: str, shell_id: str) -> Read | None:
-        """The output since the last read, and the status (None: no such shell)."""
+    def read(self, sid: str, shell_id: str, call: str = "") -> Read | None:
+        """The output since the last read, and the status (None: no such shell). ``call``: the tool call
+        reading; the same call again (a retry) gets the same output, and what came since."""
         info = self.info(sid, shell_id)
         if not info:
             return None
         reply = self.r.eval(_READ, 3, keys.shell(sid, shell_id), keys.shell_host(info["host"]),
-                            keys.shell_output(sid, shell_id), keys.shell_member(sid, shell_id), f"{time.time():.3f}")
+                            keys.shell_output(sid, shell_id), keys.shell_member(sid, shell_id), f"{time.time():.3f}",
+                            call)
         if not reply:
             return None
         status, dropped, entries, flat = reply
@@ -229,13 +242,14 @@ class ShellStore:
         out.stderr = "".join(d for k, d in out.chunks if k == "e")
         return out
 
-    def request_kill(self, sid: str, shell_id: str, reason: str) -> Status | None:
-        """Ask the shell's host to stop it: ``requested``, else its status (None: no such shell)."""
+    def request_kill(self, sid: str, shell_id: str, reason: str, call: str = "") -> Status | None:
+        """Ask the shell's host to stop it: ``requested``, else its status (None: no such shell).
+        ``call``: the tool call asking (kept with the request, so a retry of it can tell it was its own)."""
         info = self.info(sid, shell_id)
         if not info:
             return None
         out = self.r.eval(_KILL, 2, keys.shell(sid, shell_id), keys.shell_host(info["host"]),
-                          keys.shell_member(sid, shell_id), f"{time.time():.3f}", reason)
+                          keys.shell_member(sid, shell_id), f"{time.time():.3f}", reason, call)
         return _s(out) if out else None
 
     def request_kill_all(self, sid: str, reason: str) -> list[str]:

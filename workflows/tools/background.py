@@ -68,7 +68,7 @@ class BashOutputTool(Tool):
             searcher = LineSearcher(args.filter, ignore_case=True, what="filter regex")
         if ctx.shells is None:
             raise ToolError(NO_SHELLS)
-        got = ctx.shells.read(args.bash_id)
+        got = ctx.shells.read(args.bash_id, ctx.tool_use_id)
         stdout, stderr = got.stdout, got.stderr
         if searcher is not None:
             stdout, stderr = (_matching(searcher, text, ctx) for text in (stdout, stderr))
@@ -100,7 +100,7 @@ class KillShellTool(Tool):
     def run(self, args: KillShellInput, ctx: ToolContext) -> ToolOutput:
         if ctx.shells is None:
             raise ToolError(NO_SHELLS)
-        status, command = ctx.shells.kill(args.shell_id, ctx.cancel)
+        status, command = ctx.shells.kill(args.shell_id, ctx.cancel, ctx.tool_use_id)
         if status == "running":
             raise ToolError(f"Shell {args.shell_id} was asked to stop but has not stopped yet: its worker may be "
                             "busy. Check it with BashOutput, or call KillShell again.")

@@ -73,6 +73,8 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)
     # The session's background shells (workflows.shells.SessionShells); None: no background commands here.
     shells: Any = None
+    # The tool call being run (a retry of it after its worker died has the same id).
+    tool_use_id: str = ""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
