@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
+from workflows.engine.support import unknown_outcome
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
@@ -242,8 +243,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     tool = get_tool(call.name)
     post = None
     if step.attempt > 1 and not tool.idempotent:
-        output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
-                            display="outcome unknown (its worker was lost); not re-run")
+        output = unknown_outcome(call)
     elif (pre := _pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
         return pre.follow_ups
     elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:

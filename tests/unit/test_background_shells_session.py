@@ -94,3 +94,22 @@ def test_the_background_flag_never_bypasses_the_permission_check(engine, ws, ses
     run(engine, ws, agent, **session)
     assert why in agent.results[0] and "running in background" not in agent.results[0]
     assert not running(m) and not (ws / "started.txt").exists()
+
+
+def test_a_background_start_whose_worker_died_is_not_run_again_and_says_what_that_means(engine, ws, settings):
+    m = marker()
+    agent = Agent(f"sleep {m}")
+    rec = engine.create_session(str(ws), model=scripted_model(agent), auto_memory=False,
+                                permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "start it"))
+    inline.run(1)
+    (tool_step,) = list(inline.queue)
+    inline.queue.clear()
+    assert engine.claim(rec.id, tool_step.id, "dead").step is not None  # its worker died mid-call
+    inline.dispatch(engine.reap(time.time() + settings.lease_seconds + 1))
+    inline.drain()
+    assert not running(m)
+    assert "outcome is unknown" in agent.results[0]
+    assert agent.results[0].endswith("A background shell dies with the worker that runs it, and cancelling the "
+                                     "session stops any that still run.")
