@@ -23,6 +23,7 @@ from celery.exceptions import CPendingDeprecationWarning
 from tasks import runtime
 from tasks.app import QUEUES, TASK_FOR_KIND, app
 from tasks.reaper import Housekeeper
+from workflows import shells
 from workflows.permissions.sandbox import warn_if_unavailable
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
         w.start()
         code = getattr(w, "exitcode", 0) or 0
     finally:
+        shells.shutdown()  # its background shells cannot outlive it: they are stopped, and recorded lost
         keeper.stop()
     if code:
         raise SystemExit(code)
@@ -202,6 +204,7 @@ class InProcessWorker:
                     told = True
                 time.sleep(0.05)
         finally:
+            shells.shutdown()
             self.keeper.stop()
             runtime.set_worker_name(None)
             if shutdown:

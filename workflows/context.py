@@ -151,8 +151,8 @@ def _marked(block: dict) -> dict:
 
 
 def session_tools(rec: SessionRecord) -> list[str]:
-    """The tools a session's agent is offered: the core tools, and the memory tools with auto-memory on;
-    only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
+    """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory
+    on; only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
     never offered Task: sub-agents do not start sub-agents, as in Claude Code."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     if rec.parent_session_id or not rec.agents:

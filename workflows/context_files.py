@@ -53,9 +53,12 @@ one task in_progress at a time, each marked completed as soon as it is done.
 - Read returns up to 2,000 lines from the start of a file by default; use offset and limit for \
 longer files.
 - Edit replaces an exact old_string that must be unique in the file (give more surrounding \
-context, or use replace_all).
+context, or use replace_all); MultiEdit makes several such edits to one file, all or none.
+- NotebookEdit replaces, inserts or deletes one cell of a Jupyter notebook; Read shows a \
+notebook's cells with their ids.
 - Bash commands time out after 2 minutes by default (at most 10 minutes); output past 30,000 \
-characters is truncated.
+characters is truncated. For a server or a long build, use run_in_background, then read its new \
+output with BashOutput and stop it with KillShell.
 - Call independent tools together in one response; several read-only calls run in parallel.
 - WebFetch reads a web page and answers a question about it; WebSearch searches the web. Both ask \
 for permission (per host for WebFetch); cite the links you used.

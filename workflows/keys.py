@@ -63,6 +63,32 @@ def fork_checkpoint(sid: str, step_id: str) -> str:
     return f"{session(sid)}:fork:{_check('step', step_id)}"
 
 
+def shells(sid: str) -> str:
+    """Set of the session's background shell ids (Bash ``run_in_background``)."""
+    return f"{session(sid)}:shells"
+
+
+def shell(sid: str, shell_id: str) -> str:
+    """Hash of one background shell: command, status, exit code, the process running it, BashOutput's cursor."""
+    return f"{session(sid)}:shell:{_check('shell', shell_id)}"
+
+
+def shell_output(sid: str, shell_id: str) -> str:
+    """Stream of a background shell's output chunks (capped), so BashOutput on any worker can read them."""
+    return f"{shell(sid, shell_id)}:out"
+
+
+def shell_member(sid: str, shell_id: str) -> str:
+    """A shell's member in its host's set: ``sid/shell``."""
+    return f"{_check('session', sid)}/{_check('shell', shell_id)}"
+
+
+def shell_host(name: str) -> str:
+    """Set of the ``sid/shell`` members one worker process runs, expiring unless that process renews it: a
+    running shell missing from its host's set is lost (the process died)."""
+    return f"{PREFIX}shells:{name}"
+
+
 def session_subkeys(sid: str) -> str:
     """SCAN pattern of every key under a session (``session:{sid}:*``; ids hold no glob characters)."""
     return f"{session(sid)}:*"

@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     bash_default_timeout_ms: int = Field(default=120_000, gt=0)
     bash_max_timeout_ms: int = Field(default=600_000, gt=0)
     bash_max_output_chars: int = Field(default=30_000, gt=0)
+    bash_background_output_chars: int = Field(
+        default=1_000_000, gt=0,
+        description="Characters of a background shell's output Redis keeps (its latest); BashOutput says when "
+        "unread output was dropped.")
+    shell_ttl_seconds: float = Field(
+        default=5.0, gt=0,
+        description="A background shell whose worker has not renewed it for this long is lost.")
 
     max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
     auto_compact: bool = Field(default=True, description="Compact automatically past the threshold.")

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
+from workflows.engine.support import unknown_outcome
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
@@ -27,6 +28,7 @@ from workflows.model_client import ModelReply, client_for, describe_api_error, o
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
+from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 from workflows.tools.web import WebAccess
@@ -107,7 +109,7 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
     beat.start()
     kept = None
     try:
-        next_steps = _run_kind(engine, rec, step, owner, cancel)
+        next_steps = _run_kind(engine, rec, step, owner, cancel, worker)
     finally:
         beat.stop()
         if keep is not None and worker:  # (also on an error: the engine forgets what it kept for us)
@@ -120,7 +122,7 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
 
 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
-              cancel: threading.Event) -> list[StepRecord]:
+              cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
     sid = step.session_id
     if step.kind is StepKind.REPORT:
         return engine.deliver_report(rec, step, owner)
@@ -129,7 +131,7 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
     if step.kind is StepKind.MODEL:
         return _model_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.TOOL:
-        return _tool_step(engine, rec, step, owner, cancel)
+        return _tool_step(engine, rec, step, owner, cancel, worker)
     if step.kind is StepKind.HOOK:
         from workflows.hooks.session_hooks import run_hook_step
 
@@ -240,7 +242,7 @@ def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
 
 
 def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
-               cancel: threading.Event) -> list[StepRecord]:
+               cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id
     call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
@@ -249,8 +251,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     tool = get_tool(call.name)
     post = None
     if step.attempt > 1 and not tool.idempotent:
-        output = ToolOutput(content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
-                            display="outcome unknown (its worker was lost); not re-run")
+        output = unknown_outcome(call)
     elif (pre := _pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
         return pre.follow_ups
     elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:
@@ -274,6 +275,9 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             additional_dirs=tuple(rec.additional_directories),
             env=dict(rec.env),
             web=WebAccess(store.r, settings, rec) if call.name in WEB_TOOLS else None,
+            shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
+                                 ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
+            tool_use_id=call.tool_use_id,
         )
         output = run_tool(call.name, call.input, ctx)
         if limit and len(output.content) > limit:

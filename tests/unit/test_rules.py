@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -206,15 +205,6 @@ CASES = [
     ({"allow": ["mcp__github__create_issue", "WebFetch(domain:example.com)"]}, "default", "Edit", F("a"), Q),
     ({"deny": ["mcp__srv__tool"]}, "bypassPermissions", "mcp__srv__tool", {}, D),
 ]
-
-
-@pytest.fixture(scope="module")
-def dirs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("rules")
-    ws, home = base / "ws", base / "home"
-    ws.mkdir()
-    home.mkdir()
-    return os.path.realpath(ws), os.path.realpath(home)
 
 
 def ruleset(rules: dict, source: str = "/x/.mainsail/settings.json") -> RuleSet:

@@ -12,12 +12,12 @@ from typing import Callable
 from workflows import keys
 from workflows.engine.support import (
     retry_on_conflict,
-    UNKNOWN_OUTCOME,
     Claim,
     _stale,
     _Tx,
     display_worker,
     log,
+    unknown_outcome,
 )
 from workflows.exceptions import (
     SessionNotFound,
@@ -35,7 +35,6 @@ from workflows.models import (
     ToolCallStatus,
 )
 from workflows.tools import get_tool
-from workflows.tools.base import ToolOutput
 
 
 class StepLedger:
@@ -237,9 +236,7 @@ class StepLedger:
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
                                       content=f"{lost}: its outcome is unknown, not re-run."))
             self._finish_step(tx, step)
-            self._add_tool_result(tx, call.tool_use_id, ToolOutput(
-                content=UNKNOWN_OUTCOME.format(tool=call.name), is_error=True,
-                display="outcome unknown (its worker was lost); not re-run"), step_id=step.id)
+            self._add_tool_result(tx, call.tool_use_id, unknown_outcome(call), step_id=step.id)
             call.status = ToolCallStatus.DONE
             self._advance_tools(tx)
             return

@@ -16,6 +16,7 @@ from workflows import context_files, keys
 from workflows.engine.support import (
     retry_on_conflict,
     Stopped,
+    stop_shells,
     _git_branch,
     _reset_run_figures,
     _Tx,
@@ -209,7 +210,8 @@ class SessionVerbs:
 
     @retry_on_conflict
     def stop(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False) -> Stopped:
-        """Cancel: bump the epoch, close dangling tool calls, return to idle; then run the queue.
+        """Cancel: bump the epoch, close dangling tool calls, return to idle; then run the queue. The
+        session's background shells are stopped too (by the workers running them).
 
         The inbox is a queue that a cancel does not drop: the oldest message starts
         at once, the others stay behind it in the order sent. With ``clear_queue``
@@ -237,6 +239,7 @@ class SessionVerbs:
             if was is not State.IDLE or tx.inbox_pops:
                 self._commit(tx)
             queued = len(queue) - tx.inbox_pops
+        stop_shells(self.store, sid, "the session was cancelled")
         return Stopped(was=was, cancelled=was is not State.IDLE, cleared=cleared, started=started,
                        queued=queued, steps=tx.dispatch)
 

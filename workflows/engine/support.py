@@ -30,6 +30,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.pricing import add_cost
+from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,34 @@ UNKNOWN_OUTCOME = (
     "unknown: it may have run partly, fully, or not at all. It was not run again automatically. "
     "Check its effects (for example with Read or a read-only command) before deciding to run it again."
 )
+
+
+BACKGROUND_LOST = (" It was to run in the background; if it started, its shell id was not recorded. A background "
+                   "shell dies with the worker that runs it, and cancelling the session stops any that still run.")
+
+
+def unknown_outcome(call) -> ToolOutput:
+    """The result of a mutating call whose worker died mid-run: not run again; the model is told why."""
+    text = UNKNOWN_OUTCOME.format(tool=call.name)
+    if call.name == "Bash" and isinstance(call.input, dict) and call.input.get("run_in_background") is True:
+        text += BACKGROUND_LOST
+    return ToolOutput(content=text, is_error=True, display="outcome unknown (its worker was lost); not re-run")
+
+
+def stop_shells(store, sid: str, why: str) -> None:
+    """Ask the workers running the session's background shells to stop them (best effort: a Redis error is
+    logged; a shell whose worker is gone is already lost)."""
+    from redis.exceptions import RedisError
+
+    from workflows.shells import ShellStore
+
+    try:
+        asked = ShellStore(store.r).request_kill_all(sid, why)
+    except RedisError as exc:
+        log.warning("could not ask to stop the background shells of session %s (%s)", sid[:8], exc)
+        return
+    if asked:
+        log.info("asked to stop background shells %s of session %s: %s", ", ".join(asked), sid[:8], why)
 
 
 def display_worker(name: str) -> str:

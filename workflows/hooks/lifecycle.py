@@ -77,10 +77,13 @@ class LifecycleHooks:
 
     @retry_on_conflict
     def end_session(self, sid: str, reason: str, rec=None) -> list[StepRecord]:
-        """An interactive session ends (``reason``: clear, logout, prompt_input_exit, other): SessionEnd hooks run
-        in a background step. Nothing waits for it and it cannot block. Without such hooks: no write, no step."""
+        """An interactive session ends (``reason``: clear, logout, prompt_input_exit, other): its background shells
+        are stopped, and SessionEnd hooks run in a background step. Nothing waits for it and it cannot block.
+        Without such hooks: no write, no step."""
         from workflows.engine import _Tx
+        from workflows.engine.support import stop_shells
 
+        stop_shells(self.store, sid, "the session ended")
         rec = rec or self.store.get_session(sid)
         if not rec.hooks.for_event(HookEvent.SESSION_END, reason):
             return []

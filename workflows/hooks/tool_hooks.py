@@ -91,8 +91,8 @@ def tool_response(name: str, tool_input: dict, output: ToolOutput) -> dict[str, 
     out: dict[str, Any] = {"content": output.content, "is_error": output.is_error}
     if name == "Bash":
         out.update(stdout=output.content, stderr="", interrupted=False)
-    elif "file_path" in tool_input:
-        out.update(filePath=tool_input["file_path"], success=not output.is_error)
+    elif "file_path" in tool_input or "notebook_path" in tool_input:
+        out.update(filePath=tool_input.get("file_path", tool_input.get("notebook_path")), success=not output.is_error)
     return out
 
 

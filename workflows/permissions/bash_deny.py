@@ -21,6 +21,7 @@ from workflows.permissions import commands, paths
 from workflows.permissions.bash_parse import Command, Parsed, Word, parse
 from workflows.permissions.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
 from workflows.permissions.rules import (
+    EDIT_TOOLS,
     Compiled,
     Decision,
     PermissionResult,
@@ -123,7 +124,7 @@ def denied(seen: list[Seen], unsure: list[str], rules: Compiled, ws: str, hm: st
         rule, source = bash_denies[0]
         return _deny(f"the checker cannot tell whether it runs a command the deny rule {rule.raw} names "
                      f"({unsure[0]})", rule_source(rule, source), rule.raw)
-    if rules.of("deny", ("Read", "Edit", "Write")):
+    if rules.of("deny", ("Read", *EDIT_TOOLS)):
         return _path_denied(seen, rules, ws, hm)
     return None
 
@@ -142,7 +143,7 @@ def _path_denied(seen: list[Seen], rules: Compiled, ws: str, hm: str) -> Permiss
     What the checker cannot see there (an expanding word, a directory after an unknown ``cd``, a
     glob with too many matches) denies; what a program reads on its own (a script) is the sandbox's.
     """
-    first = rules.of("deny", ("Read", "Edit", "Write"))[0]
+    first = rules.of("deny", ("Read", *EDIT_TOOLS))[0]
 
     def unsure_deny(what: str) -> PermissionResult:
         rule, source = first
@@ -157,7 +158,7 @@ def _path_denied(seen: list[Seen], rules: Compiled, ws: str, hm: str) -> Permiss
         for word, may_write in targets:
             if word.value is None:
                 return unsure_deny(f"it names {word.raw}, which expands when it runs")
-            kinds = ("Read", "Edit", "Write") if may_write else ("Read",)
+            kinds = ("Read", *EDIT_TOOLS) if may_write else ("Read",)
             for text in path_texts(word):
                 for cwd in s.cwds:
                     found, unknown = resolve_all(word, text, cwd, hm)

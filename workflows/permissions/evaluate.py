@@ -24,6 +24,7 @@ from workflows.models import PermissionMode, RuleSet
 from workflows.permissions import paths
 from workflows.permissions.bash_check import evaluate_bash
 from workflows.permissions.rules import (
+    EDIT_TOOLS,
     PROTECTED_TEXT,
     Compiled,
     Decision,
@@ -44,10 +45,11 @@ __all__ = ["evaluate", "read_denied"]
 
 log = logging.getLogger(__name__)
 
-PATH_TOOLS = {"Read": "file_path", "Edit": "file_path", "Write": "file_path", "Glob": "path", "Grep": "path"}
-#: Which rules speak for a tool: Read rules cover Glob and Grep; Edit rules cover Write.
-RULE_TOOLS = {"Read": ("Read",), "Glob": ("Read", "Glob"), "Grep": ("Read", "Grep"), "Edit": ("Edit",),
-              "Write": ("Edit", "Write"), "Bash": ("Bash",)}
+PATH_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
+              "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
+#: Which rules speak for a tool: Read rules cover Glob and Grep; Edit rules cover every tool that changes files.
+RULE_TOOLS = {"Read": ("Read",), "Glob": ("Read", "Glob"), "Grep": ("Read", "Grep"), "Bash": ("Bash",),
+              **{tool: tuple(dict.fromkeys(("Edit", tool))) for tool in EDIT_TOOLS}}
 
 
 def evaluate(tool_name: str, tool_input: dict, *, mode: PermissionMode, rules: RuleSet, workspace: str,
@@ -108,13 +110,13 @@ def _evaluate_tool(tool: str, tool_input: dict, mode: PermissionMode, compiled: 
         result = allow_by_rule(*hit)
     elif read_only:
         result = allow_by_mode(mode)
-    elif mode is PermissionMode.ACCEPT_EDITS and tool in ("Edit", "Write") and path and paths.inside(path, ws):
+    elif mode is PermissionMode.ACCEPT_EDITS and tool in EDIT_TOOLS and path and paths.inside(path, ws):
         result = allow_by_mode(mode)
     else:
         from workflows.permissions.prompt import summary
 
         return ask_by_mode(tool, summary(tool, tool_input), mode)
-    if tool in ("Edit", "Write") and path and paths.protected(path, ws, hm):
+    if tool in EDIT_TOOLS and path and paths.protected(path, ws, hm):
         shown = os.path.relpath(path, ws) if paths.inside(path, ws) else path
         return ask(f"writing to {shown} ({PROTECTED_TEXT})", result.source + "; protected path",
                    f"protected path {shown}")

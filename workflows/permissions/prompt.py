@@ -13,7 +13,7 @@ import re
 
 from workflows.permissions import commands
 from workflows.permissions.bash_parse import parse
-from workflows.permissions.rules import RuleSyntaxError, parse_rule
+from workflows.permissions.rules import EDIT_TOOLS, RuleSyntaxError, parse_rule
 
 __all__ = ["always_rules", "prompt_text", "summary"]
 
@@ -35,10 +35,10 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     it sets when they are not harmless (``Bash(PYTEST_ADDOPTS=-x pytest)``). A
     ``cd`` needs no rule. No rule at all for a command the checker does not
     fully understand (substitutions, expansions, control flow, a parse error),
-    nor for an exact command holding a ``*`` (in a rule it is a wildcard). Edit and Write: ``Edit``. WebFetch:
-    ``WebFetch(domain:HOST)``. Any other tool: its name.
+    nor for an exact command holding a ``*`` (in a rule it is a wildcard). Edit, MultiEdit, Write and
+    NotebookEdit: ``Edit``. WebFetch: ``WebFetch(domain:HOST)``. Any other tool: its name.
     """
-    if tool_name in ("Edit", "Write"):
+    if tool_name in EDIT_TOOLS:
         return ["Edit"]
     if tool_name == "WebFetch":  # per host, as Claude Code's "don't ask again for HOST"
         from workflows.tools.web.fetch import host_of
@@ -110,8 +110,8 @@ def summary(tool_name: str, tool_input: dict) -> str:
         lines = command.splitlines()
         first = lines[0] if lines else ""
         return _cut(first + (" …" if len(lines) > 1 else ""))
-    if tool_name in ("Read", "Edit", "Write"):
-        return str(tool_input.get("file_path", ""))
+    if tool_name in ("Read", *EDIT_TOOLS):
+        return str(tool_input.get("notebook_path" if tool_name == "NotebookEdit" else "file_path", ""))
     if tool_name == "WebFetch":
         return _cut(f"fetch {tool_input.get('url', '')}")
     if tool_name == "WebSearch":

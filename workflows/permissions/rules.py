@@ -27,6 +27,7 @@ from workflows.models import PermissionMode, RuleSet, RuleSpec
 __all__ = [
     "Compiled",
     "Decision",
+    "EDIT_TOOLS",
     "PermissionResult",
     "Rule",
     "RuleSet",
@@ -290,6 +291,13 @@ def compile_rules(rules: RuleSet) -> Compiled:
             except RuleSyntaxError:
                 continue
     return Compiled(tuple(out["deny"]), tuple(out["ask"]), tuple(out["allow"]))
+
+
+# =========================================================================== tools
+
+#: The tools that change files. ``Edit(path)`` rules speak for all of them (a tool's own rules for itself
+#: too), acceptEdits allows them inside the workspace, and a write to a protected path always asks.
+EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 
 # =========================================================================== results

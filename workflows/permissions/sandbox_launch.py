@@ -15,6 +15,7 @@ import logging
 import os
 import select
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -84,6 +85,21 @@ class Launch:
         if self.tmp_dir is not None and gone:
             _remove_tree(self.tmp_dir)
             self.tmp_dir = None
+
+    def kill(self) -> None:
+        """SIGKILL the sandbox's first process if it still runs, which ends its PID namespace and everything in
+        it: for a bwrap killed so soon after it started that the sandbox had not yet set itself to die with it
+        (``--die-with-parent`` takes effect only once the sandbox's first process has run that far)."""
+        if self._info_fd is not None and self._started and self._child is None:
+            self._child = _read_child(self._info_fd, 0.5)
+        if self._child is None or not self._child[1]:
+            return
+        pid, started = self._child
+        if _start_time(pid) == started:  # the same process, not a pid reused since
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
     def _close_fds(self) -> None:
         for fd in self._close_after_start:

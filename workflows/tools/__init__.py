@@ -1,5 +1,5 @@
-"""Claude Code's core tools (Task, Bash, Glob, Grep, Read, Edit, Write, WebFetch, TodoWrite, WebSearch) and
-the memory tools.
+"""Claude Code's core tools (Task, Bash, Glob, Grep, Read, Edit, MultiEdit, Write, NotebookEdit, WebFetch,
+TodoWrite, WebSearch, BashOutput, KillShell) and the memory tools.
 
 Importing this package registers all of them in :data:`REGISTRY`. The memory
 tools (MemoryRead, MemoryWrite, MemoryDelete) are offered only where auto-memory
@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.tools import bash, edit, glob, grep, memory_tools, read, task, todo, web, write  # noqa: F401  (registers)
+from workflows.tools import (  # noqa: F401  (registers)
+    background,
+    bash,
+    edit,
+    glob,
+    grep,
+    memory_tools,
+    multi_edit,
+    notebook_edit,
+    read,
+    task,
+    todo,
+    web,
+    write,
+)
 from workflows.tools.base import (
     REGISTRY,
     MemoryTracker,
@@ -24,14 +38,15 @@ from workflows.tools.base import (
 )
 from workflows.tools.bash import kill_process_group
 
-TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "WebFetch", "TodoWrite", "WebSearch")
+TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
+              "TodoWrite", "WebSearch", "BashOutput", "KillShell")
 MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 
 def tool_schemas(names: list[str] | None = None) -> list[dict[str, Any]]:
     """The Messages API tool definitions, in a stable order (Claude Code's, then by name).
 
-    ``names`` None: the six core tools.
+    ``names`` None: the core tools (:data:`TOOL_ORDER`).
 
     Raises:
         ToolInputError: ``names`` holds a tool that is not registered.

@@ -74,6 +74,10 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)
     # The web tools' model calls and cache (workflows.tools.web.access.WebAccess); None: no web tools here.
     web: Any = None
+    # The session's background shells (workflows.shells.SessionShells); None: no background commands here.
+    shells: Any = None
+    # The tool call being run (a retry of it after its worker died has the same id).
+    tool_use_id: str = ""
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -166,7 +170,7 @@ class Tool:
 
     def summary(self, args: dict[str, Any]) -> str:
         """The argument shown in ``⏺ Name(summary)``; raw input, so it works on invalid input too."""
-        for key in ("file_path", "pattern", "command", "path"):
+        for key in ("file_path", "notebook_path", "pattern", "command", "path", "bash_id", "shell_id"):
             if key in args:
                 return clean_text(str(args[key]))
         return ""

@@ -9,8 +9,6 @@ the sandbox's whole PID namespace (``--die-with-parent``), background children i
 from __future__ import annotations
 
 import codecs
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -21,11 +19,11 @@ from pydantic import Field
 
 from workflows.exceptions import ConfigurationError, ToolError
 from workflows.permissions import sandbox
+from workflows.shells.groups import kill_process_group
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 
 MAX_TIMEOUT_MS = 600_000
 POLL_SECONDS = 0.05
-KILL_GRACE_SECONDS = 2.0
 # After the shell exits, how long to wait for a background child still holding the pipes.
 DRAIN_SECONDS = 1.0
 NO_OUTPUT = "(Bash completed with no output)"
@@ -51,59 +49,6 @@ def sandbox_data_dir() -> str | None:
         return str(get_settings().data_dir)
     except ConfigurationError:
         return None
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of group ``pgid`` still runs (zombies awaiting a reaper don't count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc/self"):
-        return True
-    try:
-        pids = [d for d in os.listdir("/proc") if d.isdigit()]
-    except OSError:
-        return True
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # after the ")" of the command: state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-def kill_process_group(proc: subprocess.Popen, grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM ``proc``'s whole process group, then SIGKILL whatever is left after ``grace`` s.
-
-    ``proc`` must have been started with ``start_new_session=True`` (its pid is the pgid).
-    The shell itself is reaped. Safe to call on a process that already exited.
-    """
-    pgid = proc.pid
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the shell so it does not keep the group alive as a zombie
-        if proc.returncode is not None and not _group_alive(pgid):
-            break
-        time.sleep(POLL_SECONDS)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-        pass
 
 
 class _Collector:
@@ -158,6 +103,10 @@ class BashInput(ToolInput):
         description="Clear, concise description of what this command does in 5-10 words, in "
         "active voice.",
     )
+    run_in_background: bool = Field(
+        default=False,
+        description="Set to true to run this command in the background. Use BashOutput to read the output later.",
+    )
 
 
 @register
@@ -179,7 +128,12 @@ class BashTool(Tool):
         "and Write tools instead.\n"
         "- When issuing multiple commands, use ';' or '&&' to separate them. DO NOT use "
         "newlines (newlines are ok in quoted strings).\n"
-        "- A non-zero exit code is reported as an error with the output and the exit code."
+        "- A non-zero exit code is reported as an error with the output and the exit code.\n"
+        "- You can use the `run_in_background` parameter to run the command in the background, which "
+        "allows you to continue working while the command runs. You can monitor the output using the "
+        "BashOutput tool as it becomes available, and stop it with KillShell. Never use "
+        "`run_in_background` to run 'sleep' as it will return immediately. You do not need to use '&' "
+        "at the end of the command when using this parameter."
     )
     input_model = BashInput
     read_only = False
@@ -199,6 +153,8 @@ class BashTool(Tool):
         launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
                                  settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None,
                                  added_dirs=ctx.area.dirs[1:], env=ctx.env)
+        if args.run_in_background:
+            return _background(args, ctx, launch)
         try:
             return self._run(args, ctx, launch, timeout_ms)
         finally:
@@ -224,6 +180,17 @@ class BashTool(Tool):
         if not text.strip():
             return ToolOutput(content=NO_OUTPUT, display="(no output)")
         return ToolOutput(content=text, display=first[:100])
+
+
+def _background(args: BashInput, ctx: ToolContext, launch: sandbox.Launch) -> ToolOutput:
+    """Start the command as a background shell of the session (the shell's host closes ``launch``)."""
+    if ctx.shells is None:
+        launch.close()
+        raise ToolError("run_in_background is not available here: only a session's own tool calls can start "
+                        "background commands. Run the command without run_in_background.")
+    shell_id = ctx.shells.start(args.command, args.description, launch, str(ctx.cwd))
+    return ToolOutput(content=f"Command running in background with ID: {shell_id}",
+                      display=f"running in background ({shell_id})")
 
 
 @dataclass

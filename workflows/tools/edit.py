@@ -1,8 +1,15 @@
-"""Edit: exact string replacement in a file the session has read."""
+"""Edit: exact string replacement in a file the session has read.
+
+The rules live in two functions that MultiEdit (:mod:`workflows.tools.multi_edit`) shares:
+:func:`load_for_edit` (which files may be edited, and their text) and :func:`replace` (one
+replacement: not found, not unique, nothing to change).
+"""
 
 from __future__ import annotations
 
 import stat
+from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -16,6 +23,8 @@ SNIPPET_CONTEXT = 4
 SNIPPET_MAX_LINES = 60
 # Edit holds the file, and its edited copy, in memory; past this, sed in Bash does better.
 MAX_EDIT_BYTES = 64 * 1024 * 1024
+NO_CHANGES = "No changes to make: old_string and new_string are exactly the same."
+NOTEBOOK = "File is a Jupyter Notebook. Use the NotebookEdit tool to edit this file."
 
 
 def snippet(content: str, pos: int, inserted: str) -> str:
@@ -28,6 +37,75 @@ def snippet(content: str, pos: int, inserted: str) -> str:
     lo = max(0, first - SNIPPET_CONTEXT)
     hi = min(len(lines) - 1, last + SNIPPET_CONTEXT, lo + SNIPPET_MAX_LINES - 1)
     return cat_n([cut_line(line) for line in lines[lo : hi + 1]], lo + 1)
+
+
+def load_for_edit(path: Path, ctx: ToolContext) -> str | None:
+    """The text of ``path`` for an edit, or None when no file is there (an edit may create it).
+
+    Raises:
+        ToolError: a directory, a notebook, a file not read in this session or changed since,
+            too large, binary, or unreadable.
+    """
+    st = stat_or_none(path)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise directory_error(path)
+    if path.suffix == ".ipynb":
+        raise ToolError(NOTEBOOK)
+    if st is None:
+        return None
+    check_read_and_fresh(path, ctx)
+    raw, _ = read_regular(path, ctx, MAX_EDIT_BYTES, action="edit")
+    if looks_binary(raw[:BINARY_SNIFF_BYTES]):
+        raise ToolError(f"{path} appears to be a binary file and cannot be edited as text.")
+    return raw.decode("utf-8", errors="replace")
+
+
+class Replaced(NamedTuple):
+    """One replacement done: the new text, how many occurrences, where the first was, what went in."""
+
+    text: str
+    count: int
+    pos: int
+    inserted: str
+
+
+def replace(content: str, old: str, new: str, replace_all: bool) -> Replaced:
+    """Edit's rules for replacing ``old`` with ``new`` in ``content``.
+
+    An empty ``old`` fills an empty (or blank) file. A file with CRLF line ends matches ``old``
+    written with LF, as Read showed it.
+
+    Raises:
+        ToolError: ``old`` equals ``new``, is not found, or is found more than once without
+            ``replace_all``; an empty ``old`` in a file that has content.
+    """
+    if old == new:
+        raise ToolError(NO_CHANGES)
+    if old == "":
+        if content.strip():
+            raise ToolError(
+                "Cannot create new file - file already exists. Use a non-empty "
+                "old_string to edit it, or Write to overwrite it."
+            )
+        return Replaced(new, 1, 0, new)
+    shown = old
+    count = content.count(old)
+    if count == 0 and "\r\n" in content and "\n" in old:
+        # Read shows CRLF files without the CRs; match them the way the model saw them.
+        old = old.replace("\r\n", "\n").replace("\n", "\r\n")
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+        count = content.count(old)
+    if count == 0:
+        raise ToolError(f"String to replace not found in file.\nString: {shown}")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"Found {count} matches of the string to replace, but replace_all is "
+            "false. To replace all occurrences, set replace_all to true. To replace "
+            "only one occurrence, please provide more context to uniquely identify "
+            f"the instance.\nString: {shown}"
+        )
+    updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
+    return Replaced(updated, count if replace_all else 1, content.find(old), new)
 
 
 class EditInput(ToolInput):
@@ -59,7 +137,8 @@ class EditTool(Tool):
         "larger string with more surrounding context to make it unique or use replace_all "
         "to change every instance of old_string.\n"
         "- Use replace_all for replacing and renaming strings across the file.\n"
-        "- An empty old_string creates a new file with new_string as its content."
+        "- An empty old_string creates a new file with new_string as its content.\n"
+        "- For Jupyter notebooks (.ipynb files), use NotebookEdit instead."
     )
     input_model = EditInput
     read_only = False
@@ -67,63 +146,17 @@ class EditTool(Tool):
 
     def run(self, args: EditInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
-        old, new = args.old_string, args.new_string
-        if old == new:
-            raise ToolError(
-                "No changes to make: old_string and new_string are exactly the same."
-            )
-        st = stat_or_none(path)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            raise directory_error(path)
-
-        if st is None:
-            if old != "":
-                raise missing_file_error(path, ctx)
-            write_text(path, new, ctx)
-            n = count_lines(new)
-            return ToolOutput(
-                content=f"File created successfully at: {path}",
-                display=f"Created {path.name} ({n} line{'' if n == 1 else 's'})",
-            )
-
-        check_read_and_fresh(path, ctx)
-        raw, _ = read_regular(path, ctx, MAX_EDIT_BYTES, action="edit")
-        if looks_binary(raw[:BINARY_SNIFF_BYTES]):
-            raise ToolError(f"{path} appears to be a binary file and cannot be edited as text.")
-        content = raw.decode("utf-8", errors="replace")
-
-        if old == "":
-            if content.strip():
-                raise ToolError(
-                    "Cannot create new file - file already exists. Use a non-empty "
-                    "old_string to edit it, or Write to overwrite it."
-                )
-            count, pos, updated = 1, 0, new
-        else:
-            count = content.count(old)
-            if count == 0 and "\r\n" in content and "\n" in old:
-                # Read shows CRLF files without the CRs; match them the way the model saw them.
-                old = old.replace("\r\n", "\n").replace("\n", "\r\n")
-                new = new.replace("\r\n", "\n").replace("\n", "\r\n")
-                count = content.count(old)
-            if count == 0:
-                raise ToolError(f"String to replace not found in file.\nString: {args.old_string}")
-            if count > 1 and not args.replace_all:
-                raise ToolError(
-                    f"Found {count} matches of the string to replace, but replace_all is "
-                    "false. To replace all occurrences, set replace_all to true. To replace "
-                    "only one occurrence, please provide more context to uniquely identify "
-                    f"the instance.\nString: {args.old_string}"
-                )
-            pos = content.find(old)
-            updated = content.replace(old, new) if args.replace_all else content.replace(old, new, 1)
-
-        write_text(path, updated, ctx)
-        replaced = count if args.replace_all else 1
+        if args.old_string == args.new_string:
+            raise ToolError(NO_CHANGES)
+        content = load_for_edit(path, ctx)
+        if content is None:
+            return create(path, args.old_string, args.new_string, ctx)
+        done = replace(content, args.old_string, args.new_string, args.replace_all)
+        write_text(path, done.text, ctx)
         head = f"The file {path} has been updated."
-        if args.replace_all and replaced > 1:
-            head += f" All {replaced} occurrences were replaced."
-        lines = snippet(updated, pos, new)
+        if args.replace_all and done.count > 1:
+            head += f" All {done.count} occurrences were replaced."
+        lines = snippet(done.text, done.pos, done.inserted)
         body = (
             f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n{lines}"
             if lines
@@ -131,5 +164,21 @@ class EditTool(Tool):
         )
         return ToolOutput(
             content=body,
-            display=f"Updated {path.name} ({replaced} replacement{'' if replaced == 1 else 's'})",
+            display=f"Updated {path.name} ({done.count} replacement{'' if done.count == 1 else 's'})",
         )
+
+
+def create(path: Path, old: str, content: str, ctx: ToolContext) -> ToolOutput:
+    """An edit of a file that does not exist: an empty ``old`` creates it with ``content``.
+
+    Raises:
+        ToolError: ``old`` is not empty (there is nothing to replace it in).
+    """
+    if old != "":
+        raise missing_file_error(path, ctx)
+    write_text(path, content, ctx)
+    n = count_lines(content)
+    return ToolOutput(
+        content=f"File created successfully at: {path}",
+        display=f"Created {path.name} ({n} line{'' if n == 1 else 's'})",
+    )

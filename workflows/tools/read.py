@@ -8,6 +8,7 @@ from typing import BinaryIO
 from pydantic import Field
 
 from workflows.exceptions import ToolError
+from workflows.tools import notebook
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import directory_error, missing_file_error, open_regular, os_error
 
@@ -131,6 +132,7 @@ class ReadTool(Tool):
         "- Results are returned using cat -n format, with line numbers starting at 1.\n"
         "- This tool can only read files, not directories. To read a directory, use an ls "
         "command via the Bash tool.\n"
+        "- It reads Jupyter notebooks (.ipynb files) whole, showing every cell with its outputs.\n"
         "- You must Read a file before you Edit or overwrite it with Write."
     )
     input_model = ReadInput
@@ -139,6 +141,8 @@ class ReadTool(Tool):
 
     def run(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
+        if path.suffix == ".ipynb":
+            return _notebook(path, ctx)
         start = max(args.offset or 1, 1)
         limit = args.limit or DEFAULT_LIMIT
         fd, st = open_regular(path, ctx)
@@ -153,6 +157,20 @@ class ReadTool(Tool):
             os.close(fd)
         ctx.files_read.set(str(path), st.st_mtime)
         return _output(path, shown, start, total)
+
+
+def _notebook(path, ctx: ToolContext) -> ToolOutput:
+    """A notebook's cells and outputs (see :mod:`workflows.tools.notebook`), whole."""
+    nb = notebook.load(path, ctx)
+    text = notebook.render(nb, path)
+    if len(text) > notebook.MAX_RENDERED_CHARS:
+        raise ToolError(f"Notebook content ({len(text):,} characters) exceeds the {notebook.MAX_RENDERED_CHARS:,} "
+                        "characters Read returns for a notebook. " + notebook.JQ_HINT.format(path=path))
+    ctx.files_read.set(str(path), nb.mtime)
+    n = len(nb.cells)
+    if not n:
+        return ToolOutput(content=f"The notebook {path} has no cells.", display="Read 0 cells")
+    return ToolOutput(content=text, display=f"Read {n} cell{'' if n == 1 else 's'}")
 
 
 def _output(path: object, shown: list[str], start: int, total: int) -> ToolOutput:

@@ -137,16 +137,18 @@ class LineSearcher:
         ignore_case: ``-i``.
         multiline: ``.`` matches newlines and a match may span lines; otherwise a
             match stays within one line.
+        what: what the pattern is, in error messages (Grep's is a "regex").
 
     Raises:
         ToolError: the pattern is invalid or too complex.
     """
 
-    def __init__(self, pattern: str, *, ignore_case: bool = False, multiline: bool = False) -> None:
+    def __init__(self, pattern: str, *, ignore_case: bool = False, multiline: bool = False,
+                 what: str = "regex") -> None:
         self.multiline = multiline
         regex = "(?m)" + _python_anchors(pattern, line_mode=not multiline)
         opts = options(ignore_case=ignore_case, never_nl=not multiline, dot_nl=multiline)
-        self._rx = compile_bytes(regex, opts, shown=pattern)
+        self._rx = compile_bytes(regex, opts, shown=pattern, what=what)
 
     def prepare(self, text: str) -> bytes:
         """The bytes to search for ``text``: UTF-8, and in line mode with CRLF as LF.
