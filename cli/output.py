@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
+from workflows.mcp.config import McpStatus
 from workflows.models import (
     AssistantEntry,
     ResultEntry,
@@ -141,6 +142,10 @@ def content_blocks(content) -> list[dict]:
     return [b.model_dump(mode="json", exclude_none=True) for b in content]
 
 
+#: A server's status as Claude Code's ``system/init`` says it (an unapproved .mcp.json server is "pending").
+INIT_STATUS = {McpStatus.PENDING: "pending", McpStatus.CONNECTED: "connected", McpStatus.FAILED: "failed",
+               McpStatus.UNAPPROVED: "pending"}
+
 #: The Claude Code release whose stream-json and control protocol this output mirrors (the one the
 #: Agent SDK bundles; the SDK warns when a CLI reports none).
 CLAUDE_CODE_VERSION = "2.1.330"
@@ -186,7 +191,8 @@ class StreamJson:
             "cwd": rec.workspace,
             "session_id": rec.id,
             "tools": list(tools),
-            "mcp_servers": [],
+            "mcp_servers": [{"name": s.name, "status": INIT_STATUS[s.status], "source": s.config.source}
+                            for s in rec.mcp_servers],
             "model": rec.model,
             "permissionMode": rec.permission_mode.value,
             "slash_commands": [],

@@ -22,6 +22,7 @@ TASK_FOR_KIND = {
     "memory": "mainsail.memory.session",
     "extract": "mainsail.memory.extract",
     "hook": "mainsail.tools.hook",
+    "mcp": "mainsail.tools.mcp",
 }
 
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).

@@ -63,6 +63,11 @@ def fork_checkpoint(sid: str, step_id: str) -> str:
     return f"{session(sid)}:fork:{_check('step', step_id)}"
 
 
+def session_mcp_tools(sid: str, digest: str) -> str:
+    """A session's MCP tool definitions (JSON), named by their content's digest (never rewritten)."""
+    return f"{session(sid)}:mcp:{_check('digest', digest)}"
+
+
 def session_subkeys(sid: str) -> str:
     """SCAN pattern of every key under a session (``session:{sid}:*``; ids hold no glob characters)."""
     return f"{session(sid)}:*"

@@ -9,7 +9,8 @@
 - :mod:`~workflows.engine.turn`: one turn of the agent loop (reply, tool calls, next call, end);
 - :mod:`~workflows.engine.approvals`: asking a person and settling the answer;
 - :mod:`~workflows.engine.compacting` and :mod:`~workflows.engine.forks`: compaction and memory forks;
-- :mod:`workflows.hooks.commits`: hooks' outcomes.
+- :mod:`workflows.hooks.commits`: hooks' outcomes;
+- :mod:`workflows.mcp.commits`: finding a session's MCP servers and their tools before its prompt.
 
 The engine never imports ``tasks/``: it returns the steps to dispatch.
 """
@@ -34,7 +35,9 @@ from workflows.engine.support import (  # noqa: F401  (the engine's public names
 )
 from workflows.engine.turn import TurnLogic
 from workflows.hooks.commits import HookCommits
+from workflows.mcp.commits import McpCommits
 
 
-class Engine(SessionVerbs, StepLedger, TurnLogic, Approvals, Compacting, MemoryForks, HookCommits, CommitCore):
+class Engine(SessionVerbs, StepLedger, TurnLogic, Approvals, Compacting, MemoryForks, HookCommits, McpCommits,
+             CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

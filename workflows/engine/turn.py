@@ -25,6 +25,8 @@ from workflows.exceptions import (
 from workflows.hooks.commits import tool_event_stops
 from workflows.hooks.config import HookEvent
 from workflows.hooks.outcome import HookOutcome
+from workflows.mcp.catalog import find_tool
+from workflows.mcp.tools import is_mcp_name
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
@@ -45,7 +47,6 @@ from workflows.models import (
 from workflows.permissions import Decision, decide
 from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.tokens import estimate_tokens, thresholds
-from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
 
@@ -178,13 +179,13 @@ class TurnLogic:
         batch, prev_read_only = -1, False
         for tu in tool_uses:
             try:
-                tool = get_tool(tu.name)
+                tool = find_tool(self.store, rec, tu.name)
                 if tool.memory_tool and not (rec.auto_memory and rec.project_id):
                     raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
-                if rec.tools is not None and tu.name not in rec.tools:
+                if rec.tools is not None and tu.name not in rec.tools and not is_mcp_name(tu.name):
                     raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
                                          f"{', '.join(rec.tools) or 'none'}.")
-                validate_input(tu.name, tu.input)
+                tool.validate(tu.input)
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
                 continue
@@ -225,7 +226,7 @@ class TurnLogic:
 
     def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
         """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
-        return tool.apply(rec, validate_input(tool.name, tool_input))
+        return tool.apply(rec, tool.validate(tool_input))
 
     def _advance_tools(self, tx: _Tx) -> None:
         """Dispatch the current batch's waiting calls; when it is done, the next batch; after the last, the model.
@@ -300,6 +301,9 @@ class TurnLogic:
             self._start_run(tx, prompt)
 
     def _fail(self, tx: _Tx, step: StepRecord, error: str) -> None:
+        if step.kind is StepKind.MCP:  # the servers fail; the run goes on without them
+            self.mcp_discovery_failed(tx, step, error)
+            return
         if step.background and step.kind is StepKind.HOOK:
             self.background_hook_failed(tx, step, error)
             return
