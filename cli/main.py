@@ -105,7 +105,19 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
 
 def _register() -> None:
-    from cli import approvals, demo, doctor, fsm, housekeeping, memory, run, sessions, transfer, worker
+    from cli import (
+        approvals,
+        demo,
+        doctor,
+        fsm,
+        housekeeping,
+        mcp,
+        memory,
+        run,
+        sessions,
+        transfer,
+        worker,
+    )
 
     cli.add_command(run.run)
     cli.add_command(run.submit)
@@ -122,6 +134,7 @@ def _register() -> None:
     cli.add_command(transfer.export_cmd)
     cli.add_command(transfer.import_cmd)
     cli.add_command(memory.memory)
+    cli.add_command(mcp.mcp)
     cli.add_command(doctor.doctor)
     cli.add_command(housekeeping.rm)
     cli.add_command(housekeeping.gc)

@@ -23,6 +23,7 @@ from celery.exceptions import CPendingDeprecationWarning
 from tasks import runtime
 from tasks.app import QUEUES, TASK_FOR_KIND, app
 from tasks.reaper import Housekeeper
+from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
         code = getattr(w, "exitcode", 0) or 0
     finally:
         keeper.stop()
+        close_mcp()
     if code:
         raise SystemExit(code)
 
@@ -203,6 +205,7 @@ class InProcessWorker:
                 time.sleep(0.05)
         finally:
             self.keeper.stop()
+            close_mcp()
             runtime.set_worker_name(None)
             if shutdown:
                 try:

@@ -16,7 +16,7 @@ import time
 from workflows.mcp.config import McpServerConfig
 from workflows.mcp.connection import Connection, Opener
 
-__all__ = ["McpPool", "pool", "install"]
+__all__ = ["McpPool", "close_all", "install", "pool"]
 
 class McpPool:
     """Connections by (session id, server name); thread-safe."""
@@ -99,6 +99,14 @@ def pool(idle_seconds: float | None = None) -> McpPool:
         elif idle_seconds:
             _pool.idle_seconds = idle_seconds
         return _pool
+
+
+def close_all() -> None:
+    """Close this process's MCP connections, if it has any (the worker stops)."""
+    with _pool_lock:
+        current = _pool
+    if current is not None:
+        current.close_all()
 
 
 def install(new: McpPool | None) -> McpPool | None:

@@ -174,5 +174,6 @@ def _merge(found: list[McpServer]) -> list[McpServer]:
     for server in found:
         old = chosen.get(server.name)
         if old is None or PRECEDENCE[server.config.source] >= PRECEDENCE[old.config.source]:
+            chosen.pop(server.name, None)  # listed where the winning entry was read
             chosen[server.name] = server
     return sorted(chosen.values(), key=lambda s: ORDER.index(s.config.source))

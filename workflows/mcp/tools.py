@@ -76,8 +76,14 @@ class McpTool(Tool):
             raise ToolError(str(exc)) from None
 
     def summary(self, args: dict[str, Any]) -> str:
-        parts = [f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()]
-        return clean_text(", ".join(parts))
+        return summary(args)
+
+
+def summary(args: Any) -> str:
+    """An MCP call's arguments on one line, as Claude Code shows them: ``a: 1, b: "x"``."""
+    if not isinstance(args, dict):
+        return ""
+    return clean_text(", ".join(f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()))
 
 
 @lru_cache(maxsize=512)
