@@ -175,6 +175,9 @@ class StreamJson:
         self.replay_user_messages = replay_user_messages
         self.partial_messages = partial_messages
         self.stop_reason: str | None = None
+        #: Called when a prompt's entry arrives, before its lines (a turn's ``init`` line goes there, once the
+        #: session's MCP servers are known).
+        self.on_prompt: Callable[[], None] | None = None
 
     def emit(self, obj: dict) -> None:
         line = _dumps(obj) + "\n"
@@ -211,6 +214,8 @@ class StreamJson:
         """The lines for a transcript entry (assistant, user, result); none for other entries."""
         if isinstance(e, AssistantEntry):
             self.stop_reason = e.message.stop_reason
+        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:
+            self.on_prompt()
         if isinstance(e, UserEntry) and e.origin != "tool_result" and not self.replay_user_messages:
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)

@@ -357,8 +357,12 @@ def _stream_writer(rt: Runtime, sid: str):
     from workflows.context import offered_tools
 
     stream = StreamJson(sys.stdout.write, sys.stdout.flush)
-    rec = rt.store.get_session(sid)
-    stream.init(rec, offered_tools(rec))
+
+    def init() -> None:  # when the prompt's entry arrives: its MCP servers were found before it
+        rec = rt.store.get_session(sid)
+        stream.init(rec, offered_tools(rec))
+
+    stream.on_prompt = init
     return stream
 
 

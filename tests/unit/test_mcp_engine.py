@@ -225,3 +225,14 @@ def test_a_fork_finds_its_servers_again_and_a_resume_adds_servers(engine, ws):
     inline.drain()
     names = offered_tools(engine.store.get_session(rec.id))
     assert "mcp__t__add" in names and "mcp__u__add" in names
+
+
+def test_a_result_past_the_limit_is_saved_in_the_workspace(engine, ws):
+    big = "x" * 150_000
+    turns = [Turn(tool_uses=[ToolUse(name="mcp__t__echo", input={"text": big})]), Turn(text="done")]
+    rec, inline, _ = start(engine, ws, turns, mode="bypassPermissions")
+    inline.drain()
+    (result,) = tool_results(engine, rec.id)
+    assert "mcp__t__echo output too large: 150,000 characters" in result.text and len(result.text) < 3_000
+    (saved,) = (ws / ".mainsail" / "tool-results").glob("*.txt")
+    assert saved.read_text() == big

@@ -61,7 +61,10 @@ class McpTool(Tool):
             raise ToolInputError(f"Invalid input for {self.name}: {clean_text(found[1])} {found[2]}")
         validator = _validator(json.dumps(self.definition.input_schema, sort_keys=True))
         if validator is not None:
-            errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))[:5]
+            try:
+                errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))[:5]
+            except Exception:  # a $ref that does not resolve here (never fetched): the server validates
+                errors = []
             if errors:
                 lines = [f"{'.'.join(str(p) for p in e.absolute_path) or 'input'}: {e.message}" for e in errors]
                 raise ToolInputError(f"Invalid input for {self.name}: " + "; ".join(lines))
@@ -89,16 +92,21 @@ def summary(args: Any) -> str:
 @lru_cache(maxsize=512)
 def _validator(schema_json: str):
     """A JSON Schema validator for a server's input schema; None when the schema itself is not valid
-    (then the server validates its own input, as it would for Claude Code)."""
+    (then the server validates its own input, as it would for Claude Code).
+
+    Its registry is empty: a ``$ref`` to a URL is never fetched (jsonschema would otherwise download it,
+    from whichever worker validates, at the server's say-so).
+    """
     import jsonschema
+    from referencing import Registry
 
     schema = json.loads(schema_json)
     try:
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError:
+    except Exception:  # SchemaError, or a schema too odd to check
         return None
-    return cls(schema)
+    return cls(schema, registry=Registry())
 
 
 def to_output(result: Any, name: str) -> ToolOutput:
