@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 
 def _log(note: str) -> int:
@@ -69,6 +72,34 @@ def build(name: str = "testsrv"):
         return f"{os.environ.get('MCP_TEST_NAME', '')} key={'ANTHROPIC_API_KEY' in os.environ}"
 
     return server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve_http(name: str = "testsrv", timeout: float = 30.0):
+    """This server over streamable HTTP in a child process on a free port of 127.0.0.1; yields its URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--http", str(port), "--name", name],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"the test MCP server did not listen on port {port}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def main() -> None:

@@ -10,8 +10,6 @@ call cut off by the death is reported as of unknown outcome, never sent again.""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
+from tests.mcp_server import serve_http
 from workflows.models import StepKind, StepStatus, UserEntry
 from workflows.scripted import ToolUse, Turn
 
@@ -137,29 +136,10 @@ def _running_tool(cluster, sid: str) -> bool:
     return any(s.kind is StepKind.TOOL and s.status is StepStatus.RUNNING for s in cluster.store.steps(sid))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def http_server(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, SERVER, "--http", str(port), "--name", "web"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: _accepts(port), 30, what="the HTTP MCP server")
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.kill()
-    proc.wait()
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
+def http_server():
+    with serve_http("web") as url:
+        yield url
 
 
 def test_an_http_server_from_mcp_json_once_approved(env, tmp_path, http_server):

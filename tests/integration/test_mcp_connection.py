@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -14,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mcp_server import free_port, serve_http
 from workflows.exceptions import McpServerError
 from workflows.mcp.config import McpServerConfig
 from workflows.mcp.pool import McpPool
@@ -118,27 +117,10 @@ def _state(pid: int) -> str:
         return "X"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def http_server(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.kill()
-    proc.wait()
+def http_server():
+    with serve_http() as url:
+        yield url
 
 
 def test_a_streamable_http_server(pool, tmp_path, http_server):
