@@ -236,3 +236,21 @@ def test_a_result_past_the_limit_is_saved_in_the_workspace(engine, ws):
     assert "mcp__t__echo output too large: 150,000 characters" in result.text and len(result.text) < 3_000
     (saved,) = (ws / ".mainsail" / "tool-results").glob("*.txt")
     assert saved.read_text() == big
+
+
+def test_a_cancel_during_discovery_drops_the_prompt_and_the_next_run_looks_again(engine, ws):
+    rec, inline, _ = start(engine, ws, [Turn(text="answered")])
+    (discovery,) = list(inline.queue)
+    inline.queue.clear()
+    engine.cancel(rec.id, "stop", dispatch=inline.dispatch)
+    rec = engine.store.get_session(rec.id)
+    assert rec.state is State.IDLE and rec.held_prompt is None
+    assert rec.mcp_servers[0].status is McpStatus.PENDING
+    inline.dispatch([discovery])  # a late delivery of the cancelled discovery changes nothing
+    inline.drain()
+    assert engine.store.get_session(rec.id).mcp_servers[0].status is McpStatus.PENDING
+    inline.dispatch(engine.submit(rec.id, "again"))
+    assert [s.kind for s in inline.queue] == [StepKind.MCP]
+    inline.drain()
+    final = [e for e in engine.store.entries(rec.id) if e.type == "result"][-1]
+    assert final.result == "answered"

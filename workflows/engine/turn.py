@@ -322,6 +322,7 @@ class TurnLogic:
         """End the run early: newer epoch, every dangling tool call closed, back to idle."""
         rec = tx.rec
         rec.epoch += 1
+        rec.held_prompt = None  # a prompt still held for its MCP servers or hooks ends with the run
         for req in rec.pending_requests():
             req.status = RequestStatus.SUPERSEDED
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
