@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,48 @@ def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
     assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
     assert a[-1]["result"] == b[-1]["result"] == "Done."
     assert a[-1]["stop_reason"] == b[-1]["stop_reason"] == "end_turn"
+
+
+def mcp_turn(body: dict) -> Turn:
+    if sum(1 for m in body["messages"] if m["role"] == "assistant") == 0:
+        return Turn(text="Adding.", tool_uses=[ToolUse(name="mcp__srv__add", input={"a": 2, "b": 3})])
+    return Turn(text="Done.")
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+def test_mcp_servers_and_tools_in_init_and_a_call_match_claude_codes(cluster, tmp_path):
+    """The same --mcp-config (the test MCP server, and one that cannot start) through both CLIs."""
+    server = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
+    config = json.dumps({"mcpServers": {"srv": {"command": sys.executable, "args": [server]},
+                                        "broken": {"command": "/nonexistent/mcp-server"}}})
+    args = ["-p", "add them", "--output-format", "stream-json", "--verbose", "--model", MODEL, "--mcp-config", config,
+            "--allowedTools", "mcp__srv__add"]
+    with FakeMessagesServer(mcp_turn) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        home = tmp_path / "home"
+        cluster.env["HOME"] = str(home)
+        cluster.start_worker()
+        ours_ws, theirs_ws = tmp_path / "ours", tmp_path / "theirs"
+        for d in (ours_ws, theirs_ws, home):
+            d.mkdir()
+        ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
+                   IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        try:
+            theirs = subprocess.run([str(CLAUDE), *args], cwd=theirs_ws, env=env, capture_output=True, text=True,
+                                    timeout=120, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
+    assert ours.returncode == 0, ours.stderr
+    assert theirs.returncode == 0, theirs.stderr[-2000:]
+    a, b = lines(ours.stdout), lines(theirs.stdout)
+    assert a[0]["mcp_servers"] == b[0]["mcp_servers"] == [
+        {"name": "srv", "status": "connected", "source": "dynamic"},
+        {"name": "broken", "status": "failed", "source": "dynamic"}]
+    mcp_tools = [[t for t in line["tools"] if t.startswith("mcp__")] for line in (a[0], b[0])]
+    assert mcp_tools[0] == mcp_tools[1] and "mcp__srv__add" in mcp_tools[0]
+    results = [[x for x in out if x["type"] == "user"] for out in (a, b)]
+    assert [x["message"]["content"][0]["content"] for x in results[0]] == ['{"result":5}']
+    assert results[1][0]["message"]["content"][0]["content"] == '{"result":5}'
+    assert a[-1]["result"] == b[-1]["result"] == "Done."

@@ -68,6 +68,7 @@ def _definitions(server: str, listed: list) -> Found:
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {"type": "object"}
         found.tools.append(McpToolDef(name=name, server=server, tool=tool.name, description=tool.description or "",
                                       input_schema=schema))
+    found.tools.sort(key=lambda d: d.name)
     return found
 
 

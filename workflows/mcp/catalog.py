@@ -62,8 +62,9 @@ def tool_schemas(store, rec) -> tuple[dict, ...]:
 
 
 def offered_names(rec) -> list[str]:
-    """The MCP tool names the session offers (``system/init``'s ``tools``), from the record alone."""
-    return [name for s in rec.mcp_servers if s.status is McpStatus.CONNECTED for name in s.tools]
+    """The MCP tool names the session offers (``system/init``'s ``tools``), from the record alone, by name
+    (Claude Code's order)."""
+    return sorted(name for s in rec.mcp_servers if s.status is McpStatus.CONNECTED for name in s.tools)
 
 
 def find_tool(store, rec, name: str):

@@ -106,9 +106,11 @@ class McpCommits:
         return {n: d for n, d in tool_defs(self.store, rec).items() if n in live}
 
     def _write_defs(self, tx, defs: dict[str, McpToolDef]) -> None:
-        """Name the new definitions in the record and write them, both in ``tx``; in the servers' order."""
+        """Name the new definitions in the record and write them, both in ``tx``; by name, as Claude Code
+        lists MCP tools (after its own)."""
         rec = tx.rec
-        ordered = [defs[n] for s in rec.mcp_servers if s.status is McpStatus.CONNECTED for n in s.tools if n in defs]
+        live = {n for s in rec.mcp_servers if s.status is McpStatus.CONNECTED for n in s.tools}
+        ordered = [defs[n] for n in sorted(defs) if n in live]
         if not ordered:
             rec.mcp_tools_digest = None
             return
