@@ -64,16 +64,17 @@ def lines(stdout: str) -> list[dict]:
     return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init",))]
 
 
-@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
-    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
-            "--permission-mode", "bypassPermissions"]
-    with FakeMessagesServer(turn) as api:
+def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False) -> tuple[list, list]:
+    """Mainsail and Claude Code on ``args`` against one fake Messages API, each in a workspace of its own; their
+    stream-json lines. ``home_for_ours``: Mainsail gets the same empty HOME as Claude Code."""
+    with FakeMessagesServer(script) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        cluster.start_worker()
         ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
         for d in (ours_ws, theirs_ws, home):
             d.mkdir()
+        if home_for_ours:
+            cluster.env["HOME"] = str(home)
+        cluster.start_worker()
         ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
         env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
@@ -85,7 +86,15 @@ def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
             pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
     assert ours.returncode == 0, ours.stderr
     assert theirs.returncode == 0, theirs.stderr[-2000:]
-    a, b = lines(ours.stdout), lines(theirs.stdout)
+    return lines(ours.stdout), lines(theirs.stdout)
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
+    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
+            "--permission-mode", "bypassPermissions"]
+    a, b = run_both(cluster, tmp_path, turn, args)
+    ours_ws, theirs_ws = tmp_path / "ours", tmp_path / "theirs"
     assert [shape(x) for x in a] == [shape(x) for x in b], "\n".join(
         f"{'ours':6} {shape(x)}" for x in a) + "\n" + "\n".join(f"{'theirs':6} {shape(x)}" for x in b)
     assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
@@ -107,26 +116,7 @@ def test_mcp_servers_and_tools_in_init_and_a_call_match_claude_codes(cluster, tm
                                         "broken": {"command": "/nonexistent/mcp-server"}}})
     args = ["-p", "add them", "--output-format", "stream-json", "--verbose", "--model", MODEL, "--mcp-config", config,
             "--allowedTools", "mcp__srv__add"]
-    with FakeMessagesServer(mcp_turn) as api:
-        cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        home = tmp_path / "home"
-        cluster.env["HOME"] = str(home)
-        cluster.start_worker()
-        ours_ws, theirs_ws = tmp_path / "ours", tmp_path / "theirs"
-        for d in (ours_ws, theirs_ws, home):
-            d.mkdir()
-        ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
-        env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
-                   IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
-        try:
-            theirs = subprocess.run([str(CLAUDE), *args], cwd=theirs_ws, env=env, capture_output=True, text=True,
-                                    timeout=120, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
-    assert ours.returncode == 0, ours.stderr
-    assert theirs.returncode == 0, theirs.stderr[-2000:]
-    a, b = lines(ours.stdout), lines(theirs.stdout)
+    a, b = run_both(cluster, tmp_path, mcp_turn, args, home_for_ours=True)
     assert a[0]["mcp_servers"] == b[0]["mcp_servers"] == [
         {"name": "srv", "status": "connected", "source": "dynamic"},
         {"name": "broken", "status": "failed", "source": "dynamic"}]
