@@ -34,6 +34,7 @@ from cli.attach import Prompter, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.esc import EscWatch
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
+from cli.mcp import approve_project_servers
 from cli.render import Renderer, follow
 from cli.run import apply_flags, session_permissions, warn_unpriced
 from cli.select import pick_session
@@ -589,14 +590,18 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
 def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
                              allowed_tools, disallowed_tools, approval_timeout, workspace: Path, add_dirs=(),
                              fallback_model: str | None = None, setting_sources=None, extra_settings=None,
-                             mcp: McpFlags = McpFlags()) -> str:
-    """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
+                             mcp: McpFlags = McpFlags(), ask: Callable[[str], str | None] | None = None) -> str:
+    """The session the flags name (with --model / --permission-mode applied), or a new one; announced.
+
+    ``ask``: how a question is put to the person (a new session asks about unapproved .mcp.json servers)."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings, add_dirs, fallback_model, setting_sources,
                                     extra_settings, mcp)
+        if ask is not None:
+            perms["mcp_servers"] = approve_project_servers(perms["mcp_servers"], workspace, ask)
         rec = rt.engine.create_session(str(workspace), **perms)
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
@@ -654,7 +659,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
             approval_timeout=approval_timeout, workspace=workspace, add_dirs=add_dirs,
-            fallback_model=fallback_model, setting_sources=setting_sources, extra_settings=extra_settings, mcp=mcp)
+            fallback_model=fallback_model, setting_sources=setting_sources, extra_settings=extra_settings, mcp=mcp,
+            ask=LineReader().prompt)
         # A person is here to answer: asks wait for them (a -p run may have left the session asking nobody).
         rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)

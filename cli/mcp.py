@@ -239,6 +239,33 @@ def _has(scope: str, name: str) -> Path | None:
     return path if isinstance(servers, dict) and name in servers else None
 
 
+def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> list[McpServer]:
+    """Interactive mode, a new session: ask about the project's unapproved ``.mcp.json`` servers, as Claude
+    Code does at start-up, and keep the answer in ``.claude/settings.local.json``. The servers as the session
+    gets them (approved ones pending, rejected ones left out). ``ask(text)``: a line typed, or None."""
+    from workflows.mcp.scopes import record_approval
+
+    waiting = [s for s in servers if s.status is McpStatus.UNAPPROVED]
+    if not waiting:
+        return servers
+    click.echo(f"{workspace / '.mcp.json'} names MCP servers that start only once you approve them:")
+    for s in waiting:
+        click.echo(f"  {s.name}: {s.config.describe()}")
+    answer = (ask("Use them? (y)es / (a)ll, also those added later / (n)o ") or "").strip().lower()
+    choice = {"y": "yes", "yes": "yes", "a": "all", "all": "all"}.get(answer, "no")
+    names = [s.name for s in waiting]
+    try:
+        path = record_approval(workspace, names, choice)
+    except McpConfigError as exc:
+        click.secho(f"Warning: {exc} The servers are not started.", fg="yellow", err=True)
+        return [s for s in servers if s not in waiting]
+    click.echo(click.style(f"{'Approved' if choice != 'no' else 'Rejected'} in {path}.", dim=True))
+    if choice == "no":
+        return [s for s in servers if s.name not in names]
+    return [s.model_copy(update={"status": McpStatus.PENDING, "error": None}) if s.name in names else s
+            for s in servers]
+
+
 def session_lines(rec, name: str = "") -> list[str]:
     """``/mcp``: the session's servers and their status; with ``name``, that server's tools."""
     if not rec.mcp_servers:
@@ -257,4 +284,4 @@ def session_lines(rec, name: str = "") -> list[str]:
     return out
 
 
-__all__ = ["mcp", "session_lines"]
+__all__ = ["approve_project_servers", "mcp", "session_lines"]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from cli.mcp import session_lines
+from cli.mcp import approve_project_servers, session_lines
 from cli.output import StreamJson
 from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
 from workflows.models import SessionRecord
@@ -138,3 +138,21 @@ def test_slash_mcp_and_system_init_show_the_sessions_servers():
                                    {"name": "b", "status": "failed", "source": "dynamic"},
                                    {"name": "c", "status": "pending", "source": "project"}]
     assert init["tools"][-2:] == ["mcp__a__x", "mcp__a__y"]
+
+
+@pytest.mark.parametrize("answer, kept, saved", [
+    ("y", {"p": McpStatus.PENDING, "q": McpStatus.PENDING}, {"enabledMcpjsonServers": ["p", "q"]}),
+    ("a", {"p": McpStatus.PENDING, "q": McpStatus.PENDING}, {"enableAllProjectMcpServers": True}),
+    ("n", {}, {"disabledMcpjsonServers": ["p", "q"]}),
+    ("", {}, {"disabledMcpjsonServers": ["p", "q"]}),
+])
+def test_interactive_mode_asks_about_project_servers_and_keeps_the_answer_as_claude_code(here, answer, kept, saved):
+    ws, home = here
+    asked = []
+    servers = [srv("p", McpStatus.UNAPPROVED, "project"), srv("q", McpStatus.UNAPPROVED, "project")]
+    got = approve_project_servers(servers, ws, lambda text: asked.append(text) or answer)
+    assert asked and "(y)es / (a)ll" in asked[0]
+    assert {s.name: s.status for s in got} == kept
+    assert json.loads((ws / ".claude" / "settings.local.json").read_text()) == saved
+    again = approve_project_servers(got, ws, lambda text: pytest.fail("asked twice"))
+    assert again == got

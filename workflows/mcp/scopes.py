@@ -21,7 +21,8 @@ from workflows.exceptions import McpConfigError
 from workflows.mcp.config import McpServerConfig
 from workflows.mcp.sources import claude_json, read_json
 
-__all__ = ["SCOPES", "SCOPE_TEXT", "entry", "in_claude_json", "remove_server", "scope_file", "write_server"]
+__all__ = ["SCOPES", "SCOPE_TEXT", "entry", "in_claude_json", "record_approval", "remove_server", "scope_file",
+           "write_server"]
 
 SCOPES = ("local", "user", "project")
 SCOPE_TEXT = {"local": "Local config (private to you in this project)",
@@ -70,6 +71,26 @@ def remove_server(scope: str, workspace: Path, home: Path, name: str) -> Path | 
     if not isinstance(servers, dict) or name not in servers:
         return None
     del servers[name]
+    _write(path, data)
+    return path
+
+
+def record_approval(workspace: Path, names: list[str], answer: str) -> Path:
+    """A person's answer about the project's ``.mcp.json`` servers ``names``, kept where Claude Code keeps
+    it (``.claude/settings.local.json``): ``yes`` approves them, ``all`` every server of the project,
+    ``no`` rejects them.
+
+    Raises:
+        McpConfigError: that file is not a JSON object.
+    """
+    path = Path(workspace) / ".claude" / "settings.local.json"
+    data = _object(path)
+    if answer == "all":
+        data["enableAllProjectMcpServers"] = True
+    else:
+        key = "enabledMcpjsonServers" if answer == "yes" else "disabledMcpjsonServers"
+        listed = data.get(key) if isinstance(data.get(key), list) else []
+        data[key] = listed + [n for n in names if n not in listed]
     _write(path, data)
     return path
 
