@@ -22,7 +22,7 @@ from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.leases import Lease, keeper_for
-from workflows.mcp.calls import McpCaller
+from workflows.mcp.calls import McpCaller, run_discovery_step
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.catalog import tool_schemas as mcp_schemas
 from workflows.mcp.tools import is_mcp_name
@@ -137,8 +137,6 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
 
         return run_hook_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.MCP:
-        from workflows.mcp.calls import run_discovery_step
-
         return run_discovery_step(engine, rec, step, owner)
     if step.kind is StepKind.COMPACT:
         from workflows.compaction import run_compaction

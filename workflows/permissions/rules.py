@@ -15,7 +15,7 @@ Specifiers:
 
 MCP tools (``mcp__server__tool``) take Claude Code's forms, without a specifier:
 ``mcp__server`` (every tool of the server), ``mcp__server__tool``, and ``*`` wildcards
-(``mcp__server__*``, ``mcp__server__get_*``); see :func:`mcp_covers`.
+(``mcp__server__*``, ``mcp__server__get_*``); see :mod:`workflows.permissions.mcp_rules`.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import os
 import re
 from dataclasses import dataclass
 from enum import Enum
-from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from workflows.models import PermissionMode, RuleSet, RuleSpec
+from workflows.permissions.mcp_rules import MCP, mcp_covers, mcp_rule_problem
 
 __all__ = [
     "Compiled",
@@ -79,8 +79,6 @@ class RuleSyntaxError(ValueError):
 # =========================================================================== parsing
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+")
-_MCP_RULE = re.compile(r"mcp__[A-Za-z0-9_*-]+")
-MCP = "mcp__"
 
 
 @dataclass(frozen=True)
@@ -156,12 +154,9 @@ def parse_rule(text: str) -> Rule:
         if spec == "*":
             spec = None
     if tool.startswith(MCP):
-        if spec is not None:
-            raise RuleSyntaxError(raw, "MCP rules take no specifier: write mcp__server (every tool of the server), "
-                                       "mcp__server__tool, or a wildcard such as mcp__server__*")
-        if not _MCP_RULE.fullmatch(tool):
-            raise RuleSyntaxError(raw, f"invalid MCP tool name {tool!r}: it contains only letters, digits, '_', "
-                                       "'-' and the wildcard '*'")
+        why = mcp_rule_problem(tool, spec)
+        if why:
+            raise RuleSyntaxError(raw, why)
         return Rule(tool=tool, specifier=None, raw=raw)
     if not _TOOL_NAME.fullmatch(tool):
         raise RuleSyntaxError(raw, f"invalid tool name {tool!r}: tool names contain only letters, "
@@ -293,18 +288,6 @@ class Compiled:
             if rule.specifier is None or path_regex(rule.specifier, ws, hm or ws).fullmatch(path):
                 return rule, source
         return None
-
-
-def mcp_covers(rule_tool: str, name: str) -> bool:
-    """Whether an MCP rule's tool part covers tool ``name``: ``mcp__server`` every tool of that server,
-    a pattern with ``*`` what it matches, anything else the one tool it names."""
-    if not name.startswith(MCP):
-        return False
-    if "*" in rule_tool:
-        return fnmatchcase(name, rule_tool)
-    if rule_tool.count("__") == 1:  # mcp__server (server names never hold "__")
-        return name.startswith(rule_tool + "__")
-    return rule_tool == name
 
 
 def compile_rules(rules: RuleSet) -> Compiled:
