@@ -30,23 +30,25 @@ from typing import Callable
 import click
 import redis
 
-from cli.attach import Prompter
-from cli.attach import wait_for_memory
+from cli.attach import Prompter, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.esc import EscWatch
-from cli.standby import require_model_access
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
+from cli.mcp import approve_project_servers
 from cli.render import Renderer, follow
 from cli.run import apply_flags, session_permissions, warn_unpriced
 from cli.select import pick_session
 from cli.sessions import describe
+from cli.standby import require_model_access
 from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt
-from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
+from workflows.mcp.config import fresh
+from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
+from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
 from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 
@@ -476,7 +478,8 @@ class Interactive:
             max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
             home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds,
             sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
-            additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides, fallback_model=old.fallback_model)
+            additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides,
+            fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers))
         self.engine.mark_session_start(rec.id, "clear", rec)
         self.sid = rec.id
         kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
@@ -587,14 +590,19 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
 
 def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continue_, fork, model, permission_mode,
                              allowed_tools, disallowed_tools, approval_timeout, workspace: Path, add_dirs=(),
-                             fallback_model: str | None = None, setting_sources=None, extra_settings=None) -> str:
-    """The session the flags name (with --model / --permission-mode applied), or a new one; announced."""
+                             fallback_model: str | None = None, setting_sources=None, extra_settings=None,
+                             mcp: McpFlags = McpFlags(), ask: Callable[[str], str | None] | None = None) -> str:
+    """The session the flags name (with --model / --permission-mode applied), or a new one; announced.
+
+    ``ask``: how a question is put to the person (a new session asks about unapproved .mcp.json servers)."""
     sid = pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
     if sid is None:
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings, add_dirs, fallback_model, setting_sources,
-                                    extra_settings)
+                                    extra_settings, mcp)
+        if ask is not None:
+            perms["mcp_servers"] = approve_project_servers(perms["mcp_servers"], workspace, ask)
         rec = rt.engine.create_session(str(workspace), **perms)
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
@@ -605,7 +613,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
     require_model_access(rt, settings, model or rec.model)
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace,
-                      add_dirs=add_dirs, fallback_model=fallback_model)
+                      add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
@@ -636,7 +644,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
                     permission_mode: str | None, allowed_tools, disallowed_tools, approval_timeout: float | None,
                     workspace: Path, no_memory: bool = False, first_prompt: str | None = None,
                     pick: bool = False, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
-                    extra_settings=None) -> None:
+                    extra_settings=None, mcp: McpFlags = McpFlags()) -> None:
     """The interactive mode: open (or pick) a session and run the prompt loop on it, starting with
     ``first_prompt`` when given (``mainsail "fix the tests"``). ``pick``: choose among this workspace's recent
     sessions first (``mainsail --resume`` with no id)."""
@@ -652,7 +660,8 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
             permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
             approval_timeout=approval_timeout, workspace=workspace, add_dirs=add_dirs,
-            fallback_model=fallback_model, setting_sources=setting_sources, extra_settings=extra_settings)
+            fallback_model=fallback_model, setting_sources=setting_sources, extra_settings=extra_settings, mcp=mcp,
+            ask=LineReader().prompt)
         # A person is here to answer: asks wait for them (a -p run may have left the session asking nobody).
         rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)

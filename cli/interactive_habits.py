@@ -1,4 +1,4 @@
-"""Claude Code's interactive habits beyond the prompt loop: ``/init``, ``/config``, ``/doctor``,
+"""Claude Code's interactive habits beyond the prompt loop: ``/init``, ``/config``, ``/doctor``, ``/mcp``,
 Shift+Tab to cycle the permission mode, and ``mainsail --resume`` with no id (a picker).
 
 Kept apart from cli/interactive.py (the loop itself); :func:`commands` adds these to its table.
@@ -48,6 +48,7 @@ def commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
         "/init": (lambda arg: init(ui), "ask the agent to write a CLAUDE.md for this workspace"),
         "/config": (lambda arg: config(ui), "the settings in effect and where each comes from"),
         "/doctor": (lambda arg: doctor(), "check Redis, workers, the API key and the sandbox"),
+        "/mcp": (lambda arg: mcp(ui, arg), "[NAME]  the session's MCP servers and their status (NAME: its tools)"),
         CYCLE_COMMAND: (lambda arg: cycle_mode(ui), ""),  # what Shift+Tab types
     }
 
@@ -78,6 +79,13 @@ def config(ui: "Interactive") -> None:
     click.echo("settings files: " + (", ".join(str(p) for p in files) if files else "none"))
     click.echo(click.style("MAINSAIL_* variables set these defaults (README, Configuration); /permissions shows "
                            "the rules, /model switches the model.", dim=True))
+
+
+def mcp(ui: "Interactive", name: str) -> None:
+    from cli.mcp import session_lines
+
+    for line in session_lines(ui.record(), name.strip()):
+        click.echo(line)
 
 
 def doctor() -> None:

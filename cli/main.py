@@ -113,6 +113,7 @@ def _register() -> None:
         doctor,
         fsm,
         housekeeping,
+        mcp,
         memory,
         run,
         sessions,
@@ -135,6 +136,7 @@ def _register() -> None:
     cli.add_command(transfer.export_cmd)
     cli.add_command(transfer.import_cmd)
     cli.add_command(memory.memory)
+    cli.add_command(mcp.mcp)
     cli.add_command(doctor.doctor)
     cli.add_command(housekeeping.rm)
     cli.add_command(housekeeping.gc)

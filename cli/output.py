@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
+from workflows.mcp.config import McpStatus
 from workflows.models import (
     AssistantEntry,
     ResultEntry,
@@ -141,6 +142,10 @@ def content_blocks(content) -> list[dict]:
     return [b.model_dump(mode="json", exclude_none=True) for b in content]
 
 
+#: A server's status as Claude Code's ``system/init`` says it (an unapproved .mcp.json server is "pending").
+INIT_STATUS = {McpStatus.PENDING: "pending", McpStatus.CONNECTED: "connected", McpStatus.FAILED: "failed",
+               McpStatus.UNAPPROVED: "pending"}
+
 #: The Claude Code release whose stream-json and control protocol this output mirrors (the one the
 #: Agent SDK bundles; the SDK warns when a CLI reports none).
 CLAUDE_CODE_VERSION = "2.1.330"
@@ -174,6 +179,9 @@ class StreamJson:
         self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its tool_use id
         self.child_calls: dict[str, str | None] = {}  # sub-agent session -> its Task call's tool_use id
         self.task_inputs: dict[str, dict] = {}  # a Task call's tool_use id -> its input
+        #: Called when a prompt's entry arrives, before its lines (a turn's ``init`` line goes there, once the
+        #: session's MCP servers are known).
+        self.on_prompt: Callable[[], None] | None = None
 
     def emit(self, obj: dict) -> None:
         line = _dumps(obj) + "\n"
@@ -190,7 +198,8 @@ class StreamJson:
             "cwd": rec.workspace,
             "session_id": rec.id,
             "tools": list(tools),
-            "mcp_servers": [],
+            "mcp_servers": [{"name": s.name, "status": INIT_STATUS[s.status], "source": s.config.source}
+                            for s in rec.mcp_servers],
             "model": rec.model,
             "permissionMode": rec.permission_mode.value,
             "slash_commands": [],
@@ -214,6 +223,8 @@ class StreamJson:
                 if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
                     self.task_prompts[tu.input["prompt"]] = tu.id
                     self.task_inputs[tu.id] = tu.input
+        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:
+            self.on_prompt()
         if isinstance(e, UserEntry) and e.origin != "tool_result" and not self.replay_user_messages:
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)

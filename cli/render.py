@@ -16,6 +16,8 @@ from rich.text import Text
 
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
+from workflows.mcp.tools import is_mcp_name
+from workflows.mcp.tools import summary as mcp_summary
 from workflows.models import (
     AssistantEntry,
     HookEntry,
@@ -33,9 +35,22 @@ from workflows.tools import REGISTRY
 
 def _summary(name: str, tool_input: dict) -> str:
     tool = REGISTRY.get(name)
-    s = tool.summary(tool_input) if tool else ""
+    if tool is not None:
+        s = tool.summary(tool_input)
+    elif is_mcp_name(name):
+        s = mcp_summary(tool_input)
+    else:
+        s = ""
     s = " ".join(s.split())
     return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _shown_name(name: str) -> str:
+    """A tool's name as Claude Code shows it: ``mcp__srv__tool`` is ``srv - tool (MCP)``."""
+    if not is_mcp_name(name):
+        return name
+    server, _, tool = name[len("mcp__"):].partition("__")
+    return f"{server} - {tool} (MCP)"
 
 
 class Renderer:
@@ -91,10 +106,11 @@ class Renderer:
             self._end_line()
             uses = e.message.tool_uses()
             for tu in uses:
-                label = f"{tu.name}({_summary(tu.name, tu.input)})"
+                shown = _shown_name(tu.name)
+                label = f"{shown}({_summary(tu.name, tu.input)})"
                 if len(uses) > 1:  # results may arrive in any order: say whose each is
                     self.calls[tu.id] = label
-                self.console.print(Text.assemble(("⏺ ", "cyan"), (f"{tu.name}", "bold"), label[len(tu.name):]))
+                self.console.print(Text.assemble(("⏺ ", "cyan"), (shown, "bold"), label[len(shown):]))
                 if tu.name == "TodoWrite":
                     self._checklist(tu.input)
                 if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):

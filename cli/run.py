@@ -22,6 +22,7 @@ from cli.select import pick_session
 from cli.standby import require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
+from workflows.mcp.sources import McpFlags, load_mcp, read_mcp_config
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
 from workflows.models import PermissionMode
@@ -68,22 +69,27 @@ def session_options(f):
     f = click.option("--system-prompt", metavar="TEXT", help="Replace the default system prompt.")(f)
     f = click.option("--no-memory", "no_memory", is_flag=True,
                      help="No auto-memory: no MEMORY.md in the context, no memory tools, no extraction.")(f)
+    f = click.option("--strict-mcp-config", is_flag=True, help="Only the --mcp-config MCP servers.")(f)
+    f = click.option("--mcp-config", "mcp_config", multiple=True, metavar="FILE|JSON",
+                     help='MCP servers: a file or JSON holding {"mcpServers": {...}} (repeatable).')(f)
     return f
 
 
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
                         settings, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
-                        extra_settings=None) -> dict:
-    """Mode, rules, timeout, sandbox, hooks, model, env and added directories for a new session: flags, then
-    MAINSAIL_*, then settings files. Settings keys that are read but not applied are said on stderr.
+                        extra_settings=None, mcp: McpFlags = McpFlags()) -> dict:
+    """Mode, rules, timeout, sandbox, hooks, model, env, added directories and MCP servers for a new session:
+    flags, then MAINSAIL_*, then settings files. Settings keys that are read but not applied are said on stderr.
 
     Raises:
         SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
+        McpConfigError: an MCP configuration is malformed; the session does not start.
     """
     files = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
                                      extra=extra_settings)
-    for warning in files.warnings + unrun_hooks(files.hooks):
+    servers = load_mcp(workspace.resolve(), Path.home(), files.mcp, flags=list(mcp.configs), strict=mcp.strict)
+    for warning in files.warnings + servers.warnings + unrun_hooks(files.hooks):
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
     mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
@@ -97,7 +103,8 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
             "env": files.env,
             "model_overrides": model_overrides(os.environ, files.model_env),
             "additional_directories": added_dirs(files.additional_directories, add_dirs),
-            "fallback_model": checked_fallback(fallback_model, model), "agents": flag_agents()}
+            "fallback_model": checked_fallback(fallback_model, model), "agents": flag_agents(),
+            "mcp_servers": servers.servers}
 
 
 def unrun_hooks(hooks) -> list[str]:
@@ -141,12 +148,14 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                  disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
                  system_prompt: str | None = None, append_system_prompt: str | None = None,
                  no_memory: bool = False, asks: str = "wait", sid: str | None = None, add_dirs=(),
-                 fallback_model: str | None = None, setting_sources=None, extra_settings=None) -> str:
+                 fallback_model: str | None = None, setting_sources=None, extra_settings=None,
+                 mcp: McpFlags = McpFlags()) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
 
     ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
     ``sid``: the id of the new session (Claude Code's --session-id); it must not exist yet.
     ``setting_sources``, ``extra_settings``: Claude Code's --setting-sources and --settings (a new session).
+    ``mcp``: --mcp-config and --strict-mcp-config (a resumed session keeps its servers; these are added).
     """
     if sid is not None:
         if resume or continue_:
@@ -159,7 +168,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     if sid is None:
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings, add_dirs, fallback_model, setting_sources,
-                                    extra_settings)
+                                    extra_settings, mcp)
         rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                        auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
@@ -168,7 +177,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                       max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
-                      fallback_model=fallback_model)
+                      fallback_model=fallback_model, mcp=mcp)
     warn_unpriced(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
@@ -194,9 +203,12 @@ def warn_unpriced(rec) -> None:
 
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
                 approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path, add_dirs=(),
-                fallback_model=None):
-    """Apply a resume's flags to an existing session: model, mode, limits; flag rules and --add-dir join its own."""
+                fallback_model=None, mcp: McpFlags = McpFlags()):
+    """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
+    --mcp-config servers join its own."""
     rec = rt.engine.set_model(sid, model) if model else None
+    if mcp.configs:
+        rec = rt.engine.add_mcp_servers(sid, [s for value in mcp.configs for s in read_mcp_config(value, os.environ)])
     if add_dirs or fallback_model:
         rec = rt.engine.update_limits(sid, additional_directories=added_dirs([], add_dirs),
                                       fallback_model=checked_fallback(fallback_model, (rec or rt.store.get_session(sid)).model))
@@ -235,8 +247,9 @@ def asks_in_print_mode(settings, approval_timeout) -> str:
 def run(prompt: str | None, print_mode: bool, output_format: str, input_format: str, background: bool,
         model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path, permission_mode,
         allowed_tools, disallowed_tools, approval_timeout, system_prompt, append_system_prompt,
-        no_memory, add_dirs, fallback_model) -> None:
+        no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
     """Run PROMPT in a session and watch it until it finishes."""
+    mcp = McpFlags(tuple(mcp_config), strict_mcp_config)
     if input_format == "stream-json" and output_format == "stream-json" and not background:
         from cli.headless.session import PrintRun
 
@@ -247,7 +260,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                  approval_timeout=approval_timeout, system_prompt=system_prompt,
                  append_system_prompt=append_system_prompt, no_memory=no_memory, tools=None, prompt_tool=False,
                  partial_messages=False, replay_user_messages=False, workspace=workspace, add_dirs=add_dirs,
-                 fallback_model=fallback_model).run()
+                 fallback_model=fallback_model, mcp=mcp).run()
         return
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
@@ -275,7 +288,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                            system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                           no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model,
+                           no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp,
                            asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait")
         if background:
             for p in prompts:
@@ -318,7 +331,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
 @permission_options
 def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_usd, workspace: Path,
            permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
-           append_system_prompt, no_memory, add_dirs, fallback_model) -> None:
+           append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
     rt = connect(settings)
@@ -328,7 +341,8 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
                        disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
                        max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                       no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model)
+                       no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model,
+                       mcp=McpFlags(tuple(mcp_config), strict_mcp_config))
     dispatch(rt.engine.submit(sid, prompt))
     _background_note(rt, sid)
 
@@ -343,11 +357,15 @@ def _background_note(rt: Runtime, sid: str) -> None:
 
 def _stream_writer(rt: Runtime, sid: str):
     from cli.output import StreamJson
-    from workflows.context import session_tools
+    from workflows.context import offered_tools
 
     stream = StreamJson(sys.stdout.write, sys.stdout.flush)
-    rec = rt.store.get_session(sid)
-    stream.init(rec, session_tools(rec))
+
+    def init() -> None:  # when the prompt's entry arrives: its MCP servers were found before it
+        rec = rt.store.get_session(sid)
+        stream.init(rec, offered_tools(rec))
+
+    stream.on_prompt = init
     return stream
 
 

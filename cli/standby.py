@@ -200,7 +200,8 @@ def _what(rec, step) -> str:
         return f"the {call.name if call else 'tool'} call"
     if step.kind is StepKind.HOOK:
         return f"the {step.event} hooks"
-    return {StepKind.MODEL: "the model's reply", StepKind.COMPACT: "the compaction"}.get(step.kind, "memory")
+    return {StepKind.MODEL: "the model's reply", StepKind.COMPACT: "the compaction",
+            StepKind.MCP: "the MCP servers to start"}.get(step.kind, "memory")
 
 
 def _worker_of(live: dict[str, dict[str, str]], owner: str | None) -> str | None:

@@ -23,6 +23,7 @@ TASK_FOR_KIND = {
     "extract": "mainsail.memory.extract",
     "hook": "mainsail.tools.hook",
     "report": "mainsail.model.report",
+    "mcp": "mainsail.tools.mcp",
 }
 
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).

@@ -94,6 +94,12 @@ def report_to_parent(sid: str, step_id: str) -> str:
     return _run(sid, step_id)
 
 
+@app.task(name="mainsail.tools.mcp")
+def discover_mcp(sid: str, step_id: str) -> str:
+    """Connect a session's MCP servers and list their tools (on its tools queue: stdio servers run there)."""
+    return _run(sid, step_id)
+
+
 @app.task(name="mainsail.model.compact")
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""

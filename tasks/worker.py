@@ -24,6 +24,7 @@ from tasks import runtime
 from tasks.app import QUEUES, TASK_FOR_KIND, app
 from tasks.reaper import Housekeeper
 from workflows import shells
+from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
     finally:
         shells.shutdown()  # its background shells cannot outlive it: they are stopped, and recorded lost
         keeper.stop()
+        close_mcp()
     if code:
         raise SystemExit(code)
 
@@ -206,6 +208,7 @@ class InProcessWorker:
         finally:
             shells.shutdown()
             self.keeper.stop()
+            close_mcp()
             runtime.set_worker_name(None)
             if shutdown:
                 try:

@@ -160,12 +160,23 @@ def session_tools(rec: SessionRecord) -> list[str]:
     return names if rec.tools is None else [n for n in names if n in rec.tools]
 
 
-def build_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
-    """The keyword arguments of ``client.messages.stream`` for the session's next call."""
+def offered_tools(rec: SessionRecord) -> list[str]:
+    """Every tool name the model is offered (``system/init``'s ``tools``): the session's own, then its MCP tools."""
+    from workflows.mcp.catalog import offered_names
+
+    return session_tools(rec) + offered_names(rec)
+
+
+def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools: tuple[dict, ...] = ()) -> dict:
+    """The keyword arguments of ``client.messages.stream`` for the session's next call.
+
+    ``mcp_tools``: the definitions of the session's MCP tools (``workflows.mcp.catalog.tool_schemas``),
+    offered after its own tools.
+    """
     return with_cache_breakpoints({
         "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": list(_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents))),
+        "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *mcp_tools],
         "messages": api_messages(entries, rec.user_context),
     })

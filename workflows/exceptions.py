@@ -4,7 +4,9 @@ Hierarchy::
 
     MainsailError                   root: the CLI turns any of these into a message, never a traceback
     ├── ConfigurationError          you configured it wrong (settings, API key, Redis URL); fix and rerun
-    │   └── MissingCredentials      no API key and no base URL for a real model
+    │   ├── MissingCredentials      no API key and no base URL for a real model
+    │   └── McpConfigError          an MCP server configuration (.mcp.json, --mcp-config...) is malformed
+    ├── McpServerError              an MCP server could not be started or reached, or failed mid-call
     ├── StoreUnavailable            Redis cannot be reached
     ├── SessionNotFound             no session with that id (or prefix)
     ├── AmbiguousSession            a prefix matches several sessions
@@ -34,6 +36,14 @@ class ConfigurationError(MainsailError):
 
 class MissingCredentials(ConfigurationError):
     """No ANTHROPIC_API_KEY and no ANTHROPIC_BASE_URL for a model that needs one."""
+
+
+class McpConfigError(ConfigurationError):
+    """An MCP configuration is malformed; the message names the file (or flag), the server, and the fix."""
+
+
+class McpServerError(MainsailError):
+    """An MCP server could not be started or reached, or its connection broke; the message says which and why."""
 
 
 class StoreUnavailable(MainsailError):

@@ -87,6 +87,9 @@ def shell_host(name: str) -> str:
     """Set of the ``sid/shell`` members one worker process runs, expiring unless that process renews it: a
     running shell missing from its host's set is lost (the process died)."""
     return f"{PREFIX}shells:{name}"
+def session_mcp_tools(sid: str, digest: str) -> str:
+    """A session's MCP tool definitions (JSON), named by their content's digest (never rewritten)."""
+    return f"{session(sid)}:mcp:{_check('digest', digest)}"
 
 
 def session_subkeys(sid: str) -> str:

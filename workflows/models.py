@@ -22,6 +22,7 @@ from pydantic_core import PydanticSerializationError
 from statemachines import State
 from workflows.hooks.config import HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.mcp.config import McpServer
 
 
 def now() -> float:
@@ -319,6 +320,7 @@ class StepKind(str, enum.Enum):
     HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart, ...), on the tools queue
     AGENT = "agent"  # a Task call's wait for its child session: running, no lease, owned by the child
     REPORT = "report"  # a child session's final answer, taken to its parent's Task call (workflows.engine.subagents)
+    MCP = "mcp"  # connecting the session's MCP servers and listing their tools, on the tools queue
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
@@ -522,6 +524,10 @@ class SessionRecord(_Model):
     permission_requests: list[PermissionRequest] = Field(default_factory=list)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # how its Bash commands are confined
     hooks: HookSet = Field(default_factory=HookSet)  # settings files' hooks at start, plus added ones
+    # MCP servers (workflows/mcp), from the configuration at start (a resume's --mcp-config adds): each one's
+    # config, status and tool names. The tool definitions are at session:{sid}:mcp:{mcp_tools_digest}.
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    mcp_tools_digest: str | None = None
     # Directories outside the workspace that count as inside it (--add-dir, permissions.additionalDirectories),
     # resolved physically when the session started.
     additional_directories: list[str] = Field(default_factory=list)

@@ -73,6 +73,14 @@ class Settings(BaseSettings):
     shell_ttl_seconds: float = Field(
         default=5.0, gt=0,
         description="A background shell whose worker has not renewed it for this long is lost.")
+    mcp_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="How long an MCP server may take to start and answer (connect, list tools).")
+    mcp_tool_timeout_seconds: float = Field(default=600.0, gt=0, description="How long one MCP tool call may run.")
+    mcp_idle_seconds: float = Field(
+        default=600.0, gt=0, description="A worker closes an MCP server connection unused this long.")
+    mcp_max_output_chars: int = Field(
+        default=100_000, gt=0,
+        description="An MCP tool result past this is saved in the workspace; the model gets a preview and the path.")
 
     max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
     auto_compact: bool = Field(default=True, description="Compact automatically past the threshold.")

@@ -18,18 +18,28 @@ from redis.exceptions import RedisError
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.engine.support import unknown_outcome
-from workflows.exceptions import MainsailError, MissingCredentials
+from workflows.exceptions import MainsailError, MissingCredentials, ToolInputError
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.leases import Lease, keeper_for
+from workflows.mcp.calls import McpCaller, run_discovery_step
+from workflows.mcp.catalog import find_tool
+from workflows.mcp.catalog import tool_schemas as mcp_schemas
+from workflows.mcp.tools import is_mcp_name
 from workflows.memory import ProjectMemory
-from workflows.model_client import ModelReply, client_for, describe_api_error, overloaded, stream_reply
+from workflows.model_client import (
+    ModelReply,
+    client_for,
+    describe_api_error,
+    overloaded,
+    stream_reply,
+)
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
 from workflows.shells import SessionShells
-from workflows.tools import get_tool, run_tool
+from workflows.tools import run_tool
 from workflows.tools.base import ToolContext, ToolOutput
 from workflows.tools.web import WebAccess
 
@@ -136,6 +146,8 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
         from workflows.hooks.session_hooks import run_hook_step
 
         return run_hook_step(engine, rec, step, owner, cancel)
+    if step.kind is StepKind.MCP:
+        return run_discovery_step(engine, rec, step, owner)
     if step.kind is StepKind.COMPACT:
         from workflows.compaction import run_compaction
 
@@ -168,7 +180,8 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
 
     store, settings = engine.store, engine.settings
     sid = step.session_id
-    request = engine.read(lambda: build_request(rec, store.cached_entries(sid), settings.max_tokens),
+    request = engine.read(lambda: build_request(rec, store.cached_entries(sid), settings.max_tokens,
+                                                mcp_schemas(store, rec)),
                           what=f"transcript of session {sid[:8]}")
     on_text = LiveDeltas(store, step).publish
 
@@ -248,7 +261,11 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
     if call is None:
         return engine.fail_step(sid, step.id, owner, f"Tool step {step.id} has no tool call in the session.")
-    tool = get_tool(call.name)
+    try:
+        tool = find_tool(store, rec, call.name)
+    except ToolInputError as exc:  # (its MCP tool list was lost: the fan-out found it)
+        return engine.record_tool_output(sid, step.id, owner, ToolOutput(content=str(exc), is_error=True,
+                                                                         display=str(exc)[:120]))
     post = None
     if step.attempt > 1 and not tool.idempotent:
         output = unknown_outcome(call)
@@ -258,7 +275,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         output = refused
     else:
         call = pre.call
-        limit = settings.tool_result_limits.get(call.name)
+        mcp = is_mcp_name(call.name)
+        limit = settings.tool_result_limits.get(call.name) or (settings.mcp_max_output_chars if mcp else None)
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,
@@ -278,8 +296,9 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
                                  ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
             tool_use_id=call.tool_use_id,
+            mcp=McpCaller(rec, settings) if mcp else None,
         )
-        output = run_tool(call.name, call.input, ctx)
+        output = run_tool(call.name, call.input, ctx, tool=tool)
         if limit and len(output.content) > limit:
             output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
         output, post = post_tool(rec, call, call.input, output, cancel)

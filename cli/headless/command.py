@@ -19,11 +19,10 @@ import click
 
 from cli.agents_flag import agents_option
 from cli.run import MODES
+from workflows.mcp.sources import McpFlags
 
 #: Flags of Claude Code that Mainsail does not do (yet): flag -> (takes a value, why).
 REFUSED: dict[str, tuple[bool, str]] = {
-    "--mcp-config": (True, "MCP servers are not supported yet"),
-    "--strict-mcp-config": (False, "MCP servers are not supported yet"),
     "--plugin-dir": (True, "plugins are not supported"),
     "--betas": (True, "API betas are not supported"),
     "--json-schema": (True, "structured output is not supported yet"),
@@ -68,6 +67,24 @@ def _tool_names(value: str | None) -> list[str] | None:
         raise click.UsageError(f"--tools names unknown tool(s) {', '.join(unknown)}; Mainsail's tools: "
                                f"{', '.join(sorted(REGISTRY))} (or \"default\" for all, \"\" for none).")
     return names
+
+
+def _mcp_flags(values: tuple[str, ...], strict: bool) -> McpFlags:
+    """``--mcp-config`` (each a JSON object, or file paths: Claude Code takes several, space-separated) and
+    ``--strict-mcp-config`` (alone: no MCP server at all), checked now: a bad one is refused before anything
+    starts."""
+    import os
+
+    from workflows.exceptions import McpConfigError
+    from workflows.mcp.sources import read_mcp_config
+
+    configs = tuple(c for value in values for c in ([value] if value.lstrip().startswith("{") else value.split()))
+    for config in configs:
+        try:
+            read_mcp_config(config, os.environ)
+        except McpConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+    return McpFlags(configs, strict)
 
 
 def _sources(value: str | None) -> list[str] | None:
@@ -137,13 +154,17 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True)
 @agents_option
+@click.option("--mcp-config", "mcp_config", multiple=True, metavar="FILE|JSON",
+              help="MCP servers: a file or JSON string holding {\"mcpServers\": {...}} (repeatable).")
+@click.option("--strict-mcp-config", is_flag=True, help="Only the --mcp-config servers, none from other files.")
 @refused_options
 def main_command(prompt, print_mode, output_format, input_format, verbose, system_prompt, system_prompt_file,
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,
                  max_budget_usd, model, fallback_model, add_dirs, permission_mode, dangerously_skip_permissions,
                  allow_dangerously_skip_permissions, continue_, resume, fork, session_id, extra_settings,
                  setting_sources, include_partial_messages,
-                 replay_user_messages, permission_prompt_tool, approval_timeout, no_memory) -> None:
+                 replay_user_messages, permission_prompt_tool, approval_timeout, no_memory, mcp_config,
+                 strict_mcp_config) -> None:
     """Claude Code's command line on Mainsail: interactive mode (with PROMPT as its first message), or
     print mode with -p (PROMPT, or stdin). Mainsail's own commands: `mainsail --help`."""
     streaming = input_format == "stream-json"
@@ -160,6 +181,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
     offered = _tool_names(tools)
     sources = _sources(setting_sources)
     extra = _settings_layer(extra_settings)
+    mcp = _mcp_flags(mcp_config, strict_mcp_config)
     if not print_mode:
         from cli.interactive import run_interactive
 
@@ -168,7 +190,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                         allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                         approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
                         first_prompt=prompt, add_dirs=add_dirs, fallback_model=fallback_model,
-                        setting_sources=sources, extra_settings=extra)
+                        setting_sources=sources, extra_settings=extra, mcp=mcp)
         return
     if output_format == "stream-json" and not verbose:
         raise click.UsageError("When using --print, --output-format=stream-json requires --verbose.")
@@ -197,7 +219,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
              append_system_prompt=append_system_prompt, no_memory=no_memory, tools=offered,
              prompt_tool=permission_prompt_tool == "stdio", partial_messages=include_partial_messages,
              replay_user_messages=replay_user_messages, add_dirs=add_dirs, fallback_model=fallback_model,
-             setting_sources=sources, extra_settings=extra).run()
+             setting_sources=sources, extra_settings=extra, mcp=mcp).run()
 
 
 def as_stream_input(prompt: str) -> io.StringIO:

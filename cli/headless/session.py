@@ -20,6 +20,7 @@ from cli.connect import Runtime, connect, ensure_worker
 from cli.output import StreamJson, result_json
 from cli.run import open_session, session_model
 from cli.standby import require_model_access
+from workflows.mcp.sources import McpFlags
 from workflows.settings import load_settings
 
 
@@ -61,6 +62,7 @@ class PrintRun:
     fallback_model: str | None = None
     setting_sources: list[str] | None = None
     extra_settings: list[tuple[str, str]] | None = None
+    mcp: McpFlags = McpFlags()
 
     def asks(self, settings) -> str:
         waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
@@ -83,7 +85,8 @@ class PrintRun:
                                system_prompt=self.system_prompt, append_system_prompt=self.append_system_prompt,
                                no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id,
                                add_dirs=self.add_dirs, fallback_model=self.fallback_model,
-                               setting_sources=self.setting_sources, extra_settings=self.extra_settings)
+                               setting_sources=self.setting_sources, extra_settings=self.extra_settings,
+                               mcp=self.mcp)
             rt.engine.update_limits(sid, tools=self.tools)
             ensure_worker(rt, settings, quiet=True, sid=sid)
             if self.output_format == "stream-json":

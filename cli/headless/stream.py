@@ -25,15 +25,32 @@ import click
 
 from cli.attach import _last_id
 from cli.connect import Runtime
-from cli.headless.control import Control, ControlError, context_usage, initialize_response
+from cli.headless.control import (
+    Control,
+    ControlError,
+    context_usage,
+    initialize_response,
+)
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from tasks.dispatch import dispatch
-from workflows.context import session_tools
+from workflows.context import offered_tools
 from workflows.exceptions import RequestClosed, RequestNotFound, ToolInputError
-from workflows.hooks.config import DEFAULT_TIMEOUT_SECONDS, CallbackHook, HookEvent, HookMatcher, HookSet
+from workflows.hooks.config import (
+    DEFAULT_TIMEOUT_SECONDS,
+    CallbackHook,
+    HookEvent,
+    HookMatcher,
+    HookSet,
+)
 from workflows.hooks.outcome import HookRun
-from workflows.models import PermissionDecisionEntry, PermissionMode, PermissionRequestEntry, ResultEntry, UserEntry
+from workflows.models import (
+    PermissionDecisionEntry,
+    PermissionMode,
+    PermissionRequestEntry,
+    ResultEntry,
+    UserEntry,
+)
 
 EOF = object()
 
@@ -190,7 +207,7 @@ class StreamServer:
     def _on_entry(self, e) -> None:
         if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
             rec = self.rt.store.get_session(self.sid)
-            self.out.init(rec, session_tools(rec), api_key_source=self.api_key_source)
+            self.out.init(rec, offered_tools(rec), api_key_source=self.api_key_source)
         self.out.entry(e)
         if isinstance(e, ResultEntry):
             self.results += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,16 +64,17 @@ def lines(stdout: str) -> list[dict]:
     return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init",))]
 
 
-@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
-    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
-            "--permission-mode", "bypassPermissions"]
-    with FakeMessagesServer(turn) as api:
+def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False) -> tuple[list, list]:
+    """Mainsail and Claude Code on ``args`` against one fake Messages API, each in a workspace of its own; their
+    stream-json lines. ``home_for_ours``: Mainsail gets the same empty HOME as Claude Code."""
+    with FakeMessagesServer(script) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        cluster.start_worker()
         ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
         for d in (ours_ws, theirs_ws, home):
             d.mkdir()
+        if home_for_ours:
+            cluster.env["HOME"] = str(home)
+        cluster.start_worker()
         ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
         env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
@@ -84,9 +86,43 @@ def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
             pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
     assert ours.returncode == 0, ours.stderr
     assert theirs.returncode == 0, theirs.stderr[-2000:]
-    a, b = lines(ours.stdout), lines(theirs.stdout)
+    return lines(ours.stdout), lines(theirs.stdout)
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
+    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
+            "--permission-mode", "bypassPermissions"]
+    a, b = run_both(cluster, tmp_path, turn, args)
+    ours_ws, theirs_ws = tmp_path / "ours", tmp_path / "theirs"
     assert [shape(x) for x in a] == [shape(x) for x in b], "\n".join(
         f"{'ours':6} {shape(x)}" for x in a) + "\n" + "\n".join(f"{'theirs':6} {shape(x)}" for x in b)
     assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
     assert a[-1]["result"] == b[-1]["result"] == "Done."
     assert a[-1]["stop_reason"] == b[-1]["stop_reason"] == "end_turn"
+
+
+def mcp_turn(body: dict) -> Turn:
+    if sum(1 for m in body["messages"] if m["role"] == "assistant") == 0:
+        return Turn(text="Adding.", tool_uses=[ToolUse(name="mcp__srv__add", input={"a": 2, "b": 3})])
+    return Turn(text="Done.")
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+def test_mcp_servers_and_tools_in_init_and_a_call_match_claude_codes(cluster, tmp_path):
+    """The same --mcp-config (the test MCP server, and one that cannot start) through both CLIs."""
+    server = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
+    config = json.dumps({"mcpServers": {"srv": {"command": sys.executable, "args": [server]},
+                                        "broken": {"command": "/nonexistent/mcp-server"}}})
+    args = ["-p", "add them", "--output-format", "stream-json", "--verbose", "--model", MODEL, "--mcp-config", config,
+            "--allowedTools", "mcp__srv__add"]
+    a, b = run_both(cluster, tmp_path, mcp_turn, args, home_for_ours=True)
+    assert a[0]["mcp_servers"] == b[0]["mcp_servers"] == [
+        {"name": "srv", "status": "connected", "source": "dynamic"},
+        {"name": "broken", "status": "failed", "source": "dynamic"}]
+    mcp_tools = [[t for t in line["tools"] if t.startswith("mcp__")] for line in (a[0], b[0])]
+    assert mcp_tools[0] == mcp_tools[1] and "mcp__srv__add" in mcp_tools[0]
+    results = [[x for x in out if x["type"] == "user"] for out in (a, b)]
+    assert [x["message"]["content"][0]["content"] for x in results[0]] == ['{"result":5}']
+    assert results[1][0]["message"]["content"][0]["content"] == '{"result":5}'
+    assert a[-1]["result"] == b[-1]["result"] == "Done."

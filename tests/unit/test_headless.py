@@ -47,8 +47,9 @@ def invoke(*args, stdin=None):
     (["-p", "--tools", "Bash,Teleport", "hi"], "unknown tool(s) Teleport"),
     (["-p", "--dangerously-skip-permissions", "--permission-mode", "plan", "hi"], "disagree"),
     (["-p", "--system-prompt-file", "/nonexistent/prompt.txt", "hi"], "cannot read it"),
-    (["-p", "--mcp-config", "servers.json", "hi"], "--mcp-config is not supported by Mainsail"),
-    (["-p", "--strict-mcp-config", "hi"], "--strict-mcp-config is not supported by Mainsail"),
+    (["-p", "--mcp-config", "/nonexistent/servers.json", "hi"], "--mcp-config /nonexistent/servers.json: cannot read"),
+    (["-p", "--mcp-config", '{"mcpServers": {"a b": {"command": "x"}}}', "hi"], "MCP server name 'a b' is not valid"),
+    (["-p", "--mcp-config", '{"mcpServers": {"s": {"command": 3}}}', "hi"], "'command' must be a non-empty string"),
 ])
 def test_bad_flag_combinations_are_refused_with_one_clear_line(args, message):
     out = invoke(*args)

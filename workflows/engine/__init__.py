@@ -10,7 +10,8 @@
 - :mod:`~workflows.engine.approvals`: asking a person and settling the answer;
 - :mod:`~workflows.engine.compacting` and :mod:`~workflows.engine.forks`: compaction and memory forks;
 - :mod:`~workflows.engine.subagents`: Task calls as child sessions, and their answers coming back;
-- :mod:`workflows.hooks.commits`: hooks' outcomes.
+- :mod:`workflows.hooks.commits`: hooks' outcomes;
+- :mod:`workflows.mcp.commits`: finding a session's MCP servers and their tools before its prompt.
 
 The engine never imports ``tasks/``: it returns the steps to dispatch.
 """
@@ -36,8 +37,10 @@ from workflows.engine.support import (  # noqa: F401  (the engine's public names
 )
 from workflows.engine.turn import TurnLogic
 from workflows.hooks.commits import HookCommits
+from workflows.mcp.commits import McpCommits
 
 
 class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, Compacting, MemoryForks, HookCommits,
+             McpCommits,
              CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

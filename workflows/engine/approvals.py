@@ -11,19 +11,20 @@ import time
 from statemachines import State
 from workflows import keys
 from workflows.engine.support import (
-    retry_on_conflict,
     DENIED_BY_USER,
     KEEP_REQUESTS,
     _denial,
     _request_id,
     _Tx,
     find_request,
+    retry_on_conflict,
 )
 from workflows.exceptions import (
     RequestClosed,
     RequestNotFound,
     SessionNotFound,
 )
+from workflows.mcp.catalog import find_tool
 from workflows.models import (
     PermissionDecisionEntry,
     PermissionRequest,
@@ -35,7 +36,6 @@ from workflows.models import (
     ToolCallStatus,
 )
 from workflows.permissions import Decision, always_rules, decide, summary
-from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
 
@@ -83,7 +83,7 @@ class Approvals:
             rec = self.store.get_session(sid)
             req = find_request(rec, request)
             if approve and updated_input is not None and updated_input != req.input:
-                validate_input(req.tool, updated_input)
+                find_tool(self.store, rec, req.tool).validate(updated_input)
                 req.input = updated_input
                 call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
                 call.input = updated_input
@@ -91,7 +91,7 @@ class Approvals:
             self._settle(tx, req, approve, by=by, message=message, always=always)
             if approve and always:
                 for other in rec.pending_requests():
-                    perm = decide(get_tool(other.tool), other.input, rec)
+                    perm = decide(find_tool(self.store, rec, other.tool), other.input, rec)
                     if perm.decision is Decision.ALLOW:
                         self._settle(tx, other, True, by="rule", reason=perm.source)
             self._fire(tx, "permission_decided")

@@ -25,6 +25,7 @@ from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
+from workflows.fenced import Recorder
 from workflows.memory import (
     ProjectMemory,
 )
@@ -44,7 +45,6 @@ from workflows.settings import Settings
 from workflows.store import Store
 from workflows.tokens import estimate_tokens
 from workflows.tools.base import ToolOutput
-from workflows.fenced import Recorder
 
 
 class CommitCore:
@@ -165,7 +165,7 @@ class CommitCore:
 
     def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None,
                   event: str | None = None, detail: str | None = None) -> StepRecord:
-        queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK) else QUEUE_FOR_KIND[kind]
+        queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK, StepKind.MCP) else QUEUE_FOR_KIND[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
                           queue=queue, tool_use_id=tool_use_id, event=event, detail=detail)
         tx.steps.append(step)
@@ -215,6 +215,8 @@ class CommitCore:
         if step.kind is StepKind.TOOL:
             call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
             return f"Tool step {step.id[:8]} ({call.name if call else 'tool'})"
+        if step.kind is StepKind.MCP:
+            return f"MCP discovery step {step.id[:8]}"
         return f"{step.kind.value.capitalize()} step {step.id[:8]}"
 
     def _commit(self, tx: _Tx) -> None:

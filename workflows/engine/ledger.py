@@ -11,18 +11,19 @@ from typing import Callable
 
 from workflows import keys
 from workflows.engine.support import (
-    retry_on_conflict,
     Claim,
     _stale,
     _Tx,
     display_worker,
     log,
     unknown_outcome,
+    retry_on_conflict,
 )
 from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
+from workflows.mcp.catalog import idempotent
 from workflows.memory import (
     ExtractionLock,
 )
@@ -34,7 +35,6 @@ from workflows.models import (
     SystemEntry,
     ToolCallStatus,
 )
-from workflows.tools import get_tool
 
 
 class StepLedger:
@@ -232,7 +232,7 @@ class StepLedger:
                 f"{name}: its worker sent no heartbeat for {self.settings.lease_seconds:g}s, so its lease expired")
         call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None) \
             if step.kind is StepKind.TOOL else None
-        if call is not None and call.status is not ToolCallStatus.DONE and not get_tool(call.name).idempotent:
+        if call is not None and call.status is not ToolCallStatus.DONE and not idempotent(call.name):
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
                                       content=f"{lost}: its outcome is unknown, not re-run."))
             self._finish_step(tx, step)

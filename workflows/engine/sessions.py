@@ -14,13 +14,13 @@ from typing import Callable
 from statemachines import State
 from workflows import context_files, keys
 from workflows.engine.support import (
-    retry_on_conflict,
     Stopped,
     stop_shells,
     _git_branch,
     _reset_run_figures,
     _Tx,
     require_idle,
+    retry_on_conflict,
 )
 from workflows.exceptions import (
     ContextFull,
@@ -29,6 +29,7 @@ from workflows.exceptions import (
 )
 from workflows.hooks.config import HookSet
 from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
+from workflows.mcp.config import McpServer, fresh
 from workflows.memory import (
     ProjectMemory,
     memory_context,
@@ -78,6 +79,7 @@ class SessionVerbs:
         model_overrides: dict[str, str] | None = None,
         fallback_model: str | None = None,
         agents: dict[str, AgentDefinition] | None = None,
+        mcp_servers: list[McpServer] | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
@@ -88,6 +90,7 @@ class SessionVerbs:
         ``env``: the settings files' env for tool processes; ``model_overrides``: what the aliases
         stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`;
         ``agents``: sub-agent types from ``--agents`` (over the built-in and the agent files').
+        ``mcp_servers``: its MCP servers (:mod:`workflows.mcp.sources`), found when its first run starts.
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -117,6 +120,7 @@ class SessionVerbs:
             env=dict(env or {}),
             model_overrides=dict(model_overrides or {}),
             fallback_model=fallback_model,
+            mcp_servers=list(mcp_servers or []),
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
@@ -320,6 +324,9 @@ class SessionVerbs:
             "memory_step": None, "memory_trailing": False, "extract_step": None, "extract_trailing": False,
             "permission_requests": [], "current_batch": 0, "created_at": time.time(),
             "last_uuid": entries[-1].uuid if entries else None,
+            # Its MCP servers are found again at its first prompt (their tool list is the original's key).
+            "mcp_tools_digest": None,
+            "mcp_servers": fresh(src.mcp_servers),
         })
         self.store.create_session(rec)
         p = self.store.pipeline()

@@ -25,6 +25,8 @@ from workflows.exceptions import (
 from workflows.hooks.commits import tool_event_stops
 from workflows.hooks.config import HookEvent
 from workflows.hooks.outcome import HookOutcome
+from workflows.mcp.catalog import find_tool
+from workflows.mcp.tools import is_mcp_name
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
@@ -45,7 +47,7 @@ from workflows.models import (
 from workflows.permissions import Decision, decide
 from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.tokens import estimate_tokens, thresholds
-from workflows.tools import get_tool, validate_input
+from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput
 
 
@@ -184,13 +186,13 @@ class TurnLogic:
         batch, prev_read_only = -1, False
         for tu in tool_uses:
             try:
-                tool = get_tool(tu.name)
+                tool = find_tool(self.store, rec, tu.name)
                 if tool.memory_tool and not (rec.auto_memory and rec.project_id):
                     raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
-                if rec.tools is not None and tu.name not in rec.tools:
+                if rec.tools is not None and tu.name not in rec.tools and not is_mcp_name(tu.name):
                     raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
                                          f"{', '.join(rec.tools) or 'none'}.")
-                validate_input(tu.name, tu.input)
+                tool.validate(tu.input)
                 if tool.subagent:
                     self._check_agent_type(rec, tu.input)
             except ToolInputError as exc:
@@ -234,7 +236,7 @@ class TurnLogic:
 
     def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
         """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
-        return tool.apply(rec, validate_input(tool.name, tool_input))
+        return tool.apply(rec, tool.validate(tool_input))
 
     def _advance_tools(self, tx: _Tx) -> None:
         """Dispatch the current batch's waiting calls; when it is done, the next batch; after the last, the model.
@@ -245,7 +247,7 @@ class TurnLogic:
         while True:
             batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
             for call in batch:
-                if call.status is ToolCallStatus.WAITING and get_tool(call.name).subagent:
+                if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
                     self._start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
                 elif call.status is ToolCallStatus.WAITING:
                     step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
@@ -318,6 +320,9 @@ class TurnLogic:
             self._add(tx, SystemEntry(session_id=tx.rec.id, subtype="error", step_id=step.id,
                                       content=f"Could not report this sub-agent's answer to its parent: {error}"))
             return
+        if step.kind is StepKind.MCP:  # the servers fail; the run goes on without them
+            self.mcp_discovery_failed(tx, step, error)
+            return
         if step.background and step.kind is StepKind.HOOK:
             self.background_hook_failed(tx, step, error)
             return
@@ -337,6 +342,7 @@ class TurnLogic:
         rec = tx.rec
         rec.epoch += 1
         self._release_children(tx)
+        rec.held_prompt = None  # a prompt still held for its MCP servers or hooks ends with the run
         for req in rec.pending_requests():
             req.status = RequestStatus.SUPERSEDED
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))

@@ -136,17 +136,29 @@ class HookCommits(LifecycleHooks):
     # ---------------------------------------------------------- session-level events (hook steps)
 
     def hold_prompt(self, tx, prompt: str) -> bool:
-        """A run starts: when SessionStart or UserPromptSubmit hooks must answer first, hold ``prompt`` in
-        the record, move to ``querying`` and send a hook step; True then. False (no such hooks): go on."""
+        """A run starts: when MCP servers wait to be found, or SessionStart or UserPromptSubmit hooks must
+        answer first, hold ``prompt`` in the record, move to ``querying`` and send that step; True then.
+        False (nothing to wait for): go on."""
         rec = tx.rec
         rec.stop_hook_active, rec.run_stop_blocks, rec.prompt_checked = False, 0, False
-        event = prompt_event(rec)
-        if event is None:
+        if not self._prompt_waits(rec):
             return False
         rec.held_prompt = prompt
         self._fire(tx, "submit")
-        self._new_step(tx, StepKind.HOOK, event=event.value)
+        self._send_prompt_gate(tx)
         return True
+
+    def _prompt_waits(self, rec) -> bool:
+        """Something must happen before the held prompt reaches the model: MCP discovery, or its hooks."""
+        return self.mcp_waiting(rec) or prompt_event(rec) is not None
+
+    def _send_prompt_gate(self, tx) -> None:
+        """The next step before the prompt: MCP discovery first (SessionStart hooks then see a session whose
+        tools are known), then SessionStart and UserPromptSubmit hooks."""
+        if self.mcp_waiting(tx.rec):
+            self.send_mcp_discovery(tx)
+        else:
+            self._new_step(tx, StepKind.HOOK, event=prompt_event(tx.rec).value)
 
     def stop_gate(self, tx) -> bool:
         """The model answered without tool calls: True when Stop hooks run (a hook step) before the run ends."""
@@ -204,9 +216,8 @@ class HookCommits(LifecycleHooks):
     def _release_prompt(self, tx, context: list[str] = ()) -> None:
         """The held prompt's next hooks, or (all answered) the prompt, its hooks' context and the model call."""
         rec = tx.rec
-        event = prompt_event(rec)
-        if event is not None:
-            self._new_step(tx, StepKind.HOOK, event=event.value)
+        if self._prompt_waits(rec):
+            self._send_prompt_gate(tx)
             return
         prompt, rec.held_prompt = rec.held_prompt or "", None
         self._add_prompt(tx, prompt)

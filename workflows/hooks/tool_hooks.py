@@ -21,7 +21,6 @@ from workflows.hooks.outcome import HookOutcome
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import SessionRecord, ToolCall
 from workflows.permissions import Decision, decide
-from workflows.tools import validate_input
 from workflows.tools.base import ToolOutput
 
 __all__ = ["PreToolAction", "post_tool", "pre_tool_action", "pre_tool_outcome", "tool_response"]
@@ -63,7 +62,7 @@ def pre_tool_action(tool, call: ToolCall, outcome: HookOutcome | None, rec: Sess
     if outcome is not None and outcome.updated_input is not None:
         tool_input = outcome.updated_input
         try:
-            validate_input(tool.name, tool_input)
+            tool.validate(tool_input)
         except ToolInputError as exc:
             return PreToolAction("refuse", call.input, f"The PreToolUse hook's updatedInput for {call.name} is not "
                                  f"valid input, so the call was not run: {exc}", stop)

@@ -9,6 +9,7 @@ Modules:
 * :mod:`~workflows.permissions.commands`: wrappers, read-only commands, acceptEdits' file commands;
 * :mod:`~workflows.permissions.paths`: the one path resolver, shared with the tools;
 * :mod:`~workflows.permissions.rules`: the rule language (``Tool(specifier)``) and the results;
+* :mod:`~workflows.permissions.mcp_rules`: the rule forms of MCP tools (``mcp__server``, ``mcp__server__tool``, ``*``);
 * :mod:`~workflows.permissions.prompt`: what a person is shown, and what "(a)lways" adds;
 * :mod:`~workflows.permissions.settings_files`: rules, modes and sandbox settings from settings files and flags;
 * :mod:`~workflows.permissions.sandbox` (and ``sandbox_*``): the OS sandbox every Bash command runs in

@@ -12,6 +12,10 @@ Specifiers:
   ``prefix:*``.
 * ``Read(path)``, ``Edit(path)`` (see :func:`path_matches`): gitignore-style
   patterns; ``//abs``, ``~/x``, ``/x`` (the workspace root), ``./x``.
+
+MCP tools (``mcp__server__tool``) take Claude Code's forms, without a specifier:
+``mcp__server`` (every tool of the server), ``mcp__server__tool``, and ``*`` wildcards
+(``mcp__server__*``, ``mcp__server__get_*``); see :mod:`workflows.permissions.mcp_rules`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from enum import Enum
 from functools import lru_cache
 
 from workflows.models import PermissionMode, RuleSet, RuleSpec
+from workflows.permissions.mcp_rules import MCP, mcp_covers, mcp_rule_problem
 
 __all__ = [
     "Compiled",
@@ -149,6 +154,11 @@ def parse_rule(text: str) -> Rule:
                                        "to match every call")
         if spec == "*":
             spec = None
+    if tool.startswith(MCP):
+        why = mcp_rule_problem(tool, spec)
+        if why:
+            raise RuleSyntaxError(raw, why)
+        return Rule(tool=tool, specifier=None, raw=raw)
     if not _TOOL_NAME.fullmatch(tool):
         raise RuleSyntaxError(raw, f"invalid tool name {tool!r}: tool names contain only letters, "
                                    "digits, '_' and '-'")
@@ -268,7 +278,8 @@ class Compiled:
 
     def of(self, kind: str, tools: tuple[str, ...] | str) -> list[tuple[Rule, str]]:
         names = (tools,) if isinstance(tools, str) else tools
-        return [(r, s) for r, s in getattr(self, kind) if r.tool in names]
+        return [(r, s) for r, s in getattr(self, kind)
+                if r.tool in names or (r.tool.startswith(MCP) and any(mcp_covers(r.tool, n) for n in names))]
 
     def path_hit(self, kind: str, tools: tuple[str, ...] | str, path: str, ws: str, hm: str
                  ) -> tuple[Rule, str] | None:

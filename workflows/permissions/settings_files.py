@@ -46,6 +46,7 @@ from typing import Any, Iterable
 from workflows.exceptions import ConfigurationError
 from workflows.hooks.config import HookSet
 from workflows.hooks.settings import HookConfigError, parse_hooks
+from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
 from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
@@ -73,6 +74,7 @@ class PermissionSettings:
     model_env: dict[str, str] = field(default_factory=dict)  # ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_*_MODEL
     additional_directories: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # keys read but not applied, for the user
+    mcp: McpSettings = field(default_factory=McpSettings)  # .mcp.json approvals, Mainsail's own servers
 
 
 #: Claude Code's setting sources (``--setting-sources``): which of the files below each names.
@@ -82,6 +84,11 @@ SOURCES = ("user", "project", "local")
 def settings_paths(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[Path]:
     """The six settings files, lowest precedence first; only those of ``sources`` when given
     (``user``: the home ones; ``project``: the workspace's settings.json; ``local``: settings.local.json)."""
+    return [path for _, path in settings_layers(workspace, home, sources)]
+
+
+def settings_layers(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[tuple[str, Path]]:
+    """:func:`settings_paths` with each file's source (user, project or local)."""
     workspace, home = Path(workspace), Path(home)
     chosen = set(SOURCES if sources is None else sources)
     paths = [
@@ -92,7 +99,7 @@ def settings_paths(workspace: Path, home: Path, sources: Iterable[str] | None = 
         ("local", workspace / ".claude" / "settings.local.json"),
         ("local", workspace / ".mainsail" / "settings.local.json"),
     ]
-    return [path for source, path in paths if source in chosen]
+    return [(source, path) for source, path in paths if source in chosen]
 
 
 def split_rules(values: str | Iterable[str] | None) -> list[str]:
@@ -139,16 +146,19 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             bad ``sandbox`` value, a directory or unreadable file in place of a
             settings file, or a flag rule that does not parse.
     """
-    from workflows.permissions.session_keys import apply_session_keys  # it builds on this module
+    from workflows.permissions.session_keys import (
+        apply_session_keys,  # it builds on this module
+    )
 
     out = PermissionSettings()
-    layers = [(path, _read(path)) for path in settings_paths(workspace, home, sources)]
-    for path, text in layers + [(Path(name), text) for name, text in (extra or [])]:
+    layers = [(source, path, _read(path)) for source, path in settings_layers(workspace, home, sources)]
+    for source, path, text in layers + [("flag", Path(name), text) for name, text in (extra or [])]:
         if text is None:
             continue
         out.files.append(str(path))
         data = _apply_file(out, path, text)
         if data is not None:
+            apply_mcp_keys(out.mcp, data, str(path), source, path, out.warnings)
             _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
             out.hooks = out.hooks.merged(_hooks(data.get("hooks"), _Where(path, text)))
             apply_session_keys(out, data, _Where(path, text), str(workspace), str(home))

@@ -78,6 +78,8 @@ class ToolContext:
     shells: Any = None
     # The tool call being run (a retry of it after its worker died has the same id).
     tool_use_id: str = ""
+    # The session's MCP servers on this worker (workflows.mcp.calls.McpCaller); MCP tools only.
+    mcp: Any = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -160,6 +162,20 @@ class Tool:
     inline: ClassVar[bool] = False
     # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
     subagent: ClassVar[bool] = False
+
+    def validate(self, raw: Any) -> Any:
+        """The model's input for this tool, validated (what :meth:`run` gets).
+
+        Raises:
+            ToolInputError: not a JSON object, or input that does not match the schema; the
+                message lists each bad field so the model can correct its call.
+        """
+        if not isinstance(raw, dict):
+            raise ToolInputError(f"{self.name} input must be a JSON object, got {type(raw).__name__}.")
+        try:
+            return self.input_model.model_validate(raw)
+        except ValidationError as exc:
+            raise ToolInputError(f"Invalid input for {self.name}: " + "; ".join(_problems(exc))) from None
 
     def run(self, args: Any, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -261,19 +277,12 @@ def get_tool(name: str) -> Tool:
 
 
 def validate_input(name: str, raw: Any) -> BaseModel:
-    """Validate the model's input for tool ``name``.
+    """Validate the model's input for registered tool ``name`` (see :meth:`Tool.validate`).
 
     Raises:
-        ToolInputError: unknown tool, or input that does not match the schema; the
-            message lists each bad field so the model can correct its call.
+        ToolInputError: unknown tool, or input that does not match the schema.
     """
-    tool = get_tool(name)
-    if not isinstance(raw, dict):
-        raise ToolInputError(f"{name} input must be a JSON object, got {type(raw).__name__}.")
-    try:
-        return tool.input_model.model_validate(raw)
-    except ValidationError as exc:
-        raise ToolInputError(f"Invalid input for {name}: " + "; ".join(_problems(exc))) from None
+    return get_tool(name).validate(raw)
 
 
 def _problems(exc: ValidationError) -> list[str]:
@@ -293,11 +302,14 @@ def _printable(loc: str) -> str:
     return clean_text(loc).replace("\0", "\\x00")
 
 
-def run_tool(name: str, raw: Any, ctx: ToolContext) -> ToolOutput:
-    """Validate and run one tool call; every failure becomes an error :class:`ToolOutput`."""
+def run_tool(name: str, raw: Any, ctx: ToolContext, tool: Tool | None = None) -> ToolOutput:
+    """Validate and run one tool call; every failure becomes an error :class:`ToolOutput`.
+
+    ``tool``: the tool itself when it is not a registered one (a session's MCP tool).
+    """
     try:
-        args = validate_input(name, raw)
-        return REGISTRY[name].run(args, ctx)
+        tool = tool or get_tool(name)
+        return tool.run(tool.validate(raw), ctx)
     except ToolError as exc:
         text = str(exc) or f"{name} failed."
         return ToolOutput(content=text, is_error=True, display=text.splitlines()[0][:120])

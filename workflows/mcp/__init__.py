@@ -1,0 +1,16 @@
+"""MCP servers: their tools join a session's as ``mcp__<server>__<tool>``.
+
+Modules (this package imports none of them, nor the MCP SDK: the record's models import
+:mod:`~workflows.mcp.config` and must stay light):
+
+* :mod:`~workflows.mcp.config`: a server's configuration (Claude Code's entries, ``${VAR}``), the record's
+  ``McpServer`` and ``McpToolDef``;
+* :mod:`~workflows.mcp.sources`: every place a server is configured, scopes, ``.mcp.json`` approval;
+* :mod:`~workflows.mcp.settings`: the settings files' MCP keys;
+* :mod:`~workflows.mcp.scopes`: the files ``mainsail mcp add`` and ``remove`` change;
+* :mod:`~workflows.mcp.connection` and :mod:`~workflows.mcp.pool`: SDK clients on the process's MCP loop,
+  one per (session, server), started on first use, kept, started again after a crash;
+* :mod:`~workflows.mcp.calls`: discovery and tool calls from a step;
+* :mod:`~workflows.mcp.tools` and :mod:`~workflows.mcp.catalog`: ``McpTool`` and a session's tool list;
+* :mod:`~workflows.mcp.commits`: the engine's MCP events (discovery before the prompt).
+"""
