@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
 
 from bench.step_overhead import Procs, child_env, free_port, start_redis  # noqa: E402
+from workflows.store import stream_entries  # noqa: E402
 
 PROMPT = "Session {i}: plan the work."
 SESSION_TAG = re.compile(rb"Session (\d+): plan the work")
@@ -239,7 +239,7 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
         for sid in order:
             p.xrevrange(f"mainsail:session:{sid}:log", count=1)
         for sid, rows in zip(order, p.execute()):
-            if rows and b'"type":"result"' in rows[0][1][b"entry"].replace(b" ", b""):
+            if rows and b'"type":"result"' in stream_entries(rows[0][1])[-1].replace(b" ", b""):
                 pending.discard(sid)
                 last = time.monotonic()
         time.sleep(0.2)

@@ -21,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows import keys
-from workflows.store import Store
+from workflows.store import Store, stream_entries
 
 #: What a lost connection raises; the feed retries it (after a backoff) from the same ids.
 REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -82,7 +82,8 @@ class Feed:
                 batch.deltas.extend(f for _, f in items if f.get("type") == "text")
             else:
                 self.last_log = items[-1][0]
-                batch.entries.extend(f["entry"] for _, f in items)
+                for _, f in items:
+                    batch.entries.extend(stream_entries(f))
         return batch
 
     def next(self, wait_ms: int) -> Batch | None:

@@ -48,7 +48,7 @@ from workflows.engine import Engine, display_worker
 from workflows.housekeeping import retention_due, retention_gc
 from workflows.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
-from workflows.registry import Workers
+from workflows.registry import Workers, hold_value
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +135,11 @@ def drop_stale_holds(engine: Engine, name: str, running: set[str], suspects: set
     leaving (a crash in the task) gets its lease expired and is sent again, not spared forever.
     Returns the suspects for the next call.
     """
-    held = engine.store.workers.held(name)
-    now = {(member, token) for member, token in held.items() if token and token not in running}
+    holds = {(member, token): field for field, member, token in engine.store.workers.holds(name)}
+    now = {(member, token) for member, token in holds if token and token not in running}
     for member, token in now & suspects:
-        sid, step_id = keys.parse_lease_member(member)
-        engine.store.workers.forget(name, sid, step_id, token)
+        field = holds[(member, token)]
+        engine.store.workers.forget_hold(name, field, hold_value(field, member, token))
     return now - suspects
 
 

@@ -8,6 +8,7 @@ workers' store and the Celery broker (:func:`tls_options` feeds ``broker_use_ssl
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -169,12 +170,24 @@ def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_tra
         **kwargs: passed to :meth:`redis.Redis.from_url` (timeouts, keepalive).
     """
     options = tls_options(url, ca_file)
+    kwargs = {**NO_SETINFO, **kwargs}
     cls = OnceTransactions if once_transactions else redis.Redis
     if max_connections is None:
         return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
     pool = redis.BlockingConnectionPool.from_url(without_tls_query(url), max_connections=max_connections,
                                                  timeout=POOL_WAIT_SECONDS, **kwargs, **(options or {}))
     return cls(connection_pool=pool)
+
+
+def _no_setinfo() -> dict:
+    """Connection options that skip ``CLIENT SETINFO`` (library name and version, two commands per new
+    connection, which nothing of Mainsail reads): ``driver_info=None`` from redis-py 7.1,
+    ``lib_name``/``lib_version`` before it."""
+    params = inspect.signature(redis.connection.AbstractConnection.__init__).parameters
+    return {"driver_info": None} if "driver_info" in params else {"lib_name": None, "lib_version": None}
+
+
+NO_SETINFO = _no_setinfo()
 
 
 def blocking_pool(connection_class, max_connections: int, **connection_kwargs) -> redis.BlockingConnectionPool:
