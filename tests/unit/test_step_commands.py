@@ -330,3 +330,22 @@ def test_a_tool_output_commit_still_counts_once_when_sent_twice(engine, ws):
     assert store.commit(rec.id, cur.revision - 1, "tok-1", ops, record=data).status == "ok"
     assert store.commit(rec.id, cur.revision - 1, "tok-1", ops, record=data).status == "landed"
     assert store.r.lrange("mainsail:test:once", 0, -1) == [b"x"] and store.get_session(rec.id).commit == "tok-1"
+
+
+def test_a_calls_live_deltas_set_the_streams_expiry_once_not_per_delta(engine, ws):
+    from workflows.steps import LiveDeltas
+
+    rec = _session(engine, ws, [Turn(text="hi")])
+    [step] = engine.submit(rec.id, "go")
+    sent = []
+
+    class Recording:
+        def publish(self, sid, data, *, expire=True):
+            sent.append(expire)
+            engine.store.publish(sid, data, expire=expire)
+
+    deltas = LiveDeltas(Recording(), step)
+    for text in ("a", "b", "c"):
+        deltas.publish(text)
+    assert sent == [True, False, False]
+    assert engine.store.r.xlen(keys.live(rec.id)) == 3 and 0 < engine.store.r.ttl(keys.live(rec.id))
