@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from workflows import request_json
 from workflows.exceptions import MissingCredentials
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
@@ -83,7 +84,7 @@ def stream_reply(
         InterruptedError: ``cancel`` was set while streaming.
     """
     start = time.monotonic()
-    with client.messages.stream(**request) as stream:
+    with _stream(client, request) as stream:
         for event in stream:
             if cancel is not None and cancel.is_set():
                 raise InterruptedError("model call cancelled")
@@ -100,6 +101,46 @@ def stream_reply(
         usage=Usage(**{k: (usage.get(k) or 0) for k in Usage.model_fields}),
     )
     return ModelReply(message=message, duration_ms=int((time.monotonic() - start) * 1000), model=request.get("model"))
+
+
+#: The headers ``client.messages.stream`` adds to its request (the SDK's helper-method telemetry).
+STREAM_HEADERS = {"Content-Type": "application/json", "X-Stainless-Helper-Method": "stream",
+                  "X-Stainless-Stream-Helper": "messages"}
+
+
+def _stream(client: anthropic.Anthropic, request: dict):
+    """``client.messages.stream(**request)``, its body encoded by :func:`workflows.request_json.body`
+    (each shared block's JSON kept from the previous call) and handed to the SDK as raw content: the
+    SDK's transport, retries, errors and stream accumulation as ever, without its deep copy and JSON
+    of the whole request, which grew with the conversation."""
+    from anthropic import Stream
+    from anthropic.lib.streaming import MessageStreamManager
+    from anthropic.types import Message, RawMessageStreamEvent
+
+    content = request_json.body(request)
+
+    def make_request():
+        return client.post("/v1/messages", content=content, cast_to=Message, stream=True,
+                           stream_cls=Stream[RawMessageStreamEvent], options={"headers": STREAM_HEADERS})
+
+    return MessageStreamManager(make_request, **_stream_options())
+
+
+_STREAM_OPTIONS: dict | None = None
+
+
+def _stream_options() -> dict:
+    """``MessageStreamManager``'s keyword arguments besides the request (``output_format`` in recent SDKs)."""
+    global _STREAM_OPTIONS
+    if _STREAM_OPTIONS is None:
+        import inspect
+
+        from anthropic import NOT_GIVEN
+        from anthropic.lib.streaming import MessageStreamManager
+
+        params = inspect.signature(MessageStreamManager.__init__).parameters
+        _STREAM_OPTIONS = {"output_format": NOT_GIVEN} if "output_format" in params else {}
+    return _STREAM_OPTIONS
 
 
 def describe_api_error(exc: Exception, attempts: int) -> str:
