@@ -73,16 +73,20 @@ def engine(settings: Settings | None = None) -> Engine:
                                   once_transactions=True, max_connections=pool_size())
             store = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
             store.lock_owner = _worker
+            store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
         return _engine
 
 
 def set_concurrency(threads: int) -> None:
     """This process runs up to ``threads`` steps at once: its engine's Redis pool holds that many
-    connections and a margin (an engine built before gets a pool of that size now)."""
+    connections and a margin (an engine built before gets a pool of that size now), and it keeps the
+    transcripts of twice as many sessions."""
     global _concurrency
     with _lock:
         _concurrency = threads
+        if _engine is not None:
+            _engine.store.keep_transcripts(2 * threads)  # a transcript per step it may run, and some
         if _engine is not None and _engine.store.r.connection_pool.max_connections < pool_size():
             old, r = _engine.store.r.connection_pool, _engine.store.r
             r.connection_pool = blocking_pool(old.connection_class, pool_size(), **old.connection_kwargs)

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import redis
 from redis.commands.core import CoreCommands
 
+from workflows import keys as keys_module
 from workflows.models import BACKGROUND_HOOK_EVENTS, BACKGROUND_KINDS, StepKind
 
 _HEAD = r"""
@@ -102,7 +103,7 @@ return {'ok', id}
 #: KEYS: session, steps, leases, the worker's held steps, transcript. ARGV: step id, owner, now, lease
 #: until, max attempts, lease member, record in held steps ('1'/'0'), background kinds (',k,'),
 #: background hook events (',e,'), the worker's name ('' none), kinds that read the transcript (',k,'),
-#: the last transcript id the caller holds ('' none: from the start). Replies: {'gone'}, {'finished' or
+#: the last transcript id the caller holds ('' none: from the start), the worker key prefix. Replies: {'gone'}, {'finished' or
 #: 'busy', record}, {'claimed', record, step, entries} (entries: XRANGE rows after that id, for a kind
 #: that reads the transcript), {'slow', record, step}.
 CLAIM = _HEAD + r"""
@@ -130,6 +131,10 @@ if epoch == nil or (not background and s.epoch ~= tonumber(epoch)) then return {
 if status == 'running' then
   local deadline = redis.call('ZSCORE', KEYS[3], ARGV[6])
   if deadline and tonumber(deadline) > tonumber(ARGV[3]) then return {'busy', raw} end
+  local worker = s.worker
+  if worker ~= nil and worker ~= cjson.null and redis.call('EXISTS', ARGV[13] .. worker) == 1 then
+    return {'busy', raw}  -- its lease lapsed, but its worker lives: its call may be alive; never run it twice
+  end
   return {'slow', raw, step}
 end
 if s.attempt >= tonumber(ARGV[5]) then return {'slow', raw, step} end
@@ -288,7 +293,7 @@ class Scripts:
         return _reply(self._claim(keys=keys, args=[step_id, owner, repr(now), repr(lease_until), max_attempts,
                                                    member, "1" if held else "0", BACKGROUND_KIND_LIST,
                                                    BACKGROUND_EVENT_LIST, worker, READER_KIND_LIST,
-                                                   after or ""]))
+                                                   after or "", keys_module.worker_prefix()]))
 
     def heartbeat(self, leases: str, items: list[tuple[str, str, str, str, float | None, str]]) -> list[str | None]:
         """``items``: (session key, steps key, step id, owner, lease until or None to check only, lease

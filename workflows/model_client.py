@@ -7,6 +7,7 @@ benchmarks need no credentials and still exercise the SDK's streaming parser.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -24,10 +25,27 @@ _clients: dict[tuple, anthropic.Anthropic] = {}
 _clients_lock = threading.Lock()
 
 
+#: Threads that share one SDK client (and its HTTP connection pool). httpcore's pool scans all its
+#: connections and waiting requests under one lock at every request and every release, so one pool
+#: for hundreds of threads costs each call time proportional to the threads; small pools keep it flat.
+THREADS_PER_CLIENT = 16
+_threads = itertools.count()
+_local = threading.local()
+
+
+def _shard() -> int:
+    """This thread's share of the clients: the n-th thread to make a call uses client n // 16."""
+    shard = getattr(_local, "shard", None)
+    if shard is None:
+        shard = _local.shard = next(_threads) // THREADS_PER_CLIENT
+    return shard
+
+
 def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
-    """A cached SDK client for ``model`` (one per process and configuration)."""
+    """A cached SDK client for ``model``: one per configuration and group of ``THREADS_PER_CLIENT``
+    threads of the process (a thread always gets the same one, so its connections are kept)."""
     key = (model if model.startswith("scripted:") else "", settings.anthropic_api_key, settings.anthropic_base_url,
-           settings.api_max_retries, settings.api_timeout_seconds)
+           settings.api_max_retries, settings.api_timeout_seconds, _shard())
     with _clients_lock:
         client = _clients.get(key)
         if client is None:

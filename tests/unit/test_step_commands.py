@@ -127,6 +127,9 @@ def test_a_running_step_of_a_live_worker_is_never_claimed_again_even_past_its_le
     assert engine.claim(rec.id, step.id, owner, worker="w#1").step.worker == "w#1"
     engine.store.r.zadd(keys.leases(), {keys.lease_member(rec.id, step.id): time.time() - 1})  # expired
     assert engine.claim(rec.id, step.id, owner_token(), worker="w#2").step is None  # its model call is alive
+    now = time.time()
+    reply = engine.store.claim_step(rec.id, step.id, owner_token(), now, now + 30, 3, "w#2")
+    assert reply.status == "busy"  # decided by the claim script itself, in one round trip
     assert engine.store.get_step(rec.id, step.id).owner == owner
     engine.store.workers.retire("w#1")  # now its worker is gone: the step may run again
     assert engine.claim(rec.id, step.id, owner_token(), worker="w#2").step.attempt == 2
