@@ -124,8 +124,9 @@ class Config:
     sessions: int
     calls: int = 5
     latency: float = 1.0
-    workers: int = 2
+    workers: int = 1
     concurrency: int | None = None  # None: the worker's default for -Q model
+    processes: int | None = None  # per worker; None: the worker's default for -Q model
     pool: str | None = None
     prefetch: int | None = None
     timeout: float = 300.0
@@ -144,6 +145,7 @@ class Result:
     unfinished: int
     redis_errors: int
     reaped: int
+    other_cpu: dict  # CPU seconds of the rest over the run: redis-server, the slow API, this driver
 
 
 def process_cpu(pid: int) -> float:
@@ -220,15 +222,19 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
     mainsail = shutil.which("mainsail") or "mainsail"
     argv = [mainsail, "worker", "-Q", "model", "-l", "WARNING"]
     argv += ["-c", str(cfg.concurrency)] if cfg.concurrency else []
+    argv += ["--processes", str(cfg.processes)] if cfg.processes else []
     argv += ["--pool", cfg.pool] if cfg.pool else []
     argv += ["--prefetch-multiplier", str(cfg.prefetch)] if cfg.prefetch else []
     workers = [procs.start(f"worker-{i}", argv, env=env, cwd=ROOT, log=tmp / f"worker-{i}.log")
                for i in range(cfg.workers)]
-    live = lambda: len(store.workers.live()) >= cfg.workers  # noqa: E731
+    live = lambda: len(store.workers.live()) >= cfg.workers * shape(cfg).processes  # noqa: E731
     for w in workers:
         wait_for(live, procs, w, "the workers", poll=0.02)
     t0 = time.monotonic()
+    others = {name: p.pid for name, p, _ in procs.procs if name in ("redis-server", "slow api")}
     cpu0 = sum(process_cpu(w.pid) for w in workers)
+    others0 = {name: process_cpu(pid) for name, pid in others.items()}
+    driver0 = time.process_time()
     pending = set(sids)
     last = t0
     while pending and time.monotonic() - t0 < cfg.timeout:
@@ -245,12 +251,14 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
         time.sleep(0.2)
     wall = last - t0
     cpu = sum(process_cpu(w.pid) for w in workers) - cpu0
+    other_cpu = {name: process_cpu(pid) - others0[name] for name, pid in others.items()}
+    other_cpu["driver"] = time.process_time() - driver0
     memory = int(store.r.info("memory")["used_memory"])
     counts = api_counts(api_url)
     by_turn = counts["by_turn"]
     logs = "".join((tmp / f"worker-{i}.log").read_text(errors="replace") for i in range(cfg.workers))
     return Result(cfg=cfg, wall=wall, submit_wall=submit_wall, steps=counts["requests"], cpu=cpu,
-                  redis_memory=memory, requests=counts["requests"],
+                  redis_memory=memory, requests=counts["requests"], other_cpu=other_cpu,
                   duplicates=sum(n - 1 for n in by_turn.values() if n > 1), unfinished=len(pending),
                   redis_errors=len(REDIS_ERROR.findall(logs)), reaped=sum(int(n) for n in RESENT.findall(logs)))
 
@@ -258,15 +266,26 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
 # --------------------------------------------------------------------------- report
 
 
+def shape(cfg: Config):
+    """The workers' shape: the options given, the rest ``mainsail worker -Q model``'s defaults here."""
+    from cli.worker import WorkerShape, defaults_for
+
+    d = defaults_for(["model"])
+    return WorkerShape(cfg.pool or d.pool, cfg.concurrency or d.concurrency, cfg.processes or d.processes,
+                       cfg.prefetch or d.prefetch)
+
+
 def worker_options(cfg: Config) -> str:
-    return " ".join(f"{k} {v}" for k, v in (("--pool", cfg.pool), ("-c", cfg.concurrency),
-                                            ("--prefetch-multiplier", cfg.prefetch)) if v)
+    given = " ".join(f"{k} {v}" for k, v in (("--pool", cfg.pool), ("-c", cfg.concurrency), ("--processes", cfg.processes),
+                                             ("--prefetch-multiplier", cfg.prefetch)) if v)
+    s = shape(cfg)
+    return (f"{given or '(defaults)'}: {s.processes} process(es) x {s.concurrency} {s.pool}, "
+            f"prefetch x{s.prefetch}")
 
 
 def ideal(cfg: Config) -> float:
-    from cli.worker import DEFAULTS
-
-    slots = cfg.workers * (cfg.concurrency or DEFAULTS["model"][1])
+    s = shape(cfg)
+    slots = cfg.workers * s.processes * s.concurrency
     return cfg.calls * cfg.latency * max(1.0, cfg.sessions / slots)
 
 
@@ -280,8 +299,15 @@ def render(results: list[Result]) -> str:
                      f"{r.steps / max(r.wall, 1e-9):>8.1f} {1000 * r.cpu / max(r.steps, 1):>11.1f} "
                      f"{r.redis_memory / 2 ** 20:>9.1f} {r.duplicates:>9} {r.unfinished:>10} "
                      f"{r.redis_errors:>10} {r.reaped:>7}")
+    for r in results:
+        cores = os.cpu_count() or 1
+        used = r.cpu + sum(r.other_cpu.values())
+        lines.append(f"N={r.cfg.sessions}: CPU over the {r.wall:.1f} s ({cores} cores: {cores * r.wall:.1f} s to share, "
+                     f"with whatever else runs here): workers {r.cpu:.1f} s, "
+                     + ", ".join(f"{k} {v:.1f} s" for k, v in r.other_cpu.items())
+                     + f"; {used:.1f} s in all ({used / max(cores * r.wall, 1e-9):.0%} of the cores)")
     c = results[0].cfg
-    lines.append(f"workers: {c.workers} x `mainsail worker -Q model` {worker_options(c) or '(defaults)'}; {c.calls} model "
+    lines.append(f"workers: {c.workers} x `mainsail worker -Q model` {worker_options(c)}; {c.calls} model "
                  f"calls per session, {c.latency:g} s each; wall from the workers' start (sessions submitted before); "
                  "ideal = calls x latency x max(1, N / slots); CPU = the workers' user+system; redis errs = Redis "
                  "calls that failed (workers' logs); re-sent = steps the reaper sent again")
@@ -293,8 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", default="50,200", help="comma-separated N values (default 50,200)")
     ap.add_argument("--calls", type=int, default=5, help="model calls per session (default 5)")
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per model call (default 1)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, help="per worker (default: the worker's own for -Q model)")
+    ap.add_argument("--workers", type=int, default=1, help="`mainsail worker -Q model` commands (default 1)")
+    ap.add_argument("--concurrency", type=int, help="threads per process (default: the worker's own for -Q model)")
+    ap.add_argument("--processes", type=int, help="processes per worker (default: the worker's own for -Q model)")
     ap.add_argument("--pool", help="threads, gevent, ... (default: the worker's own for -Q model)")
     ap.add_argument("--prefetch", type=int, help="--prefetch-multiplier of the workers (default: theirs)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per N")
@@ -308,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in [int(x) for x in args.sessions.split(",") if x.strip()]:
         cfg = Config(sessions=n, calls=args.calls, latency=args.latency, workers=args.workers,
-                     concurrency=args.concurrency, pool=args.pool, prefetch=args.prefetch, timeout=args.timeout)
+                     concurrency=args.concurrency, processes=args.processes, pool=args.pool, prefetch=args.prefetch,
+                     timeout=args.timeout)
         tmp = Path(tempfile.mkdtemp(prefix="mainsail-conc-"))
         try:
             results.append(run_one(cfg, tmp, say=lambda m: print(m, file=sys.stderr, flush=True)))
