@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-from bench.step_overhead import Procs, child_env, free_port, start_redis  # noqa: E402
+from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis  # noqa: E402
 from workflows.store import stream_entries  # noqa: E402
 
 PROMPT = "Session {i}: plan the work."
@@ -146,30 +146,6 @@ class Result:
     redis_errors: int
     reaped: int
     other_cpu: dict  # CPU seconds of the rest over the run: redis-server, the slow API, this driver
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its descendants (a prefork pool's children)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rpartition(")")[2].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-        todo.extend(children.get(p, []))
-    return total
 
 
 def run_one(cfg: Config, tmp: Path, say=print) -> Result:
