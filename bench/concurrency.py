@@ -282,6 +282,11 @@ def render(results: list[Result]) -> str:
                      f"with whatever else runs here): workers {r.cpu:.1f} s, "
                      + ", ".join(f"{k} {v:.1f} s" for k, v in r.other_cpu.items())
                      + f"; {used:.1f} s in all ({used / max(cores * r.wall, 1e-9):.0%} of the cores)")
+        floor = used / cores
+        bound = "CPU-bound" if floor > ideal(r.cfg) else "not CPU-bound"
+        lines.append(f"  floor: that CPU on {cores} otherwise idle cores takes {floor:.1f} s against the {ideal(r.cfg):.1f} s "
+                     f"ideal: {bound}; the workers' {1000 * r.cpu / max(r.steps, 1):.1f} ms per step is their share "
+                     "(bench/profile_step.py splits a step: SDK, fake API, Mainsail)")
     c = results[0].cfg
     lines.append(f"workers: {c.workers} x `mainsail worker -Q model` {worker_options(c)}; {c.calls} model "
                  f"calls per session, {c.latency:g} s each; wall from the workers' start (sessions submitted before); "
