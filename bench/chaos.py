@@ -44,8 +44,16 @@ if str(ROOT) not in sys.path:
 
 import redis  # noqa: E402
 
-from bench.chaos_report import Kill, Report, check_session, recovery_times, redis_resume_times, render  # noqa: E402
+from bench.chaos_report import (  # noqa: E402
+    Kill,
+    Report,
+    check_session,
+    recovery_times,
+    redis_resume_times,
+    render,
+)
 from bench.step_overhead import Procs, child_env, free_port  # noqa: E402
+from workflows.store import stream_entries  # noqa: E402
 
 
 @dataclass
@@ -189,14 +197,14 @@ class Chaos:
             rows = self.store.r.xrevrange(f"mainsail:session:{sid}:log", count=1)
         except redis.RedisError:
             return False
-        return bool(rows) and b'"type":"result"' in rows[0][1][b"entry"].replace(b" ", b"")
+        return bool(rows) and b'"type":"result"' in stream_entries(rows[0][1])[-1].replace(b" ", b"")
 
     # ------------------------------------------------------------------ the run
 
     def run(self) -> Report:
-        from tests.fakeapi import FakeMessagesServer
         from tasks import runtime
         from tasks.app import configure
+        from tests.fakeapi import FakeMessagesServer
         from workflows.settings import load_settings
 
         cfg = self.cfg

@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import redis  # noqa: E402
 
-from bench.step_overhead import Procs, child_env, free_port, start_redis  # noqa: E402
+from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis  # noqa: E402
+from workflows.store import stream_entries  # noqa: E402
 
 PROMPT = "Session {i}: plan the work."
 SESSION_TAG = re.compile(rb"Session (\d+): plan the work")
@@ -124,8 +124,9 @@ class Config:
     sessions: int
     calls: int = 5
     latency: float = 1.0
-    workers: int = 2
+    workers: int = 1
     concurrency: int | None = None  # None: the worker's default for -Q model
+    processes: int | None = None  # per worker; None: the worker's default for -Q model
     pool: str | None = None
     prefetch: int | None = None
     timeout: float = 300.0
@@ -144,30 +145,7 @@ class Result:
     unfinished: int
     redis_errors: int
     reaped: int
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its descendants (a prefork pool's children)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rpartition(")")[2].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-        todo.extend(children.get(p, []))
-    return total
+    other_cpu: dict  # CPU seconds of the rest over the run: redis-server, the slow API, this driver
 
 
 def run_one(cfg: Config, tmp: Path, say=print) -> Result:
@@ -220,15 +198,19 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
     mainsail = shutil.which("mainsail") or "mainsail"
     argv = [mainsail, "worker", "-Q", "model", "-l", "WARNING"]
     argv += ["-c", str(cfg.concurrency)] if cfg.concurrency else []
+    argv += ["--processes", str(cfg.processes)] if cfg.processes else []
     argv += ["--pool", cfg.pool] if cfg.pool else []
     argv += ["--prefetch-multiplier", str(cfg.prefetch)] if cfg.prefetch else []
     workers = [procs.start(f"worker-{i}", argv, env=env, cwd=ROOT, log=tmp / f"worker-{i}.log")
                for i in range(cfg.workers)]
-    live = lambda: len(store.workers.live()) >= cfg.workers  # noqa: E731
+    live = lambda: len(store.workers.live()) >= cfg.workers * shape(cfg).processes  # noqa: E731
     for w in workers:
         wait_for(live, procs, w, "the workers", poll=0.02)
     t0 = time.monotonic()
+    others = {name: p.pid for name, p, _ in procs.procs if name in ("redis-server", "slow api")}
     cpu0 = sum(process_cpu(w.pid) for w in workers)
+    others0 = {name: process_cpu(pid) for name, pid in others.items()}
+    driver0 = time.process_time()
     pending = set(sids)
     last = t0
     while pending and time.monotonic() - t0 < cfg.timeout:
@@ -239,18 +221,20 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
         for sid in order:
             p.xrevrange(f"mainsail:session:{sid}:log", count=1)
         for sid, rows in zip(order, p.execute()):
-            if rows and b'"type":"result"' in rows[0][1][b"entry"].replace(b" ", b""):
+            if rows and b'"type":"result"' in stream_entries(rows[0][1])[-1].replace(b" ", b""):
                 pending.discard(sid)
                 last = time.monotonic()
         time.sleep(0.2)
     wall = last - t0
     cpu = sum(process_cpu(w.pid) for w in workers) - cpu0
+    other_cpu = {name: process_cpu(pid) - others0[name] for name, pid in others.items()}
+    other_cpu["driver"] = time.process_time() - driver0
     memory = int(store.r.info("memory")["used_memory"])
     counts = api_counts(api_url)
     by_turn = counts["by_turn"]
     logs = "".join((tmp / f"worker-{i}.log").read_text(errors="replace") for i in range(cfg.workers))
     return Result(cfg=cfg, wall=wall, submit_wall=submit_wall, steps=counts["requests"], cpu=cpu,
-                  redis_memory=memory, requests=counts["requests"],
+                  redis_memory=memory, requests=counts["requests"], other_cpu=other_cpu,
                   duplicates=sum(n - 1 for n in by_turn.values() if n > 1), unfinished=len(pending),
                   redis_errors=len(REDIS_ERROR.findall(logs)), reaped=sum(int(n) for n in RESENT.findall(logs)))
 
@@ -258,15 +242,26 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
 # --------------------------------------------------------------------------- report
 
 
+def shape(cfg: Config):
+    """The workers' shape: the options given, the rest ``mainsail worker -Q model``'s defaults here."""
+    from cli.worker import WorkerShape, defaults_for
+
+    d = defaults_for(["model"])
+    return WorkerShape(cfg.pool or d.pool, cfg.concurrency or d.concurrency, cfg.processes or d.processes,
+                       cfg.prefetch or d.prefetch)
+
+
 def worker_options(cfg: Config) -> str:
-    return " ".join(f"{k} {v}" for k, v in (("--pool", cfg.pool), ("-c", cfg.concurrency),
-                                            ("--prefetch-multiplier", cfg.prefetch)) if v)
+    given = " ".join(f"{k} {v}" for k, v in (("--pool", cfg.pool), ("-c", cfg.concurrency), ("--processes", cfg.processes),
+                                             ("--prefetch-multiplier", cfg.prefetch)) if v)
+    s = shape(cfg)
+    return (f"{given or '(defaults)'}: {s.processes} process(es) x {s.concurrency} {s.pool}, "
+            f"prefetch x{s.prefetch}")
 
 
 def ideal(cfg: Config) -> float:
-    from cli.worker import DEFAULTS
-
-    slots = cfg.workers * (cfg.concurrency or DEFAULTS["model"][1])
+    s = shape(cfg)
+    slots = cfg.workers * s.processes * s.concurrency
     return cfg.calls * cfg.latency * max(1.0, cfg.sessions / slots)
 
 
@@ -280,8 +275,20 @@ def render(results: list[Result]) -> str:
                      f"{r.steps / max(r.wall, 1e-9):>8.1f} {1000 * r.cpu / max(r.steps, 1):>11.1f} "
                      f"{r.redis_memory / 2 ** 20:>9.1f} {r.duplicates:>9} {r.unfinished:>10} "
                      f"{r.redis_errors:>10} {r.reaped:>7}")
+    for r in results:
+        cores = os.cpu_count() or 1
+        used = r.cpu + sum(r.other_cpu.values())
+        lines.append(f"N={r.cfg.sessions}: CPU over the {r.wall:.1f} s ({cores} cores: {cores * r.wall:.1f} s to share, "
+                     f"with whatever else runs here): workers {r.cpu:.1f} s, "
+                     + ", ".join(f"{k} {v:.1f} s" for k, v in r.other_cpu.items())
+                     + f"; {used:.1f} s in all ({used / max(cores * r.wall, 1e-9):.0%} of the cores)")
+        floor = used / cores
+        bound = "CPU-bound" if floor > ideal(r.cfg) else "not CPU-bound"
+        lines.append(f"  floor: that CPU on {cores} otherwise idle cores takes {floor:.1f} s against the {ideal(r.cfg):.1f} s "
+                     f"ideal: {bound}; the workers' {1000 * r.cpu / max(r.steps, 1):.1f} ms per step is their share "
+                     "(bench/profile_step.py splits a step: SDK, fake API, Mainsail)")
     c = results[0].cfg
-    lines.append(f"workers: {c.workers} x `mainsail worker -Q model` {worker_options(c) or '(defaults)'}; {c.calls} model "
+    lines.append(f"workers: {c.workers} x `mainsail worker -Q model` {worker_options(c)}; {c.calls} model "
                  f"calls per session, {c.latency:g} s each; wall from the workers' start (sessions submitted before); "
                  "ideal = calls x latency x max(1, N / slots); CPU = the workers' user+system; redis errs = Redis "
                  "calls that failed (workers' logs); re-sent = steps the reaper sent again")
@@ -293,8 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", default="50,200", help="comma-separated N values (default 50,200)")
     ap.add_argument("--calls", type=int, default=5, help="model calls per session (default 5)")
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per model call (default 1)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--concurrency", type=int, help="per worker (default: the worker's own for -Q model)")
+    ap.add_argument("--workers", type=int, default=1, help="`mainsail worker -Q model` commands (default 1)")
+    ap.add_argument("--concurrency", type=int, help="threads per process (default: the worker's own for -Q model)")
+    ap.add_argument("--processes", type=int, help="processes per worker (default: the worker's own for -Q model)")
     ap.add_argument("--pool", help="threads, gevent, ... (default: the worker's own for -Q model)")
     ap.add_argument("--prefetch", type=int, help="--prefetch-multiplier of the workers (default: theirs)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per N")
@@ -308,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in [int(x) for x in args.sessions.split(",") if x.strip()]:
         cfg = Config(sessions=n, calls=args.calls, latency=args.latency, workers=args.workers,
-                     concurrency=args.concurrency, pool=args.pool, prefetch=args.prefetch, timeout=args.timeout)
+                     concurrency=args.concurrency, processes=args.processes, pool=args.pool, prefetch=args.prefetch,
+                     timeout=args.timeout)
         tmp = Path(tempfile.mkdtemp(prefix="mainsail-conc-"))
         try:
             results.append(run_one(cfg, tmp, say=lambda m: print(m, file=sys.stderr, flush=True)))

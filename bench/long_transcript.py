@@ -8,8 +8,11 @@ not seen it); the steady-state figure is the median of the steps after it.
 
 The scripted Messages API runs in this process too, and its own work (parsing the request body,
 estimating its tokens) grows with the transcript: that time is measured apart and left out of
-the "Mainsail" figure, as a real API's time would be. CPU time is printed too: on a shared
-machine it moves less than wall time with the other processes' load.
+the "Mainsail" figure, as a real API's time would be. So is the SDK's part of the call (sending
+the body, parsing the stream: what ``stream_reply`` takes besides the API and the body's
+encoding), which would be the network's on a real API. What is left is Mainsail's: building the
+request and encoding its body (both printed apart), the claim, the commits, the tool. CPU time is
+printed too: on a shared machine it moves less than wall time with the other processes' load.
 """
 
 from __future__ import annotations
@@ -29,12 +32,16 @@ class Growth:
     first_ms: float  # the first agent step (cold: the transcript is read and parsed once)
     step_ms: float  # median agent step after it
     fake_api_ms: float  # of which the in-process scripted API's own work (median)
+    sdk_ms: float  # ... the SDK's part of the call: the model call less the API's work and the body's encoding
+    build_ms: float  # ... building the request (context assembly)
+    body_ms: float  # ... encoding its JSON body (workflows/request_json.py)
     cpu_ms: float  # median CPU time of this process per agent step, fake API included (steadier on a busy box)
     best_ms: float  # the fastest agent step after the first (least disturbed by other processes)
 
     @property
     def mainsail_ms(self) -> float:
-        return self.step_ms - self.fake_api_ms
+        """The step less what a real API and the network would take (the fake API's work, the SDK's)."""
+        return self.step_ms - self.fake_api_ms - self.sdk_ms
 
 
 def preload(engine, sid: str, cwd: str, turns: int, file_text: str, file_path: str = "bench.txt") -> None:
@@ -74,7 +81,7 @@ def preload(engine, sid: str, cwd: str, turns: int, file_text: str, file_path: s
 def measure(engine, workspace: str, entries: int, steps: int, file_text: str) -> Growth:
     """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (model + tool)."""
     import workflows.steps as steps_mod
-    from workflows import scripted
+    from workflows import request_json, scripted
     from workflows.models import StepKind
 
     turns = max(1, entries // ENTRIES_PER_TURN)
@@ -84,42 +91,50 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str) ->
     n_entries = engine.store.log_length(rec.id)
 
     api = scripted.get_api(model)
-    fake = _Stopwatch(api, "handle")
+    watches = {"fake": _Stopwatch(api, "handle"), "call": _Stopwatch(steps_mod, "stream_reply"),
+               "build": _Stopwatch(steps_mod, "build_request"), "body": _Stopwatch(request_json, "body")}
     agent_steps: list[float] = []  # model step + the tool step after it
-    fake_per_step: list[float] = []
+    parts: dict[str, list[float]] = {name: [] for name in watches}
     cpu_per_step: list[float] = []
     queue = collections.deque(engine.submit(rec.id, "go"))
     pending_model = None
     try:
         while queue:
             step = queue.popleft()
-            fake.total = 0.0
+            for watch in watches.values():
+                watch.total = 0.0
             t0, c0 = time.perf_counter(), time.process_time()
             steps_mod.run_step(engine, rec.id, step.id, queue.extend)
             took, cpu = time.perf_counter() - t0, time.process_time() - c0
             if step.kind is StepKind.MODEL:
-                pending_model = (took, fake.total, cpu)
+                pending_model = (took, {name: w.total for name, w in watches.items()}, cpu)
             elif step.kind is StepKind.TOOL and pending_model is not None:
                 agent_steps.append(pending_model[0] + took)
-                fake_per_step.append(pending_model[1] + fake.total)
+                for name, watch in watches.items():
+                    parts[name].append(pending_model[1][name] + watch.total)
                 cpu_per_step.append(pending_model[2] + cpu)
                 pending_model = None
     finally:
-        fake.restore()
+        for watch in watches.values():
+            watch.restore()
+
     def median_ms(values: list[float]) -> float:
         return statistics.median(values[1:] or values) * 1000
 
+    sdk = [call - fake - body for call, fake, body in zip(parts["call"], parts["fake"], parts["body"])]
     return Growth(sid=rec.id, entries=n_entries, first_ms=agent_steps[0] * 1000, step_ms=median_ms(agent_steps),
-                  fake_api_ms=median_ms(fake_per_step), cpu_ms=median_ms(cpu_per_step),
+                  fake_api_ms=median_ms(parts["fake"]), sdk_ms=median_ms(sdk), build_ms=median_ms(parts["build"]),
+                  body_ms=median_ms(parts["body"]), cpu_ms=median_ms(cpu_per_step),
                   best_ms=min(agent_steps[1:] or agent_steps) * 1000)
 
 
 class _Stopwatch:
-    """Adds up the time spent in ``obj.name`` (an instance's method) until restored."""
+    """Adds up the time spent in ``obj.name`` (a module's function or an instance's method) until restored."""
 
     def __init__(self, obj, name: str) -> None:
         self.obj, self.name, self.total = obj, name, 0.0
-        orig = getattr(obj, name)
+        self.orig = orig = getattr(obj, name)
+        self.own = name in vars(obj)
 
         def timed(*a, **kw):
             t0 = time.perf_counter()
@@ -131,14 +146,17 @@ class _Stopwatch:
         setattr(obj, name, timed)
 
     def restore(self) -> None:
-        delattr(self.obj, self.name)
+        if self.own:  # a module's function (or an attribute of the object's own): put it back
+            setattr(self.obj, self.name, self.orig)
+        else:  # an instance's method: drop the shadowing attribute
+            delattr(self.obj, self.name)
 
 
-def request_costs(engine, sid: str, rounds: int = 15) -> tuple[float, float]:
-    """Fastest of ``rounds``: building session ``sid``'s next request, and the SDK turning it into bytes.
-
-    The SDK's part (its copy of the params, then JSON) uses its private helper: nan when it is gone.
-    """
+def request_costs(engine, sid: str, rounds: int = 15) -> tuple[float, float, float]:
+    """Fastest of ``rounds``: building session ``sid``'s next request, encoding its body as Mainsail
+    sends it (its shared blocks' JSON kept), and what the SDK would take to copy and encode the same
+    request itself (its private helper: nan when it is gone)."""
+    from workflows import request_json
     from workflows.context import build_request
 
     rec, entries = engine.store.get_session(sid), engine.store.cached_entries(sid)
@@ -146,12 +164,13 @@ def request_costs(engine, sid: str, rounds: int = 15) -> tuple[float, float]:
     def build():
         return build_request(rec, entries, engine.settings.max_tokens)
 
+    request = build()
+    body_ms = _best(lambda: request_json.body(build()), rounds) - _best(build, rounds)
     try:
         from anthropic._utils._prepare import serialize_data
     except ImportError:
-        return _best(build, rounds), float("nan")
-    request = build()
-    return _best(build, rounds), _best(lambda: serialize_data(request, location="body"), rounds)
+        return _best(build, rounds), body_ms, float("nan")
+    return _best(build, rounds), body_ms, _best(lambda: serialize_data(request, location="body"), rounds)
 
 
 def _best(fn, rounds: int) -> float:
@@ -173,17 +192,25 @@ def report(engine, workspace: str, file_text: str, sizes: tuple[int, ...] = (100
     finally:
         engine.settings.auto_compact = auto_compact
     print(f"\n  per agent step against transcript length (read_loop, {steps} steps; median after the first)")
-    print(f"  {'entries':>8} {'first (cold) ms':>16} {'step ms':>9} {'fake API ms':>12} {'Mainsail ms':>12}"
-          f" {'CPU ms':>8} {'best ms':>8}")
+    print("  of a step: the fake API's own work (a real API's), the SDK's part of the call (the network's, on a\n"
+          "  real API), and Mainsail's (the rest: building the request and its body, shown apart, claims, commits, tool)")
+    print(f"  {'entries':>8} {'first (cold) ms':>16} {'step ms':>9} {'fake API ms':>12} {'SDK ms':>8}"
+          f" {'Mainsail ms':>12} {'build ms':>9} {'body ms':>8} {'CPU ms':>8} {'best ms':>8}")
     for g in rows:
-        print(f"  {g.entries:8d} {g.first_ms:16.2f} {g.step_ms:9.2f} {g.fake_api_ms:12.2f} {g.mainsail_ms:12.2f}"
-              f" {g.cpu_ms:8.2f} {g.best_ms:8.2f}")
-    print("  within a step, fastest of 15: building the request, and the SDK's copy and JSON of it")
-    print(f"  {'entries':>8} {'build_request ms':>16} {'SDK ms':>9}")
+        print(f"  {g.entries:8d} {g.first_ms:16.2f} {g.step_ms:9.2f} {g.fake_api_ms:12.2f} {g.sdk_ms:8.2f}"
+              f" {g.mainsail_ms:12.2f} {g.build_ms:9.2f} {g.body_ms:8.2f} {g.cpu_ms:8.2f} {g.best_ms:8.2f}")
+    print("  fastest of 15: building the request, encoding its body (Mainsail's), and what the SDK's own copy\n"
+          "  and JSON of the same request would take (what Mainsail's body spares it)")
+    print(f"  {'entries':>8} {'build_request ms':>16} {'body ms':>8} {'SDK copy+JSON ms':>17}")
     for g in rows:
-        build_ms, sdk_ms = request_costs(engine, g.sid)
-        print(f"  {g.entries:8d} {build_ms:16.2f} {sdk_ms:9.2f}")
+        build_ms, body_ms, sdk_ms = request_costs(engine, g.sid)
+        print(f"  {g.entries:8d} {build_ms:16.2f} {body_ms:8.2f} {sdk_ms:17.2f}")
     small, large = rows[0], rows[-1]
     print(f"  step at {large.entries} entries / at {small.entries} entries: {large.step_ms / small.step_ms:.2f}x "
-          f"(Mainsail without the fake API: {large.mainsail_ms / small.mainsail_ms:.2f}x; "
+          f"(Mainsail's part: {large.mainsail_ms / small.mainsail_ms:.2f}x; "
           f"CPU: {large.cpu_ms / small.cpu_ms:.2f}x; best: {large.best_ms / small.best_ms:.2f}x; aim: <= 1.2)")
+    grown = large.step_ms - small.step_ms
+    if grown > 0:
+        print(f"  where the {grown:.2f} ms more per step go: fake API {large.fake_api_ms - small.fake_api_ms:+.2f} ms, "
+              f"SDK {large.sdk_ms - small.sdk_ms:+.2f} ms, Mainsail {large.mainsail_ms - small.mainsail_ms:+.2f} ms "
+              f"(of which build {large.build_ms - small.build_ms:+.2f} ms, body {large.body_ms - small.body_ms:+.2f} ms)")

@@ -156,6 +156,29 @@ def child_env(tmp: Path, **extra: str) -> dict:
 # --------------------------------------------------------------------------- mainsail phase
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its children (Linux /proc; 0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents.setdefault(int(stat.rpartition(")")[2].split()[1]), []).append(int(entry))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        todo.extend(parents.get(p, []))
+    return total
+
+
 def redis_command_stats(client: redis.Redis) -> dict[str, int]:
     info = client.info("commandstats")
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
@@ -216,9 +239,11 @@ def run_agent_phase(procs: Procs, tmp: Path, base_url: str, steps: int, rounds: 
     stats_client = redis.Redis.from_url(url)
     stats_client.config_resetstat()
     walls = []
+    cpu0 = process_cpu(worker.pid)
     for _ in range(rounds):
         wall, _result = one_session()
         walls.append(wall)
+    cpu = process_cpu(worker.pid) - cpu0
     cmds = redis_command_stats(stats_client)
     stats_client.close()
 
@@ -231,6 +256,7 @@ def run_agent_phase(procs: Procs, tmp: Path, base_url: str, steps: int, rounds: 
         "per_hop": median_wall / (2 * steps + 1),
         "redis_cmds": cmds,
         "redis_cmds_per_step": sum(cmds.values()) / (steps * rounds),
+        "cpu_per_step": cpu / (steps * rounds),
     }
 
 
@@ -288,7 +314,9 @@ def run_bare_phase(procs: Procs, tmp: Path, base_url: str, rounds: int) -> dict:
     timed(one, 20)  # warm-up
     stats_client = redis.Redis.from_url(url)
     stats_client.config_resetstat()
+    cpu0 = process_cpu(worker.pid)
     ones = timed(one, n)
+    cpu = process_cpu(worker.pid) - cpu0
     cmds = redis_command_stats(stats_client)
     stats_client.close()
     threes = timed(three, max(20, n // 3))
@@ -300,6 +328,7 @@ def run_bare_phase(procs: Procs, tmp: Path, base_url: str, rounds: int) -> dict:
         "chain3": statistics.median(chains),
         "n": n,
         "redis_cmds_per_rt": sum(cmds.values()) / n,
+        "cpu_per_rt": cpu / n,
     }
 
 
@@ -336,6 +365,9 @@ def report(steps: int, rounds: int, agent: dict, bare: dict) -> None:
     print(f"redis commands per agent step (whole server, incl. broker and watcher): "
           f"{agent['redis_cmds_per_step']:.1f}  [" + ", ".join(f"{k} {v / per:.1f}" for k, v in top) + "]")
     print(f"redis commands per bare round trip (incl. result backend): {bare['redis_cmds_per_rt']:.1f}")
+    print(f"worker CPU (user+system, steadier than walls on a busy machine): {agent['cpu_per_step'] * 1000:.2f} ms per "
+          f"agent step, {bare['cpu_per_rt'] * 1000:.2f} ms per bare round trip "
+          f"({agent['cpu_per_step'] / max(bare['cpu_per_rt'], 1e-9):.2f}x)")
     print("session walls (ms): " + ", ".join(f"{w * 1000:.0f}" for w in agent["walls"]))
 
 

@@ -21,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows import keys
-from workflows.store import Store
+from workflows.store import Store, stream_entries
 
 #: What a lost connection raises; the feed retries it (after a backoff) from the same ids.
 REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -96,12 +96,14 @@ class Feed:
             elif key in self.child_logs:
                 child = self.child_logs[key][0]
                 self.child_logs[key] = (child, items[-1][0])
-                batch.children.extend((child, f["entry"]) for _, f in items)
-                if any('"type":"result"' in f["entry"] for _, f in items):  # its run is over
+                raws = [raw for _, f in items for raw in stream_entries(f)]
+                batch.children.extend((child, raw) for raw in raws)
+                if any('"type":"result"' in raw for raw in raws):  # its run is over
                     del self.child_logs[key]
             else:
                 self.last_log = items[-1][0]
-                batch.entries.extend(f["entry"] for _, f in items)
+                for _, f in items:
+                    batch.entries.extend(stream_entries(f))
         if self.children and any('"name":"Task"' in raw for raw in batch.entries):
             self._add_children()
         return batch

@@ -51,6 +51,7 @@ from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
 from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
+from workflows.store import stream_entries
 
 PROMPT = "> "
 RECENT = 10  # sessions /resume lists
@@ -575,13 +576,13 @@ def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
     """The log id just before the current run: the last result entry (None: from the start)."""
     rows = store.r.xrevrange(keys.log(sid), count=scan)
     for rid, fields in rows:
-        raw = fields.get(b"entry") if b"entry" in fields else fields.get("entry")
-        try:
-            entry = parse_entry(raw)
-        except Exception:  # an entry this version cannot parse: not a result
-            continue
-        if isinstance(entry, ResultEntry):
-            return rid.decode() if isinstance(rid, bytes) else rid
+        for raw in stream_entries(fields):  # (a result entry always ends its stream entry)
+            try:
+                entry = parse_entry(raw)
+            except Exception:  # an entry this version cannot parse: not a result
+                continue
+            if isinstance(entry, ResultEntry):
+                return rid.decode() if isinstance(rid, bytes) else rid
     if len(rows) == scan:
         rid = rows[-1][0]
         return rid.decode() if isinstance(rid, bytes) else rid

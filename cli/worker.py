@@ -2,44 +2,75 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 import click
 
 from cli.connect import connect
 from tasks.app import QUEUES
 from workflows.settings import load_settings
 
-#: Pool and concurrency per queue: model calls wait on the network (many threads);
-#: tool runs use the CPU and the disk (a few); memory forks are model calls too.
-DEFAULTS = {"model": ("threads", 32), "tools": ("threads", 4), "memory": ("threads", 8)}
+#: Per queue: pool, threads per process, processes per core, prefetch multiplier. Model calls and memory
+#: forks wait on the network: many threads, in several processes (one process's CPU work holds the GIL,
+#: so it uses one core at most); tool runs use the CPU and the disk: a few threads, one process. The
+#: model queue's figures come from bench/concurrency.py (docs/concurrency.md).
+DEFAULTS = {"model": ("threads", 250, 2, 1), "tools": ("threads", 4, 0, 1), "memory": ("threads", 8, 0, 1)}
+MIXED = ("threads", 16, 0, 1)  # several queues in one worker
 POOLS = ["threads", "prefork", "solo"]
 
 
-def defaults_for(queues: list[str]) -> tuple[str, int]:
-    if len(queues) == 1 and queues[0] in DEFAULTS:
-        return DEFAULTS[queues[0]]
-    return "threads", 16
+@dataclass
+class WorkerShape:
+    pool: str
+    concurrency: int
+    processes: int
+    prefetch: int
+
+
+def defaults_for(queues: list[str], cores: int | None = None) -> WorkerShape:
+    """The default shape of a worker serving ``queues`` on a box with ``cores`` CPUs."""
+    pool, threads, per_core, prefetch = DEFAULTS[queues[0]] if len(queues) == 1 and queues[0] in DEFAULTS else MIXED
+    cores = cores or os.cpu_count() or 1
+    return WorkerShape(pool, threads, max(1, per_core * cores), prefetch)
 
 
 @click.command("worker")
 @click.option("-Q", "--queues", help=f"Comma-separated queues to serve (default: all of {', '.join(QUEUES)}).")
-@click.option("-c", "--concurrency", type=click.IntRange(1), help="Parallel tasks (default depends on the queue).")
+@click.option("-c", "--concurrency", type=click.IntRange(1),
+              help="Parallel tasks per process (default depends on the queue: 250 for model).")
+@click.option("--processes", type=click.IntRange(1),
+              help="Worker processes, supervised (default: 2 per CPU core for -Q model, else 1).")
+@click.option("--prefetch-multiplier", type=click.IntRange(1),
+              help="Messages each process reserves per task slot (default 1).")
 @click.option("--pool", type=click.Choice(POOLS), help="Celery pool (default: threads).")
 @click.option("-l", "--loglevel", default="INFO", show_default=True)
-def worker(queues: str | None, concurrency: int | None, pool: str | None, loglevel: str) -> None:
-    """Start a Celery worker for Mainsail's queues."""
+def worker(queues: str | None, concurrency: int | None, processes: int | None, prefetch_multiplier: int | None,
+           pool: str | None, loglevel: str) -> None:
+    """Start a Celery worker for Mainsail's queues (for -Q model: several supervised processes)."""
     settings = load_settings()
     names = [q.strip() for q in (queues or ",".join(QUEUES)).split(",") if q.strip()]
     unknown = [q for q in names if q not in QUEUES and not q.startswith("tools.")]
     if unknown:
         raise click.BadParameter(f"unknown queue(s) {', '.join(unknown)}; known: {', '.join(QUEUES)} "
                                  "(or a per-host tools.HOST queue)", param_hint="-Q")
-    default_pool, default_conc = defaults_for(names)
+    shape = defaults_for(names)
+    shape = WorkerShape(pool or shape.pool, concurrency or shape.concurrency, processes or shape.processes,
+                        prefetch_multiplier or shape.prefetch)
     rt = connect(settings)
-    click.echo(f"mainsail worker: queues {','.join(names)} · pool {pool or default_pool} · "
-               f"concurrency {concurrency or default_conc} · redis {rt.masked_url}", err=True)
+    many = f"{shape.processes} processes × " if shape.processes > 1 else ""
+    click.echo(f"mainsail worker: queues {','.join(names)} · pool {shape.pool} · {many}concurrency "
+               f"{shape.concurrency} · prefetch ×{shape.prefetch} · redis {rt.masked_url}", err=True)
+    if shape.processes > 1:
+        from tasks.supervisor import Supervisor, child_argv
+
+        argv = child_argv(["-Q", ",".join(names), "-c", str(shape.concurrency), "--processes", "1",
+                           "--prefetch-multiplier", str(shape.prefetch), "--pool", shape.pool, "-l", loglevel])
+        # The children use the Redis this command resolved (an embedded one it may have started).
+        raise SystemExit(Supervisor(argv, shape.processes, env={**os.environ, "MAINSAIL_REDIS_URL": rt.url}).run())
     from tasks.worker import run_worker
 
-    run_worker(names, concurrency or default_conc, pool or default_pool, loglevel)
+    run_worker(names, shape.concurrency, shape.pool, loglevel, prefetch=shape.prefetch)
 
 
 @click.command("reap")

@@ -4,8 +4,10 @@ Every worker runs a :class:`Housekeeper` once its Celery consumer is up: a
 :class:`~tasks.liveness.Beacon` that keeps its registration fresh, and a
 :class:`Reaper` that, every ``worker_heartbeat_seconds``:
 
-- finds workers whose registration expired (they died without unregistering) and
-  at once takes back every step each one held (:func:`reap_dead`): a step it had
+- finds workers whose registration expired (they died without unregistering) and,
+  once it has stayed expired for ``worker_dead_confirm_seconds`` (a live worker starved
+  of CPU refreshes late: its model calls must not be made twice), takes back every
+  step each one held (:func:`reap_dead`): a step it had
   claimed goes to another worker (or, for a mutating command, is recorded as of
   unknown outcome), a message it had taken but not claimed is sent again. One
   reaper handles a given dead worker; each step is fenced by the owner token of
@@ -48,7 +50,7 @@ from workflows.engine import Engine, display_worker
 from workflows.housekeeping import retention_due, retention_gc
 from workflows.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
-from workflows.registry import Workers
+from workflows.registry import Workers, hold_value
 
 log = logging.getLogger(__name__)
 
@@ -135,22 +137,36 @@ def drop_stale_holds(engine: Engine, name: str, running: set[str], suspects: set
     leaving (a crash in the task) gets its lease expired and is sent again, not spared forever.
     Returns the suspects for the next call.
     """
-    held = engine.store.workers.held(name)
-    now = {(member, token) for member, token in held.items() if token and token not in running}
+    holds = {(member, token): field for field, member, token in engine.store.workers.holds(name)}
+    now = {(member, token) for member, token in holds if token and token not in running}
     for member, token in now & suspects:
-        sid, step_id = keys.parse_lease_member(member)
-        engine.store.workers.forget(name, sid, step_id, token)
+        field = holds[(member, token)]
+        engine.store.workers.forget_hold(name, field, hold_value(field, member, token))
     return now - suspects
 
 
-def reap_dead(engine: Engine, me: str | None = None) -> int:
-    """Take back the steps of every worker that died without unregistering. Returns how many steps."""
+def reap_dead(engine: Engine, me: str | None = None, seen: dict[str, float] | None = None,
+              confirm: float = 0.0) -> int:
+    """Take back the steps of every worker that died without unregistering. Returns how many steps.
+
+    ``seen`` (the caller's, kept across calls): when each worker was first found without its
+    registration; one is taken back only once it has stayed so for ``confirm`` seconds. A live worker
+    starved of CPU refreshes its registration late; taking its running steps back would make their
+    model calls a second time while the first ones are still alive.
+    """
     workers = engine.store.workers
-    total = 0
-    for dead in workers.dead():
-        if dead == me:
-            continue  # our own registration lapsed, but we are alive: the beacon renews it
-        total += take_back_worker(engine, dead, me or "reaper")
+    total, now = 0, time.monotonic()
+    dead = [name for name in workers.dead() if name != me]  # (our own lapsed registration: the beacon renews it)
+    if seen is not None:
+        for name in set(seen) - set(dead):
+            del seen[name]  # registered again: alive after all
+        for name in dead:
+            seen.setdefault(name, now)
+        dead = [name for name in dead if now - seen[name] >= confirm]
+    for name in dead:
+        total += take_back_worker(engine, name, me or "reaper")
+        if seen is not None:
+            seen.pop(name, None)
     return total
 
 
@@ -296,6 +312,7 @@ class Reaper(threading.Thread):
         recoveries = self.health.recoveries
         failing = False
         suspects: set[tuple[str, str]] = set()
+        lapsed: dict[str, float] = {}  # workers found without their registration, and since when
         check_restarts = self.check_restarts
         while not self._stop_event.wait(s.worker_heartbeat_seconds / 2):
             try:
@@ -311,7 +328,7 @@ class Reaper(threading.Thread):
                     resend_orphans(self.engine, "Redis answers again")
                 # After an outage every registration may have lapsed: wait until live workers renewed theirs.
                 if self.health.steady_for() >= max(3 * s.worker_heartbeat_seconds, 1.0):
-                    reap_dead(self.engine, self.worker_name)
+                    reap_dead(self.engine, self.worker_name, lapsed, s.worker_dead_confirm_seconds)
                 if time.monotonic() - last_sweep >= s.reaper_interval_seconds:
                     last_sweep = time.monotonic()
                     suspects = drop_stale_holds(self.engine, self.worker_name, keeper_for(self.engine).owners(),

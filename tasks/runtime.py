@@ -8,6 +8,7 @@ workers' store and the Celery broker (:func:`tls_options` feeds ``broker_use_ssl
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -72,16 +73,20 @@ def engine(settings: Settings | None = None) -> Engine:
                                   once_transactions=True, max_connections=pool_size())
             store = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
             store.lock_owner = _worker
+            store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
         return _engine
 
 
 def set_concurrency(threads: int) -> None:
     """This process runs up to ``threads`` steps at once: its engine's Redis pool holds that many
-    connections and a margin (an engine built before gets a pool of that size now)."""
+    connections and a margin (an engine built before gets a pool of that size now), and it keeps the
+    transcripts of twice as many sessions."""
     global _concurrency
     with _lock:
         _concurrency = threads
+        if _engine is not None:
+            _engine.store.keep_transcripts(2 * threads)  # a transcript per step it may run, and some
         if _engine is not None and _engine.store.r.connection_pool.max_connections < pool_size():
             old, r = _engine.store.r.connection_pool, _engine.store.r
             r.connection_pool = blocking_pool(old.connection_class, pool_size(), **old.connection_kwargs)
@@ -169,12 +174,24 @@ def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_tra
         **kwargs: passed to :meth:`redis.Redis.from_url` (timeouts, keepalive).
     """
     options = tls_options(url, ca_file)
+    kwargs = {**NO_SETINFO, **kwargs}
     cls = OnceTransactions if once_transactions else redis.Redis
     if max_connections is None:
         return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
     pool = redis.BlockingConnectionPool.from_url(without_tls_query(url), max_connections=max_connections,
                                                  timeout=POOL_WAIT_SECONDS, **kwargs, **(options or {}))
     return cls(connection_pool=pool)
+
+
+def _no_setinfo() -> dict:
+    """Connection options that skip ``CLIENT SETINFO`` (library name and version, two commands per new
+    connection, which nothing of Mainsail reads): ``driver_info=None`` from redis-py 7.1,
+    ``lib_name``/``lib_version`` before it."""
+    params = inspect.signature(redis.connection.AbstractConnection.__init__).parameters
+    return {"driver_info": None} if "driver_info" in params else {"lib_name": None, "lib_version": None}
+
+
+NO_SETINFO = _no_setinfo()
 
 
 def blocking_pool(connection_class, max_connections: int, **connection_kwargs) -> redis.BlockingConnectionPool:

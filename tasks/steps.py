@@ -14,6 +14,7 @@ import time
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
+from workflows import keys
 from workflows.steps import run_one
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ def hand_back(sid: str, step_id: str, claimed=None) -> str:
     time.sleep(HAND_BACK_DELAY)
     engine = runtime.engine()
     store = engine.store
+    hold = engine.hold_of(claimed[1], sid, step_id) if claimed is not None else (keys.lease_member(sid, step_id), "")
     if claimed is not None:
         engine.defer_step(sid, step_id, claimed[1], 0.0, "handed back by a stopping worker")
     step = store.get_step(sid, step_id)
@@ -65,7 +67,7 @@ def hand_back(sid: str, step_id: str, claimed=None) -> str:
         dispatch([step])
     name = runtime.worker_name()
     if name:
-        store.workers.forget(name, sid, step_id, claimed[1] if claimed is not None else "")
+        store.workers.forget_hold(name, *hold)
     log.info("handed step %s of session %s back to queue %s", step_id[:8], sid[:8], step.queue)
     return "handed back"
 

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 _sandbox_checked = threading.Event()
 STEP_TASKS = frozenset(TASK_FOR_KIND.values())
+#: Queues whose steps call the model (their workers import the SDK before they take any).
+MODEL_QUEUES = frozenset({"model", "memory"})
 #: A command's in-process worker keeps these to errors: its user follows a session, and the command
 #: says itself what that session waits for; another session's recovery is the workers' log's business.
 EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.resilience", "workflows.steps")
@@ -80,12 +82,18 @@ def track_taken_messages() -> None:
     signals.task_received.connect(_note_taken, weak=False, dispatch_uid="mainsail-note-taken")
 
 
-def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO") -> None:
-    """Run a Celery worker in this process until it is told to stop (blocks)."""
+def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO", prefetch: int = 1) -> None:
+    """Run a Celery worker in this process until it is told to stop (blocks). ``prefetch``: messages
+    it reserves per task slot (Celery's prefetch multiplier)."""
     node = worker_name()
     name = registry_name(node)
     check_sandbox()
     quiet_libraries()
+    if MODEL_QUEUES & set(queues):
+        # Before it registers: a model worker's first step would otherwise import the SDK (a second of
+        # CPU), all its threads' first calls waiting behind it.
+        import anthropic  # noqa: F401
+        import anthropic.lib.streaming  # noqa: F401
     runtime.set_concurrency(concurrency)
     runtime.set_worker_name(name)
     runtime.set_queues(queues)
@@ -107,6 +115,7 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
             without_gossip=True,
             without_heartbeat=True,
             optimization="fair",
+            prefetch_multiplier=prefetch,
         )
         w.start()
         code = getattr(w, "exitcode", 0) or 0

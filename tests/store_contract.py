@@ -14,7 +14,12 @@ import pytest
 
 from statemachines import State
 from workflows import keys
-from workflows.exceptions import AmbiguousSession, LockTimeout, SessionNotFound, StepNotFound
+from workflows.exceptions import (
+    AmbiguousSession,
+    LockTimeout,
+    SessionNotFound,
+    StepNotFound,
+)
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -33,7 +38,7 @@ from workflows.models import (
     UserEntry,
     parse_entry,
 )
-from workflows.store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store
+from workflows.store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store, stream_entries
 
 
 def make_session(sid: str, **kw) -> SessionRecord:
@@ -231,6 +236,21 @@ class StoreContract:
         assert rows[3][1].source is State.RUNNING_TOOLS
         assert store.entries(sid) == entries
         assert store.log_length(sid) == len(entries)
+
+    def test_a_commits_entries_share_one_stream_entry_and_a_result_closes_it(self, store):
+        sid = "s-together"
+        entries = [SystemEntry(sessionId=sid, content="a"), SystemEntry(sessionId=sid, content="b"),
+                   ResultEntry(sessionId=sid, subtype="success", result="r"), SystemEntry(sessionId=sid, content="c")]
+        pipe = store.pipeline()
+        store.append(sid, entries, pipe, together=True)
+        pipe.execute()
+        assert store.log_length(sid) == 2
+        rows = store.read_log(sid)
+        assert [e for _, e in rows] == entries
+        assert rows[0][0] == rows[1][0] == rows[2][0] != rows[3][0]
+        assert [e for _, e in store.read_log(sid, after=rows[2][0])] == entries[3:]  # after a run's result
+        got = store.tail({keys.log(sid): "0-0"}, block_ms=100)
+        assert [parse_entry(raw) for _, f in got[0][1] for raw in stream_entries(f)] == entries
 
     def test_read_log_after_is_exclusive(self, store):
         sid = "s-after"

@@ -29,6 +29,7 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
+from workflows.request_json import Block
 from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
 from workflows.tools.task import agents_key, task_schema
 
@@ -46,9 +47,10 @@ CONTINUE = (
 
 def model_view(entries: list) -> list:
     """The entries the model sees: after the last compact boundary, the summary first."""
-    last = max((i for i, e in enumerate(entries) if isinstance(e, CompactBoundaryEntry)), default=None)
-    if last is None:
+    kinds = list(map(type, entries))  # (a C loop: this runs at every model call)
+    if CompactBoundaryEntry not in kinds:
         return entries
+    last = len(kinds) - 1 - kinds[::-1].index(CompactBoundaryEntry)
     boundary = entries[last]
     rest = entries[last + 1:]
     summary = next((e for e in rest if isinstance(e, SummaryEntry)), None)
@@ -56,10 +58,21 @@ def model_view(entries: list) -> list:
         return rest
     keep = set(boundary.preserved)
     preserved = [e for e in entries[:last] if e.uuid in keep] if keep else []
-    text = SUMMARY_INTRO + summary.summary + ("" if preserved else CONTINUE)
-    intro = UserEntry(session_id=summary.session_id, uuid=summary.uuid,
-                      message=Message(role="user", content=text), origin="synthetic")
-    return [intro, *preserved, *(e for e in rest if e is not summary)]
+    return [_intro(summary, bool(preserved)), *preserved, *(e for e in rest if e is not summary)]
+
+
+def _intro(summary: SummaryEntry, preserved: bool) -> UserEntry:
+    """The user message standing for everything a summary replaced (one object per summary, so the
+    requests built after it share their messages: :func:`request_messages`)."""
+    intros = _INTROS.get(summary)
+    if preserved not in intros:
+        text = SUMMARY_INTRO + summary.summary + ("" if preserved else CONTINUE)
+        intros[preserved] = UserEntry(session_id=summary.session_id, uuid=summary.uuid,
+                                      message=Message(role="user", content=text), origin="synthetic")
+    return intros[preserved]
+
+
+_INTROS: ObjectMemo[dict] = ObjectMemo(lambda summary: {})
 
 
 def api_messages(entries: list, user_context: str = "") -> list[dict]:
@@ -71,22 +84,78 @@ def api_messages(entries: list, user_context: str = "") -> list[dict]:
     each entry's blocks, computed once per entry object and shared: a caller changes a
     block by replacing it in its list, never in place.
     """
-    out: list[dict] = []
-    for e in model_view(entries):
+    return [{"role": m["role"], "content": list(m["content"])} for m in request_messages(entries, user_context)]
+
+
+def request_messages(entries: list, user_context: str = "") -> list[Block]:
+    """:func:`api_messages` as shared, read-only :class:`Block` messages, each keeping its JSON.
+
+    A transcript only grows, so every message but the last is final once built: the call for the
+    same transcript after this one reuses them (found by the first entry the model sees, checked
+    by the last entry they cover) and converts only what follows. A step's cost does not grow
+    with the conversation.
+    """
+    view = model_view(entries)
+    if not view:
+        return []
+    cell = _BUILT.get(view[0])
+    built = cell[0]
+    if built is not None and built.n <= len(view) and view[built.n - 1] is built.last:
+        n, final = built.n, list(built.final)
+    else:
+        n, final = 0, []
+    run: list = []  # the user entries of the message still open
+    for i in range(n, len(view)):
+        e = view[i]
         if isinstance(e, AssistantEntry):
-            out.append({"role": "assistant", "content": list(_ENTRY_BLOCKS.get(e))})
+            if run:
+                final.append(_user_message(run))
+                run = []
+            final.append(_ASSISTANT.get(e))
+            n = i + 1
         elif isinstance(e, UserEntry):
-            blocks = _ENTRY_BLOCKS.get(e)
-            if out and out[-1]["role"] == "user":
-                out[-1]["content"].extend(blocks)
-            else:
-                out.append({"role": "user", "content": list(blocks)})
-    for m in out:
-        if m["role"] == "user" and len(m["content"]) > 1:
-            m["content"].sort(key=_results_first)
-    if user_context and out and out[0]["role"] == "user":
-        out[0]["content"].insert(0, {"type": "text", "text": user_context})
-    return out
+            run.append(e)
+    if n:
+        cell[0] = _Built(n, view[n - 1], tuple(final))
+    messages = final + ([_user_message(run)] if run else [])
+    if user_context and messages and messages[0]["role"] == "user":
+        messages[0] = _with_context(messages[0], user_context)
+    return messages
+
+
+class _Built:
+    """The final messages the previous request of a transcript was built from: those of ``view[:n]``."""
+
+    __slots__ = ("n", "last", "final")
+
+    def __init__(self, n: int, last, final: tuple) -> None:
+        self.n, self.last, self.final = n, last, final
+
+
+#: The view's first entry -> [the _Built of the last request built from that transcript].
+_BUILT: ObjectMemo[list] = ObjectMemo(lambda first: [None])
+#: An assistant entry's message.
+_ASSISTANT: ObjectMemo[Block] = ObjectMemo(lambda e: Block(role="assistant", content=_ENTRY_BLOCKS.get(e)))
+
+
+def _user_message(run: list) -> Block:
+    blocks = [b for e in run for b in _ENTRY_BLOCKS.get(e)]
+    if len(blocks) > 1:
+        blocks.sort(key=_results_first)
+    return Block(role="user", content=tuple(blocks))
+
+
+def _with_context(message: Block, user_context: str) -> Block:
+    """The first user message with the user context (memory files, the date) leading it."""
+    by_context = _CONTEXTS.get(message)
+    if user_context not in by_context:
+        by_context.clear()  # (a session's user context is fixed at its start)
+        by_context[user_context] = Block(role="user", content=({"type": "text", "text": user_context},
+                                                               *message["content"]))
+    return by_context[user_context]
+
+
+_CONTEXTS: ObjectMemo[dict] = ObjectMemo(lambda message: {})
 
 
 def _results_first(block: dict) -> int:
@@ -106,8 +175,9 @@ def _blocks(content) -> list[dict]:
     return blocks
 
 
-#: A user or assistant entry's content as API blocks (read-only: shared by every request built from it).
-_ENTRY_BLOCKS: ObjectMemo[tuple[dict, ...]] = ObjectMemo(lambda e: tuple(_blocks(e.message.content)))
+#: A user or assistant entry's content as API blocks (read-only: shared by every request built from it,
+#: each keeping its JSON text once encoded: workflows/request_json.py).
+_ENTRY_BLOCKS: ObjectMemo[tuple[dict, ...]] = ObjectMemo(lambda e: tuple(Block(b) for b in _blocks(e.message.content)))
 
 
 def system_blocks(rec: SessionRecord) -> list[dict]:
@@ -120,20 +190,20 @@ def _system_blocks(custom: str | None, append: str | None, system_context: str) 
     # Keyed by the inputs' content (every worker computes the same blocks from the same record).
     from workflows.context_files import system_prompt
 
-    return tuple(system_prompt(custom, append, system_context))
+    return tuple(Block(b) for b in system_prompt(custom, append, system_context))
 
 
 @lru_cache(maxsize=256)
 def _tool_schemas(names: tuple[str, ...], agents: tuple = ()) -> tuple[dict, ...]:
     # Task's description lists the session's agent types (``agents``: workflows.tools.task.agents_key).
-    return tuple(task_schema(agents) if s["name"] == "Task" else s for s in tool_schemas(list(names)))
+    return tuple(Block(task_schema(agents) if b["name"] == "Task" else b) for b in tool_schemas(list(names)))
 
 
 def with_cache_breakpoints(request: dict) -> dict:
     """Mark the system prompt, the tool list and the newest message as cacheable prefixes.
 
     The marked blocks are copies put in their place (the originals are shared caches); the
-    system and tool lists are replaced, the newest message's content list is changed in place.
+    system and tool lists are replaced, and so is the newest message (by a plain dict).
     """
     if request.get("system"):
         request["system"] = [*request["system"][:-1], _marked(request["system"][-1])]
@@ -141,8 +211,8 @@ def with_cache_breakpoints(request: dict) -> dict:
         request["tools"] = [*request["tools"][:-1], _marked(request["tools"][-1])]
     messages = request.get("messages") or []
     if messages and messages[-1]["content"]:
-        content = messages[-1]["content"]
-        content[-1] = _marked(content[-1])
+        last = messages[-1]
+        messages[-1] = {"role": last["role"], "content": [*last["content"][:-1], _marked(last["content"][-1])]}
     return request
 
 
@@ -178,5 +248,5 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools:
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
         "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *mcp_tools],
-        "messages": api_messages(entries, rec.user_context),
+        "messages": request_messages(entries, rec.user_context),
     })

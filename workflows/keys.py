@@ -153,7 +153,13 @@ def workers() -> str:
 def worker(name: str) -> str:
     """Hash describing one worker (queues, pid, host); it expires when the worker stops refreshing it,
     which is how the reaper knows the worker died."""
-    return f"{PREFIX}worker:{name}"
+    return f"{worker_prefix()}{name}"
+
+
+def worker_prefix() -> str:
+    """What :func:`worker` puts before a worker's name (the claim script, workflows/fenced.py, builds
+    the key of the worker named in a step record with it)."""
+    return f"{PREFIX}worker:"
 
 
 def worker_steps(name: str) -> str:

@@ -7,11 +7,13 @@ benchmarks need no credentials and still exercise the SDK's streaming parser.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from workflows import request_json
 from workflows.exceptions import MissingCredentials
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
@@ -23,10 +25,27 @@ _clients: dict[tuple, anthropic.Anthropic] = {}
 _clients_lock = threading.Lock()
 
 
+#: Threads that share one SDK client (and its HTTP connection pool). httpcore's pool scans all its
+#: connections and waiting requests under one lock at every request and every release, so one pool
+#: for hundreds of threads costs each call time proportional to the threads; small pools keep it flat.
+THREADS_PER_CLIENT = 16
+_threads = itertools.count()
+_local = threading.local()
+
+
+def _shard() -> int:
+    """This thread's share of the clients: the n-th thread to make a call uses client n // 16."""
+    shard = getattr(_local, "shard", None)
+    if shard is None:
+        shard = _local.shard = next(_threads) // THREADS_PER_CLIENT
+    return shard
+
+
 def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
-    """A cached SDK client for ``model`` (one per process and configuration)."""
+    """A cached SDK client for ``model``: one per configuration and group of ``THREADS_PER_CLIENT``
+    threads of the process (a thread always gets the same one, so its connections are kept)."""
     key = (model if model.startswith("scripted:") else "", settings.anthropic_api_key, settings.anthropic_base_url,
-           settings.api_max_retries, settings.api_timeout_seconds)
+           settings.api_max_retries, settings.api_timeout_seconds, _shard())
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
@@ -83,7 +102,7 @@ def stream_reply(
         InterruptedError: ``cancel`` was set while streaming.
     """
     start = time.monotonic()
-    with client.messages.stream(**request) as stream:
+    with _stream(client, request) as stream:
         for event in stream:
             if cancel is not None and cancel.is_set():
                 raise InterruptedError("model call cancelled")
@@ -100,6 +119,46 @@ def stream_reply(
         usage=Usage(**{k: (usage.get(k) or 0) for k in Usage.model_fields}),
     )
     return ModelReply(message=message, duration_ms=int((time.monotonic() - start) * 1000), model=request.get("model"))
+
+
+#: The headers ``client.messages.stream`` adds to its request (the SDK's helper-method telemetry).
+STREAM_HEADERS = {"Content-Type": "application/json", "X-Stainless-Helper-Method": "stream",
+                  "X-Stainless-Stream-Helper": "messages"}
+
+
+def _stream(client: anthropic.Anthropic, request: dict):
+    """``client.messages.stream(**request)``, its body encoded by :func:`workflows.request_json.body`
+    (each shared block's JSON kept from the previous call) and handed to the SDK as raw content: the
+    SDK's transport, retries, errors and stream accumulation as ever, without its deep copy and JSON
+    of the whole request, which grew with the conversation."""
+    from anthropic import Stream
+    from anthropic.lib.streaming import MessageStreamManager
+    from anthropic.types import Message, RawMessageStreamEvent
+
+    content = request_json.body(request)
+
+    def make_request():
+        return client.post("/v1/messages", content=content, cast_to=Message, stream=True,
+                           stream_cls=Stream[RawMessageStreamEvent], options={"headers": STREAM_HEADERS})
+
+    return MessageStreamManager(make_request, **_stream_options())
+
+
+_STREAM_OPTIONS: dict | None = None
+
+
+def _stream_options() -> dict:
+    """``MessageStreamManager``'s keyword arguments besides the request (``output_format`` in recent SDKs)."""
+    global _STREAM_OPTIONS
+    if _STREAM_OPTIONS is None:
+        import inspect
+
+        from anthropic import NOT_GIVEN
+        from anthropic.lib.streaming import MessageStreamManager
+
+        params = inspect.signature(MessageStreamManager.__init__).parameters
+        _STREAM_OPTIONS = {"output_format": NOT_GIVEN} if "output_format" in params else {}
+    return _STREAM_OPTIONS
 
 
 def describe_api_error(exc: Exception, attempts: int) -> str:

@@ -346,6 +346,7 @@ class StepRecord(_Model):
     status: StepStatus = StepStatus.PENDING
     attempt: int = 0
     owner: str | None = None
+    worker: str | None = None  # the registered name of the worker whose claim runs it (None: not a worker's)
     lease_until: float = 0.0
     queue: str = ""
     tool_use_id: str | None = None
@@ -539,6 +540,9 @@ class SessionRecord(_Model):
     unpriced_models: list[str] = Field(default_factory=list)  # models without a price, warned about once
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
+    # When its score in the ``sessions`` listing was last set: the steps of a running turn set it at most
+    # every few seconds (workflows/engine/commit.py), not at each commit.
+    listed_at: float = 0.0
 
     usage: Usage = Field(default_factory=Usage)
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)

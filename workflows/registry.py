@@ -16,6 +16,11 @@ without unregistering (SIGKILL, OOM, lost host). Each worker also keeps
 and, once claimed, the owner token of the claim. When a worker dies the reaper
 takes back exactly those steps, fenced by the token, instead of waiting for
 their leases or pickup deadlines.
+
+A field is a *slot*: a step taken from a queue is held under its own ``sid/step``; the steps a
+task then runs one after another (each claimed by the commit of the one before it) take over that
+field in turn, as ``"sid/step token"``, so each hand-over is one HSET that overwrites the finished
+step's hold instead of an HSET and an HDEL. :meth:`Workers.held` reads both forms.
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ return 0
 """
 
 LOCK_TOKEN_SEP = "|"
+#: Between the step and the owner token of a hold kept under another step's field (a slot).
+HOLD_SEP = " "
+
+
+def hold_value(field: str, member: str, token: str) -> str:
+    """What a worker's held-steps hash stores under ``field`` for step ``member`` claimed as ``token``."""
+    return token if field == member else f"{member}{HOLD_SEP}{token}"
 
 
 class Workers:
@@ -91,6 +103,10 @@ class Workers:
                 out[n] = {_s(k): _s(v) for k, v in fields.items()}
         return out
 
+    def alive(self, name: str) -> bool:
+        """Whether worker ``name``'s registration is live."""
+        return bool(self.r.exists(keys.worker(name)))
+
     def live_queues(self) -> set[str]:
         """Queues served by at least one worker whose registration has not expired."""
         queues: set[str] = set()
@@ -114,14 +130,29 @@ class Workers:
         """``name`` took this step's message from a queue (not claimed yet)."""
         self.r.hsetnx(keys.worker_steps(name), keys.lease_member(sid, step_id), "")
 
-    def forget(self, name: str, sid: str, step_id: str, value: str) -> None:
-        """The step is off ``name``'s hands (finished, or someone else's): drop it if still ``value``."""
+    def forget(self, name: str, sid: str, step_id: str, value: str, slot: str | None = None) -> None:
+        """The step is off ``name``'s hands (finished, or someone else's): drop it if still held with
+        owner token ``value``, under its own field or under ``slot`` (see the module docstring)."""
+        field = slot or keys.lease_member(sid, step_id)
+        self.forget_hold(name, field, hold_value(field, keys.lease_member(sid, step_id), value))
+
+    def forget_hold(self, name: str, field: str, value: str) -> None:
+        """Drop field ``field`` of ``name``'s held steps if it still holds exactly ``value``."""
         # EVAL, not EVALSHA: the in-process fakeredis server drops the connection on a NOSCRIPT reply.
-        self.r.eval(_FORGET, 1, keys.worker_steps(name), keys.lease_member(sid, step_id), value)
+        self.r.eval(_FORGET, 1, keys.worker_steps(name), field, value)
 
     def held(self, name: str) -> dict[str, str]:
         """``sid/step`` -> owner token of the claim (``""``: taken from the queue, not claimed)."""
-        return {_s(k): _s(v) for k, v in self.r.hgetall(keys.worker_steps(name)).items()}
+        return {member: token for _, member, token in self.holds(name)}
+
+    def holds(self, name: str) -> list[tuple[str, str, str]]:
+        """``name``'s held steps as stored: (field, ``sid/step``, owner token)."""
+        out = []
+        for k, v in self.r.hgetall(keys.worker_steps(name)).items():
+            field, value = _s(k), _s(v)
+            member, sep, token = value.partition(HOLD_SEP)
+            out.append((field, member, token) if sep else (field, field, value))
+        return out
 
     def start_reaping(self, name: str, reaper: str, seconds: float) -> bool:
         """Be the one reaper taking back dead ``name``'s steps for the next ``seconds``."""

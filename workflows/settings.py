@@ -121,6 +121,11 @@ class Settings(BaseSettings):
     worker_ttl_seconds: float = Field(
         default=2.0, gt=0,
         description="A worker silent this long is dead: the reaper takes back the steps it held at once.")
+    worker_dead_confirm_seconds: float = Field(
+        default=2.0, ge=0,
+        description="A worker's registration must stay expired this long before its reaper-side take-back: a "
+                    "live worker starved of CPU (its registration late) is not mistaken for a dead one, whose "
+                    "model calls would then be made twice.")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
         description="How long the step path (claim, commit, dispatch) retries a Redis error before it gives up.")

@@ -11,10 +11,12 @@ import os
 import re
 import socket
 import threading
+import time
 from typing import Callable, NamedTuple
 
 from redis.exceptions import RedisError
 
+from workflows import keys
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.engine.support import unknown_outcome
@@ -110,7 +112,7 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
         step, follow_ups, rec = engine.claim(sid, step_id, owner, worker)
         if step is None:
             retrying(lambda: dispatch(follow_ups), what=f"dispatch after step {step_id[:8]}", budget=budget)
-            _forget(engine, worker, sid, step_id, "")
+            _forget(engine, worker, (keys.lease_member(sid, step_id), ""))
             return "skipped", None
     if keep is not None and worker:
         engine.keep_next(owner, keep, worker)
@@ -126,8 +128,9 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
             kept = engine.take_kept(owner)
     if next_steps:
         retrying(lambda: dispatch(next_steps), what=f"dispatch after step {step_id[:8]}", budget=budget)
-    if kept is None or next_steps:  # (else the commit that claimed the next step dropped this one)
-        _forget(engine, worker, sid, step_id, owner)
+    hold = engine.hold_of(owner, sid, step_id)
+    if kept is None or next_steps:  # (else the commit that claimed the next step took over its hold)
+        _forget(engine, worker, hold)
     return "done", kept
 
 
@@ -164,14 +167,15 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
                     budget=engine.settings.redis_retry_seconds)
 
 
-def _forget(engine, worker: str | None, sid: str, step_id: str, value: str) -> None:
-    """The step is off this worker's hands: drop it from its held steps (best effort: the reaper copes)."""
+def _forget(engine, worker: str | None, hold: tuple[str, str]) -> None:
+    """The step is off this worker's hands: drop its hold (field, value) from the worker's held steps
+    (best effort: the reaper copes)."""
     if not worker:
         return
     try:
-        engine.store.workers.forget(worker, sid, step_id, value)
+        engine.store.workers.forget_hold(worker, *hold)
     except TRANSIENT as exc:
-        log.warning("could not drop step %s from worker %s's held steps (%s)", step_id[:8], worker, exc)
+        log.warning("could not drop %s from worker %s's held steps (%s)", hold[0], worker, exc)
 
 
 def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
@@ -180,7 +184,7 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
 
     store, settings = engine.store, engine.settings
     sid = step.session_id
-    request = engine.read(lambda: build_request(rec, store.cached_entries(sid), settings.max_tokens,
+    request = engine.read(lambda: build_request(rec, store.cached_entries(sid, rec.revision), settings.max_tokens,
                                                 mcp_schemas(store, rec)),
                           what=f"transcript of session {sid[:8]}")
     on_text = LiveDeltas(store, step).publish
@@ -230,16 +234,24 @@ class LiveDeltas:
     middle of a call must not abort it: the call goes on, watchers miss some text, and it is logged once.
     """
 
+    #: A long call refreshes the stream's expiry this often (its first delta sets it).
+    EXPIRE_EVERY = 60.0
+
     def __init__(self, store, step: StepRecord) -> None:
         self.store = store
         self.step = step
         self.dropped = 0
+        self._expire_at = 0.0
 
     def publish(self, text: str) -> None:
         step = self.step
+        now = time.monotonic()
+        expire = now >= self._expire_at
         try:
             self.store.publish(step.session_id, {"type": "text", "step": step.id, "attempt": step.attempt,
-                                                 "text": text})
+                                                 "text": text}, expire=expire)
+            if expire:
+                self._expire_at = now + self.EXPIRE_EVERY
         except RedisError as exc:
             self.dropped += 1
             if self.dropped == 1:

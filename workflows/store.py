@@ -28,13 +28,20 @@ from workflows.exceptions import (
     StepNotFound,
     StoreUnavailable,
 )
-from workflows.models import SessionRecord, StepRecord, entry_json, parse_entry
 from workflows.fenced import Recorder, Reply, Scripts
+from workflows.models import SessionRecord, StepRecord, entry_json, parse_entry
 from workflows.registry import LOCK_TOKEN_SEP, Workers
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
+#: Sessions whose transcript a process keeps (least recently used dropped first), at least; a worker
+#: raises it to twice the steps it runs at once (:meth:`Store.keep_transcripts`).
 ENTRY_CACHE_SESSIONS = 64
+#: ... and at most this many entries in all, whatever the number of sessions.
+ENTRY_CACHE_ENTRIES = 200_000
+#: The stream fields of a transcript stream entry: ``entry``, then ``entry.2``, ``entry.3``... (a
+#: commit's entries, in order, in one XADD).
+ENTRY_FIELD = "entry"
 FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 
 Pipe = redis.client.Pipeline
@@ -54,8 +61,12 @@ class Store:
         self.r = client
         self.lock_timeout = lock_timeout
         self.lock_wait = lock_wait
-        self._cache: OrderedDict[str, tuple[str | None, list]] = OrderedDict()
+        #: sid -> (last stream id read, the entries, the record revision they are exactly the transcript
+        #: of, or None when that is not known): see :meth:`cached_entries`.
+        self._cache: OrderedDict[str, tuple[str | None, list, int | None]] = OrderedDict()
         self._cache_lock = threading.Lock()
+        self._cache_sessions = ENTRY_CACHE_SESSIONS
+        self._cache_total = 0  # entries cached, all sessions together
         #: Set by a worker to its registered name: its session locks then carry the name, so the
         #: reaper can free a lock whose holder died instead of waiting for it to expire.
         self.lock_owner: str | None = None
@@ -122,8 +133,9 @@ class Store:
         return SessionRecord.model_validate_json(raw)
 
     def save_session(self, rec: SessionRecord, pipe: Pipe | None = None) -> str:
-        """Write the record (stamped now); returns the JSON written."""
-        rec.updated_at = time.time()
+        """Write the record (stamped now) and list it; returns the JSON written. (A commit writes the
+        record through the commit script instead, see :meth:`commit`.)"""
+        rec.updated_at = rec.listed_at = time.time()
         p = pipe if pipe is not None else self.r
         data = rec.model_dump_json()
         p.set(keys.session(rec.id), data)
@@ -157,47 +169,123 @@ class Store:
 
     # ------------------------------------------------------------------ transcript
 
-    def append(self, sid: str, entries: Iterable, pipe: Pipe) -> None:
-        """Append transcript entries (never trimmed). Call under the lock, in a pipeline."""
+    def append(self, sid: str, entries: Iterable, pipe: Pipe, *, together: bool = False) -> list[str]:
+        """Append transcript entries (never trimmed); returns their JSON. Call in a pipeline or a
+        commit's recorder.
+
+        ``together`` (a commit's entries): one stream entry (one XADD) per run of entries that ends
+        with a result entry or with the last one, so an id after a run's result is still where the
+        next run starts; otherwise one stream entry each (an import, a fork's copy).
+        """
+        out: list[str] = []
+        fields: dict[str, str] = {}
         for e in entries:
-            pipe.xadd(keys.log(sid), {"entry": entry_json(e)})
+            data = entry_json(e)
+            out.append(data)
+            fields[ENTRY_FIELD if not fields else f"{ENTRY_FIELD}.{len(fields) + 1}"] = data
+            if not together or e.type == "result":
+                pipe.xadd(keys.log(sid), fields)
+                fields = {}
+        if fields:
+            pipe.xadd(keys.log(sid), fields)
+        return out
 
     def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
-        """Transcript entries after stream id ``after`` (exclusive), oldest first."""
+        """Transcript entries after stream id ``after`` (exclusive), oldest first. The entries one commit
+        wrote together share a stream id; ``count`` counts stream entries."""
         start = f"({after}" if after else "-"
         rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
-        return [(_s(i), parse_entry(f[b"entry"] if b"entry" in f else f["entry"])) for i, f in rows]
+        return [(_s(i), parse_entry(raw)) for i, f in rows for raw in stream_entries(f)]
 
     def entries(self, sid: str) -> list:
         return [e for _, e in self.read_log(sid)]
 
-    def cached_entries(self, sid: str) -> list:
+    def keep_transcripts(self, sessions: int) -> None:
+        """Keep the transcripts of at least ``sessions`` sessions in this process's cache."""
+        self._cache_sessions = max(ENTRY_CACHE_SESSIONS, sessions)
+
+    def cached_entries(self, sid: str, revision: int | None = None) -> list:
         """All transcript entries, reading only what is new since this process last asked.
 
         Entries are append-only and never rewritten, so a per-process cache keyed
         by the last stream id is always right; it turns the model step's
-        transcript read from O(session) into O(new entries).
+        transcript read from O(session) into O(new entries). With ``revision`` (of the
+        record the caller holds), a cache known to be exactly the transcript at that revision
+        is returned without asking Redis: a claim (:meth:`note_rows`) and a commit
+        (:meth:`note_commit`) of this process keep it so.
         """
         with self._cache_lock:
-            last_id, cached = self._cache.get(sid, (None, []))
+            last_id, cached, rev = self._cache.get(sid, (None, [], None))
+            if revision is not None and rev == revision:
+                self._cache.move_to_end(sid)
+                return list(cached)
         rows = self.read_log(sid, after=last_id)
         entries = cached + [e for _, e in rows]
-        with self._cache_lock:
-            self._cache[sid] = (rows[-1][0] if rows else last_id, entries)
-            self._cache.move_to_end(sid)
-            while len(self._cache) > ENTRY_CACHE_SESSIONS:
-                self._cache.popitem(last=False)
+        self._put(sid, rows[-1][0] if rows else last_id, entries, None if rows else rev, last_id)
         return list(entries)
 
+    def _put(self, sid: str, last_id: str | None, entries: list, rev: int | None, was: str | None) -> None:
+        """Cache ``entries`` for ``sid``, unless another thread moved its cache on from ``was`` meanwhile."""
+        with self._cache_lock:
+            now = self._cache.get(sid)
+            if now is not None and now[0] != was:
+                return
+            self._put_locked(sid, last_id, entries, rev)
+
+    def _put_locked(self, sid: str, last_id: str | None, entries: list, rev: int | None) -> None:
+        old = self._cache.pop(sid, None)
+        self._cache_total += len(entries) - (len(old[1]) if old else 0)
+        self._cache[sid] = (last_id, entries, rev)
+        while len(self._cache) > 1 and (len(self._cache) > self._cache_sessions
+                                        or self._cache_total > ENTRY_CACHE_ENTRIES):
+            self._cache_total -= len(self._cache.popitem(last=False)[1][1])
+
+    def transcript_mark(self, sid: str) -> str | None:
+        """The last transcript id this process holds for ``sid`` (what a claim asks to read after)."""
+        with self._cache_lock:
+            hit = self._cache.get(sid)
+        return hit[0] if hit else None
+
+    def note_rows(self, sid: str, after: str | None, rows, revision: int) -> None:
+        """A claim read the record at ``revision`` and, in the same script, the transcript rows after
+        ``after`` (XRANGE's raw reply): the cache is then exactly the transcript at ``revision``."""
+        new = [(_s(i), parse_entry(raw)) for i, f in rows for raw in stream_entries(_pairs(f))]
+        with self._cache_lock:
+            hit = self._cache.get(sid)
+            if (hit[0] if hit else None) != after:
+                return  # another thread read meanwhile: these rows may not follow its cache
+            self._put_locked(sid, new[-1][0] if new else after, (hit[1] if hit else []) + [e for _, e in new],
+                             revision)
+
+    def note_commit(self, sid: str, read: int, stream_id: str, written: list[str]) -> None:
+        """A commit made on revision ``read`` landed, appending ``written`` (entries' JSON) as stream entry
+        ``stream_id``: a cache exact at ``read`` is exact at ``read + 1`` with them."""
+        with self._cache_lock:
+            hit = self._cache.get(sid)
+            if hit is None or hit[2] != read or (written and not stream_id):
+                return
+        added = [parse_entry(data) for data in written]  # parsed as any reader would, outside the lock
+        with self._cache_lock:
+            now = self._cache.get(sid)
+            if now is None or now[2] != read or now[0] != hit[0]:
+                return
+            self._put_locked(sid, stream_id if written else now[0], now[1] + added, read + 1)
+
     def log_length(self, sid: str) -> int:
+        """Stream entries of the transcript (the entries of one commit share one)."""
         return int(self.r.xlen(keys.log(sid)))
 
     # ------------------------------------------------------------------ live deltas
 
-    def publish(self, sid: str, data: dict) -> None:
-        """Publish an ephemeral delta for watchers (capped, expiring)."""
+    def publish(self, sid: str, data: dict, *, expire: bool = True) -> None:
+        """Publish an ephemeral delta for watchers (capped, expiring ``LIVE_TTL_SECONDS`` after the last
+        publish that sets ``expire``: a call's first delta is enough, the rest come within the hour)."""
+        fields = {k: str(v) for k, v in data.items()}
+        if not expire:
+            self.r.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
+            return
         p = self.r.pipeline(transaction=False)
-        p.xadd(keys.live(sid), {k: str(v) for k, v in data.items()}, maxlen=LIVE_MAXLEN, approximate=True)
+        p.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
         p.expire(keys.live(sid), LIVE_TTL_SECONDS)
         p.execute()
 
@@ -216,24 +304,32 @@ class Store:
     # ------------------------------------------------------------------ the fenced scripts (workflows/fenced.py)
 
     def commit(self, sid: str, revision: int, token: str, ops: Recorder,
-               fence: tuple[str, str, str] | None = None) -> Reply:
-        """Apply ``ops`` atomically if session ``sid`` is still at ``revision`` (and the fence step as given)."""
-        return self.scripts.commit([keys.session(sid), keys.steps(sid)], revision, token, ops, fence)
+               fence: tuple[str, str, str] | None = None, record: str = "") -> Reply:
+        """Apply ``ops`` atomically, and write ``record`` (the session's new JSON, '' to leave it), if
+        session ``sid`` is still at ``revision`` (and the fence step as given). A reply 'ok' carries the
+        stream id of the transcript entry the commit wrote ('' for none) as ``extra``."""
+        return self.scripts.commit([keys.session(sid), keys.steps(sid), keys.log(sid)], revision, token, ops, fence,
+                                   record)
 
     def claim_step(self, sid: str, step_id: str, owner: str, now: float, lease_until: float, max_attempts: int,
                    worker: str | None) -> Reply:
-        """Claim a step in one round trip (see :data:`workflows.fenced.CLAIM`)."""
+        """Claim a step in one round trip (see :data:`workflows.fenced.CLAIM`); for a step that reads the
+        transcript, the reply's ``extra`` holds the rows after this process's last read of it, the same
+        snapshot as the record (handed to :meth:`note_rows` by the engine)."""
         member = keys.lease_member(sid, step_id)
         held = keys.worker_steps(worker) if worker else keys.worker_steps("-")
-        return self.scripts.claim([keys.session(sid), keys.steps(sid), keys.leases(), held], step_id, owner, now,
-                                  lease_until, max_attempts, member, bool(worker))
+        mark = self.transcript_mark(sid)
+        reply = self.scripts.claim([keys.session(sid), keys.steps(sid), keys.leases(), held, keys.log(sid)], step_id,
+                                   owner, now, lease_until, max_attempts, member, bool(worker), worker or "", mark)
+        return reply._replace(mark=mark)
 
-    def renew_lease(self, sid: str, step_id: str, owner: str, lease_until: float | None) -> str | None:
-        """The step's kind while it is ``owner``'s running step (of the current epoch, unless it runs in
-        the background), its lease extended unless ``lease_until`` is None; None when it is not. One
-        round trip."""
-        return self.scripts.heartbeat([keys.session(sid), keys.steps(sid), keys.leases()], step_id, owner,
-                                      lease_until, keys.lease_member(sid, step_id))
+    def renew_leases(self, items: list[tuple[str, str, str, float | None]]) -> list[str | None]:
+        """For each (sid, step id, owner, lease until or None), the step's kind while it is ``owner``'s
+        running step (of the current epoch, unless it runs in the background), its lease extended unless
+        ``until`` is None; None when it is not. One round trip for all."""
+        return self.scripts.heartbeat(keys.leases(), [
+            (keys.session(sid), keys.steps(sid), step_id, owner, until, keys.lease_member(sid, step_id))
+            for sid, step_id, owner, until in items])
 
     # ------------------------------------------------------------------ steps and leases
 
@@ -427,3 +523,24 @@ class RedisFileTracker:
 
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else v
+
+
+def stream_entries(fields: dict) -> list:
+    """The transcript entries (raw JSON) of one stream entry's fields, in order (see :meth:`Store.append`)."""
+    out = []
+    for key, value in fields.items():
+        name = _s(key)
+        if name == ENTRY_FIELD:
+            out.append((1, value))
+        elif name.startswith(ENTRY_FIELD + "."):
+            out.append((int(name[len(ENTRY_FIELD) + 1:]), value))
+    if len(out) > 1:
+        out.sort(key=lambda kv: kv[0])
+    return [v for _, v in out]
+
+
+def _pairs(flat) -> dict:
+    """A stream entry's fields as a Lua script hands them back (a flat list) or as redis-py parses them."""
+    if isinstance(flat, dict):
+        return flat
+    return dict(zip(flat[0::2], flat[1::2]))

@@ -29,6 +29,20 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, what: str
         time.sleep(interval)
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
 class Cluster:
     """Worker processes and CLI invocations sharing one environment."""
 
@@ -39,7 +53,9 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
 
     def registered(self, pid: int) -> bool:
-        return any(name.decode().startswith(f"mainsail-{pid}@")
+        """Whether worker process ``pid``, or one of its children (``--processes``), registered."""
+        pids = {pid, *children(pid)}
+        return any(name.decode().partition("@")[0].removeprefix("mainsail-") in {str(p) for p in pids}
                    for name in self.store.r.zrangebyscore("mainsail:workers", time.time(), "+inf"))
 
     def start_worker(self, *args: str, cmd: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
@@ -125,7 +141,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
-__all__ = ["wait_for", "Cluster", "sys"]
+__all__ = ["wait_for", "Cluster", "children", "sys"]
 
 
 def pytest_configure(config):

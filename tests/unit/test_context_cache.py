@@ -10,7 +10,13 @@ import json
 import pytest
 
 from workflows import context
-from workflows.context import SUMMARY_INTRO, CONTINUE, api_messages, build_request, model_view
+from workflows.context import (
+    CONTINUE,
+    SUMMARY_INTRO,
+    api_messages,
+    build_request,
+    model_view,
+)
 from workflows.memo import ObjectMemo
 from workflows.models import (
     AssistantEntry,
@@ -229,7 +235,12 @@ def test_cached_pieces_are_not_changed_by_a_request_or_its_caller():
     blocks = [copy.deepcopy(context._ENTRY_BLOCKS.get(e)) for e in entries if isinstance(e, (UserEntry, AssistantEntry))]
 
     request = build_request(rec, entries, 100)
-    request["messages"][0]["content"].append({"type": "text", "text": "a caller's addition"})  # compaction does
+    with pytest.raises((TypeError, AttributeError)):  # the request's messages are shared: read-only
+        request["messages"][0]["content"].append({"type": "text", "text": "a caller's addition"})
+    with pytest.raises(TypeError):
+        request["messages"][0]["role"] = "assistant"
+    messages = api_messages(entries, rec.user_context)  # what a caller that adds to them (compaction) uses
+    messages[0]["content"].append({"type": "text", "text": "a caller's addition"})
     assert "cache_control" not in json.dumps(system) and "cache_control" not in json.dumps(tools)
     assert context.system_blocks(rec) == system
     assert list(context._tool_schemas(tuple(context.session_tools(rec)))) == tools
@@ -287,3 +298,20 @@ def test_memo_never_serves_a_dead_objects_value_to_a_new_one():
     for i in range(200):  # ids of dead objects are reused at once by CPython
         assert memo.get(Thing(str(i))) == str(i)
     assert len(memo) == 0
+
+
+def test_a_growing_transcript_converts_only_its_new_messages(monkeypatch):
+    """The messages of the previous request are reused as they are (their JSON kept): only those after
+    them are built, whatever the length of the conversation."""
+    rec, entries = record(), [user("start"), *turn(0), *turn(1)]
+    first = build_request(rec, entries, 100)["messages"]
+    entries += turn(2)
+    built = []
+    real = context._user_message
+    monkeypatch.setattr(context, "_user_message", lambda run: built.append(len(run)) or real(run))
+    second = build_request(rec, entries, 100)
+    assert built == [2, 2]  # the results left open last time, and the new turn's; the rest came as they were
+    assert all(a is b for a, b in zip(first[1:-1], second["messages"][1:-1]))
+    assert encoded(second) == encoded(_ref_build_request(rec, entries, 100))
+    entries = entries[:3] + [user("a different branch")]  # not the same transcript any more: built afresh
+    assert encoded(build_request(rec, entries, 100)) == encoded(_ref_build_request(rec, entries, 100))

@@ -43,3 +43,25 @@ def test_successive_calls_reuse_one_http_connection(fresh_clients, settings, ser
         assert reply.message.text() == "hi"
     assert len(server.requests) == 3
     assert server.connections == 1
+
+
+def test_each_group_of_threads_has_a_client_of_its_own(fresh_clients, settings, server, monkeypatch):
+    """httpcore's pool does work proportional to its connections at every request: a pool per few threads."""
+    import itertools
+    import threading
+
+    monkeypatch.setattr(model_client, "_local", threading.local())
+    monkeypatch.setattr(model_client, "_threads", itertools.count())
+    settings.anthropic_api_key, settings.anthropic_base_url = "k", server.url
+    got: dict[int, list] = {}
+
+    def call(i: int) -> None:
+        got[i] = [client_for(MODEL, settings), client_for(MODEL, settings)]
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2 * model_client.THREADS_PER_CLIENT)]
+    for t in threads:
+        t.start()
+        t.join()  # one at a time: the n-th thread to ask is thread n
+    assert all(a is b for a, b in got.values())  # a thread keeps its client (and its connections)
+    clients = {id(c) for c, _ in got.values()}
+    assert len(clients) == 2

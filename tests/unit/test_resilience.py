@@ -91,7 +91,7 @@ def test_a_live_delta_redis_refuses_is_dropped_and_the_call_goes_on(engine, ws, 
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
 
     class Down:
-        def publish(self, sid, data):
+        def publish(self, sid, data, **options):
             raise RedisConnectionError("Error 111 connecting")
 
     deltas = LiveDeltas(Down(), step)

@@ -217,3 +217,20 @@ def test_a_step_whose_session_was_removed_meanwhile_is_simply_not_ours_any_more(
     late = engine.claim(rec.id, tool_step.id, owner_token())
     assert late.step is None and late.follow_ups == [] and late.session is None
     assert rec.id not in engine.store.session_ids()
+
+
+def test_a_worker_whose_registration_lapsed_is_taken_back_only_once_it_stays_gone(engine, ws, sent):
+    """A live worker starved of CPU refreshes its registration late: its running model calls must not be
+    made a second time, so a lapse has to last ``confirm`` seconds before its steps are taken back."""
+    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    (step,) = engine.submit(rec.id, DEMO_PROMPT)
+    die(engine)
+    assert engine.claim(rec.id, step.id, owner_token(), DEAD).step is not None
+    seen: dict[str, float] = {}
+    assert reaper.reap_dead(engine, "me", seen, confirm=0.3) == 0 and DEAD in seen  # lapsed: noted, not taken
+    engine.store.workers.register(DEAD, ["model"], ttl=30)  # it was only late
+    assert reaper.reap_dead(engine, "me", seen, confirm=0.3) == 0 and seen == {}
+    engine.store.workers.retire(DEAD)
+    assert reaper.reap_dead(engine, "me", seen, confirm=0.3) == 0
+    time.sleep(0.35)
+    assert reaper.reap_dead(engine, "me", seen, confirm=0.3) == 1 and [s.id for s in sent] == [step.id]

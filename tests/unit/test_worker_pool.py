@@ -20,9 +20,11 @@ def fresh_runtime(monkeypatch):
 
 def test_a_workers_engine_has_a_connection_per_thread_and_a_margin(fresh_runtime, settings):
     runtime.set_concurrency(500)
-    pool = runtime.engine(settings).store.r.connection_pool
+    store = runtime.engine(settings).store
+    pool = store.r.connection_pool
     assert isinstance(pool, redis.BlockingConnectionPool)
     assert pool.max_connections == 500 + runtime.POOL_MARGIN
+    assert store._cache_sessions == 1000  # the transcripts of every session its threads may run, and more
 
 
 def test_an_engine_built_before_the_worker_started_gets_a_bigger_pool(fresh_runtime, settings):
@@ -50,3 +52,13 @@ def test_with_every_connection_in_use_a_caller_waits_for_one(monkeypatch):
     waiter.join(5)
     assert answers == [True]
     pool.release(taken[1])
+
+
+def test_a_model_worker_defaults_to_two_processes_per_core_of_many_threads():
+    from cli.worker import defaults_for
+
+    model = defaults_for(["model"], cores=2)
+    assert (model.pool, model.processes, model.concurrency, model.prefetch) == ("threads", 4, 250, 1)
+    assert defaults_for(["model"], cores=8).processes == 16
+    assert defaults_for(["tools"], cores=8).processes == 1  # tool runs use the CPU: one process, a few threads
+    assert defaults_for(["model", "tools"], cores=8).processes == 1

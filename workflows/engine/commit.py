@@ -14,6 +14,7 @@ from statemachines import Snapshot, State, next_state
 from workflows import keys
 from workflows.engine.support import (
     CLAIMS_KEPT,
+    LIST_SECONDS,
     MAX_CONFLICTS,
     QUEUE_FOR_KIND,
     CommitConflict,
@@ -41,6 +42,7 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
+from workflows.registry import hold_value
 from workflows.settings import Settings
 from workflows.store import Store
 from workflows.tokens import estimate_tokens
@@ -59,6 +61,9 @@ class CommitCore:
         self._keeping: dict[str, tuple[Callable[[StepRecord], bool], str]] = {}
         #: owner -> the follow-up step its commit claimed for this worker, and the new claim's owner token.
         self._kept: dict[str, tuple[StepRecord, str]] = {}
+        #: owner token of a step claimed by a commit -> (field, value) of its hold in the worker's held steps
+        #: (a slot it took over from the step before it; see workflows/registry.py).
+        self._holds: dict[str, tuple[str, str]] = {}
 
     def _step_event(self, sid: str, step_id: str, owner: str,
                     apply: Callable[[_Tx, StepRecord], None]) -> list[StepRecord]:
@@ -107,6 +112,8 @@ class CommitCore:
         """Keep what a claim (or a commit) of a still-running step returned, for its next event."""
         if len(self._claimed) > CLAIMS_KEPT:  # steps that never committed (their worker gave up)
             self._claimed.clear()
+        if len(self._holds) > CLAIMS_KEPT:  # (a hold forgotten here is dropped by the reaper's stale-hold check)
+            self._holds.clear()
         self._claimed[(step.session_id, step.id, step.owner)] = (rec_json, step_json or step.model_dump_json())
 
     # ------------------------------------------------------------------ steps this worker runs next
@@ -131,8 +138,18 @@ class CommitCore:
             return None
         return step, token, SessionRecord.model_validate_json(loaded[0])
 
+    def hold_of(self, owner: str, sid: str, step_id: str) -> tuple[str, str]:
+        """Where the step claimed as ``owner`` is held in its worker's held steps: (field, value). Asked
+        once, when the step is off the worker's hands."""
+        member = keys.lease_member(sid, step_id)
+        return self._holds.pop(owner, None) or (member, owner)
+
     def _keep(self, tx: _Tx, ops: Recorder) -> None:
-        """Claim, in this commit, the follow-up step this worker runs next (see :meth:`keep_next`)."""
+        """Claim, in this commit, the follow-up step this worker runs next (see :meth:`keep_next`).
+
+        The claimed step takes over the finished step's hold (one HSET of its field, the task's slot)
+        when nothing else follows; otherwise the finished step stays held until the others are sent
+        (then forgotten), and the claimed one is held under a field of its own."""
         if tx.fence is None or not tx.dispatch:
             return
         owner = tx.fence[2]
@@ -145,13 +162,15 @@ class CommitCore:
         if step is None:
             return
         token = f"{owner.rsplit(':', 1)[0]}:{uuid.uuid4().hex[:8]}"
-        step.status, step.owner, step.attempt = StepStatus.RUNNING, token, step.attempt + 1
+        step.status, step.owner, step.worker, step.attempt = StepStatus.RUNNING, token, worker, step.attempt + 1
         tx.dispatch.remove(step)
         tx.leases[step.id] = (step, time.time() + self.settings.lease_seconds)
-        ops.hset(keys.worker_steps(worker), keys.lease_member(step.session_id, step.id), token)
-        if not tx.dispatch:  # nothing else to send: the finished step leaves the held steps here
-            ops.hdel(keys.worker_steps(worker), keys.lease_member(tx.rec.id, tx.fence[0]))
+        member = keys.lease_member(step.session_id, step.id)
+        field = member if tx.dispatch else self._holds.get(owner, (keys.lease_member(tx.rec.id, tx.fence[0]),))[0]
+        hold = (field, hold_value(field, member, token))
+        ops.hset(keys.worker_steps(worker), *hold)
         self._kept[owner] = (step, token)
+        self._holds[token] = hold
 
     def _finish_step(self, tx: _Tx, step: StepRecord) -> None:
         step.status = StepStatus.DONE
@@ -219,6 +238,14 @@ class CommitCore:
             return f"MCP discovery step {step.id[:8]}"
         return f"{step.kind.value.capitalize()} step {step.id[:8]}"
 
+    def _lists(self, tx: _Tx, now: float) -> bool:
+        """Whether this commit sets the session's score in the ``sessions`` listing: a person's command,
+        a session coming to rest (idle, waiting for a person), else at most every ``LIST_SECONDS`` (the
+        steps of a running turn; listings and ``--continue`` see it a few seconds late at worst)."""
+        if tx.fence is None or tx.rec.state in (State.IDLE, State.AWAITING_PERMISSION):
+            return True
+        return now - tx.rec.listed_at >= LIST_SECONDS
+
     def _commit(self, tx: _Tx) -> None:
         """Write everything ``tx`` holds in one atomic, fenced script call (workflows/fenced.py).
 
@@ -228,32 +255,16 @@ class CommitCore:
             SessionNotFound, StepNotFound: removed meanwhile.
         """
         s, rec = self.store, tx.rec
-        read = rec.revision
+        read, listed = rec.revision, rec.listed_at
         rec.revision, rec.commit = read + 1, uuid.uuid4().hex[:16]
+        rec.updated_at = now = time.time()
         ops = Recorder()
         self._keep(tx, ops)
-        written = self._write(tx, ops)
-        reply = s.commit(rec.id, read, rec.commit, ops, tx.fence)
-        if reply.status in ("ok", "landed"):
-            kept = self._kept.get(tx.fence[2]) if tx.fence else None
-            if kept is not None:
-                self._remember_claim(written, kept[0])
-            if tx.stop_children:  # the run ended with sub-agents running (workflows.engine.subagents)
-                tx.dispatch.extend(self.stop_children(tx.stop_children))
-            return
-        if tx.fence:
-            self._kept.pop(tx.fence[2], None)
-        rec.revision, rec.commit = read, ""
-        if reply.status == "gone":
-            raise SessionNotFound(f"No session {rec.id!r}. List sessions with `mainsail sessions`.")
-        raise CommitConflict(reply.status, SessionRecord.model_validate_json(reply.session),
-                             StepRecord.model_validate_json(reply.step) if reply.step else None)
-
-    def _write(self, tx: _Tx, ops: Recorder) -> str:
-        """Record every write ``tx`` holds on ``ops`` (the record first); the record's JSON as written."""
-        s, rec = self.store, tx.rec
-        written = tx.written = s.save_session(rec, ops)
-        s.append(rec.id, tx.entries, ops)
+        if self._lists(tx, now):
+            rec.listed_at = now
+            ops.zadd(keys.sessions(), {rec.id: now})
+        written = tx.written = rec.model_dump_json()
+        entries = s.append(rec.id, tx.entries, ops, together=True)
         for step in tx.steps:
             s.put_step(step, ops)
         for step in tx.cleared:
@@ -287,4 +298,35 @@ class CommitCore:
                 ops.zadd(keys.awaiting(), {rec.id: time.time()}, nx=True)
             else:
                 ops.zrem(keys.awaiting(), rec.id)
-        return written
+        reply = s.commit(rec.id, read, rec.commit, ops, tx.fence, record=written)
+        if reply.status in ("ok", "landed"):
+            if reply.status == "ok":
+                s.note_commit(rec.id, read, reply.extra or "", entries)
+            kept = self._kept.get(tx.fence[2]) if tx.fence else None
+            if kept is not None:
+                self._remember_claim(written, kept[0])
+            if tx.stop_children:  # the run ended with sub-agents running (workflows.engine.subagents)
+                tx.dispatch.extend(self.stop_children(tx.stop_children))
+            return
+        if tx.fence:
+            kept = self._kept.pop(tx.fence[2], None)
+            if kept is not None:
+                self._holds.pop(kept[1], None)
+        rec.revision, rec.commit, rec.listed_at = read, "", listed
+        if reply.status == "gone":
+            raise SessionNotFound(f"No session {rec.id!r}. List sessions with `mainsail sessions`.")
+        raise CommitConflict(reply.status, SessionRecord.model_validate_json(reply.session),
+                             StepRecord.model_validate_json(reply.step) if reply.step else None)
+
+    def _write_new_session(self, tx: _Tx, ops: Recorder) -> None:
+        """Record, on another commit's ``ops``, a session that session's event creates (a sub-agent): its
+        record, its listing, its first entries, steps and leases (workflows.engine.subagents)."""
+        s, rec = self.store, tx.rec
+        rec.updated_at = rec.listed_at = time.time()
+        ops.set(keys.session(rec.id), rec.model_dump_json())
+        ops.zadd(keys.sessions(), {rec.id: rec.updated_at})
+        s.append(rec.id, tx.entries, ops, together=True)
+        for step in tx.steps:
+            s.put_step(step, ops)
+        for step, deadline in tx.leases.values():
+            s.set_deadline(step, deadline, ops)

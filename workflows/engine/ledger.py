@@ -23,6 +23,7 @@ from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
+from workflows.fenced import reads_transcript
 from workflows.mcp.catalog import idempotent
 from workflows.memory import (
     ExtractionLock,
@@ -60,6 +61,8 @@ class StepLedger:
             return Claim(None, [], rec)
         step = StepRecord.model_validate_json(reply.step)
         if reply.status == "claimed":
+            if reads_transcript(step.kind):
+                self.store.note_rows(sid, reply.mark, reply.extra or [], rec.revision)
             self._remember_claim(reply.session, step, reply.step)
             return Claim(step, [], rec)
         return self._claim_slowly(rec, step, owner, worker, now)
@@ -82,8 +85,9 @@ class StepLedger:
             self._supersede(tx, step)
             self._commit(tx)
             return Claim(None, [], rec)
-        if step.status is StepStatus.RUNNING and deadline is not None and deadline > now:
-            return Claim(None, [], rec)
+        if step.status is StepStatus.RUNNING and ((deadline is not None and deadline > now)
+                                                  or (step.worker and self.store.workers.alive(step.worker))):
+            return Claim(None, [], rec)  # its claim's worker is alive: the step is taken, never run twice
         if step.attempt >= self.settings.max_attempts:
             self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
                        "its worker stopped each time.")
@@ -92,6 +96,7 @@ class StepLedger:
         step.status = StepStatus.RUNNING
         step.attempt += 1
         step.owner = owner
+        step.worker = worker
         tx.steps.append(step)
         tx.leases[step.id] = (step, now + self.settings.lease_seconds)
         if worker:
@@ -103,17 +108,27 @@ class StepLedger:
     def heartbeat(self, sid: str, step_id: str, owner: str, *, extend: bool = True) -> bool:
         """Check (and with ``extend``, renew) a running step's lease. False: no longer ours to run
         (someone else's, superseded, or its session was removed)."""
-        until = time.time() + self.settings.lease_seconds if extend else None
-        kind = self.store.renew_lease(sid, step_id, owner, until)
-        if kind is None:
+        return self.heartbeat_many([(sid, step_id, owner, extend)])[0]
+
+    def heartbeat_many(self, items: list[tuple[str, str, str, bool]]) -> list[bool]:
+        """:meth:`heartbeat` for each (sid, step id, owner, extend), in one round trip for all."""
+        until = time.time() + self.settings.lease_seconds
+        kinds = self.store.renew_leases([(sid, step_id, owner, until if extend else None)
+                                         for sid, step_id, owner, extend in items])
+        out = []
+        for (sid, step_id, _, extend), kind in zip(items, kinds):
+            if kind == StepKind.EXTRACT.value and extend:
+                kind = kind if self._extend_extraction(sid, step_id) else None
+            out.append(kind is not None)
+        return out
+
+    def _extend_extraction(self, sid: str, step_id: str) -> bool:
+        try:
+            rec, step, _ = self.store.load_step(sid, step_id)
+        except (SessionNotFound, StepNotFound):
             return False
-        if extend and kind == StepKind.EXTRACT.value:
-            try:
-                rec, step, _ = self.store.load_step(sid, step_id)
-            except (SessionNotFound, StepNotFound):
-                return False
-            if rec.project_id:
-                self.extraction_lock(rec, step).extend()
+        if rec.project_id:
+            self.extraction_lock(rec, step).extend()
         return True
 
     def extraction_lock(self, rec: SessionRecord, step: StepRecord) -> ExtractionLock:

@@ -137,7 +137,7 @@ class SubagentLogic:
         self._fire(ctx, "submit")
         self._next_model_call(ctx)
         child.revision, child.commit = 1, new_id()[:16]
-        tx.extra.append(lambda ops, ctx=ctx: self._write(ctx, ops))
+        tx.extra.append(lambda ops, ctx=ctx: self._write_new_session(ctx, ops))
         tx.dispatch.extend(ctx.dispatch)
 
     @retry_on_conflict

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 import subprocess
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, NamedTuple
@@ -141,6 +141,8 @@ class _Tx:
 
 #: How many times one event is applied again because another committed first, before it gives up.
 MAX_CONFLICTS = 50
+#: The steps of a running turn set the session's score in the ``sessions`` listing at most this often.
+LIST_SECONDS = 5.0
 #: Claims kept for their commit's sake (a process forgets them all past this many: they are only a shortcut).
 CLAIMS_KEPT = 10_000
 

@@ -1,0 +1,41 @@
+"""``mainsail worker --processes N``: N supervised worker processes, each registered, replaced when one
+dies, all stopped by one SIGTERM; sessions run on them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from tests.e2e.conftest import children, wait_for
+from tests.fakeapi import FakeMessagesServer
+from workflows.scripted import Script, Turn
+
+
+def registered(cluster) -> set[int]:
+    names = cluster.store.r.zrangebyscore("mainsail:workers", time.time(), "+inf")
+    return {int(n.decode().partition("@")[0].removeprefix("mainsail-")) for n in names}
+
+
+def test_supervised_processes_register_are_replaced_and_stop_together(cluster, workspace):
+    with FakeMessagesServer(Script(turns=[Turn(text="answered")])) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        supervisor = cluster.start_worker("-Q", "model,tools,memory", "--processes", "2", "-c", "4")
+        kids = wait_for(lambda: (lambda k: len(k) == 2 and set(k) <= registered(cluster) and k)(children(supervisor.pid)),
+                        60, what="two registered children")
+        assert supervisor.pid not in registered(cluster)  # the supervisor itself takes no step
+
+        out = cluster.mainsail("-p", "hello", "--output-format", "text", cwd=workspace)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "answered"
+
+        os.kill(kids[0], signal.SIGKILL)  # a child dies: another takes its place
+        wait_for(lambda: (lambda k: len(k) == 2 and kids[0] not in k and set(k) <= registered(cluster))(
+            children(supervisor.pid)), 60, what="a replacement child")
+        log = (cluster.tmp / "worker-0.log").read_text()
+        assert "process 1 of 2 exited with status -9; starting another in 1s" in log
+
+        supervisor.send_signal(signal.SIGTERM)  # one signal stops them all, warm
+        assert supervisor.wait(60) == 0
+        assert children(supervisor.pid) == [] and registered(cluster) == set()
+        assert "2 processes × concurrency 4" in (cluster.tmp / "worker-0.log").read_text()

@@ -1,0 +1,135 @@
+"""A model request's JSON body, each shared block encoded once.
+
+A request is mostly what the previous one was: the same system blocks and tool schemas, and the
+same messages with one turn more. Context assembly (``workflows/context.py``) builds those blocks
+once per transcript entry (or per session) and shares them, read-only, as :class:`Block`; a Block
+keeps its JSON text once encoded, so the body of the next call is those texts joined, plus the few
+new or changed blocks, not the whole conversation encoded again. Given to the SDK as the request's
+``content``, it also spares the SDK its own deep copy of the request tree before encoding it
+(``anthropic._utils._prepare``), which grew with the conversation as well.
+
+The bytes are what the SDK itself would send: ``json.dumps`` with ``ensure_ascii=False``, compact
+separators and no NaN, UTF-8 encoded.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from json.encoder import (
+    encode_basestring,  # (the C one where there is one, as JSONEncoder uses)
+)
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                            default=lambda o: _jsonable(o))
+
+
+def _jsonable(value: object) -> object:
+    """What the SDK's preparation turns a non-JSON value into (a pydantic model: its JSON-mode dump)."""
+    dump = getattr(value, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return dump(mode="json", exclude_none=True)
+
+
+class Block(dict):
+    """A dict shared by many requests, read-only: its JSON is encoded on first use and kept (as UTF-8).
+    Changing one in place raises TypeError; put a changed copy in its place (``{**block, ...}``; a
+    copy or deep copy of a Block is a plain dict)."""
+
+    __slots__ = ("_json", "__weakref__")
+
+    def json(self) -> bytes:
+        try:
+            return self._json
+        except AttributeError:
+            self._json = _ENCODER.encode(self).encode()
+            return self._json
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a shared Block is read-only: put a changed copy in its place")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __copy__(self) -> dict:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict) -> dict:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self):
+        return (Block, (dict(self),))
+
+
+def dumps(value: object) -> bytes:
+    """``value`` as UTF-8 JSON, reusing the kept JSON of every :class:`Block` in it (the pieces are
+    joined once, at the end: a long conversation's body is copied once, not once per nesting level)."""
+    parts: list[bytes] = []
+    _parts(value, parts)
+    return b"".join(parts)
+
+
+def _parts(value: object, out: list[bytes]) -> None:
+    kind = type(value)
+    if kind is Block:
+        out.append(value.json())
+    elif kind is list and value and type(value[0]) in (dict, Block) and value[0].keys() == _MESSAGE_KEYS:
+        _messages(value, out)
+    elif kind is dict:
+        out.append(b"{")
+        for i, (k, v) in enumerate(value.items()):
+            out.append(_key(k) if i == 0 else b"," + _key(k))
+            _parts(v, out)
+        out.append(b"}")
+    elif kind is list or kind is tuple:
+        out.append(b"[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(b",")
+            _parts(v, out)
+        out.append(b"]")
+    elif kind is str:
+        out.append(encode_basestring(value).encode())
+    else:
+        out.append(_ENCODER.encode(value).encode())
+
+
+_MESSAGE_KEYS = {"role", "content"}
+_ROLES = {"user": b'{"role":"user","content":[', "assistant": b'{"role":"assistant","content":['}
+
+
+def _messages(messages: list, out: list[bytes]) -> None:
+    """A ``messages`` list, on a short path for the usual message (a role, and content blocks that are
+    all shared Blocks): one join per message."""
+    out.append(b"[")
+    for i, m in enumerate(messages):
+        if i:
+            out.append(b",")
+        if type(m) is Block:  # a message shared by every request of its transcript (workflows/context.py)
+            out.append(m.json())
+            continue
+        content = m.get("content") if type(m) is dict and m.keys() == _MESSAGE_KEYS else None
+        head = _ROLES.get(m.get("role")) if type(content) in (list, tuple) else None
+        if head is not None and all(type(b) is Block for b in content):
+            out.append(head + b",".join([b.json() for b in content]) + b"]}")
+        else:
+            _parts(m, out)
+    out.append(b"]")
+
+
+_KEYS: dict[str, bytes] = {}
+
+
+def _key(key: str) -> bytes:
+    """A key's JSON and its colon (the same few keys recur in every message)."""
+    text = _KEYS.get(key)
+    if text is None:
+        text = (_ENCODER.encode(key) + ":").encode()
+        if len(_KEYS) < 1024:
+            _KEYS[key] = text
+    return text
+
+
+def body(request: dict) -> bytes:
+    """The streaming Messages API body for ``request`` (the keyword arguments of ``messages.stream``)."""
+    return dumps({**request, "stream": True})
