@@ -253,7 +253,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         output = refused
     else:
         call = pre.call
-        limit = settings.tool_result_limits.get(call.name)
+        # (a custom command's line is cut by the tool itself: its output goes into a prompt, not into a file)
+        limit = None if call.prelude else settings.tool_result_limits.get(call.name)
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,

@@ -315,6 +315,7 @@ class SessionVerbs:
             "id": new_id(), "state": State.IDLE, "epoch": 0, "forked_from": src.id, "tool_calls": [],
             "memory_step": None, "memory_trailing": False, "extract_step": None, "extract_trailing": False,
             "permission_requests": [], "current_batch": 0, "created_at": time.time(),
+            "command": None, "run_model": None, "run_allow": [],
             "last_uuid": entries[-1].uuid if entries else None,
         })
         self.store.create_session(rec)
@@ -328,6 +329,9 @@ class SessionVerbs:
         read = self.store.r.hgetall(keys.files_read(sid))  # files the fork may Edit without re-reading
         if read:
             p.hset(keys.files_read(rec.id), mapping=read)
+        commands = self.store.r.hgetall(keys.commands(sid))  # its custom commands, until the CLI reads them again
+        if commands:
+            p.hset(keys.commands(rec.id), mapping=commands)
         p.execute()
         return rec
 
