@@ -27,13 +27,15 @@ from cli.attach import _last_id
 from cli.connect import Runtime
 from cli.headless.control import Control, ControlError, context_usage, initialize_response
 from cli.output import StreamJson, parse_input_line, user_text
+from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.render import follow
 from tasks.dispatch import dispatch
 from workflows.context import session_tools
 from workflows.exceptions import RequestClosed, RequestNotFound, ToolInputError
 from workflows.hooks.config import DEFAULT_TIMEOUT_SECONDS, CallbackHook, HookEvent, HookMatcher, HookSet
 from workflows.hooks.outcome import HookRun
-from workflows.models import PermissionDecisionEntry, PermissionMode, PermissionRequestEntry, ResultEntry, UserEntry
+from workflows.hooks.session_hooks import starts_run
+from workflows.models import PermissionDecisionEntry, PermissionMode, PermissionRequestEntry, ResultEntry
 
 EOF = object()
 
@@ -180,6 +182,9 @@ class StreamServer:
             click.echo(f"mainsail: {exc}", err=True)
 
     def _submit(self, prompt: str) -> None:
+        note = unknown_command_note(prompt, self.rt.store.commands(self.sid))
+        if note:
+            click.echo(f"mainsail: {note}", err=True)
         if self.results >= self.submitted:  # idle: follow from here
             self.after = _last_id(self.rt, self.sid)
         dispatch(self.rt.engine.submit(self.sid, prompt))
@@ -188,9 +193,10 @@ class StreamServer:
     # ------------------------------------------------------------------ what the session records
 
     def _on_entry(self, e) -> None:
-        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+        if starts_run(e):  # a prompt, or a custom command's start (its prompt comes after its ! lines)
             rec = self.rt.store.get_session(self.sid)
-            self.out.init(rec, session_tools(rec), api_key_source=self.api_key_source)
+            self.out.init(rec, session_tools(rec), api_key_source=self.api_key_source,
+                          slash_commands=list(self.rt.store.commands(self.sid)))
         self.out.entry(e)
         if isinstance(e, ResultEntry):
             self.results += 1
@@ -291,7 +297,8 @@ class StreamServer:
             except AgentFileError as exc:
                 raise ControlError(str(exc).replace("--agents", "agents")) from None
         rec = self.rt.store.get_session(self.sid)
-        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents)
+        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents,
+                                   sdk_commands(self.rt.store.commands(self.sid)))
 
     def _interrupt(self, request: dict) -> dict:
         self.rt.engine.cancel(self.sid, "Interrupted by the client", dispatch=dispatch)

@@ -221,3 +221,35 @@ def test_cancel_during_the_lines_leaves_the_session_idle_and_clean(engine, ws, h
     assert rec.state is State.IDLE and rec.command is None and rec.tool_calls == []
     assert not [e for e in entries(engine, sid, UserEntry) if e.origin == "tool_result"]
     assert entries(engine, sid, ResultEntry)[-1].subtype == "cancelled"
+
+
+def test_user_prompt_submit_hooks_see_the_command_as_typed_and_can_stop_it_before_its_lines(engine, ws, home):
+    from tests.unit.test_hooks_engine import hook_script, runs_of
+    from workflows.hooks.settings import parse_hooks
+
+    write(ws, "mk", "---\nallowed-tools: Bash(touch:*)\n---\n!`touch made.txt`\n")
+    cmd = hook_script(ws, "ups", 'case "$input" in *block*) echo "no" >&2; exit 2;; *) echo "ctx line";; esac')
+    hookset = parse_hooks({"UserPromptSubmit": [{"hooks": [{"type": "command", "command": cmd}]}]}, "test")
+    sid, model, _ = open_session(engine, ws, home, hooks=hookset)
+    run(engine, sid, "/mk block")
+    assert not (ws / "made.txt").exists() and api_of(model).requests == []
+    assert [r["prompt"] for r in runs_of(ws, "ups")] == ["/mk block"]
+    run(engine, sid, "/mk")
+    assert (ws / "made.txt").exists()
+    texts = last_user_texts(model)
+    assert texts[-3].startswith("<command-message>mk</command-message>")
+    assert texts[-2] == "(Bash completed with no output)\n"  # as Claude Code puts a silent line's output
+    assert "UserPromptSubmit hook additional context: ctx line" in texts[-1]
+
+
+def test_a_pre_tool_use_hook_guards_bash_lines_as_it_guards_the_models_calls(engine, ws, home):
+    from tests.unit.test_hooks_engine import hook_script, hooks
+
+    write(ws, "mk", "---\nallowed-tools: Bash(touch:*)\n---\n!`touch made.txt`\n")
+    cmd = hook_script(ws, "guard", "echo 'no touching' >&2; exit 2")
+    sid, model, _ = open_session(engine, ws, home, hooks=hooks("PreToolUse", cmd))
+    run(engine, sid, "/mk")
+    result = entries(engine, sid, ResultEntry)[-1].result
+    assert result == ('Shell command failed for pattern "!`touch made.txt`": PreToolUse:Bash hook denied this call: '
+                      "no touching")
+    assert not (ws / "made.txt").exists() and api_of(model).requests == []

@@ -124,7 +124,10 @@ class CommandRuns:
                     why = str(exc)
             perm = decide(get_tool(name), tool_input, rec) if why is None else None
             if perm is not None and perm.decision is Decision.DENY:
-                why = perm.reason
+                why = perm.reason if not perm.asked else (
+                    f"it needs approval ({perm.asked}), and {_nobody(perm)} "
+                    "asks no one. Allow it with the command's allowed-tools or --allowedTools, or run the command "
+                    "where you can answer (interactive mode)")
             if perm is not None and perm.decision is Decision.ASK and line.kind == "file":
                 why = perm.reason or "it would need approval"  # an @ file is attached without asking, or not at all
             if why is not None:
@@ -220,6 +223,10 @@ class CommandRuns:
         rec.context_added += estimate_tokens("".join(blocks))
         self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
         self._next_model_call(tx)
+
+
+def _nobody(perm) -> str:
+    return "dontAsk mode" if perm.source.startswith("mode dontAsk") else "print mode"
 
 
 def refusal(kind: str, pattern: str, why: str) -> str:
