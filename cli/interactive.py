@@ -38,17 +38,18 @@ from cli.mcp import approve_project_servers
 from cli.render import Renderer, follow
 from cli.run import apply_flags, session_permissions, warn_unpriced
 from cli.select import pick_session
+from cli.slash_commands import custom_help, read_commands
 from cli.sessions import describe
 from cli.standby import require_model_access
 from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
-from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.hooks.session_hooks import is_entry_of_prompt, starts_run
 from workflows.mcp.config import fresh
 from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
-from workflows.models import ResultEntry, SessionRecord, Usage, UserEntry, parse_entry
+from workflows.models import ResultEntry, SessionRecord, Usage, parse_entry
 from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 from workflows.store import stream_entries
@@ -109,8 +110,9 @@ class LineReader:
         return line
 
 
-def _setup_readline(history: Path, commands: list[str]) -> Callable[[], None]:
-    """Line editing, history (kept in ``history``) and Tab completion of slash commands."""
+def _setup_readline(history: Path, commands: Callable[[], list[str]]) -> Callable[[], None]:
+    """Line editing, history (kept in ``history``) and Tab completion of slash commands (``commands()``: the
+    names offered now, custom commands included)."""
     try:
         import readline
     except ImportError:  # no readline on this platform: plain input()
@@ -125,7 +127,9 @@ def _setup_readline(history: Path, commands: list[str]) -> Callable[[], None]:
         line = readline.get_line_buffer()
         if not line.startswith("/") or " " in line:
             return None
-        matches = [c + " " for c in commands if c.startswith(text)]
+        if state == 0:
+            complete.matches = [c + " " for c in commands() if c.startswith(text)]
+        matches = complete.matches
         return matches[state] if state < len(matches) else None
 
     readline.set_completer_delims(" \t\n")
@@ -283,12 +287,19 @@ class Interactive:
 
     def command(self, line: str) -> None:
         name, _, arg = line.partition(" ")
-        name = name.lower()
-        entry = self.commands.get(name)
-        if entry is None:
-            click.echo(f"Unknown command {name}. Type /help.", err=True)
+        entry = self.commands.get(name.lower())
+        if entry is not None:
+            entry[0](arg.strip())
             return
-        entry[0](arg.strip())
+        if self.store.command(self.sid, name[1:]) is not None:  # a custom command: the engine expands it
+            self.turn(line)
+            return
+        click.echo(f"Unknown command {name}. Type /help. (A custom command /NAME is a file .claude/commands/NAME.md "
+                   "of the workspace, or ~/.claude/commands/NAME.md.)", err=True)
+
+    def command_names(self) -> list[str]:
+        """What Tab completes after ``/``: the built-in commands, then this session's custom commands."""
+        return [n for n, (_, text) in self.commands.items() if text] + [f"/{n}" for n in self.store.commands(self.sid)]
 
     # ------------------------------------------------------------------ a turn
 
@@ -391,6 +402,8 @@ class Interactive:
         for name, (_, text) in self.commands.items():
             if text:
                 click.echo(f"  {name:<13} {text}")
+        for line in custom_help(self.store.commands(self.sid), self.commands):
+            click.echo(line)
         click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab at the prompt cycles the permission "
                    "mode; Ctrl-C or Ctrl-D at the prompt leaves.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
@@ -482,6 +495,7 @@ class Interactive:
             additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides,
             fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers))
         self.engine.mark_session_start(rec.id, "clear", rec)
+        read_commands(self.rt, rec.id)
         self.sid = rec.id
         kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
@@ -530,6 +544,7 @@ class Interactive:
         announce(rec)
         recap(self.store, sid)
         self.engine.mark_session_start(sid, "resume", rec)
+        read_commands(self.rt, sid)
 
     def cmd_exit(self, arg: str) -> None:
         raise Exit()
@@ -552,8 +567,7 @@ def recap(store, sid: str) -> None:
     entries = store.entries(sid)
     start = None
     for i in range(len(entries) - 1, -1, -1):
-        e = entries[i]
-        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+        if starts_run(entries[i]):
             start = i
             break
     if start is None:
@@ -609,6 +623,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
                                dim=True))
         warn_unpriced(rec)
+        read_commands(rt, rec.id)
         return rec.id
     rec = rt.store.get_session(sid)
     require_model_access(rt, settings, model or rec.model)
@@ -618,6 +633,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
+    read_commands(rt, sid)
     return sid
 
 
@@ -669,7 +685,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         reader = LineReader()
         ui = Interactive(rt, settings, workspace, reader, sid)
         if reader.tty:
-            save_history = _setup_readline(settings.data_dir / "history", list(ui.commands))
+            save_history = _setup_readline(settings.data_dir / "history", ui.command_names)
             click.echo(click.style("Type a message, or /help. Esc or Ctrl-C interrupts a turn; Shift+Tab cycles the "
                                    "permission mode; Ctrl-D leaves.", dim=True))
         if first_prompt:

@@ -190,8 +190,10 @@ class StreamJson:
             if self._flush is not None:
                 self._flush()
 
-    def init(self, rec: SessionRecord, tools: list[str], *, api_key_source: str = "none") -> dict:
-        """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``."""
+    def init(self, rec: SessionRecord, tools: list[str], *, api_key_source: str = "none",
+             slash_commands: list[str] = ()) -> dict:
+        """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``; ``slash_commands``: the
+        session's custom commands' names (Claude Code lists its built-in ones too; print mode has none)."""
         obj = {
             "type": "system",
             "subtype": "init",
@@ -202,7 +204,7 @@ class StreamJson:
                             for s in rec.mcp_servers],
             "model": rec.model,
             "permissionMode": rec.permission_mode.value,
-            "slash_commands": [],
+            "slash_commands": list(slash_commands),
             "apiKeySource": api_key_source,
             "claude_code_version": CLAUDE_CODE_VERSION,
             "output_style": "default",

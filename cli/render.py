@@ -125,8 +125,10 @@ class Renderer:
                     line = f"{owner}: {line}"
                 style = "red" if getattr(block, "is_error", False) else "dim"
                 self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
-            elif self.show_prompts:
+            elif self.show_prompts and e.command is None:  # (a command's prompt: its start entry showed it)
                 self.console.print(Text(f"> {e.message.text()}", style="bold"))
+        elif isinstance(e, SystemEntry) and e.subtype == "command":
+            self._command_entry(e)
         elif isinstance(e, SystemEntry):
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
@@ -156,6 +158,16 @@ class Renderer:
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
+
+    def _command_entry(self, e: SystemEntry) -> None:
+        """A custom command's start (``/review a.py``: shown as a prompt) or one of its lines that ran."""
+        if e.content.startswith("/"):
+            if self.show_prompts:
+                self._end_line()
+                self.console.print(Text(f"> {e.content}", style="bold"))
+            return
+        self._end_line()
+        self.console.print(Text(f"  ⎿  {e.content}"[:160], style="dim"))
 
     def child_entry(self, child: str, e) -> None:
         """A sub-agent's entry, indented under its Task call: its tool calls, their results, its asks, its end."""

@@ -19,6 +19,7 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.figures import memory_saved_line
 from cli.select import pick_session
+from cli.slash_commands import read_commands
 from cli.standby import require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
@@ -173,6 +174,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                        auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
         warn_unpriced(rec)
+        read_commands(rt, rec.id)
         return rec.id
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
@@ -181,6 +183,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     warn_unpriced(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
+    read_commands(rt, sid)
     return sid
 
 
@@ -363,7 +366,7 @@ def _stream_writer(rt: Runtime, sid: str):
 
     def init() -> None:  # when the prompt's entry arrives: its MCP servers were found before it
         rec = rt.store.get_session(sid)
-        stream.init(rec, offered_tools(rec))
+        stream.init(rec, offered_tools(rec), slash_commands=list(rt.store.commands(sid)))
 
     stream.on_prompt = init
     return stream

@@ -456,6 +456,20 @@ class StoreContract:
 
     # ------------------------------------------------------------------ inbox
 
+    def test_commands_are_replaced_whole_and_read_by_name(self, store):
+        from workflows.commands import CommandDefinition
+
+        sid = "s-commands"
+        assert store.commands(sid) == {} and store.command(sid, "review") is None
+        review = CommandDefinition(name="review", body="Review $ARGUMENTS ✓\n", allowed_tools=["Bash(git diff:*)"])
+        store.put_commands(sid, {"review": review, "fe:test": CommandDefinition(name="fe:test", body="t")})
+        assert store.command(sid, "review") == review
+        assert list(store.commands(sid)) == ["fe:test", "review"]
+        store.put_commands(sid, {"fe:test": CommandDefinition(name="fe:test", body="new")})
+        assert store.command(sid, "review") is None and store.commands(sid)["fe:test"].body == "new"
+        store.put_commands(sid, {})
+        assert store.commands(sid) == {} and keys.commands(sid) not in store.session_keys(sid)
+
     def test_inbox_is_fifo(self, store):
         sid = "s-inbox"
         assert store.pop_inbox(sid) is None

@@ -58,6 +58,11 @@ def session_memory(sid: str) -> str:
     return f"{session(sid)}:memory"
 
 
+def commands(sid: str) -> str:
+    """Hash of custom command name -> its definition (JSON), read from the files when the CLI opened the session."""
+    return f"{session(sid)}:commands"
+
+
 def fork_checkpoint(sid: str, step_id: str) -> str:
     """A memory fork's progress (messages, staged writes), so another worker can resume it."""
     return f"{session(sid)}:fork:{_check('step', step_id)}"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from statemachines import State
+from workflows.commands.models import CommandRun
 from workflows.hooks.config import HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
 from workflows.mcp.config import McpServer
@@ -160,6 +161,7 @@ class UserEntry(_Entry):
     message: Message
     origin: Literal["prompt", "tool_result", "inbox", "synthetic"] = "prompt"
     display: str | None = None  # a one-line summary of a tool result, for watchers
+    command: str | None = None  # a custom command's prompt: the invocation as typed (``/review a.py``)
 
 
 class AssistantEntry(_Entry):
@@ -182,7 +184,7 @@ class SystemEntry(_Entry):
     """A notice for the user and the record: an error, a retry, a recovered step."""
 
     type: Literal["system"] = "system"
-    subtype: Literal["error", "info", "warning", "interrupted", "memory"] = "info"
+    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command"] = "info"
     content: str
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
@@ -390,6 +392,9 @@ class ToolCall(_Model):
     hooks_pending: bool = False  # PreToolUse hooks match it: its permission is decided once they ran
     client_hook_runs: list[HookRun] | None = None  # what the SDK client's PreToolUse callbacks answered
     child_session_id: str | None = None  # a Task call's child session (workflows.engine.subagents)
+    # A custom command's ``!`` line or ``@`` reference, run before its prompt is sent: its result goes into
+    # the prompt (workflows.engine.commands), never into the transcript as a tool_result.
+    prelude: bool = False
 
 
 class RuleSpec(_Model):
@@ -606,6 +611,11 @@ class SessionRecord(_Model):
     start_source: str = "startup"  # the next SessionStart's source: startup, resume, clear or compact
     stop_hook_active: bool = False  # a Stop hook blocked in this run: the next Stop is told so
     run_stop_blocks: int = 0  # Stop blocks in this run (capped: workflows.hooks.session_hooks)
+    # A custom slash command (workflows.engine.commands): the one whose lines run before its prompt, and
+    # what its frontmatter gives the run it starts (cleared when that run ends).
+    command: CommandRun | None = None
+    run_model: str | None = None  # the command's ``model``: the run's calls send it
+    run_allow: list[RuleSpec] = Field(default_factory=list)  # the command's ``allowed-tools``
 
     # Session memory: the running summary kept by a background fork.
     memory_step: str | None = None  # the update running now (at most one: this is its lock)
@@ -625,11 +635,11 @@ class SessionRecord(_Model):
     last_error: str | None = None
 
     def sent_model(self, name: str | None = None) -> str:
-        """The model id the next call sends for ``name`` (default: the session's model): aliases resolved,
-        ``opusplan`` by the current permission mode."""
+        """The model id the next call sends for ``name`` (default: the run's model, a custom command's, else the
+        session's): aliases resolved, ``opusplan`` by the current permission mode."""
         from workflows.model_names import resolve_model
 
-        return resolve_model(name or self.model, plan=self.permission_mode is PermissionMode.PLAN,
+        return resolve_model(name or self.run_model or self.model, plan=self.permission_mode is PermissionMode.PLAN,
                              overrides=self.model_overrides)
 
     def pending_tool_calls(self) -> list[ToolCall]:

@@ -288,7 +288,9 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     else:
         call = pre.call
         mcp = is_mcp_name(call.name)
-        limit = settings.tool_result_limits.get(call.name) or (settings.mcp_max_output_chars if mcp else None)
+        # (a custom command's line is cut by the tool itself: its output goes into a prompt, not into a file)
+        limit = None if call.prelude else (settings.tool_result_limits.get(call.name)
+                                           or (settings.mcp_max_output_chars if mcp else None))
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,

@@ -21,6 +21,7 @@ from redis.exceptions import LockError, LockNotOwnedError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows import keys
+from workflows.commands.models import CommandDefinition
 from workflows.exceptions import (
     AmbiguousSession,
     LockTimeout,
@@ -397,6 +398,26 @@ class Store:
 
     def inbox(self, sid: str) -> list[str]:
         return [_s(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
+
+    # ------------------------------------------------------------------ custom slash commands
+
+    def put_commands(self, sid: str, commands: dict[str, CommandDefinition]) -> None:
+        """Replace the session's custom commands (one MULTI/EXEC: a reader sees the old set or the new)."""
+        p = self.r.pipeline(transaction=True)
+        p.delete(keys.commands(sid))
+        if commands:
+            p.hset(keys.commands(sid), mapping={n: d.model_dump_json() for n, d in commands.items()})
+        p.execute()
+
+    def command(self, sid: str, name: str) -> CommandDefinition | None:
+        """One custom command of the session, by name (None: it has none of that name)."""
+        raw = self.r.hget(keys.commands(sid), name)
+        return CommandDefinition.model_validate_json(raw) if raw else None
+
+    def commands(self, sid: str) -> dict[str, CommandDefinition]:
+        """The session's custom commands, by name."""
+        raw = self.r.hgetall(keys.commands(sid))
+        return dict(sorted((_s(n), CommandDefinition.model_validate_json(v)) for n, v in raw.items()))
 
     # ------------------------------------------------------------------ session memory
 

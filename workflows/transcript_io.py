@@ -390,7 +390,7 @@ def import_entries(lines: Iterable[str]) -> tuple[list, dict]:
 def _title(entries: list) -> str:
     for e in entries:
         if isinstance(e, UserEntry) and e.origin == "prompt":
-            line = " ".join(e.message.text().split())
+            line = " ".join((e.command or e.message.text()).split())
             if line:
                 return line if len(line) <= 60 else line[:57] + "..."
     return ""

@@ -103,10 +103,12 @@ class Control:
             return len(self._waiting)
 
 
-def initialize_response(mode: PermissionMode, api_key_source: str, agents: dict | None = None) -> dict[str, Any]:
-    """What Mainsail says about itself to ``initialize`` (the keys the Agent SDK reads)."""
+def initialize_response(mode: PermissionMode, api_key_source: str, agents: dict | None = None,
+                        commands: list[dict] | None = None) -> dict[str, Any]:
+    """What Mainsail says about itself to ``initialize`` (the keys the Agent SDK reads); ``commands``: the custom
+    slash commands (``name``, ``description``, ``argumentHint``)."""
     return {
-        "commands": [],
+        "commands": list(commands or []),
         "agents": [{"name": a.name, "description": a.description, "model": a.model or "inherit"}
                    for a in (agents or {}).values()],
         "output_style": "default",

@@ -19,6 +19,7 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.output import StreamJson, result_json
 from cli.run import open_session, session_model
+from cli.slash_commands import unknown_command_note
 from cli.standby import require_model_access
 from workflows.mcp.sources import McpFlags
 from workflows.settings import load_settings
@@ -92,6 +93,9 @@ class PrintRun:
             if self.output_format == "stream-json":
                 result = self._stream(rt, settings, sid)
             else:
+                note = unknown_command_note(self.prompt, rt.store.commands(sid))
+                if note:
+                    click.echo(f"mainsail: {note}", err=True)
                 result = submit_and_watch(rt, sid, self.prompt, print_mode=True)
             if rt.worker is not None:
                 wait_for_memory(rt, sid, quiet=True)

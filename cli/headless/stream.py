@@ -32,6 +32,7 @@ from cli.headless.control import (
     initialize_response,
 )
 from cli.output import StreamJson, parse_input_line, user_text
+from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.render import follow
 from tasks.dispatch import dispatch
 from workflows.context import offered_tools
@@ -44,12 +45,12 @@ from workflows.hooks.config import (
     HookSet,
 )
 from workflows.hooks.outcome import HookRun
+from workflows.hooks.session_hooks import starts_run
 from workflows.models import (
     PermissionDecisionEntry,
     PermissionMode,
     PermissionRequestEntry,
     ResultEntry,
-    UserEntry,
 )
 
 EOF = object()
@@ -197,6 +198,9 @@ class StreamServer:
             click.echo(f"mainsail: {exc}", err=True)
 
     def _submit(self, prompt: str) -> None:
+        note = unknown_command_note(prompt, self.rt.store.commands(self.sid))
+        if note:
+            click.echo(f"mainsail: {note}", err=True)
         if self.results >= self.submitted:  # idle: follow from here
             self.after = _last_id(self.rt, self.sid)
         dispatch(self.rt.engine.submit(self.sid, prompt))
@@ -205,9 +209,10 @@ class StreamServer:
     # ------------------------------------------------------------------ what the session records
 
     def _on_entry(self, e) -> None:
-        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+        if starts_run(e):  # a prompt, or a custom command's start (its prompt comes after its ! lines)
             rec = self.rt.store.get_session(self.sid)
-            self.out.init(rec, offered_tools(rec), api_key_source=self.api_key_source)
+            self.out.init(rec, offered_tools(rec), api_key_source=self.api_key_source,
+                          slash_commands=list(self.rt.store.commands(self.sid)))
         self.out.entry(e)
         if isinstance(e, ResultEntry):
             self.results += 1
@@ -308,7 +313,8 @@ class StreamServer:
             except AgentFileError as exc:
                 raise ControlError(str(exc).replace("--agents", "agents")) from None
         rec = self.rt.store.get_session(self.sid)
-        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents)
+        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents,
+                                   sdk_commands(self.rt.store.commands(self.sid)))
 
     def _interrupt(self, request: dict) -> dict:
         self.rt.engine.cancel(self.sid, "Interrupted by the client", dispatch=dispatch)

@@ -172,3 +172,30 @@ def test_clear_ends_the_old_session_and_the_new_one_starts_with_source_clear(rt,
     assert ui.sid != rec.id and (new.session_started, new.start_source) == (False, "clear")
     interactive.end_session(rt, ui.sid, "prompt_input_exit")
     assert [(s.session_id, s.detail) for s in sent[1:]] == [(ui.sid, "prompt_input_exit")]
+
+
+def test_custom_commands_are_listed_by_help_sent_as_turns_and_unknown_ones_said(rt, ws, capsys, monkeypatch):
+    commands = ws / ".claude" / "commands"
+    (commands / "git").mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $0\n")
+    (commands / "git" / "st.md").write_text("Status: !`git status`\n")
+    (commands / "help.md").write_text("A project /help\n")
+    ui = make(rt, ws, "/help", "/review calc.py", "/git:st", "/nosuch x", "/Review calc.py", "/exit")
+    rt.engine.refresh_commands(ui.sid)
+    sent = []
+    monkeypatch.setattr(ui, "turn", sent.append)
+    ui.loop()
+    captured = capsys.readouterr()
+    assert "Custom commands (.claude/commands/ of the workspace, ~/.claude/commands/):" in captured.out
+    assert "/review FILE  Review a file (project)" in captured.out
+    assert "/git:st       Status: !`git status` (project)" in captured.out
+    assert "/help         A project /help (project) [hidden by the built-in /help]" in captured.out
+    assert sent == ["/review calc.py", "/git:st"]  # names are exact: /Review is not /review
+    assert "Unknown command /nosuch. Type /help. (A custom command /NAME is a file .claude/commands/NAME.md" in \
+        captured.err and "Unknown command /Review." in captured.err
+    assert "/review" in ui.command_names() and "/git:st" in ui.command_names()
+
+
+def test_help_says_how_to_add_a_custom_command_when_there_is_none(rt, ws, capsys):
+    make(rt, ws, "/help", "/exit").loop()
+    assert "No custom commands: add .claude/commands/NAME.md (this project)" in capsys.readouterr().out

@@ -8,6 +8,7 @@
 - :mod:`~workflows.engine.ledger`: the step protocol's claim, heartbeat, and the reaper's take-backs;
 - :mod:`~workflows.engine.turn`: one turn of the agent loop (reply, tool calls, next call, end);
 - :mod:`~workflows.engine.approvals`: asking a person and settling the answer;
+- :mod:`~workflows.engine.commands`: custom slash commands (their ``!`` lines and ``@`` files run first);
 - :mod:`~workflows.engine.compacting` and :mod:`~workflows.engine.forks`: compaction and memory forks;
 - :mod:`~workflows.engine.subagents`: Task calls as child sessions, and their answers coming back;
 - :mod:`workflows.hooks.commits`: hooks' outcomes;
@@ -17,6 +18,7 @@ The engine never imports ``tasks/``: it returns the steps to dispatch.
 """
 
 from workflows.engine.approvals import Approvals
+from workflows.engine.commands import CommandRuns
 from workflows.engine.commit import CommitCore
 from workflows.engine.compacting import Compacting
 from workflows.engine.forks import MemoryForks
@@ -40,7 +42,6 @@ from workflows.hooks.commits import HookCommits
 from workflows.mcp.commits import McpCommits
 
 
-class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, Compacting, MemoryForks, HookCommits,
-             McpCommits,
-             CommitCore):
+class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, CommandRuns, Compacting, MemoryForks,
+             HookCommits, McpCommits, CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

@@ -131,6 +131,8 @@ class Approvals:
                 for rule in req.always:
                     rec.rules.add("allow", rule, "session")
                     added.append(rule)
+        elif call.prelude:  # a custom command's ! line: the command does not run (workflows.engine.commands)
+            self.command_refused(tx, call, by, message)
         else:
             if by == "timeout":
                 text = (f"Permission to use {call.name} was denied: nobody answered within "

@@ -210,6 +210,8 @@ class CommitCore:
         tx.entries.append(entry)
 
     def _add_tool_result(self, tx: _Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
+        if tx.rec.command is not None and self.command_output(tx, tool_use_id, output):
+            return  # a custom command's line: its result goes into the command's prompt (workflows.engine.commands)
         block = ToolResultBlock(tool_use_id=tool_use_id, content=output.content, is_error=output.is_error)
         tx.rec.context_added += estimate_tokens(output.content)
         self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
@@ -218,6 +220,7 @@ class CommitCore:
     def _add_result(self, tx: _Tx, subtype: str, text: str, is_error: bool = False) -> None:
         """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
         rec = tx.rec
+        rec.command, rec.run_model, rec.run_allow = None, None, []  # a command's hold on its run ends with it
         self._add(tx, ResultEntry(
             session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
             num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),

@@ -323,6 +323,7 @@ class SessionVerbs:
             "id": new_id(), "state": State.IDLE, "epoch": 0, "forked_from": src.id, "tool_calls": [],
             "memory_step": None, "memory_trailing": False, "extract_step": None, "extract_trailing": False,
             "permission_requests": [], "current_batch": 0, "created_at": time.time(),
+            "command": None, "run_model": None, "run_allow": [],
             "last_uuid": entries[-1].uuid if entries else None,
             # Its MCP servers are found again at its first prompt (their tool list is the original's key).
             "mcp_tools_digest": None,
@@ -339,6 +340,9 @@ class SessionVerbs:
         read = self.store.r.hgetall(keys.files_read(sid))  # files the fork may Edit without re-reading
         if read:
             p.hset(keys.files_read(rec.id), mapping=read)
+        commands = self.store.r.hgetall(keys.commands(sid))  # its custom commands, until the CLI reads them again
+        if commands:
+            p.hset(keys.commands(rec.id), mapping=commands)
         p.execute()
         return rec
 

@@ -159,7 +159,13 @@ class TurnLogic:
         rec.last_error = None
         if not rec.title:
             rec.title = _title(prompt)
+        rec.command, rec.run_model, rec.run_allow = None, None, []
+        rec.command = self._invoked_command(tx, prompt)  # a custom command: workflows.engine.commands
         if self.hold_prompt(tx, prompt):  # its session hooks run first, in a hook step
+            return
+        if rec.command is not None:
+            self._fire(tx, "submit")
+            self.start_command(tx, [])
             return
         self._add_prompt(tx, prompt)
         self._fire(tx, "submit")
@@ -245,6 +251,8 @@ class TurnLogic:
         """
         rec = tx.rec
         while True:
+            if self.command_failed(tx):  # a custom command's line failed or was refused: its run ends here
+                return
             batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
             for call in batch:
                 if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
@@ -259,7 +267,10 @@ class TurnLogic:
             if not any(c.batch >= rec.current_batch for c in rec.tool_calls):
                 rec.tool_calls = []
                 self._fire(tx, "tools_finished")
-                self._next_model_call(tx)
+                if rec.command is not None:  # a custom command's lines ran: now its prompt
+                    self.send_command(tx)
+                else:
+                    self._next_model_call(tx)
                 return
 
     def _next_model_call(self, tx: _Tx) -> None:

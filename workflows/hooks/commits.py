@@ -220,6 +220,9 @@ class HookCommits(LifecycleHooks):
             self._send_prompt_gate(tx)
             return
         prompt, rec.held_prompt = rec.held_prompt or "", None
+        if rec.command is not None:  # a custom command: its lines run first (workflows.engine.commands)
+            self.start_command(tx, list(context))
+            return
         self._add_prompt(tx, prompt)
         self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, context)
         self._next_model_call(tx)

@@ -16,9 +16,9 @@ import threading
 
 from workflows.hooks.config import HookEvent
 from workflows.hooks.runner import hook_input, run_event
-from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, UserEntry
+from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
 
-__all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step"]
+__all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step", "starts_run"]
 
 #: Stop blocks in one run before Mainsail ends it anyway (beside the run's max turns): a Stop hook that
 #: ignores ``stop_hook_active`` must not keep the model answering forever.
@@ -51,11 +51,21 @@ def prompt_digest(prompt: str) -> str:
 
 
 def is_entry_of_prompt(entry, prompt: str) -> bool:
-    """Whether ``entry`` shows that the run of ``prompt`` began: its user entry, or its prompt hooks' verdict
-    (a blocked prompt has no user entry)."""
+    """Whether ``entry`` shows that the run of ``prompt`` began: its user entry, its prompt hooks' verdict
+    (a blocked prompt has no user entry), or, for a custom command, the entry that marks its start (its
+    prompt comes once its lines ran, if they do)."""
     if isinstance(entry, UserEntry):
-        return entry.origin in ("prompt", "inbox") and entry.message.text() == prompt
+        return entry.origin in ("prompt", "inbox") and (entry.command or entry.message.text()) == prompt
+    if isinstance(entry, SystemEntry):
+        return entry.subtype == "command" and entry.content == prompt
     return isinstance(entry, HookEntry) and entry.prompt_sha256 == prompt_digest(prompt)
+
+
+def starts_run(entry) -> bool:
+    """Whether ``entry`` is where a run's own entries begin: its prompt, or a custom command's start."""
+    if isinstance(entry, UserEntry):
+        return entry.origin in ("prompt", "inbox") and entry.command is None
+    return isinstance(entry, SystemEntry) and entry.subtype == "command" and entry.content.startswith("/")
 
 
 def context_text(event: HookEvent, text: str) -> str:

@@ -5,6 +5,9 @@ The rule language and the modes live in :mod:`workflows.permissions.rules` and
 its mode, its rules (settings files and flags captured at start, plus the
 "always" answers given since), its workspace and its user's home.
 
+A custom command's ``allowed-tools`` join the allow rules for the run it started (``rec.run_allow``):
+like any allow rule they never beat a deny or ask rule, plan mode or a protected path.
+
 A caller with tighter limits (a memory fork) passes its own allow list: the
 call must get past the session's own decision first (a fork can never do what
 the session could not), and then be allowed by the caller's list in plan mode,
@@ -41,8 +44,9 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
             stays an ask even in a session that asks nobody (``rec.asks == "deny"``).
     """
     home = rec.home or os.path.expanduser("~")
+    rules = rec.rules.combined(RuleSet(allow=rec.run_allow)) if rec.run_allow else rec.rules
     result = evaluate(
-        tool.name, tool_input, mode=rec.permission_mode, rules=rec.rules, workspace=rec.workspace, home=home,
+        tool.name, tool_input, mode=rec.permission_mode, rules=rules, workspace=rec.workspace, home=home,
         read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
         additional_dirs=rec.additional_directories,
     )

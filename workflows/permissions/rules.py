@@ -66,6 +66,7 @@ class PermissionResult:
     source: str = ""
     display: str = ""
     rule: str | None = None
+    asked: str = ""  # a deny standing for an ask nobody can answer (print mode, dontAsk): why it would ask
 
 
 class RuleSyntaxError(ValueError):
@@ -375,7 +376,7 @@ def nobody_to_ask(tool: str, asked: PermissionResult) -> PermissionResult:
                 "session runs without anyone to ask (print mode). Do not retry it; continue without it, or "
                 "tell the user which permission rule (--allowedTools) would allow it."),
         source="no one to ask" + (f" ({asked.source})" if asked.source else ""),
-        display="denied: needs approval, and print mode asks no one")
+        display="denied: needs approval, and print mode asks no one", asked=asked.reason or asked.source)
 
 
 def dont_ask(tool: str, asked: PermissionResult) -> PermissionResult:
@@ -386,6 +387,6 @@ def dont_ask(tool: str, asked: PermissionResult) -> PermissionResult:
                 f"({asked.reason}). Do not retry it; continue without it, or tell the user which "
                 "permission rule would allow it."),
         source="mode dontAsk" + (f" ({asked.source})" if asked.source else ""),
-        display="denied: not pre-approved (dontAsk mode)")
+        display="denied: not pre-approved (dontAsk mode)", asked=asked.reason or asked.source)
 
 
