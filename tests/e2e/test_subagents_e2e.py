@@ -71,7 +71,7 @@ def run_p(cluster, ws, *args: str) -> subprocess.Popen:
 
 
 def test_three_children_run_in_parallel_on_two_workers_and_a_sigkill_loses_no_answer(cluster, workspace):
-    family = Family(3, lambda body, prompt: Turn(text=f"answer to {prompt}", delay_seconds=3.0))
+    family = Family(3, lambda body, prompt: Turn(text=f"answer to {prompt}", delay_seconds=6.0))  # overlap under load
     with FakeMessagesServer(family) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         workers = [cluster.start_worker(), cluster.start_worker()]
