@@ -62,6 +62,7 @@ class Renderer:
         self.show_prompts = show_prompts
         self.show_requests = show_requests
         self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
+        self.shown: dict[str, str] = {}  # step id -> the text its deltas showed
         self.calls: dict[str, str] = {}  # tool_use id -> "Name(arg)" when a turn made several calls
         self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its description (names its sub-agent)
         self.child_labels: dict[str, str] = {}  # sub-agent session id -> its Task's description
@@ -78,7 +79,9 @@ class Renderer:
         if seen is not None and seen != attempt:
             self._end_line()
             self.console.print(Text("(the model call restarted on another worker)", style="yellow"))
+            self.shown[step] = ""
         self.streamed[step] = attempt
+        self.shown[step] = self.shown.get(step, "") + text
         self.console.file.write(text)
         self.console.file.flush()
         self._mid_line = not text.endswith("\n")
@@ -100,9 +103,16 @@ class Renderer:
     def entry(self, e) -> None:
         if isinstance(e, AssistantEntry):
             text = e.message.text()
-            if e.step_id not in self.streamed and text:
+            shown = self.shown.pop(e.step_id, None) if e.step_id in self.streamed else None
+            if shown is None and text:
                 self._end_line()
                 self.console.print(Text(text))
+            elif shown is not None and text != shown:  # deltas were missed (a slow reader, a capped stream)
+                if text.startswith(shown):
+                    self.console.file.write(text[len(shown):])
+                else:
+                    self._end_line()
+                    self.console.print(Text(text))
             self._end_line()
             uses = e.message.tool_uses()
             for tu in uses:

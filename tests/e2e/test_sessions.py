@@ -180,8 +180,8 @@ def test_json_and_stream_json_output_parse_as_a_script_would(cluster, workspace,
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert (lines[0]["type"], lines[0]["subtype"]) == ("system", "init")
-    assert lines[0]["tools"][:11] == ["Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
-                                      "TodoWrite", "BashOutput", "KillShell"]
+    assert lines[0]["tools"][:14] == ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write",
+                                      "NotebookEdit", "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell"]
     assert lines[-1]["type"] == "result" and lines[-1]["result"] == "answer to: again"
     kinds = [line["type"] for line in lines[1:-1]]
     assert "assistant" in kinds and "user" in kinds
