@@ -137,7 +137,10 @@ def test_the_scenario_passes_through_the_compose_services_for_a_team_member(comp
             doctor = cluster.mainsail("doctor", cwd=workspace)
             assert doctor.returncode == 0, doctor.stdout + doctor.stderr
             assert "✓ Redis auth   authenticated as alice" in doctor.stdout
-            assert "✓ Workers      3 registered" in doctor.stdout
+            from cli.worker import defaults_for
+
+            # the model service runs `mainsail worker -Q model`: its default processes, each registered
+            assert f"✓ Workers      {2 + defaults_for(['model']).processes} registered" in doctor.stdout
             assert "✓ Persistence  AOF is on" in doctor.stdout
             assert "alice-Pw_5" not in out.stdout + out.stderr + doctor.stdout + doctor.stderr
         finally:
