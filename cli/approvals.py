@@ -8,7 +8,8 @@ import click
 
 from cli.readonly import existing_runtime
 from tasks.dispatch import dispatch
-from workflows.engine import find_request
+from workflows.engine.approvals import request_of
+from workflows.models import PermissionRequest
 from workflows.permissions import prompt_text
 
 
@@ -26,55 +27,43 @@ def pending() -> None:
         rec = rt.store.get_session(sid)
         for req in rec.pending_requests():
             rows += 1
-            expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
-            click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + prompt_text(req.tool, req.input, req.always))
-            whose = (f"sub-agent {rec.agent_type} of session {rec.parent_session_id[:8]}: "
-                     if rec.parent_session_id else "")
-            click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {whose}{rec.title}")
-            click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
-                                   f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
+            print_request(sid, req, prompt_text(req.tool, req.input, req.always), rec.title, rec.agent_type,
+                          rec.parent_session_id)
     if not rows:
         click.echo("No pending permission requests.")
+
+
+def print_request(sid: str, req: PermissionRequest, prompt: str, title: str, agent_type: str | None,
+                  parent: str | None) -> None:
+    """One request of ``pending``: the call as a person must see it (``prompt``), whose it is, how to answer."""
+    expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
+    click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + prompt)
+    whose = f"sub-agent {agent_type} of session {parent[:8]}: " if parent else ""
+    click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {whose}{title}")
+    click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
+                           f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
 
 
 def _decide(session: str, request: str | None, approve: bool, always: bool = False,
             message: str | None = None) -> None:
     rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
-    sid, req = _request_of(rt, rt.store.resolve_session(session), request)
+    sid, req = request_of(rt.store, rt.store.resolve_session(session), request)
     steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)
     dispatch(steps)
-    verb = "Approved" if approve else "Denied"
-    extra = ""
-    if always:
-        extra = (f" and added the session rule{'s' if len(req.always) > 1 else ''} {', '.join(req.always)}"
-                 if req.always else " (once: no rule can cover this call, so none was added)")
-    click.echo(f"{verb} {req.tool}: {req.summary} (session {sid[:8]}, request {req.id}){extra}.")
+    click.echo(decided_line(approve, req.tool, req.summary, sid, req.id, always, req.always))
     if steps and not ({"model", "tools"} & rt.store.live_queues()):
         click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",
                    err=True)
 
 
-def _request_of(rt, sid: str, request: str | None):
-    """The session that holds the pending ``request`` (``sid`` or, for a parent, one of its sub-agents
-    waiting for a person), and the request."""
-    from workflows.engine.subagents import tree
-    from workflows.exceptions import RequestNotFound
-
-    rec = rt.store.get_session(sid)
-    family = [r for _, r in tree(rt.store, sid)] if rec.children else [rec]
-    waiting = [r for r in family if r.pending_requests()]
-    if request is not None:
-        for r in waiting:
-            if any(q.id.startswith(request) for q in r.pending_requests()):
-                return r.id, find_request(r, request)
-        return sid, find_request(rec, request)  # says it is not there, and what is
-    if len(waiting) == 1:
-        return waiting[0].id, find_request(waiting[0], None)
-    if not waiting:
-        return sid, find_request(rec, None)
-    ids = ", ".join(f"{q.id} ({r.agent_type or 'main'})" for r in waiting for q in r.pending_requests())
-    raise RequestNotFound(f"Session {sid[:8]} and its sub-agents have several pending requests: {ids}. Name one "
-                          f"(mainsail pending lists them).")
+def decided_line(approve: bool, tool: str, summary: str, sid: str, request: str, always: bool,
+                 rules: list[str]) -> str:
+    """What ``approve``/``deny`` say they did (``rules``: those an ``--always`` added)."""
+    extra = ""
+    if always:
+        extra = (f" and added the session rule{'s' if len(rules) > 1 else ''} {', '.join(rules)}"
+                 if rules else " (once: no rule can cover this call, so none was added)")
+    return f"{'Approved' if approve else 'Denied'} {tool}: {summary} (session {sid[:8]}, request {request}){extra}."
 
 
 @click.command("approve")

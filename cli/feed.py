@@ -29,16 +29,24 @@ REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
 THREAD_BLOCK_MS = 5000
 
 
+def _stream_order(stream_id: str) -> tuple[int, int]:
+    ms, _, seq = stream_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 @dataclass
 class Batch:
     """What one read brought: text deltas (``{step, attempt, text}`` fields) and transcript entries (JSON).
 
-    Deltas come first: they were published before the commit that records their message.
+    ``items`` holds both in the order they happened: ``("delta", fields)`` and ``("entry", json)`` sorted
+    by their stream ids (both streams' ids are the same Redis server's clock). A read that starts late
+    may bring a prompt's entry and the first deltas of its reply together: the prompt comes first.
     """
 
     deltas: list[dict[str, str]] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
     children: list[tuple[str, str]] = field(default_factory=list)  # (sub-agent session id, entry JSON)
+    items: list[tuple[str, object]] = field(default_factory=list)
 
 
 class Feed:
@@ -87,12 +95,16 @@ class Feed:
         rows = self.store.tail(streams, block_ms=max(1, block_ms))
         self.backoff = 0.1
         batch = Batch()
+        ordered: list[tuple[tuple[int, int], int, str, object]] = []
         for key, items in rows:
             if not items:
                 continue
             if key == self.live_key:
                 self.last_live = items[-1][0]
-                batch.deltas.extend(f for _, f in items if f.get("type") == "text")
+                for i, f in items:
+                    if f.get("type") == "text":
+                        batch.deltas.append(f)
+                        ordered.append((_stream_order(i), 0, "delta", f))
             elif key in self.child_logs:
                 child = self.child_logs[key][0]
                 self.child_logs[key] = (child, items[-1][0])
@@ -102,8 +114,12 @@ class Feed:
                     del self.child_logs[key]
             else:
                 self.last_log = items[-1][0]
-                for _, f in items:
-                    batch.entries.extend(stream_entries(f))
+                for i, f in items:
+                    for raw in stream_entries(f):
+                        batch.entries.append(raw)
+                        ordered.append((_stream_order(i), 1, "entry", raw))
+        ordered.sort(key=lambda o: (o[0], o[1]))  # stable: one commit's entries keep their order
+        batch.items = [(kind, payload) for _, _, kind, payload in ordered]
         if self.children and any('"name":"Task"' in raw for raw in batch.entries):
             self._add_children()
         return batch

@@ -44,7 +44,11 @@ class FriendlyErrors:
 
 
 class MainsailGroup(FriendlyErrors, click.Group):
-    pass
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from cli.remote import route
+
+        # With MAINSAIL_SERVER set, session commands go through the server's API (cli/remote/).
+        return route(super().get_command(ctx, cmd_name))
 
 
 class MainsailCommand(FriendlyErrors, click.Command):
@@ -98,6 +102,10 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
         return
     from pathlib import Path
 
+    from cli.remote import require_redis
+
+    require_redis("Interactive mode (`mainsail` with no command)")
+
     from cli.interactive import run_interactive
 
     run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
@@ -109,6 +117,7 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 def _register() -> None:
     from cli import (
         approvals,
+        beat,
         demo,
         doctor,
         fsm,
@@ -116,7 +125,10 @@ def _register() -> None:
         mcp,
         memory,
         run,
+        schedule,
+        serve,
         sessions,
+        token,
         transfer,
         worker,
     )
@@ -140,6 +152,10 @@ def _register() -> None:
     cli.add_command(doctor.doctor)
     cli.add_command(housekeeping.rm)
     cli.add_command(housekeeping.gc)
+    cli.add_command(serve.serve)
+    cli.add_command(token.token)
+    cli.add_command(schedule.schedule)
+    cli.add_command(beat.beat)
 
 
 _register()
@@ -171,9 +187,10 @@ def claude_style(args: list[str]) -> bool:
 
 def _claude_command() -> click.Command:
     from cli.headless.command import main_command
+    from cli.remote import route
 
     main_command.__class__ = MainsailCommand
-    return main_command
+    return route(main_command)
 
 
 def main() -> None:

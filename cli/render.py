@@ -159,7 +159,8 @@ class Renderer:
                 verb = "approved" if e.decision == "allow" else "denied"
                 added = f"; always allowed now: {', '.join(e.rules_added)}" if e.rules_added else ""
                 style = "green" if e.decision == "allow" else "yellow"
-                self.console.print(Text(f"  {verb} by {e.decided_by}{added}", style=style))
+                by = e.decider or e.decided_by  # the team server's token (token:alice), when one decided
+                self.console.print(Text(f"  {verb} by {by}{added}", style=style))
         elif isinstance(e, HookEntry):
             line, style = hook_line(e)
             if line:
@@ -282,10 +283,11 @@ def follow(
                 heard = time.monotonic()
                 for child, raw in batch.children:
                     on_child(child, parse_entry(raw))
-                for d in batch.deltas:
-                    on_delta(d.get("step", ""), int(d.get("attempt", 0)), d.get("text", ""))
-                for raw in batch.entries:
-                    entry = parse_entry(raw)
+                for kind, item in batch.items:  # deltas and entries in the order they happened
+                    if kind == "delta":
+                        on_delta(item.get("step", ""), int(item.get("attempt", 0)), item.get("text", ""))
+                        continue
+                    entry = parse_entry(item)
                     on_entry(entry)
                     if stop(entry):
                         return entry

@@ -23,13 +23,12 @@ from cli.slash_commands import read_commands
 from cli.standby import require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
-from workflows.mcp.sources import McpFlags, load_mcp, read_mcp_config
-from workflows.model_names import model_overrides, valid_name
-from workflows.model_names import session_model as new_session_model
+from workflows.mcp.sources import McpFlags, read_mcp_config
 from workflows.models import PermissionMode
-from workflows.permissions.session_keys import resolve_added_dir
-from workflows.permissions.settings_files import SettingsError, load_permission_settings
+from workflows.permissions.settings_files import load_permission_settings
 from workflows.pricing import known_price, unknown_price_note
+from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
+from workflows.session_setup import session_options as new_session_options
 from workflows.settings import load_settings
 
 MODES = [m.value for m in PermissionMode]
@@ -79,70 +78,21 @@ def session_options(f):
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
                         settings, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
                         extra_settings=None, mcp: McpFlags = McpFlags()) -> dict:
-    """Mode, rules, timeout, sandbox, hooks, model, env, added directories and MCP servers for a new session:
-    flags, then MAINSAIL_*, then settings files. Settings keys that are read but not applied are said on stderr.
+    """Mode, rules, timeout, sandbox, hooks, model, env, added directories and MCP servers for a new session
+    (:func:`workflows.session_setup.session_options`); its warnings are said on stderr.
 
     Raises:
         SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
         McpConfigError: an MCP configuration is malformed; the session does not start.
     """
-    files = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
-                                     disallowed_tools=list(disallowed_tools), sources=setting_sources,
-                                     extra=extra_settings)
-    servers = load_mcp(workspace.resolve(), Path.home(), files.mcp, flags=list(mcp.configs), strict=mcp.strict)
-    for warning in files.warnings + servers.warnings + unrun_hooks(files.hooks):
+    perms, warnings = new_session_options(workspace, settings, permission_mode=permission_mode,
+                                          allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+                                          approval_timeout=approval_timeout, add_dirs=add_dirs,
+                                          fallback_model=fallback_model, setting_sources=setting_sources,
+                                          extra_settings=extra_settings, mcp=mcp, agents=flag_agents())
+    for warning in warnings:
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
-    mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
-    timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
-    explicit = settings.model if "model" in settings.model_fields_set else None
-    model = new_session_model(explicit, os.environ, files.model, files.model_env, settings.model)
-    if not valid_name(model):
-        raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
-                            "or a model id like claude-sonnet-4-5.")
-    return {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
-            "home": str(Path.home()), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
-            "env": files.env,
-            "model_overrides": model_overrides(os.environ, files.model_env),
-            "additional_directories": added_dirs(files.additional_directories, add_dirs),
-            "fallback_model": checked_fallback(fallback_model, model), "agents": flag_agents(),
-            "mcp_servers": servers.servers}
-
-
-def unrun_hooks(hooks) -> list[str]:
-    """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
-    from workflows.hooks.config import RUN_EVENTS
-
-    events = sorted(e.value for e, groups in hooks.events.items()
-                    if e not in RUN_EVENTS and any(g.hooks for g in groups))
-    if not events:
-        return []
-    return [f"hooks for {', '.join(events)} are configured, but Mainsail does not run that event, so they never "
-            "fire; every other hook event runs."]
-
-
-def added_dirs(from_settings: list[str], flags) -> list[str]:
-    """The settings files' additionalDirectories, then each ``--add-dir`` (resolved from the current directory).
-
-    Raises:
-        SettingsError: an --add-dir that is not an existing directory (or is /).
-    """
-    out = list(from_settings)
-    for raw in flags or ():
-        try:
-            path = resolve_added_dir(raw, cwd=os.getcwd(), home=str(Path.home()))
-        except ValueError as exc:
-            raise SettingsError(f"Invalid --add-dir: {exc}. Name an existing directory.") from None
-        if path not in out:
-            out.append(path)
-    return out
-
-
-def checked_fallback(fallback: str | None, model: str) -> str | None:
-    """``--fallback-model``, refused when it is the main model (as Claude Code does)."""
-    if fallback and fallback.strip() == model.strip():
-        raise SettingsError(f"--fallback-model {fallback} is the session's model too. Name a different model, "
-                            "or leave --fallback-model out.")
-    return fallback or None
+    return perms
 
 
 def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,

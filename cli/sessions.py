@@ -20,6 +20,7 @@ from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
 from statemachines import State
 from tasks.dispatch import dispatch
+from workflows.engine.support import cancel_message
 from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
@@ -73,14 +74,18 @@ def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -
         rows = [(depth, r) for rec in rows for depth, r in family(rt.store, rec.id)]
     else:
         rows = [(0, rec) for rec in rows]
-    queued = rt.store.inbox_lengths([r.id for _, r in rows])
+    print_table(rows, rt.store.inbox_lengths([r.id for _, r in rows]))
+
+
+def print_table(rows: list[tuple[int, SessionRecord]], queued: dict[str, int]) -> None:
+    """The ``sessions`` table: ``(depth, record)`` rows (depth > 0: a sub-agent, indented under its parent)."""
     click.echo(f"{'ID':<9} {'STATE':<19} {'QUEUED':>6} {'AGENTS':>6}  {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} "
                f"{'COST':>8}  {'ACTIVE':<9} WORKSPACE")
     for depth, rec in rows:
         title = ("  " * depth + ("└ " if depth else "") + (f"[{rec.agent_type}] " if rec.agent_type else "")
                  + (rec.title or "-"))
-        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued[rec.id] or '-':>6} {len(rec.children) or '-':>6}  "
-                   f"{_cut(title, 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
+        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued.get(rec.id) or '-':>6} "
+                   f"{len(rec.children) or '-':>6}  {_cut(title, 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
                    f"{money(rec.cost_usd):>8}  {_when(rec.updated_at):<9} {rec.workspace}")
 
 
@@ -272,22 +277,4 @@ def cancel(session: str, clear: bool) -> None:
     click.echo(cancel_message(sid, stopped))
 
 
-def cancel_message(sid: str, stopped) -> str:
-    """What a cancel did, in one line (also used by ``mainsail rm --force``)."""
-    short = sid[:8]
-    if stopped.cancelled:
-        head = f"Cancelled session {short} (it was {stopped.was.value})"
-    elif stopped.started is not None:
-        head = f"Session {short} was idle with {_messages(stopped.queued + 1)} queued that nothing ran"
-    else:
-        head = f"Session {short} is idle; there is nothing to cancel"
-    if stopped.cleared:
-        head += f"; dropped {_messages(len(stopped.cleared))} queued"
-    if stopped.started is None:
-        return head + ("; it is idle now." if stopped.cancelled else ".")
-    more = f" ({stopped.queued} more queued)" if stopped.queued else ""
-    return (f"{head}. Its next queued message runs now: {_cut(stopped.started, 50)!r}{more}. "
-            f"To stop it and drop the queue: mainsail cancel --clear {short}")
-
-
-__all__ = ["sessions", "show", "watch", "send", "cancel", "compact", "describe", "cancel_message"]
+__all__ = ["cancel", "cancel_message", "compact", "describe", "print_table", "send", "sessions", "show", "watch"]

@@ -38,6 +38,16 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
             sys.stdout.write(line)
         sys.stdout.flush()
         return
+    write_whole(output, lines)
+    click.echo(f"Exported {len(entries)} entries of session {sid[:8]} to {output}.", err=True)
+
+
+def write_whole(output: str, lines) -> None:
+    """Write ``lines`` to ``output`` through a temporary file renamed over it: a reader never sees half.
+
+    Raises:
+        click.ClickException: the file cannot be written (its reason named).
+    """
     try:
         tmp = f"{output}.tmp-{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -45,7 +55,6 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
         os.replace(tmp, output)
     except OSError as exc:
         raise click.ClickException(f"Could not write {output}: {exc.strerror or exc}") from None
-    click.echo(f"Exported {len(entries)} entries of session {sid[:8]} to {output}.", err=True)
 
 
 @click.command("import")
@@ -80,4 +89,4 @@ def import_cmd(file: str, workspace: str | None) -> None:
                f'(resume it: mainsail run --resume {rec.id[:8]} "...")')
 
 
-__all__ = ["export_cmd", "import_cmd"]
+__all__ = ["export_cmd", "import_cmd", "write_whole"]

@@ -29,7 +29,7 @@ TASK_FOR_KIND = {
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).
 BROKER_PREFIX = "mainsail-celery:"
 
-app = Celery("mainsail", include=["tasks.steps", "tasks.reaper"])
+app = Celery("mainsail", include=["tasks.steps", "tasks.reaper", "tasks.schedules"])
 
 app.conf.update(
     # Execution is at-least-once: a message is acked only after the task returns,
@@ -47,6 +47,7 @@ app.conf.update(
         "mainsail.tools.*": {"queue": "tools"},
         "mainsail.memory.*": {"queue": "memory"},
         "mainsail.reaper.*": {"queue": "model"},
+        "mainsail.schedule.*": {"queue": "tools"},  # a firing reads the workspace's settings files
     },
     broker_transport_options={
         # Well above the longest step: lost workers are found by the ledger's
@@ -89,6 +90,10 @@ def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celer
         _drop_connections()  # pooled producers still point at the previous Redis (a test, a benchmark)
     app.conf.broker_url = url
     app.conf.broker_use_ssl = broker_ssl(redis_url, ca_file)
+    from workflows.settings import get_settings
+
+    if get_settings().task_events:  # MAINSAIL_TASK_EVENTS: what Flower shows (tasks, workers, rates)
+        app.conf.update(worker_send_task_events=True, task_send_sent_event=True, worker_enable_remote_control=True)
     runtime.set_redis_url(redis_url)
     return app
 

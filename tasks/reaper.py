@@ -55,7 +55,16 @@ from workflows.registry import Workers, hold_value
 log = logging.getLogger(__name__)
 
 #: How the reaper sends a step it took back: to the front of its queue (it already waited its turn).
-resend = dispatch_first
+
+
+def resend(steps) -> None:
+    """Send steps taken back (from a dead worker, a passed deadline, a lost message) to the front of their
+    queues, counting them by kind (``mainsail_steps_retaken_total``)."""
+    from workflows.metrics import TALLY
+
+    for step in steps:
+        TALLY.add("mainsail_steps_retaken_total", kind=step.kind.value)
+    dispatch_first(steps)
 
 #: How long a sweep or a dead worker's take-back may hold its lock before another reaper may start it.
 SWEEP_LOCK_SECONDS = 10.0

@@ -75,6 +75,9 @@ def engine(settings: Settings | None = None) -> Engine:
             store.lock_owner = _worker
             store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
+            from workflows.metrics import TALLY
+
+            TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/metrics.py)
         return _engine
 
 
@@ -181,6 +184,14 @@ def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_tra
     pool = redis.BlockingConnectionPool.from_url(without_tls_query(url), max_connections=max_connections,
                                                  timeout=POOL_WAIT_SECONDS, **kwargs, **(options or {}))
     return cls(connection_pool=pool)
+
+
+def async_redis_client(url: str, ca_file: str | os.PathLike | None = None, **kwargs):
+    """An asyncio client for ``url`` (TLS as :func:`redis_client`): the team server's live streams, where
+    each watcher waits in an ``XREAD BLOCK`` without holding a thread."""
+    import redis.asyncio as aredis
+
+    return aredis.Redis.from_url(without_tls_query(url), **{**NO_SETINFO, **kwargs}, **(tls_options(url, ca_file) or {}))
 
 
 def _no_setinfo() -> dict:

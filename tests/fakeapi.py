@@ -217,6 +217,18 @@ class FakeMessagesServer:
             self._headers.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}})
 
 
+def first_prompt(body: dict) -> str:
+    """A request's first prompt (after any context reminder blocks): which session, or sub-agent, asks."""
+    content = body["messages"][0]["content"]
+    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+    return next((t for t in texts if not t.startswith("<system-reminder>")), "")
+
+
+def assistant_turns(body: dict) -> int:
+    """The model turns a request's conversation holds already."""
+    return sum(m["role"] == "assistant" for m in body["messages"])
+
+
 def last_prompt(body: dict) -> str:
     """The newest user text of a request (after a cancel it shares a message with the "interrupted"
     tool result)."""

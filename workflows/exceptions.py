@@ -5,10 +5,12 @@ Hierarchy::
     MainsailError                   root: the CLI turns any of these into a message, never a traceback
     ├── ConfigurationError          you configured it wrong (settings, API key, Redis URL); fix and rerun
     │   ├── MissingCredentials      no API key and no base URL for a real model
+    │   ├── InvalidSchedule         a schedule's cron expression, workspace or options are wrong
     │   └── McpConfigError          an MCP server configuration (.mcp.json, --mcp-config...) is malformed
     ├── McpServerError              an MCP server could not be started or reached, or failed mid-call
     ├── StoreUnavailable            Redis cannot be reached
     ├── SessionNotFound             no session with that id (or prefix)
+    ├── ScheduleNotFound            no schedule with that id (or prefix), or several match
     ├── AmbiguousSession            a prefix matches several sessions
     ├── SessionBusy                 the operation needs an idle session
     ├── ContextFull                 the context is past the blocking limit: compact first
@@ -44,6 +46,14 @@ class McpConfigError(ConfigurationError):
 
 class McpServerError(MainsailError):
     """An MCP server could not be started or reached, or its connection broke; the message says which and why."""
+
+
+class InvalidSchedule(ConfigurationError):
+    """A schedule's cron expression, workspace or session options are wrong; the message says which."""
+
+
+class ScheduleNotFound(MainsailError):
+    """No schedule matches the id or prefix given (or several do)."""
 
 
 class StoreUnavailable(MainsailError):
@@ -92,3 +102,7 @@ class ToolInputError(ToolError):
 
 class MemoryRecordError(ToolError):
     """A memory record or file that does not validate, or is missing; the message says how to fix it."""
+
+
+class TokenError(MainsailError):
+    """An API token is unknown, revoked, or not allowed to do what was asked."""

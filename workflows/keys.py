@@ -196,3 +196,54 @@ def projects() -> str:
 def web_cache(digest: str) -> str:
     """A page WebFetch fetched (JSON), by the SHA-256 of its URL; expires after 15 minutes."""
     return f"{PREFIX}web:{_check('digest', digest)}"
+
+
+def api_tokens() -> str:
+    """The team server's API tokens: hash of token name -> record JSON (never the token itself)."""
+    return f"{PREFIX}api-tokens"
+
+
+def api_token(digest: str) -> str:
+    """A token's SHA-256 (hex) -> its name: how a request's token is found without storing it."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest or ""):
+        raise ValueError("Invalid token digest: expected 64 hex characters")
+    return f"{PREFIX}api-token:{digest}"
+
+
+# ---------------------------------------------------------------- schedules (workflows/schedules/)
+
+def schedules() -> str:
+    """Zset of schedule ids by creation time."""
+    return f"{PREFIX}schedules"
+
+
+def schedule(schedule_id: str) -> str:
+    """A schedule's record (JSON string)."""
+    return f"{PREFIX}schedule:{_check('schedule', schedule_id)}"
+
+
+def schedule_runs(schedule_id: str) -> str:
+    """List of a schedule's latest firings (JSON), newest first, capped."""
+    return f"{PREFIX}schedule:{_check('schedule', schedule_id)}:runs"
+
+
+def schedule_lock(schedule_id: str) -> str:
+    """Held while one firing of the schedule creates and starts its session."""
+    return f"{PREFIX}schedule:{_check('schedule', schedule_id)}:lock"
+
+
+def schedule_firing(schedule_id: str, slot: str) -> str:
+    """One firing's claim (``SET NX``): the run due at ``slot`` (a UTC ``YYYYmmddTHHMM``, or
+    ``manual-<id>``) of the schedule, and the session it started. Expires after a week."""
+    if not re.fullmatch(r"\d{8}T\d{4}|manual-[A-Za-z0-9_\-]{1,64}", slot or ""):
+        raise ValueError(f"Invalid firing slot {slot!r}")
+    return f"{PREFIX}schedule:{_check('schedule', schedule_id)}:fired:{slot}"
+
+
+#: Celery beat's entries (celery-redbeat): Celery's side of the keyspace, like the broker's queues.
+REDBEAT_PREFIX = "mainsail-celery:redbeat:"
+
+
+def metrics() -> str:
+    """Counters and histogram buckets every process adds to (``field`` -> number; workflows/metrics.py)."""
+    return f"{PREFIX}metrics"

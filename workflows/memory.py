@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from workflows import keys
 from workflows.exceptions import MemoryRecordError
+from workflows.frontmatter import split_frontmatter, yaml_mapping
 
 # =========================================================================== session memory: when
 
@@ -170,9 +171,6 @@ def make_record(name: str, description: str, type: str, body: str, session_id: s
                         session_id=session_id)
 
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
-
-
 def parse_markdown(text: str, *, where: str, default_name: str | None = None) -> MemoryRecord:
     """A record from markdown with YAML frontmatter (``name``, ``description``, ``type``).
 
@@ -180,20 +178,16 @@ def parse_markdown(text: str, *, where: str, default_name: str | None = None) ->
         MemoryRecordError: no frontmatter, bad YAML, or a missing or invalid field; ``where``
             (a file name) is named in the message.
     """
-    m = _FRONTMATTER.match(text.lstrip("\ufeff"))
-    if not m:
+    split = split_frontmatter(text)
+    if split is None:
         raise MemoryRecordError(f"{where}: no YAML frontmatter. A memory file starts with '---', then the lines "
-                           "'name: ...', 'description: ...' and 'type: user|feedback|project|reference', then '---'.")
-    try:
-        meta = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise MemoryRecordError(f"{where}: the frontmatter is not valid YAML: {exc}") from None
-    if not isinstance(meta, dict):
-        raise MemoryRecordError(f"{where}: the frontmatter must be 'key: value' lines.")
+                                "'name: ...', 'description: ...' and 'type: user|feedback|project|reference', "
+                                "then '---'.")
+    meta = yaml_mapping(split[0], where, MemoryRecordError)
     name = str(meta.get("name") or default_name or "")
     try:
         return make_record(name, str(meta.get("description") or ""), str(meta.get("type") or ""),
-                           m.group(2))
+                           split[1])
     except MemoryRecordError as exc:
         raise MemoryRecordError(f"{where}: {exc}") from None
 

@@ -220,6 +220,7 @@ class PermissionDecisionEntry(_Entry):
     reason: str = ""
     message: str | None = None  # what the user said with a denial
     rules_added: list[str] = Field(default_factory=list)
+    decider: str | None = None  # who, beyond "user": the team server's token (``token:alice``)
 
 
 class HookEntry(_Entry):
@@ -499,6 +500,26 @@ class AgentDefinition(_Model):
     disallowed_tools: list[str] = Field(default_factory=list)
     model: str | None = None  # None or "inherit": the parent's model
     source: str = "built-in"  # built-in, project, user, flag (a file's path where it came from a file)
+
+
+class SessionOptions(BaseModel):
+    """A new session's options, as ``mainsail submit``'s flags: the API's new sessions and each session a
+    schedule starts (workflows/session_setup.py applies them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    permission_mode: PermissionMode | None = None
+    model: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    allowed_tools: list[str] = Field(default_factory=list)
+    disallowed_tools: list[str] = Field(default_factory=list)
+    add_dirs: list[str] = Field(default_factory=list)
+    approval_timeout_seconds: float | None = Field(default=None, gt=0)
+    fallback_model: str | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    no_memory: bool = False
 
 
 class SessionRecord(_Model):

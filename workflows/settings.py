@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workflows.exceptions import ConfigurationError, MissingCredentials
@@ -29,6 +29,23 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None,
         description="Redis for store, queues and locks. Unset: localhost:6379 if it answers, else embedded.",
+    )
+    server: str | None = Field(
+        default=None,
+        description="A team server (https://host:8750): the session commands (submit, watch, sessions, show, "
+        "send, cancel, pending, approve, deny) go through its HTTP API instead of Redis (cli/remote/).",
+    )
+    token: SecretStr | None = Field(
+        default=None, description="The API token (mst_...) sent to MAINSAIL_SERVER; never printed.")
+    allow_http: bool = Field(
+        default=False,
+        description="Let MAINSAIL_SERVER be plain http:// to a host other than this machine (the token then "
+        "crosses the network unencrypted: only on a network you trust).",
+    )
+    task_events: bool = Field(
+        default=False,
+        description="Workers send Celery task events and answer remote control, for Flower (off by default: "
+        "every task then publishes a few more messages to Redis; docs/metrics.md).",
     )
     local_redis_url: str = Field(
         default="redis://127.0.0.1:6379/0",
@@ -62,6 +79,20 @@ class Settings(BaseSettings):
     reaper_interval_seconds: float = Field(default=5.0, gt=0)
     lock_timeout_seconds: float = Field(default=30.0, gt=0, description="Session lock expiry.")
     lock_wait_seconds: float = Field(default=10.0, gt=0, description="How long to wait for the session lock.")
+
+    # Scheduled sessions (`mainsail beat`, docs/schedules.md).
+    beat_max_interval_seconds: float = Field(
+        default=5.0, gt=0,
+        description="How often the beat reads the schedules from Redis at most (a new or changed schedule is "
+        "seen within this time); the follower beats try to take the leader's lock this often too.")
+    beat_lock_timeout_seconds: float | None = Field(
+        default=None, gt=0,
+        description="The leader's lock expiry: a dead leader is replaced within this time. Default: 5 x "
+        "MAINSAIL_BEAT_MAX_INTERVAL_SECONDS.")
+    beat_late_seconds: float = Field(
+        default=30.0, gt=0,
+        description="A firing this much later than its due time says so in its session (it was missed while "
+        "the beat or the workers were down).")
 
     bash_default_timeout_ms: int = Field(default=120_000, gt=0)
     bash_max_timeout_ms: int = Field(default=600_000, gt=0)

@@ -42,7 +42,7 @@ def interpolate(value: str, env: dict[str, str]) -> str:
 
 
 def workers(services: dict) -> dict:
-    return {name: svc for name, svc in services.items() if name != "redis"}
+    return {name: svc for name, svc in services.items() if svc.get("command", [])[:2] == ["mainsail", "worker"]}
 
 
 def test_compose_declares_redis_with_aof_a_password_and_a_worker_per_queue():
@@ -70,7 +70,13 @@ def test_compose_refuses_to_start_without_a_password():
 
 
 def test_redis_is_published_only_on_request_and_on_localhost_by_default():
-    assert not any("ports" in svc for svc in load_compose()["services"].values())
+    services = load_compose()["services"]
+    assert not any("ports" in svc for name, svc in services.items() if name not in ("server", "flower"))
+    (flower,) = services["flower"]["ports"]  # an optional profile, on localhost too
+    assert services["flower"]["profiles"] == ["flower"] and interpolate(flower, {}) == "127.0.0.1:5555:5555"
+    (http,) = services["server"]["ports"]  # the team server's HTTP port: on localhost unless told otherwise
+    assert interpolate(http, {}) == "127.0.0.1:8750:8750"
+    assert services["server"]["command"][:2] == ["mainsail", "serve"] and "--no-worker" in services["server"]["command"]
     (published,) = load_compose("docker-compose.publish.yml")["services"]["redis"]["ports"]
     assert interpolate(published, {}) == "127.0.0.1:6379:6379"
     assert interpolate(published, {"MAINSAIL_REDIS_BIND": "10.0.0.2"}) == "10.0.0.2:6379:6379"

@@ -13,21 +13,11 @@ import time
 import pytest
 
 from tests.e2e.conftest import MAINSAIL, wait_for
-from tests.fakeapi import FakeMessagesServer
+from tests.fakeapi import FakeMessagesServer, assistant_turns, first_prompt
 from workflows.models import AssistantEntry, ResultEntry, StepKind, UserEntry
 from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
-
-
-def first_prompt(body: dict) -> str:
-    content = body["messages"][0]["content"]
-    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
-    return next((t for t in texts if not t.startswith("<system-reminder>")), "")
-
-
-def assistant_turns(body: dict) -> int:
-    return sum(m["role"] == "assistant" for m in body["messages"])
 
 
 def tasks(n: int) -> Turn:

@@ -254,3 +254,32 @@ def test_a_cancel_during_discovery_drops_the_prompt_and_the_next_run_looks_again
     inline.drain()
     final = [e for e in engine.store.entries(rec.id) if e.type == "result"][-1]
     assert final.result == "answered"
+
+
+def test_a_sub_agent_gets_the_parents_mcp_tools_and_calls_them(engine, ws):
+    from tests.fakeapi import assistant_turns, first_prompt
+
+    def turn(body):
+        if first_prompt(body) == "add them":  # the sub-agent
+            if assistant_turns(body) == 0:
+                assert "mcp__t__add" in [t["name"] for t in body["tools"]]
+                return Turn(tool_uses=[ToolUse(name="mcp__t__add", input={"a": 20, "b": 22})])
+            return Turn(text="the sum is 42")
+        if assistant_turns(body) == 0:
+            return Turn(tool_uses=[ToolUse(id="toolu_task", name="Task", input={
+                "description": "sum", "prompt": "add them", "subagent_type": "general-purpose"})])
+        return Turn(text="done")
+
+    rules = RuleSet()
+    rules.add("allow", "mcp__t", "test")
+    rec = engine.create_session(str(ws), model=scripted_model(turn), rules=rules, mcp_servers=[server()])
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))
+    inline.drain()
+    parent = engine.store.get_session(rec.id)
+    (child_id,) = parent.children
+    child = engine.store.get_session(child_id)
+    assert child.mcp_tools_digest == parent.mcp_tools_digest and [s.name for s in child.mcp_servers] == ["t"]
+    assert [b.text for b in tool_results(engine, child_id)] == ['{"result":42}']
+    assert [b.text for b in tool_results(engine, rec.id)] == ["the sum is 42"]
+    assert parent.state is State.IDLE

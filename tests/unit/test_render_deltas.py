@@ -32,3 +32,39 @@ def test_missed_deltas_are_made_up_from_the_entry():
     assert render(["", "Answer "], "Answer to: x") == "Answer to: x\n"  # the tail was missed
     assert render(["other"], "Answer to: x") == "other\nAnswer to: x\n"  # nothing matches: the whole reply
     assert render([], "Answer to: x") == "Answer to: x\n"
+
+
+def test_a_late_read_of_a_prompt_and_its_replys_first_deltas_renders_them_in_order(fake_redis):
+    """A follower whose first read comes after the model began streaming gets the prompt's entry and the
+    reply's first deltas in one batch: printed by their stream ids, the prompt's line does not cut the
+    reply in two ("Answer\\n to: x")."""
+    from cli.render import follow
+    from workflows import keys
+    from workflows.models import Message, ResultEntry, UserEntry, entry_json
+    from workflows.store import Store
+
+    store = Store(fake_redis)
+    sid = "s"
+    prompt = UserEntry(sessionId=sid, message=Message(role="user", content="x"), origin="prompt")
+    fake_redis.xadd(keys.log(sid), {"entry": entry_json(prompt)}, id="1000-0")
+    store.publish(sid, {"type": "text", "step": "st1", "attempt": 1, "text": "Answer"})  # ids now: after 1000
+    fake_redis.xadd(keys.live(sid), {"type": "text", "step": "st1", "attempt": "1", "text": " to: x"})
+    done = ResultEntry(sessionId=sid, result="Answer to: x", num_turns=1)
+    fake_redis.xadd(keys.log(sid), {"entry": entry_json(reply("Answer to: x"))})
+    fake_redis.xadd(keys.log(sid), {"entry": entry_json(done)})
+    buf = io.StringIO()
+    r = Renderer(Console(file=buf, width=120, color_system=None))
+    r.show_prompts = True
+    from cli import feed as feed_module
+
+    real = feed_module.Store.last_live_id
+    feed_module.Store.last_live_id = lambda self, s: "0-0"  # the follower came late: every delta is news
+    try:
+        follow(store, sid, on_entry=r.entry, on_delta=r.delta, stop=lambda e: isinstance(e, ResultEntry),
+               on_silence=lambda quiet: None)
+    finally:
+        feed_module.Store.last_live_id = real
+    r.close()
+    out = buf.getvalue()
+    assert "> x\nAnswer to: x\n" in out, out
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from statemachines import State
+from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
 from workflows.agents import AgentFileError, agents_from_json, load_agents, parse_agent_file
 from workflows.context import build_request
@@ -12,17 +13,6 @@ from workflows.engine.subagents import tree
 from workflows.models import ResultEntry, StepKind, StepStatus, UserEntry
 from workflows.scripted import ToolUse, Turn
 from workflows.steps import run_step
-
-
-def first_prompt(body: dict) -> str:
-    """The session's first prompt (after any context reminder blocks)."""
-    content = body["messages"][0]["content"]
-    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
-    return next((t for t in texts if not t.startswith("<system-reminder>")), "")
-
-
-def assistant_turns(body: dict) -> int:
-    return sum(m["role"] == "assistant" for m in body["messages"])
 
 
 def task(i: int, kind: str = "general-purpose", prompt: str | None = None) -> ToolUse:
@@ -99,6 +89,25 @@ def test_an_unknown_agent_type_is_an_error_result_naming_the_available_ones(engi
     block = tool_results(engine, rec.id)["toolu_task1"]
     assert block.is_error and "Agent type 'nope' not found. Available agents: general-purpose" in str(block.content)
     assert engine.store.get_session(rec.id).children == []
+
+
+def test_a_reply_starts_at_most_ten_sub_agents_and_the_rest_are_refused_saying_so(engine, ws):
+    from workflows.engine.turn import MAX_SUBAGENTS_PER_REPLY
+
+    n = MAX_SUBAGENTS_PER_REPLY + 2
+    model = scripted_model(family([Turn(tool_uses=[task(i) for i in range(1, n + 1)]), Turn(text="done")]))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "fan out"))
+    inline.run(1)
+    assert len(engine.store.get_session(rec.id).children) == MAX_SUBAGENTS_PER_REPLY
+    inline.drain()
+    out = tool_results(engine, rec.id)
+    assert len(out) == n  # every call has its one result
+    refused = [k for k, b in out.items() if b.is_error]
+    assert refused == [f"toolu_task{i}" for i in (n - 1, n)]
+    assert "At most 10 sub-agents run per reply" in str(out[refused[0]].content)
+    assert engine.store.get_session(rec.id).state is State.IDLE
 
 
 def test_a_child_inherits_the_parents_mode_and_rules_and_its_ask_waits_in_the_child(engine, ws):

@@ -202,3 +202,41 @@ def test_search_errors_are_named():
                                            "content": {"type": "web_search_tool_result_error",
                                                        "error_code": "max_uses_exceeded"}}])
     assert (links, errors, text) == ([], ["max_uses_exceeded"], "")
+
+
+HOSTILE_URLS = [  # an allow rule for docs.example.com must not be stretched to another host
+    ("https://docs.example.com@evil.com/", Decision.ASK),  # userinfo: the host is evil.com
+    ("https://evil.com#docs.example.com", Decision.ASK),
+    ("https://docs.example.com.evil.com/", Decision.ASK),
+    ("https://docs.example.com./x", Decision.ASK),  # a trailing dot is another name to the checker: ask
+    ("https://docs.example.com\\@evil.com/", Decision.ASK),  # WHATWG reads '\' as '/', others as userinfo
+    ("https://evil.com\\docs.example.com", Decision.ASK),
+    ("https://docs.example.com%2F@evil.com/", Decision.ASK),
+    ("https://xn--docs-example.com/", Decision.ASK),
+    ("https://docs。example。com/", Decision.ASK),  # ideographic full stops
+    ("https://docs.example.com\t.evil.com/", Decision.ASK),  # a tab browsers strip
+    ("file:///etc/passwd", Decision.ASK),
+    ("javascript:alert(1)", Decision.ASK),
+    ("https://[::1]/", Decision.ASK),
+    ("https://docs.example.com?x=@evil.com", Decision.ALLOW),  # the '@' is in the query: the host is docs
+    ("https://DOCS.EXAMPLE.COM/", Decision.ALLOW),
+    ("https://user:pw@docs.example.com/", Decision.ALLOW),
+    ("https://docs.example.com:8443/x", Decision.ALLOW),  # domain rules name hosts, not ports (as Claude Code)
+]
+
+
+@pytest.mark.parametrize(("url", "expected"), HOSTILE_URLS, ids=[u for u, _ in HOSTILE_URLS])
+def test_a_domain_rule_is_not_stretched_by_url_tricks(url, expected):
+    rec = rec_with(allow=["WebFetch(domain:docs.example.com)"])
+    assert decide(get_tool("WebFetch"), {"url": url, "prompt": "p"}, rec).decision is expected
+
+
+@pytest.mark.parametrize("url", ["https://evil.com\\@docs.example.com/", "https://evil.com%5C@docs.example.com/",
+                                 "https://evil.com;@docs.example.com/", "https://evil.com\t@docs.example.com/"])
+def test_urls_whose_host_parsers_could_disagree_on_are_never_fetched(url):
+    """urllib and httpx both read docs.example.com here, but a WHATWG parser reads evil.com for the first:
+    a URL with userinfo is refused before any request, whatever the rules said."""
+    from workflows.tools.web.fetch import checked_url
+
+    with pytest.raises(ToolError, match="user name or password"):
+        checked_url(url)

@@ -22,8 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from workflows.frontmatter import split_frontmatter, yaml_mapping
 from workflows.models import AgentDefinition
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,6 @@ GENERAL_PURPOSE = AgentDefinition(
     source="built-in",
 )
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -81,17 +79,12 @@ def parse_agent_file(text: str, where: str, source: str) -> AgentDefinition:
     Raises:
         AgentFileError: no frontmatter, bad YAML, a missing or invalid field.
     """
-    m = _FRONTMATTER.match(text.lstrip("\ufeff"))
-    if not m:
+    split = split_frontmatter(text)
+    if split is None:
         raise AgentFileError(f"{where}: no YAML frontmatter. An agent file starts with '---', then 'name:' and "
                              "'description:' lines, then '---' and the agent's system prompt.")
-    try:
-        fields = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise AgentFileError(f"{where}: the frontmatter is not valid YAML ({exc}).") from None
-    if not isinstance(fields, dict):
-        raise AgentFileError(f"{where}: the frontmatter must be 'key: value' lines.")
-    return _definition(fields.get("name"), fields, m.group(2), where, source)
+    fields = yaml_mapping(split[0], where, AgentFileError)
+    return _definition(fields.get("name"), fields, split[1], where, source)
 
 
 def _from_dir(folder: Path, source: str) -> dict[str, AgentDefinition]:

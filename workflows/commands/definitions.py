@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from workflows.commands.models import CommandDefinition
+from workflows.frontmatter import split_frontmatter
 
 __all__ = ["CommandFileError", "CommandSet", "load_commands", "parse_command_file", "MAX_FILE_BYTES",
            "MAX_COMMANDS", "MAX_DEPTH"]
@@ -36,7 +37,6 @@ MAX_COMMANDS = 500  # per folder; more are left out
 MAX_DEPTH = 5  # folders below commands/ that are looked into
 
 KNOWN_KEYS = ("description", "argument-hint", "allowed-tools", "model", "disable-model-invocation")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?$")
 
@@ -157,12 +157,12 @@ def parse_command_file(text: str, name: str, where: str, scope: str = "project")
     raw: dict[str, str] = {}
     body = text
     if text.startswith("---"):
-        m = _FRONTMATTER.match(text)
-        if m is None:
+        split = split_frontmatter(text)
+        if split is None:
             raise CommandFileError(f"{where}: the frontmatter opened by '---' on the first line is never closed. "
                                    "End it with a line '---', or remove the first line.")
-        fields, raw = _frontmatter(m.group(1), where)
-        body = text[m.end():]
+        fields, raw = _frontmatter(split[0], where)
+        body = split[1]
     description = _text(fields, raw, "description", where)
     if not description:
         first = next((line.strip() for line in body.splitlines() if line.strip()), "")

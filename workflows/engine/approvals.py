@@ -25,6 +25,7 @@ from workflows.exceptions import (
     SessionNotFound,
 )
 from workflows.mcp.catalog import find_tool
+from workflows.metrics import DECISION_BUCKETS, TALLY
 from workflows.models import (
     PermissionDecisionEntry,
     PermissionRequest,
@@ -52,6 +53,7 @@ class Approvals:
 
     def _ask(self, tx: _Tx, asked: list[PermissionRequest]) -> None:
         """Put the session in ``awaiting_permission`` with these questions; no worker waits."""
+        tx.counts.append(lambda n=len(asked): TALLY.add("mainsail_approvals_asked_total", n))
         rec = tx.rec
         rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
         self._fire(tx, "approval_needed")
@@ -67,9 +69,11 @@ class Approvals:
     @retry_on_conflict
     def decide_request(self, sid: str, request: str | None, approve: bool, *, always: bool = False,
                        message: str | None = None, by: str = "user",
-                       updated_input: dict | None = None) -> list[StepRecord]:
+                       updated_input: dict | None = None, decider: str | None = None) -> list[StepRecord]:
         """Approve or deny a pending permission request (``request``: id, prefix, or None for the only one).
 
+        ``decider``: who decided, when known beyond "user" (the team server's ``token:NAME``), kept in the
+        request and its decision entry.
         ``updated_input``: the approver's changed input for the call (an SDK client's ``updatedInput``);
         it must be valid for the tool, and it is checked again where the call runs (a deny rule
         still refuses it).
@@ -88,7 +92,7 @@ class Approvals:
                 call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
                 call.input = updated_input
             tx = _Tx(rec)
-            self._settle(tx, req, approve, by=by, message=message, always=always)
+            self._settle(tx, req, approve, by=by, message=message, always=always, decider=decider)
             if approve and always:
                 for other in rec.pending_requests():
                     perm = decide(find_tool(self.store, rec, other.tool), other.input, rec)
@@ -112,10 +116,13 @@ class Approvals:
         return out
 
     def _settle(self, tx: _Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,
-                always: bool = False, reason: str = "") -> None:
+                always: bool = False, reason: str = "", decider: str | None = None) -> None:
         rec = tx.rec
         req.status = RequestStatus.APPROVED if approve else RequestStatus.DENIED
-        req.decided_by = by
+        req.decided_by = decider or by
+        waited = time.time() - req.created_at
+        tx.counts.append(lambda: TALLY.observe("mainsail_approval_decision_seconds", waited, DECISION_BUCKETS,
+                                               decision="allow" if approve else "deny", by=by))
         req.decided_at = time.time()
         req.message = message
         tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
@@ -149,4 +156,31 @@ class Approvals:
         self._add(tx, PermissionDecisionEntry(
             session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
             decision="allow" if approve else "deny", decided_by=by, reason=reason, message=message,
-            rules_added=added))
+            rules_added=added, decider=decider))
+
+
+def request_of(store, sid: str, request: str | None) -> tuple[str, PermissionRequest]:
+    """The session that holds the pending ``request`` (``sid`` or, for a parent, one of its sub-agents
+    waiting for a person), and the request. Every client that decides (CLI, server) names it this way.
+
+    Raises:
+        RequestNotFound: no such request, or several pending and none named.
+        RequestClosed: already decided, or superseded by a cancel.
+    """
+    from workflows.engine.subagents import tree
+
+    rec = store.get_session(sid)
+    family = [r for _, r in tree(store, sid)] if rec.children else [rec]
+    waiting = [r for r in family if r.pending_requests()]
+    if request is not None:
+        for r in waiting:
+            if any(q.id.startswith(request) for q in r.pending_requests()):
+                return r.id, find_request(r, request)
+        return sid, find_request(rec, request)  # says it is not there, and what is
+    if len(waiting) == 1:
+        return waiting[0].id, find_request(waiting[0], None)
+    if not waiting:
+        return sid, find_request(rec, None)
+    ids = ", ".join(f"{q.id} ({r.agent_type or 'main'})" for r in waiting for q in r.pending_requests())
+    raise RequestNotFound(f"Session {sid[:8]} and its sub-agents have several pending requests: {ids}. Name one "
+                          f"(mainsail pending lists them).")

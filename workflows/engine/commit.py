@@ -30,6 +30,7 @@ from workflows.fenced import Recorder
 from workflows.memory import (
     ProjectMemory,
 )
+from workflows.metrics import STEP_BUCKETS, TALLY
 from workflows.models import (
     Message,
     ResultEntry,
@@ -187,6 +188,7 @@ class CommitCore:
         queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK, StepKind.MCP) else QUEUE_FOR_KIND[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
                           queue=queue, tool_use_id=tool_use_id, event=event, detail=detail)
+        tx.counts.append(lambda: TALLY.add("mainsail_steps_created_total", kind=kind.value))
         tx.steps.append(step)
         tx.dispatch.append(step)
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)
@@ -303,6 +305,7 @@ class CommitCore:
                 ops.zrem(keys.awaiting(), rec.id)
         reply = s.commit(rec.id, read, rec.commit, ops, tx.fence, record=written)
         if reply.status in ("ok", "landed"):
+            count_commit(tx, now)
             if reply.status == "ok":
                 s.note_commit(rec.id, read, reply.extra or "", entries)
             kept = self._kept.get(tx.fence[2]) if tx.fence else None
@@ -333,3 +336,21 @@ class CommitCore:
             s.put_step(step, ops)
         for step, deadline in tx.leases.values():
             s.set_deadline(step, deadline, ops)
+
+
+_ENDED = {StepStatus.DONE: "done", StepStatus.SUPERSEDED: "superseded", StepStatus.FAILED: "failed"}
+
+
+def count_commit(tx: _Tx, now: float) -> None:
+    """Note what a landed commit did in this process's metrics (workflows/metrics.py; no Redis command)."""
+    seen: set[str] = set()
+    for step in tx.steps:
+        outcome = _ENDED.get(step.status)
+        if outcome is None or step.id in seen:
+            continue
+        seen.add(step.id)
+        TALLY.add("mainsail_steps_finished_total", kind=step.kind.value, outcome=outcome)
+        if outcome == "done":
+            TALLY.observe("mainsail_step_duration_seconds", now - step.created_at, STEP_BUCKETS, kind=step.kind.value)
+    for count in tx.counts:
+        count()

@@ -125,6 +125,7 @@ class SubagentLogic:
                           status=StepStatus.RUNNING, owner=agent_owner(child.id), attempt=1, queue="",
                           tool_use_id=call.tool_use_id, detail=child.id)
         child.parent_step_id = step.id
+        self._share_mcp_tools(tx, parent, child)
         tx.steps.append(step)
         call.step_id = step.id
         call.child_session_id = child.id
@@ -139,6 +140,21 @@ class SubagentLogic:
         child.revision, child.commit = 1, new_id()[:16]
         tx.extra.append(lambda ops, ctx=ctx: self._write_new_session(ctx, ops))
         tx.dispatch.extend(ctx.dispatch)
+
+    def _share_mcp_tools(self, tx: _Tx, parent: SessionRecord, child: SessionRecord) -> None:
+        """The child gets the parent's MCP servers and their tool list (as Claude Code's sub-agents inherit
+        its MCP tools); its own tools list still limits which it may call. Its calls connect its own clients."""
+        digest = parent.mcp_tools_digest
+        if not parent.mcp_servers:
+            return
+        child.mcp_servers = [srv.model_copy(deep=True) for srv in parent.mcp_servers]
+        if not digest:
+            return
+        payload = self.store.r.get(keys.session_mcp_tools(parent.id, digest))
+        if payload is None:  # the parent's list is gone (deleted by hand): the child offers none
+            return
+        child.mcp_tools_digest = digest
+        tx.extra.append(lambda ops: ops.set(keys.session_mcp_tools(child.id, digest), payload))
 
     @retry_on_conflict
     def add_agents(self, sid: str, agents: dict[str, AgentDefinition]) -> SessionRecord:

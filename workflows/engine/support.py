@@ -130,6 +130,7 @@ class _Tx:
     inbox_pushes: list[str] = field(default_factory=list)  # messages queued behind the inbox
     stop_children: list[str] = field(default_factory=list)  # sub-agent sessions to stop once this lands
     extra: list[Callable] = field(default_factory=list)  # more writes: each called with the recorder
+    counts: list[Callable] = field(default_factory=list)  # metrics to note once the commit lands (workflows.metrics)
     #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
     fence: tuple[str, str, str] | None = None
     was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)
@@ -268,3 +269,27 @@ def _git_branch(path: str) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _count_messages(n: int) -> str:
+    return f"{n} message{'s' if n != 1 else ''}"
+
+
+def _shorten(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def cancel_message(sid: str, stopped) -> str:
+    """What a cancel did, in one line (also used by ``mainsail rm --force``)."""
+    short = sid[:8]
+    if stopped.cancelled:
+        head = f"Cancelled session {short} (it was {stopped.was.value})"
+    elif stopped.started is not None:
+        head = f"Session {short} was idle with {_count_messages(stopped.queued + 1)} queued that nothing ran"
+    else:
+        head = f"Session {short} is idle; there is nothing to cancel"
+    if stopped.cleared:
+        head += f"; dropped {_count_messages(len(stopped.cleared))} queued"
+    if stopped.started is None:
+        return head + ("; it is idle now." if stopped.cancelled else ".")
+    more = f" ({stopped.queued} more queued)" if stopped.queued else ""
+    return (f"{head}. Its next queued message runs now: {_shorten(stopped.started, 50)!r}{more}. "
+            f"To stop it and drop the queue: mainsail cancel --clear {short}")

@@ -27,6 +27,7 @@ from workflows.hooks.config import HookEvent
 from workflows.hooks.outcome import HookOutcome
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
+from workflows.metrics import count_usage
 from workflows.model_client import ModelReply
 from workflows.models import (
     AssistantEntry,
@@ -49,6 +50,10 @@ from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.tokens import estimate_tokens, thresholds
 from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput
+
+#: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
+#: that says so, so a hostile or confused model cannot fan out without bound.
+MAX_SUBAGENTS_PER_REPLY = 10
 
 
 class TurnLogic:
@@ -102,6 +107,7 @@ class TurnLogic:
             rec.unpriced_models.append(model)
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=unknown_price_note(model)))
         rec.usage = rec.usage + usage
+        tx.counts.append(lambda: count_usage(model, kind, usage, cost))
         _add_to(rec.usage_by_model, rec.cost_by_model, model, usage, cost)
         _add_to(rec.usage_by_kind, rec.cost_by_kind, kind, usage, cost)
         rec.cost_usd = add_cost(rec.cost_usd, cost)
@@ -189,7 +195,7 @@ class TurnLogic:
         calls: list[ToolCall] = []
         refused: list[tuple[str, ToolOutput]] = []
         asked: list[PermissionRequest] = []
-        batch, prev_read_only = -1, False
+        batch, prev_read_only, subagents = -1, False, 0
         for tu in tool_uses:
             try:
                 tool = find_tool(self.store, rec, tu.name)
@@ -201,6 +207,10 @@ class TurnLogic:
                 tool.validate(tu.input)
                 if tool.subagent:
                     self._check_agent_type(rec, tu.input)
+                    subagents += 1
+                    if subagents > MAX_SUBAGENTS_PER_REPLY:
+                        raise ToolInputError(f"At most {MAX_SUBAGENTS_PER_REPLY} sub-agents run per reply; this "
+                                             "Task call was not started. Start it after the others answer.")
             except ToolInputError as exc:
                 refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
                 continue

@@ -1,0 +1,64 @@
+"""``mainsail token``: API tokens of the team server (create, list, revoke).
+
+A token is shown once, when created; Redis keeps only its SHA-256 (workflows/api_tokens.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+from cli.connect import connect
+from workflows.api_tokens import TokenStore
+from workflows.settings import load_settings
+
+
+def _tokens() -> TokenStore:
+    return TokenStore(connect(load_settings()).store.r)
+
+
+@click.group("token")
+def token() -> None:
+    """API tokens for `mainsail serve` (who may read, decide and act through the HTTP API)."""
+
+
+@token.command("create")
+@click.option("--name", required=True, help="Who or what uses it (alice, ci-nightly): shown in approvals.")
+@click.option("--read-only", is_flag=True, help="May list, show and watch; never send, cancel, approve or deny.")
+@click.option("--workspace", "workspaces", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Only sessions in this directory (and below); repeatable. Default: every workspace.")
+def create(name: str, read_only: bool, workspaces: tuple[str, ...]) -> None:
+    """Create a token and print it (once: it cannot be shown again)."""
+    secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces))
+    click.echo(secret)
+    scope = ", ".join(rec.workspaces) if rec.workspaces else "every workspace"
+    click.echo(f"Token {rec.name!r} ({'read-only' if rec.read_only else 'read-write'}, {scope}). It is shown "
+               "only now: keep it in a secret store. Use it as 'Authorization: Bearer <token>' or "
+               "MAINSAIL_TOKEN for the CLI.", err=True)
+
+
+@token.command("list")
+def list_tokens() -> None:
+    """List tokens (names and rights; never the secrets)."""
+    rows = _tokens().records()
+    if not rows:
+        click.echo("No API tokens. Create one with `mainsail token create --name NAME`.")
+        return
+    click.echo(f"{'NAME':<20} {'ACCESS':<10} {'CREATED':<17} {'LAST USED':<17} WORKSPACES")
+    for t in rows:
+        used = f"{datetime.fromtimestamp(t.last_used_at):%Y-%m-%d %H:%M}" if t.last_used_at else "never"
+        click.echo(f"{t.name:<20} {'read-only' if t.read_only else 'read-write':<10} "
+                   f"{datetime.fromtimestamp(t.created_at):%Y-%m-%d %H:%M}  {used:<17} "
+                   f"{', '.join(t.workspaces) or '(all)'}")
+
+
+@token.command("revoke")
+@click.argument("name")
+def revoke(name: str) -> None:
+    """Revoke token NAME: every server refuses it from the next request on."""
+    rec = _tokens().revoke(name)
+    click.echo(f"Revoked token {rec.name!r}.")
+
+
+__all__ = ["token"]

@@ -1,0 +1,13 @@
+"""The HTTP API under ``/api``: sessions, their transcripts and live streams, approvals, schedules."""
+
+from fastapi import APIRouter
+
+from server.api import approvals, schedules, sessions, stream
+
+router = APIRouter(prefix="/api")
+router.include_router(sessions.router)
+router.include_router(approvals.router)
+router.include_router(stream.router)
+router.include_router(schedules.router)
+
+__all__ = ["router"]

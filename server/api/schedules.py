@@ -1,0 +1,117 @@
+"""Schedules through the API (``mainsail schedule``): list, add, remove, run now.
+
+Writer tokens only for changes. A token restricted to workspaces sees, adds and runs only the
+schedules of its workspaces; another schedule is answered 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from server.api.common import engine
+from server.auth import Caller, require_reader, require_writer
+from tasks import scheduling
+from workflows.exceptions import ScheduleNotFound
+from workflows.schedules import (
+    RunMode,
+    Schedule,
+    ScheduleRun,
+    ScheduleStore,
+    SessionOptions,
+)
+from workflows.settings import get_settings
+
+router = APIRouter(tags=["schedules"])
+READER = Depends(require_reader)
+WRITER = Depends(require_writer)
+
+
+class NewSchedule(BaseModel):
+    """``POST /api/schedules``: run ``prompt`` in ``workspace`` at each time of ``cron`` (UTC)."""
+
+    cron: str = Field(description="Five cron fields in UTC ('0 3 * * *'), or @hourly, @daily, @weekly...")
+    workspace: str = Field(description="Absolute path of the workspace on the workers' machines.")
+    prompt: str = Field(min_length=1)
+    name: str | None = None
+    mode: RunMode = Field(default=RunMode.FRESH, description="continue: each firing continues the last session.")
+    options: SessionOptions = Field(default_factory=SessionOptions)
+    enabled: bool = True
+
+
+class ScheduleView(Schedule):
+    """A schedule, when it runs next, and its latest runs (newest first)."""
+
+    next_run: datetime | None = None
+    overdue: bool = Field(default=False, description="Its run is past due: no beat has sent it yet.")
+    runs: list[ScheduleRun] = Field(default_factory=list)
+
+
+class RunStarted(BaseModel):
+    schedule_id: str
+    session_id: str
+
+
+def _view(s: Schedule, store: ScheduleStore, runs: int = 5) -> ScheduleView:
+    nxt = scheduling.next_run(get_settings(), s)
+    return ScheduleView(**s.model_dump(), next_run=nxt.at, overdue=nxt.overdue, runs=store.runs(s.id, runs))
+
+
+def _visible(request: Request, caller: Caller, schedule: str) -> tuple[Schedule, ScheduleStore]:
+    store = ScheduleStore(engine(request).store.r)
+    try:
+        s = store.get(store.resolve(schedule))
+    except ScheduleNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    if not caller.token.allows_workspace(s.workspace):
+        raise HTTPException(404, f"No schedule {schedule!r} visible to token {caller.name!r}.")
+    return s, store
+
+
+@router.get("/schedules", response_model=list[ScheduleView])
+def list_schedules(request: Request, caller: Caller = READER):
+    """The schedules of the workspaces this token may see, oldest first."""
+    store = ScheduleStore(engine(request).store.r)
+    return [_view(s, store) for s in store.all() if caller.token.allows_workspace(s.workspace)]
+
+
+@router.get("/schedules/{schedule}", response_model=ScheduleView)
+def get_schedule(schedule: str, request: Request, caller: Caller = READER):
+    """One schedule (id, unique id prefix or name) and its latest runs."""
+    s, store = _visible(request, caller, schedule)
+    return _view(s, store, runs=50)
+
+
+@router.post("/schedules", response_model=ScheduleView, status_code=201)
+def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
+    """Add a schedule; it first fires at its cron's next time. Its sessions are made as
+    ``POST /api/sessions`` makes one; a call that would ask waits for a decision."""
+    ws = scheduling.check_workspace(body.workspace)
+    caller.check_workspace(ws)
+    s = Schedule(name=body.name or " ".join(body.prompt.split()[:5])[:40], cron=body.cron, workspace=ws,
+                 prompt=body.prompt, mode=body.mode, options=body.options, enabled=body.enabled,
+                 created_by=caller.decided_by)
+    s = scheduling.add(engine(request), get_settings(), s)
+    return _view(s, ScheduleStore(engine(request).store.r))
+
+
+@router.delete("/schedules/{schedule}", status_code=204)
+def remove_schedule(schedule: str, request: Request, caller: Caller = WRITER):
+    """Remove a schedule (its sessions stay)."""
+    s, _ = _visible(request, caller, schedule)
+    scheduling.remove(engine(request), get_settings(), s.id)
+
+
+@router.post("/schedules/{schedule}/run", response_model=RunStarted, status_code=202)
+def run_schedule(schedule: str, request: Request, caller: Caller = WRITER):
+    """Fire a schedule now, by hand (also a disabled one): the session it started."""
+    s, _ = _visible(request, caller, schedule)
+    fired = scheduling.run_now(engine(request), get_settings(), s.id)
+    if fired.session_id is None:
+        raise HTTPException(409, f"Schedule {s.id[:8]} ({s.name}) did not start a session: {fired.skipped}.")
+    return RunStarted(schedule_id=s.id, session_id=fired.session_id)
+
+
+__all__ = ["router"]

@@ -1,0 +1,197 @@
+"""Sessions: create and submit, list, show, transcript pages, send, cancel, compact, export.
+
+Each route is the engine verb the matching CLI command calls, with the same checks; steps a verb
+returns are dispatched here, as the CLI does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from server.api.common import engine, visible_session
+from server.api.stream import parse_event_id
+from server.auth import Caller, require_reader, require_writer
+from server.schemas import (
+    Cancel,
+    Compact,
+    Done,
+    Message,
+    NewSession,
+    SessionDetail,
+    SessionSummary,
+    TranscriptPage,
+)
+from statemachines import State
+from tasks.dispatch import dispatch
+from workflows import keys
+from workflows.engine.support import cancel_message
+from workflows.exceptions import MainsailError
+from workflows.session_setup import session_options
+from workflows.settings import get_settings
+from workflows.store import stream_entries
+from workflows.transcript_io import export_jsonl
+
+router = APIRouter(tags=["sessions"])
+READER = Depends(require_reader)
+WRITER = Depends(require_writer)
+
+
+class BadRequest(MainsailError):
+    """A request the server cannot act on as asked (a 400): a workspace that is not a directory on
+    the server's machine, a malformed page id, a message with nothing to do."""
+
+
+@router.get("/sessions", response_model=list[SessionSummary])
+def list_sessions(request: Request, caller: Caller = READER, state: State | None = None,
+                  workspace: str | None = None, limit: int = Query(50, ge=1, le=10_000),
+                  children: bool = Query(False, description="Also list sub-agents (child sessions).")):
+    """Sessions, newest activity first."""
+    store = engine(request).store
+    ws = os.path.realpath(workspace) if workspace else None
+
+    def wanted(rec) -> bool:
+        return not ((state and rec.state is not state) or (ws and rec.workspace != ws) or not caller.sees(rec)
+                    or (rec.parent_session_id and not children))
+
+    rows = []
+    for chunk in _id_chunks(store, limit):
+        rows += [rec for rec in store.get_sessions(chunk) if wanted(rec)]
+        if len(rows) >= limit:
+            break
+    rows = rows[:limit]
+    queued = store.inbox_lengths([r.id for r in rows])
+    return [SessionSummary.of(r, queued.get(r.id, 0)) for r in rows]
+
+
+def _id_chunks(store, limit: int):
+    """Session ids, newest activity first, in chunks of about ``limit`` (at least 100): a listing
+    reads and parses only as many records as it needs, not every session ever made."""
+    size, start = max(limit, 100), 0
+    while True:
+        ids = [x.decode() if isinstance(x, bytes) else x
+               for x in store.r.zrevrange(keys.sessions(), start, start + size - 1)]
+        if not ids:
+            return
+        yield ids
+        start += size
+
+
+@router.post("/sessions", response_model=SessionDetail, status_code=201)
+def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
+    """A new session in ``workspace``, with the workspace's settings files, rules and hooks, as
+    ``mainsail submit`` makes it; ``prompt`` (if any) is submitted at once. Calls that would ask wait
+    for a decision (``/api/approvals``)."""
+    if not os.path.isabs(body.workspace):
+        raise BadRequest(f"Workspace {body.workspace!r} is not an absolute path: give the directory's full "
+                         "path on the server's machine.")
+    ws = Path(os.path.realpath(body.workspace))
+    # The token's workspaces are checked before the disk is looked at, so that a restricted token
+    # learns nothing about directories outside them (not even whether they exist).
+    caller.check_workspace(str(ws))
+    for extra in body.add_dirs:
+        caller.check_workspace(os.path.realpath(os.path.join(ws, os.path.expanduser(extra))))
+    if not ws.is_dir():
+        raise BadRequest(f"Workspace {body.workspace!r} is not an existing directory on the server (give an "
+                         "absolute path on the server's machine).")
+    settings = get_settings()
+    if body.model:
+        settings = settings.model_copy(update={"model": body.model})
+    eng = engine(request)
+    perms, warnings = session_options(ws, settings, permission_mode=body.permission_mode,
+                                      allowed_tools=body.allowed_tools, disallowed_tools=body.disallowed_tools,
+                                      approval_timeout=body.approval_timeout_seconds, add_dirs=body.add_dirs,
+                                      fallback_model=body.fallback_model, cwd=str(ws))
+    for extra in perms.get("additional_directories") or []:  # --add-dir and the settings files' dirs
+        caller.check_workspace(extra)
+    rec = eng.create_session(str(ws), max_turns=body.max_turns, max_budget_usd=body.max_budget_usd,
+                             system_prompt=body.system_prompt, append_system_prompt=body.append_system_prompt,
+                             auto_memory=False if body.no_memory else None, asks="wait", **perms)
+    warnings += [f"custom command {p}" for p in eng.refresh_commands(rec.id)]
+    if body.prompt:
+        dispatch(eng.submit(rec.id, body.prompt))
+    rec = eng.store.get_session(rec.id)
+    return SessionDetail.of(rec, eng.store.inbox(rec.id), warnings)
+
+
+@router.get("/sessions/{session}", response_model=SessionDetail)
+def get_session(session: str, request: Request, caller: Caller = READER):
+    """A session's facts (``mainsail show``)."""
+    rec = visible_session(request, caller, session)
+    return SessionDetail.of(rec, engine(request).store.inbox(rec.id))
+
+
+@router.get("/sessions/{session}/transcript", response_model=TranscriptPage)
+def transcript(session: str, request: Request, caller: Caller = READER,
+               after: str | None = Query(None, description="A stream id: entries after it."),
+               limit: int = Query(500, ge=1, le=5000, description="Stream rows (one commit may hold several)."),
+               ):
+    """A page of the transcript, oldest first; ``next`` is the ``after`` of the next page."""
+    rec = visible_session(request, caller, session)
+    r = engine(request).store.r
+    start, seen = parse_event_id(after)
+    if seen is not None:
+        raise BadRequest(f"Invalid 'after' {after!r}: give an id of the 'ids' or 'next' of a previous page.")
+    rows = r.xrange(keys.log(rec.id), min=f"({start}" if after else "-", max="+", count=limit)
+    entries, ids = [], []
+    for sid_, fields in rows:
+        for raw in stream_entries(fields):
+            entries.append(json.loads(raw))
+            ids.append(sid_.decode() if isinstance(sid_, bytes) else sid_)
+    nxt = ids[-1] if ids and len(rows) == limit else None
+    return TranscriptPage(entries=entries, ids=ids, next=nxt)
+
+
+@router.get("/sessions/{session}/export", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}}}})
+def export(session: str, request: Request, caller: Caller = READER):
+    """The transcript as Claude Code's JSONL (``mainsail export``)."""
+    rec = visible_session(request, caller, session)
+    entries = engine(request).store.entries(rec.id)
+    return StreamingResponse(export_jsonl(entries, rec), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": f'attachment; filename="{rec.id}.jsonl"'})
+
+
+@router.post("/sessions/{session}/messages", response_model=Done, status_code=202)
+def send(session: str, body: Message, request: Request, caller: Caller = WRITER):
+    """Send a message (``mainsail send``): it runs now, or waits in the inbox while the session is busy."""
+    rec = visible_session(request, caller, session)
+    if body.message is None and not body.clear:
+        raise BadRequest("Give a 'message' (or 'clear': true alone to drop the queued messages).")
+    eng, notes = engine(request), []
+    if body.clear:
+        dropped = eng.clear_queue(rec.id)
+        notes.append(f"dropped {len(dropped)} queued message{'s' if len(dropped) != 1 else ''}")
+    if body.interrupt:
+        stopped = eng.stop(rec.id, "Interrupted by a new message")
+        dispatch(stopped.steps)
+        if stopped.cancelled:
+            notes.append("interrupted the running turn")
+    if body.message is not None:
+        dispatch(eng.submit(rec.id, body.message))
+        inbox = eng.store.inbox(rec.id)
+        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if body.message in inbox else "sent")
+    return Done(session_id=rec.id, message="; ".join(notes).capitalize() + ".",
+                state=eng.store.get_session(rec.id).state)
+
+
+@router.post("/sessions/{session}/cancel", response_model=Done)
+def cancel(session: str, request: Request, body: Cancel | None = None, caller: Caller = WRITER):
+    """Stop the running turn (``mainsail cancel``); the next queued message then runs unless ``clear``."""
+    rec = visible_session(request, caller, session)
+    stopped = engine(request).stop(rec.id, clear_queue=bool(body and body.clear))
+    dispatch(stopped.steps)
+    return Done(session_id=rec.id, message=cancel_message(rec.id, stopped),
+                state=engine(request).store.get_session(rec.id).state)
+
+
+@router.post("/sessions/{session}/compact", response_model=Done, status_code=202)
+def compact(session: str, request: Request, body: Compact | None = None, caller: Caller = WRITER):
+    """Compact an idle session now (``mainsail compact``); follow its events for the result."""
+    rec = visible_session(request, caller, session)
+    dispatch(engine(request).compact(rec.id, body.instructions if body else None))
+    return Done(session_id=rec.id, message="Compacting.", state=engine(request).store.get_session(rec.id).state)

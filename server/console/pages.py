@@ -1,0 +1,61 @@
+"""The console's pages: the sessions table (``/``), a session (``/sessions/{id}``), the approvals
+inbox (``/approvals``).
+
+Each page is the API's own answer (the same route functions, so the same checks and the same
+views of a session) rendered on the server; its script then keeps it live through the API: the
+table and the inbox poll ``/api/sessions`` and ``/api/approvals``, the session page follows
+``/api/sessions/{id}/events``. A browser that is not signed in goes to ``/signin``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from server.api.approvals import pending
+from server.api.sessions import get_session, list_sessions
+from server.console.web import page, signed_in, to_signin
+from statemachines import State
+from workflows.exceptions import MainsailError
+
+router = APIRouter(include_in_schema=False)
+
+#: Rows of the sessions table (the newest activity first).
+TABLE_ROWS = 200
+STATES = [s.value for s in State]
+
+
+@router.get("/")
+def sessions_page(request: Request, state: str | None = None):
+    """Every session the token may see, filtered by state; refreshed every few seconds."""
+    caller = signed_in(request)
+    if caller is None:
+        return to_signin(request)
+    chosen = State(state) if state in STATES else None
+    rows = list_sessions(request, caller, state=chosen, workspace=None, limit=TABLE_ROWS, children=False)
+    return page("sessions.html", caller=caller, rows=rows, states=STATES, state=chosen.value if chosen else "",
+                active="sessions")
+
+
+@router.get("/sessions/{session}")
+def session_page(session: str, request: Request):
+    """One session: its facts, its transcript live, a box to send a message, cancel."""
+    caller = signed_in(request)
+    if caller is None:
+        return to_signin(request)
+    try:
+        detail = get_session(session, request, caller)
+    except MainsailError as exc:
+        return page("missing.html", status=404, caller=caller, message=str(exc), active="sessions")
+    return page("session.html", caller=caller, s=detail, active="sessions")
+
+
+@router.get("/approvals")
+def approvals_page(request: Request):
+    """The permission requests waiting for a person, with approve / always / deny buttons."""
+    caller = signed_in(request)
+    if caller is None:
+        return to_signin(request)
+    return page("approvals.html", caller=caller, requests=pending(request, caller), active="approvals")
+
+
+__all__ = ["router"]

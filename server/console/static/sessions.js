@@ -1,0 +1,36 @@
+// The sessions table: refreshed from /api/sessions every few seconds.
+"use strict";
+
+(function () {
+  const M = window.Mainsail;
+  const page = document.getElementById("sessions-page");
+  const rows = document.getElementById("rows");
+  const empty = document.getElementById("empty");
+  const state = page.dataset.state;
+
+  function row(s) {
+    const tr = M.el("tr");
+    tr.dataset.id = s.id;
+    const st = M.el("td");
+    st.append(M.el("span", "state state-" + s.state, s.state));
+    if (s.pending) st.append(" ", M.el("span", "badge", s.pending + " waiting"));
+    const title = M.el("td");
+    const link = M.el("a", null, s.title || s.id.slice(0, 8));
+    link.href = "/sessions/" + encodeURIComponent(s.id);
+    title.append(link);
+    tr.append(st, title, M.el("td", "path", s.workspace), M.el("td", null, s.model), M.el("td", "num", s.turns),
+              M.el("td", "num", M.money(s.cost_usd)), M.el("td", null, M.ago(s.updated_at)));
+    return tr;
+  }
+
+  async function refresh() {
+    const query = "?limit=200" + (state ? "&state=" + encodeURIComponent(state) : "");
+    const sessions = await M.api("GET", "/api/sessions" + query);
+    rows.replaceChildren(...sessions.map(row));
+    empty.hidden = sessions.length > 0;
+    M.status("");
+  }
+
+  M.every(3000, refresh);
+  document.getElementById("state").addEventListener("change", (ev) => ev.target.form.submit());
+})();

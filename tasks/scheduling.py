@@ -1,0 +1,104 @@
+"""What clients (the CLI, the API) do to schedules: add, remove, enable or disable, run now, and
+when each runs next. The record (``mainsail:schedule:{id}``) is written before its beat entry and
+removed after it, so the beat never holds an entry for a schedule that does not exist for long.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tasks import beat
+from tasks.dispatch import dispatch
+from workflows.exceptions import InvalidSchedule
+from workflows.schedules import cron
+from workflows.schedules.firing import Fired, fire
+from workflows.schedules.models import Schedule
+from workflows.schedules.store import ScheduleStore
+from workflows.session_setup import session_options
+
+
+def check_workspace(raw: str) -> str:
+    """The absolute, resolved workspace ``raw`` names.
+
+    Raises:
+        InvalidSchedule: it is not absolute or not an existing directory.
+    """
+    path = os.path.realpath(os.path.expanduser(raw))
+    if not os.path.isabs(os.path.expanduser(raw)) or not os.path.isdir(path):
+        raise InvalidSchedule(f"Workspace {raw!r} is not an existing directory (give an absolute path of a "
+                              "directory the workers can reach).")
+    return path
+
+
+def add(engine, settings, schedule: Schedule) -> Schedule:
+    """Check and keep a new schedule; it first fires at its cron's next time.
+
+    Raises:
+        InvalidSchedule: a wrong cron expression or workspace.
+        SettingsError, McpConfigError: the workspace's settings files (or the options) are wrong, as
+            `mainsail submit` there would say.
+    """
+    schedule.workspace = check_workspace(schedule.workspace)
+    opts = schedule.options
+    checked = settings.model_copy(update={"model": opts.model}) if opts.model else settings
+    session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
+                    allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
+                    add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace)
+    beat.ensure_configured(settings)
+    ScheduleStore(engine.store.r).add(schedule)
+    beat.save_entry(schedule, time.time())
+    return schedule
+
+
+def remove(engine, settings, schedule_id: str) -> Schedule:
+    store = ScheduleStore(engine.store.r)
+    schedule = store.get(schedule_id)
+    beat.ensure_configured(settings)
+    beat.delete_entry(schedule.id)
+    store.delete(schedule.id)
+    return schedule
+
+
+def set_enabled(engine, settings, schedule_id: str, enabled: bool) -> Schedule:
+    """Enable or disable; a re-enabled schedule next fires at its cron's next time (no catching up)."""
+    store = ScheduleStore(engine.store.r)
+    schedule = store.get(schedule_id)
+    schedule.enabled = enabled
+    store.save(schedule)
+    beat.ensure_configured(settings)
+    beat.save_entry(schedule, time.time())
+    return schedule
+
+
+def run_now(engine, settings, schedule_id: str) -> Fired:
+    """Fire a schedule by hand, now (also a disabled one); its steps are dispatched."""
+    fired = fire(engine, settings, schedule_id, manual=True)
+    dispatch(fired.steps)
+    return fired
+
+
+@dataclass
+class NextRun:
+    """When a schedule fires next: ``at``, or ``overdue`` since ``at`` (no beat has sent it yet)."""
+
+    at: datetime | None
+    overdue: bool = False
+
+
+def next_run(settings, schedule: Schedule, now: datetime | None = None) -> NextRun:
+    if not schedule.enabled:
+        return NextRun(None)
+    now = now or datetime.now(UTC)
+    beat.ensure_configured(settings)
+    last = beat.entry_last_run(schedule.id)
+    if last is None:
+        return NextRun(cron.next_after(schedule.cron, now))
+    due = cron.next_after(schedule.cron, last)
+    return NextRun(due, overdue=(now - due).total_seconds() > settings.beat_late_seconds)
+
+
+__all__ = ["NextRun", "add", "check_workspace", "next_run", "remove", "run_now", "set_enabled"]

@@ -1,0 +1,157 @@
+"""API tokens of the team server: who may do what through ``mainsail serve``.
+
+A token is a random secret shown once, when it is created (``mainsail token create --name alice``).
+Redis keeps only its SHA-256: ``api-token:{sha256}`` names the token, and ``api-tokens`` holds each
+name's record (read-only or not, the workspaces it may see, when it was created and last used).
+Revoking deletes both, so the next request with it is refused at once, on every server process.
+
+A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
+password); it lets a request be checked with one GET.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import time
+
+from pydantic import BaseModel, Field
+
+from workflows import keys
+from workflows.exceptions import TokenError
+
+#: Every token starts with this, so a leaked one is recognisable (secret scanners, logs).
+TOKEN_PREFIX = "mst_"
+_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
+
+
+#: Replace a token's record only if it is still there with the same digest (KEYS[1]: the hash;
+#: ARGV: name, digest, new JSON). Returns 1 when written, 0 when revoked or replaced meanwhile.
+_TOUCH = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+if cjson.decode(raw)['digest'] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+
+class TokenRecord(BaseModel):
+    """What a token may do. ``workspaces``: the directories whose sessions it may see and start
+    (each with everything under it); empty means every workspace."""
+
+    name: str
+    read_only: bool = False
+    workspaces: list[str] = Field(default_factory=list)
+    created_at: float = Field(default_factory=time.time)
+    last_used_at: float | None = None
+    digest: str = ""
+
+    def allows_workspace(self, workspace: str) -> bool:
+        """Whether this token may see or start sessions in ``workspace`` (a resolved path)."""
+        if not self.workspaces:
+            return True
+        path = os.path.realpath(workspace)
+        return any(path == ws or path.startswith(ws.rstrip("/") + "/") for ws in self.workspaces)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise TokenError(f"Invalid token name {name!r}: use 1-64 letters, digits, '.', '_', '@' or '-', "
+                         "starting with a letter or digit.")
+    return name
+
+
+class TokenStore:
+    """Creates, finds, lists and revokes tokens in Redis (``r``: a redis-py client)."""
+
+    def __init__(self, r) -> None:
+        self.r = r
+
+    def create(self, name: str, *, read_only: bool = False,
+               workspaces: list[str] | None = None) -> tuple[str, TokenRecord]:
+        """A new token named ``name``: the secret (shown once) and its record.
+
+        Raises:
+            TokenError: the name is invalid or taken, or a workspace is not an existing directory.
+        """
+        check_name(name)
+        dirs = []
+        for ws in workspaces or []:
+            path = os.path.realpath(os.path.expanduser(ws))
+            if not os.path.isdir(path) or path == "/":
+                raise TokenError(f"Workspace {ws!r} of token {name!r} is not an existing directory (or is /). "
+                                 "Name the directory whose sessions the token may see.")
+            dirs.append(path)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        rec = TokenRecord(name=name, read_only=read_only, workspaces=dirs, digest=digest(token))
+        if not self.r.hsetnx(keys.api_tokens(), name, rec.model_dump_json()):
+            raise TokenError(f"A token named {name!r} exists already. Revoke it first "
+                             f"(mainsail token revoke {name}) or choose another name.")
+        self.r.set(keys.api_token(rec.digest), name)
+        return token, rec
+
+    def find(self, token: str) -> TokenRecord | None:
+        """The record of ``token``, or None when it is unknown or revoked."""
+        if not token or not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+            return None
+        d = digest(token)
+        name = self.r.get(keys.api_token(d))
+        if name is None:
+            return None
+        raw = self.r.hget(keys.api_tokens(), name)
+        if raw is None:
+            return None
+        rec = TokenRecord.model_validate_json(raw)
+        if not secrets.compare_digest(rec.digest, d):
+            return None
+        return rec
+
+    def touch(self, rec: TokenRecord, now: float | None = None) -> None:
+        """Note that ``rec`` was used (at most once a minute per token: a request costs no write).
+
+        The write happens only if the stored record is still this token's (same digest), in one
+        script: a request that raced a revoke must not bring the revoked record back, nor overwrite
+        a new token made since under the same name.
+        """
+        now = now or time.time()
+        if rec.last_used_at and now - rec.last_used_at < 60:
+            return
+        rec.last_used_at = now
+        self.r.eval(_TOUCH, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json())
+
+    def records(self) -> list[TokenRecord]:
+        rows = self.r.hgetall(keys.api_tokens())
+        return sorted((TokenRecord.model_validate_json(v) for v in rows.values()), key=lambda t: t.created_at)
+
+    def revoke(self, name: str) -> TokenRecord:
+        """Revoke the token ``name``: refused from the next request on.
+
+        Raises:
+            TokenError: no token has that name.
+        """
+        raw = self.r.hget(keys.api_tokens(), name)
+        if raw is None:
+            known = ", ".join(t.name for t in self.records()) or "none"
+            raise TokenError(f"No token named {name!r} (tokens: {known}). See `mainsail token list`.")
+        rec = TokenRecord.model_validate_json(raw)
+        p = self.r.pipeline()
+        p.delete(keys.api_token(rec.digest))
+        p.hdel(keys.api_tokens(), name)
+        p.execute()
+        return rec
+
+
+def describe(rec: TokenRecord) -> dict:
+    """A token's record as shown to people (never the digest)."""
+    return {"name": rec.name, "read_only": rec.read_only, "workspaces": rec.workspaces,
+            "created_at": rec.created_at, "last_used_at": rec.last_used_at}
+
+
+__all__ = ["TOKEN_PREFIX", "TokenRecord", "TokenStore", "describe", "digest"]

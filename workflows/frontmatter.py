@@ -1,0 +1,43 @@
+"""Markdown files with YAML frontmatter (memory records, agent files, custom commands): one reader.
+
+The file opens with a line ``---``, then the frontmatter, then a line ``---``, then the body (a byte
+order mark before it is ignored). Each kind of file says what its fields mean; this module only
+finds the block and, for the strict kinds, reads it as a YAML mapping.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+def split_frontmatter(text: str) -> tuple[str, str] | None:
+    """``(frontmatter, body)`` of ``text``, or None when it does not open with a closed ``---`` block."""
+    text = text.lstrip("\ufeff")
+    m = _FRONTMATTER.match(text)
+    if m is None:
+        return None
+    return m.group(1), text[m.end():]
+
+
+def yaml_mapping(block: str, where: str, error: type[Exception]) -> dict:
+    """The frontmatter ``block`` as a YAML mapping (empty: ``{}``).
+
+    Raises:
+        error: the block is not YAML, or not ``key: value`` lines; the message names ``where``.
+    """
+    try:
+        fields = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as exc:
+        raise error(f"{where}: the frontmatter is not valid YAML ({exc}).") from None
+    if fields is None:
+        return {}
+    if not isinstance(fields, dict):
+        raise error(f"{where}: the frontmatter must be 'key: value' lines.")
+    return fields
+
+
+__all__ = ["split_frontmatter", "yaml_mapping"]

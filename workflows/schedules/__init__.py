@@ -1,0 +1,8 @@
+"""Scheduled sessions: cron schedules kept in Redis, fired by Celery beat (celery-redbeat, see
+``tasks/beat.py``), each firing a normal session (docs/schedules.md)."""
+
+from workflows.schedules.cron import parse as parse_cron
+from workflows.schedules.models import RunMode, Schedule, ScheduleRun, SessionOptions
+from workflows.schedules.store import ScheduleStore
+
+__all__ = ["RunMode", "Schedule", "ScheduleRun", "ScheduleStore", "SessionOptions", "parse_cron"]

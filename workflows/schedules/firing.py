@@ -1,0 +1,165 @@
+"""Firing a schedule: one normal session (or the next message of the schedule's last one), once per
+due time, however many messages ask for it.
+
+A firing claims ``(schedule, due minute)`` with ``SET NX`` before it does anything, under the
+schedule's lock: a second beat message for the same run (a redelivery, two beats in a split second of
+a leader change) finds the claim and starts nothing. A firing whose worker died half-way is finished
+by the redelivered message: the claim names the session to create, and says whether its prompt went
+in.
+
+The session is made as ``mainsail submit`` makes one (:func:`workflows.session_setup.session_options`:
+the workspace's settings files, permission rules, hooks, sandbox), and nobody is at a terminal: a
+call that would ask waits for a decision (``asks="wait"``; ``mainsail approve`` or the API).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflows.exceptions import InvalidSchedule, MainsailError, SessionNotFound
+from workflows.models import StepRecord, SystemEntry, new_id
+from workflows.schedules import cron
+from workflows.schedules.models import RunMode, Schedule, ScheduleRun
+from workflows.schedules.store import ScheduleStore
+from workflows.session_setup import session_options
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Fired:
+    """What a firing did: the session it started (None: nothing, see ``skipped``) and its steps to dispatch."""
+
+    schedule_id: str
+    session_id: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    skipped: str | None = None  # why nothing started: "duplicate", "disabled", "removed", "failed: ..."
+    note: str | None = None
+
+
+def _when(ts: float) -> str:
+    return cron.utc(ts).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def timing_note(schedule: Schedule, run: ScheduleRun) -> str:
+    """What the session says about its firing: when it was due, when it fired, and if it was late."""
+    head = f"Scheduled run of {schedule.name!r} (schedule {schedule.id[:8]}, cron '{schedule.cron}')"
+    if run.manual:
+        return f"{head}: run by hand at {cron.utc(run.fired_at).strftime('%Y-%m-%d %H:%M:%S UTC')}."
+    text = f"{head}: scheduled for {_when(run.due_at)}, fired {cron.utc(run.fired_at).strftime('%H:%M:%S UTC')}"
+    if not run.late:
+        return text + "."
+    text += " after downtime"
+    if run.missed > 1:
+        text += f" ({run.missed} runs missed, fired once)"
+    return text + "."
+
+
+def new_session(engine, schedule: Schedule, settings, sid: str):
+    """Create the session of a firing, as ``mainsail submit`` would in the schedule's workspace.
+
+    Raises:
+        InvalidSchedule: the workspace is gone.
+        SettingsError, McpConfigError: its settings files are wrong (the run fails, and says so).
+    """
+    ws = Path(schedule.workspace)
+    if not ws.is_dir():
+        raise InvalidSchedule(f"The workspace {schedule.workspace} of schedule {schedule.id[:8]} "
+                              f"({schedule.name}) is not a directory on this worker; restore it, or remove the "
+                              f"schedule (`mainsail schedule rm {schedule.id[:8]}`).")
+    opts = schedule.options
+    if opts.model:
+        settings = settings.model_copy(update={"model": opts.model})
+    perms, warnings = session_options(ws, settings, permission_mode=opts.permission_mode,
+                                      allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
+                                      approval_timeout=opts.approval_timeout_seconds, add_dirs=opts.add_dirs,
+                                      fallback_model=opts.fallback_model, cwd=str(ws))
+    rec = engine.create_session(str(ws), max_turns=opts.max_turns, max_budget_usd=opts.max_budget_usd,
+                                system_prompt=opts.system_prompt, append_system_prompt=opts.append_system_prompt,
+                                auto_memory=False if opts.no_memory else None, asks="wait", sid=sid, **perms)
+    warnings += [f"custom command {p}" for p in engine.refresh_commands(rec.id)]
+    return rec, warnings
+
+
+def _note_entry(engine, sid: str, text: str, warnings: list[str]) -> None:
+    entries = [SystemEntry(session_id=sid, subtype="info", content=text)]
+    entries += [SystemEntry(session_id=sid, subtype="warning", content=w) for w in warnings]
+    with engine.store.r.pipeline() as pipe:
+        engine.store.append(sid, entries, pipe)
+        pipe.execute()
+
+
+def _target(engine, schedule: Schedule) -> str | None:
+    """With ``--continue``: the schedule's last session, if it still exists; else None (a new one)."""
+    if schedule.mode is not RunMode.CONTINUE or not schedule.last_session_id:
+        return None
+    try:
+        engine.store.get_session(schedule.last_session_id)
+    except SessionNotFound:
+        return None
+    return schedule.last_session_id
+
+
+def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fired_at: float | None = None,
+         manual: bool = False) -> Fired:
+    """Fire ``schedule_id`` for its run due at ``due_at`` (None with ``manual``: a run by hand, now).
+
+    Returns what happened; the caller dispatches ``steps``. A failure to start the session (a workspace
+    gone, a broken settings file) is recorded in the schedule's runs and returned as ``skipped``, not
+    raised: a retry would fail the same way.
+    """
+    store = ScheduleStore(engine.store.r)
+    fired_at = fired_at or time.time()
+    slot = f"manual-{new_id().replace('-', '')[:16]}" if manual or due_at is None else cron.slot(cron.utc(due_at))
+    with store.lock(schedule_id):
+        try:
+            schedule = store.get(schedule_id)
+        except MainsailError:
+            return Fired(schedule_id, skipped="removed")
+        if not schedule.enabled and not manual:
+            return Fired(schedule_id, skipped="disabled")
+        due = fired_at if manual or due_at is None else due_at
+        missed = 1 if manual else max(1, len(cron.occurrences(schedule.cron, cron.utc(due), cron.utc(fired_at))))
+        run = ScheduleRun(due_at=due, fired_at=fired_at, manual=manual, missed=missed,
+                          late=not manual and fired_at - due > settings.beat_late_seconds)
+        target = _target(engine, schedule)
+        claimed, firing = store.claim(schedule_id, slot, target or new_id())
+        if not claimed and firing.submitted:
+            return Fired(schedule_id, firing.session_id, skipped="duplicate")
+        note = timing_note(schedule, run)
+        try:
+            steps = _start(engine, settings, schedule, firing.session_id, target is not None, run, note)
+        except MainsailError as exc:
+            run.error = str(exc)
+            store.record_run(schedule, run)
+            store.mark_submitted(schedule_id, slot, firing)  # the same message again would fail the same way
+            log.warning("schedule %s (%s) did not fire: %s", schedule.id[:8], schedule.name, exc)
+            return Fired(schedule_id, skipped=f"failed: {exc}", note=note)
+        store.mark_submitted(schedule_id, slot, firing)
+        run.session_id = firing.session_id
+        store.record_run(schedule, run)
+        return Fired(schedule_id, firing.session_id, steps, note=note)
+
+
+def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: ScheduleRun,
+           note: str) -> list[StepRecord]:
+    """Create the session (unless it exists) and submit the schedule's prompt to it."""
+    prompt = schedule.prompt
+    if run.late:  # the model, too, should know this run is not on time (a nightly report, say)
+        prompt = f"{prompt}\n\n({note})"  # after it: the session's title stays the prompt's
+    if not existing:
+        try:
+            rec = engine.store.get_session(sid)
+        except SessionNotFound:
+            _rec, warnings = new_session(engine, schedule, settings, sid)
+            _note_entry(engine, sid, note, warnings)
+        else:
+            if rec.title:  # a worker that died after submitting: its steps are in the ledger (the reaper's)
+                return []
+    return engine.submit(sid, prompt)
+
+
+__all__ = ["Fired", "fire", "new_session", "timing_note"]

@@ -1,0 +1,99 @@
+"""What a new session starts with: mode, rules, timeout, sandbox, hooks, model, env, added
+directories and MCP servers, read from the flags a client gave, then ``MAINSAIL_*``, then the
+settings files of the workspace and of the user.
+
+One path for every client that starts a session: the CLI (``mainsail run``/``submit``), the team
+server's ``POST /api/sessions`` and a schedule's firing all call :func:`session_options`, so a
+session started from a browser gets the same rules, hooks and sandbox as one started at a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from workflows.mcp.sources import McpFlags, load_mcp
+from workflows.model_names import model_overrides, valid_name
+from workflows.model_names import session_model as new_session_model
+from workflows.models import PermissionMode
+from workflows.permissions.session_keys import resolve_added_dir
+from workflows.permissions.settings_files import SettingsError, load_permission_settings
+
+
+def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
+                    approval_timeout=None, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
+                    extra_settings=None, mcp: McpFlags = McpFlags(), agents=None, home: Path | None = None,
+                    environ: Mapping[str, str] | None = None, cwd: str | None = None) -> tuple[dict, list[str]]:
+    """The keyword arguments of :meth:`Engine.create_session` for a new session in ``workspace``, and the
+    warnings to show (settings keys read but not applied, hooks for events that never run).
+
+    ``add_dirs`` are resolved from ``cwd`` (default: this process's); ``agents``: sub-agent types
+    given by the client (``--agents``, the SDK's ``agents``).
+
+    Raises:
+        SettingsError: a settings file, a rule, an --add-dir or the model name is wrong.
+        McpConfigError: an MCP configuration is malformed.
+    """
+    home = home or Path.home()
+    environ = os.environ if environ is None else environ
+    ws = workspace.resolve()
+    files = load_permission_settings(ws, home, allowed_tools=list(allowed_tools),
+                                     disallowed_tools=list(disallowed_tools), sources=setting_sources,
+                                     extra=extra_settings)
+    servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict)
+    warnings = files.warnings + servers.warnings + unrun_hooks(files.hooks)
+    mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
+    timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
+    explicit = settings.model if "model" in settings.model_fields_set else None
+    model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
+    if not valid_name(model):
+        raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
+                            "or a model id like claude-sonnet-4-5.")
+    return {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
+            "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
+            "env": files.env,
+            "model_overrides": model_overrides(environ, files.model_env),
+            "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
+            "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
+            "mcp_servers": servers.servers}, warnings
+
+
+def unrun_hooks(hooks) -> list[str]:
+    """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
+    from workflows.hooks.config import RUN_EVENTS
+
+    events = sorted(e.value for e, groups in hooks.events.items()
+                    if e not in RUN_EVENTS and any(g.hooks for g in groups))
+    if not events:
+        return []
+    return [f"hooks for {', '.join(events)} are configured, but Mainsail does not run that event, so they never "
+            "fire; every other hook event runs."]
+
+
+def added_dirs(from_settings: list[str], flags, *, cwd: str | None = None, home: Path | None = None) -> list[str]:
+    """The settings files' additionalDirectories, then each ``--add-dir`` (resolved from ``cwd``).
+
+    Raises:
+        SettingsError: an --add-dir that is not an existing directory (or is /).
+    """
+    out = list(from_settings)
+    for raw in flags or ():
+        try:
+            path = resolve_added_dir(raw, cwd=cwd or os.getcwd(), home=str(home or Path.home()))
+        except ValueError as exc:
+            raise SettingsError(f"Invalid --add-dir: {exc}. Name an existing directory.") from None
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def checked_fallback(fallback: str | None, model: str) -> str | None:
+    """``--fallback-model``, refused when it is the main model (as Claude Code does)."""
+    if fallback and fallback.strip() == model.strip():
+        raise SettingsError(f"--fallback-model {fallback} is the session's model too. Name a different model, "
+                            "or leave --fallback-model out.")
+    return fallback or None
+
+
+__all__ = ["session_options", "unrun_hooks", "added_dirs", "checked_fallback"]
