@@ -67,12 +67,16 @@ class Renderer:
         self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its description (names its sub-agent)
         self.child_labels: dict[str, str] = {}  # sub-agent session id -> its Task's description
         self._mid_line = False
+        self._held: list[SystemEntry] = []  # background notes that came while a reply was streaming
 
     def _end_line(self) -> None:
         if self._mid_line:
             self.console.file.write("\n")
             self.console.file.flush()
             self._mid_line = False
+        held, self._held = self._held, []
+        for e in held:
+            self._memory_note(e)
 
     def delta(self, step: str, attempt: int, text: str) -> None:
         seen = self.streamed.get(step)
@@ -101,6 +105,11 @@ class Renderer:
             self.console.print(Text(f"  ⎿  {line}"[:160], style="bold" if line.startswith("◐") else "dim"))
 
     def entry(self, e) -> None:
+        if isinstance(e, SystemEntry) and e.subtype == "memory" and self.shown:
+            # A memory fork's note (the previous turn's extraction) committed while this reply streams:
+            # shown after the reply's line ends, not in the middle of it ("Answer to: Say\n✎ ...\n hello").
+            self._held.append(e)
+            return
         if isinstance(e, AssistantEntry):
             text = e.message.text()
             shown = self.shown.pop(e.step_id, None) if e.step_id in self.streamed else None
@@ -143,9 +152,7 @@ class Renderer:
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
             if e.subtype == "memory":
-                cost = f" · {money(e.cost_usd)}, {tokens(e.usage):,} tokens" if e.usage is not None else ""
-                text = e.content.rstrip(".") if cost else e.content
-                self.console.print(Text(f"✎ {text}{cost}", style="dim"))
+                self._memory_note(e)
             else:
                 self.console.print(Text(f"{e.subtype}: {e.content}", style=style))
         elif isinstance(e, PermissionRequestEntry):
@@ -169,6 +176,11 @@ class Renderer:
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
+
+    def _memory_note(self, e: SystemEntry) -> None:
+        cost = f" · {money(e.cost_usd)}, {tokens(e.usage):,} tokens" if e.usage is not None else ""
+        text = e.content.rstrip(".") if cost else e.content
+        self.console.print(Text(f"✎ {text}{cost}", style="dim"))
 
     def _command_entry(self, e: SystemEntry) -> None:
         """A custom command's start (``/review a.py``: shown as a prompt) or one of its lines that ran."""

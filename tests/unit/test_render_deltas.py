@@ -68,3 +68,28 @@ def test_a_late_read_of_a_prompt_and_its_replys_first_deltas_renders_them_in_ord
     out = buf.getvalue()
     assert "> x\nAnswer to: x\n" in out, out
 
+
+def test_a_memory_note_committed_while_a_reply_streams_waits_for_the_replys_line_to_end():
+    """CI printed "Answer to: Say\\n✎ Memory extraction: ...\\n hello to you": the previous turn's extraction
+    committed between two deltas of the next reply, and entries and deltas print in stream order."""
+    from workflows.models import SystemEntry
+
+    buf = io.StringIO()
+    r = Renderer(Console(file=buf, width=120, color_system=None))
+    r.delta("st1", 1, "Answer to: Say")
+    r.entry(SystemEntry(session_id="s", subtype="memory", content="Memory extraction: nothing new to save."))
+    r.delta("st1", 1, " hello to you")
+    r.entry(reply("Answer to: Say hello to you"))
+    r.close()
+    assert buf.getvalue() == "Answer to: Say hello to you\n✎ Memory extraction: nothing new to save.\n"
+
+
+def test_a_memory_note_held_for_a_reply_that_never_ended_still_prints_at_close():
+    from workflows.models import SystemEntry
+
+    buf = io.StringIO()
+    r = Renderer(Console(file=buf, width=120, color_system=None))
+    r.delta("st1", 1, "Answer")
+    r.entry(SystemEntry(session_id="s", subtype="memory", content="Memory extraction: nothing new to save."))
+    r.close()
+    assert buf.getvalue() == "Answer\n✎ Memory extraction: nothing new to save.\n"
