@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from workflows import request_json
 from workflows.exceptions import MissingCredentials
+from workflows.message_stream import MessageAccumulator
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
 
@@ -102,14 +103,15 @@ def stream_reply(
         InterruptedError: ``cancel`` was set while streaming.
     """
     start = time.monotonic()
+    acc = MessageAccumulator()
     with _stream(client, request) as stream:
         for event in stream:
             if cancel is not None and cancel.is_set():
                 raise InterruptedError("model call cancelled")
-            if event.type == "text":
-                on_text(event.text)
-        final = stream.get_final_message()
-    data = final.model_dump(mode="json", exclude_none=True)
+            text = acc.apply(event)
+            if text:
+                on_text(text)
+    data = acc.message()
     usage = data.get("usage") or {}
     message = AssistantMessage(
         id=data.get("id"),
@@ -127,38 +129,16 @@ STREAM_HEADERS = {"Content-Type": "application/json", "X-Stainless-Helper-Method
 
 
 def _stream(client: anthropic.Anthropic, request: dict):
-    """``client.messages.stream(**request)``, its body encoded by :func:`workflows.request_json.body`
-    (each shared block's JSON kept from the previous call) and handed to the SDK as raw content: the
-    SDK's transport, retries, errors and stream accumulation as ever, without its deep copy and JSON
-    of the whole request, which grew with the conversation."""
+    """The streaming call ``client.messages.stream(**request)`` makes, as the SDK's ``Stream`` of raw
+    event dicts (``cast_to=object``: no pydantic event per delta; workflows/message_stream.py puts the
+    message together). The body is encoded by :func:`workflows.request_json.body` (each shared block's
+    JSON kept from the previous call) and handed to the SDK as raw content: the SDK's transport,
+    retries, status errors and SSE decoding as ever, without its deep copy and JSON of the whole
+    request, which grew with the conversation."""
     from anthropic import Stream
-    from anthropic.lib.streaming import MessageStreamManager
-    from anthropic.types import Message, RawMessageStreamEvent
 
-    content = request_json.body(request)
-
-    def make_request():
-        return client.post("/v1/messages", content=content, cast_to=Message, stream=True,
-                           stream_cls=Stream[RawMessageStreamEvent], options={"headers": STREAM_HEADERS})
-
-    return MessageStreamManager(make_request, **_stream_options())
-
-
-_STREAM_OPTIONS: dict | None = None
-
-
-def _stream_options() -> dict:
-    """``MessageStreamManager``'s keyword arguments besides the request (``output_format`` in recent SDKs)."""
-    global _STREAM_OPTIONS
-    if _STREAM_OPTIONS is None:
-        import inspect
-
-        from anthropic import NOT_GIVEN
-        from anthropic.lib.streaming import MessageStreamManager
-
-        params = inspect.signature(MessageStreamManager.__init__).parameters
-        _STREAM_OPTIONS = {"output_format": NOT_GIVEN} if "output_format" in params else {}
-    return _STREAM_OPTIONS
+    return client.post("/v1/messages", content=request_json.body(request), cast_to=object, stream=True,
+                       stream_cls=Stream[object], options={"headers": STREAM_HEADERS})
 
 
 def describe_api_error(exc: Exception, attempts: int) -> str:
