@@ -278,7 +278,7 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     except ToolInputError as exc:  # (its MCP tool list was lost: the fan-out found it)
         return engine.record_tool_output(sid, step.id, owner, ToolOutput(content=str(exc), is_error=True,
                                                                          display=str(exc)[:120]))
-    post = None
+    post, files = None, None
     if step.attempt > 1 and not tool.idempotent:
         output = unknown_outcome(call)
     elif (pre := _pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
@@ -291,11 +291,12 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         # (a custom command's line is cut by the tool itself: its output goes into a prompt, not into a file)
         limit = None if call.prelude else (settings.tool_result_limits.get(call.name)
                                            or (settings.mcp_max_output_chars if mcp else None))
+        files = store.files_tracker(sid, deferred=True)  # written by the result's commit
         ctx = ToolContext(
             workspace=rec.workspace,
             session_id=sid,
             home=rec.home,
-            files_read=store.files_tracker(sid),
+            files_read=files,
             cancel=cancel,
             bash_default_timeout_ms=settings.bash_default_timeout_ms,
             bash_max_timeout_ms=settings.bash_max_timeout_ms,
@@ -316,7 +317,8 @@ def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         if limit and len(output.content) > limit:
             output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
         output, post = post_tool(rec, call, call.input, output, cancel)
-    return engine.record_tool_output(sid, step.id, owner, output, hook=post)
+    return engine.record_tool_output(sid, step.id, owner, output, hook=post,
+                                     writes=files.write if files is not None and files.pending else None)
 
 
 class _Pre(NamedTuple):

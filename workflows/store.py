@@ -436,8 +436,8 @@ class Store:
 
     # ------------------------------------------------------------------ files read (Write/Edit rule)
 
-    def files_tracker(self, sid: str) -> "RedisFileTracker":
-        return RedisFileTracker(self.r, sid)
+    def files_tracker(self, sid: str, deferred: bool = False) -> "RedisFileTracker":
+        return RedisFileTracker(self.r, sid, deferred)
 
     # ------------------------------------------------------------------ housekeeping (rm, gc)
 
@@ -528,18 +528,33 @@ class Store:
 
 
 class RedisFileTracker:
-    """Which files a session has read, shared by every worker."""
+    """Which files a session has read, shared by every worker.
 
-    def __init__(self, r: redis.Redis, sid: str) -> None:
+    ``deferred``: what a tool run notes is kept here and written by :meth:`write` into the commit that
+    records the tool's result (no round trip of its own; and a file counts as read only once the model
+    can see what was read: a result that never lands leaves no record, so an Edit asks for a read)."""
+
+    def __init__(self, r: redis.Redis, sid: str, deferred: bool = False) -> None:
         self.r = r
         self.key = keys.files_read(sid)
+        self.pending: dict[str, str] | None = {} if deferred else None
 
     def get(self, path: str) -> float | None:
-        v = self.r.hget(self.key, path)
+        v = self.pending.get(path) if self.pending else None
+        if v is None:
+            v = self.r.hget(self.key, path)
         return float(v) if v is not None else None
 
     def set(self, path: str, mtime: float) -> None:
-        self.r.hset(self.key, path, repr(mtime))
+        if self.pending is not None:
+            self.pending[path] = repr(mtime)
+        else:
+            self.r.hset(self.key, path, repr(mtime))
+
+    def write(self, ops) -> None:
+        """Add what was noted to ``ops`` (a commit's recorder) as one HSET."""
+        if self.pending:
+            ops.hset(self.key, mapping=self.pending)
 
 
 def _s(v) -> str:

@@ -295,3 +295,56 @@ def test_cancel_of_an_idle_session_is_a_no_op(engine, ws):
     rec = engine.create_session(str(ws), model="scripted:demo")
     assert engine.cancel(rec.id) is False
     assert engine.store.log_length(rec.id) == 0
+
+
+def _files_read(engine, sid) -> dict:
+    from workflows import keys
+
+    return {k.decode(): float(v) for k, v in engine.store.r.hgetall(keys.files_read(sid)).items()}
+
+
+def test_a_read_is_noted_by_the_commit_of_its_result(engine, ws, monkeypatch):
+    """The Read's note (path -> mtime, what lets a later Edit skip re-reading) is written by the commit
+    that records its result, not by a round trip of its own while the tool runs."""
+    from workflows.tools.read import ReadTool
+
+    rec = session(engine, ws, [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]),
+                               Turn(text="ok")])
+    seen_while_running: list[dict] = []
+    run = ReadTool.run
+
+    def watched(self, args, ctx):
+        out = run(self, args, ctx)
+        seen_while_running.append(_files_read(engine, rec.id))
+        return out
+
+    monkeypatch.setattr(ReadTool, "run", watched)
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "read calc.py"))
+    inline.drain()
+    path = str((ws / "calc.py").resolve())
+    assert seen_while_running == [{}]
+    assert _files_read(engine, rec.id) == {path: (ws / "calc.py").stat().st_mtime}
+
+
+def test_a_read_whose_result_never_lands_is_not_noted(engine, ws, monkeypatch):
+    """Cancelled while the Read ran: its result is not recorded, and neither is the read, so an Edit
+    of that file still needs a read the model has seen."""
+    from workflows.tools.read import ReadTool
+
+    rec = session(engine, ws, [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]),
+                               Turn(text="ok")])
+    run = ReadTool.run
+
+    def cancelled_meanwhile(self, args, ctx):
+        out = run(self, args, ctx)
+        engine.cancel(rec.id)
+        return out
+
+    monkeypatch.setattr(ReadTool, "run", cancelled_meanwhile)
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "read calc.py"))
+    inline.drain()
+    assert engine.store.get_session(rec.id).state is State.IDLE
+    assert [b.content for b in tool_results(engine, rec.id)] == ["[Request interrupted by user for tool use]"]
+    assert _files_read(engine, rec.id) == {}

@@ -7,6 +7,7 @@ commit every event goes through.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
 from workflows import keys
@@ -50,6 +51,9 @@ from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.tokens import estimate_tokens, thresholds
 from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.fenced import Recorder
 
 #: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
 #: that says so, so a hostile or confused model cannot fan out without bound.
@@ -123,12 +127,16 @@ class TurnLogic:
         return cost
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
-                           hook: HookOutcome | None = None) -> list[StepRecord]:
+                           hook: HookOutcome | None = None,
+                           writes: Callable[[Recorder], None] | None = None) -> list[StepRecord]:
         """Commit one tool result (and its PostToolUse ``hook`` outcome); when its batch is complete,
-        start the next batch or model call."""
+        start the next batch or model call. ``writes``: more writes of the tool run (the files it read)
+        made by the same commit, when it lands."""
 
         def apply(tx: _Tx, step: StepRecord) -> None:
             self._record_tool_result(tx, step, output, hook)
+            if writes is not None:
+                tx.extra.append(writes)
 
         return self._step_event(sid, step_id, owner, apply)
 
