@@ -601,6 +601,9 @@ class SessionRecord(_Model):
     context_tokens: int = 0  # the last response's input (+ cache) and output tokens
     context_added: int = 0  # estimated tokens added since that response
     run_prompt_uuid: str | None = None
+    #: Keys of the last messages submitted with one (``Engine.submit(once=...)``, e.g. a schedule's run):
+    #: the same key again submits nothing, so a retried sender cannot send twice.
+    submit_keys: list[str] = Field(default_factory=list)
     compact_failures: int = 0
     auto_compact_off: bool = False  # the circuit breaker tripped
     compact_trigger: str | None = None  # "auto" | "manual" while compacting

@@ -163,6 +163,35 @@ def test_continue_sends_the_next_run_to_the_last_session(engine, settings, ws):
     assert len(engine.store.inbox(one.session_id)) + len(prompts(engine, one.session_id)) == 2
 
 
+def test_a_continued_run_whose_worker_died_after_sending_is_not_sent_again(engine, settings, ws, monkeypatch):
+    """--continue: the prompt went into the last session, then the worker died before the run was marked
+    sent; the redelivered firing finds the run's key in the session and sends nothing twice."""
+    store = ScheduleStore(engine.store.r)
+    s = store.add(make(ws, mode=RunMode.CONTINUE, cron="0 * * * *"))
+    one = fire(engine, settings, s.id, at(3, 0).timestamp(), fired_at=at(3, 0, 2).timestamp())
+    mark = ScheduleStore.mark_submitted
+
+    def died(self, *args, **kwargs):
+        raise ConnectionError("worker killed after the prompt went in")
+
+    monkeypatch.setattr(ScheduleStore, "mark_submitted", died)
+    with pytest.raises(ConnectionError):
+        fire(engine, settings, s.id, at(4, 0).timestamp(), fired_at=at(4, 0, 2).timestamp())
+    monkeypatch.setattr(ScheduleStore, "mark_submitted", mark)
+    again = fire(engine, settings, s.id, at(4, 0).timestamp(), fired_at=at(4, 0, 9).timestamp())
+    assert again.session_id == one.session_id and again.steps == []
+    assert len(engine.store.inbox(one.session_id)) + len(prompts(engine, one.session_id)) == 2
+    assert fire(engine, settings, s.id, at(4, 0).timestamp(), fired_at=at(4, 0, 20).timestamp()).skipped == "duplicate"
+
+
+def test_submit_with_a_key_sends_a_message_once(engine, ws):
+    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    assert engine.submit(rec.id, "first", once="k1")
+    assert engine.submit(rec.id, "first", once="k1") == []
+    engine.submit(rec.id, "second", once="k2")
+    assert len(engine.store.inbox(rec.id)) + len(prompts(engine, rec.id)) == 2
+
+
 def test_disabled_removed_and_broken_schedules_start_nothing(engine, settings, ws, tmp_path):
     store = ScheduleStore(engine.store.r)
     off = store.add(make(ws, enabled=False))

@@ -51,6 +51,9 @@ from workflows.models import (
 )
 from workflows.tokens import estimate_tokens, thresholds
 
+#: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
+SUBMIT_KEYS_KEPT = 20
+
 
 class SessionVerbs:
     """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs)."""
@@ -139,14 +142,23 @@ class SessionVerbs:
         return rec
 
     @retry_on_conflict
-    def submit(self, sid: str, prompt: str) -> list[StepRecord]:
+    def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:
         """Start a run with ``prompt``, or queue it in the inbox while the session is busy.
 
         The inbox is a queue: while messages wait in it, ``prompt`` goes behind them
         and the oldest runs first (an idle session with a queue starts its oldest now).
+
+        ``once``: a key for this message; if a message with the same key was submitted to the session
+        (among its last :data:`SUBMIT_KEYS_KEPT`), nothing is submitted and no step returned. The key
+        is written by the same commit as the message, so a sender that died after submitting and
+        tries again (a schedule's firing) cannot send it twice.
         """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            if once is not None:
+                if once in rec.submit_keys:
+                    return []
+                rec.submit_keys = [*rec.submit_keys[-(SUBMIT_KEYS_KEPT - 1):], once]
             tx = _Tx(rec)
             if rec.state is State.IDLE and self.store.inbox(sid):
                 tx.inbox_pushes.append(prompt)

@@ -131,7 +131,8 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
             return Fired(schedule_id, firing.session_id, skipped="duplicate")
         note = timing_note(schedule, run)
         try:
-            steps = _start(engine, settings, schedule, firing.session_id, target is not None, run, note)
+            steps = _start(engine, settings, schedule, firing.session_id, target is not None, run, note,
+                           once=f"schedule:{schedule_id}:{slot}")
         except MainsailError as exc:
             run.error = str(exc)
             store.record_run(schedule, run)
@@ -145,8 +146,10 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
 
 
 def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: ScheduleRun,
-           note: str) -> list[StepRecord]:
-    """Create the session (unless it exists) and submit the schedule's prompt to it."""
+           note: str, once: str) -> list[StepRecord]:
+    """Create the session (unless it exists) and submit the schedule's prompt to it, once: ``once`` (the
+    run's key) is written with the prompt, so a redelivered firing whose worker died after submitting
+    finds it and sends nothing again (its steps are in the ledger: the reaper's)."""
     prompt = schedule.prompt
     if run.late:  # the model, too, should know this run is not on time (a nightly report, say)
         prompt = f"{prompt}\n\n({note})"  # after it: the session's title stays the prompt's
@@ -159,7 +162,7 @@ def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: 
         else:
             if rec.title:  # a worker that died after submitting: its steps are in the ledger (the reaper's)
                 return []
-    return engine.submit(sid, prompt)
+    return engine.submit(sid, prompt, once=once)
 
 
 __all__ = ["Fired", "fire", "new_session", "timing_note"]
