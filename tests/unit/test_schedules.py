@@ -217,3 +217,43 @@ def test_the_workspace_settings_files_apply_to_a_fired_session(engine, settings,
     fired = fire(engine, settings, s.id, at(3, 0).timestamp())
     rec = engine.store.get_session(fired.session_id)
     assert "Bash(rm:*)" in json.dumps(rec.rules.model_dump(mode="json"))
+
+
+def test_a_firing_that_cannot_take_the_lock_is_tried_again_not_lost(engine, settings, ws, monkeypatch):
+    """Another firing holds the schedule's lock past the wait: the task is sent again (eagerly here) and
+    the run fires once the lock is free, late and saying so, instead of being lost."""
+    from tasks import runtime, schedules
+    from workflows.schedules import firing
+
+    store = ScheduleStore(engine.store.r)
+    s = store.add(make(ws, cron="* * * * *"))
+    monkeypatch.setattr(runtime, "_engine", engine)
+    sent: list = []
+    monkeypatch.setattr(schedules, "dispatch", sent.extend)
+    monkeypatch.setattr(firing, "LOCK_WAIT_SECONDS", 0.15)  # one try, a 0.1 s sleep, one more
+    held = engine.store.r.lock(keys.schedule_lock(s.id), timeout=0.4)
+    assert held.acquire()
+    due = at(3, 0).timestamp()
+    result = schedules.fire_schedule.apply(args=(s.id, due))
+    assert result.successful(), result.traceback
+    assert result.get() and result.get() in engine.store.session_ids() and sent
+    (run,) = store.runs(s.id)
+    assert run.late and run.session_id == result.get()
+
+
+def test_a_firing_that_never_gets_the_lock_gives_up_after_its_retries(engine, settings, ws, monkeypatch):
+    from redis.exceptions import LockError
+
+    from tasks import runtime, schedules
+    from workflows.schedules import firing
+
+    store = ScheduleStore(engine.store.r)
+    s = store.add(make(ws, cron="* * * * *"))
+    monkeypatch.setattr(runtime, "_engine", engine)
+    monkeypatch.setattr(firing, "LOCK_WAIT_SECONDS", 0.01)
+    monkeypatch.setattr(schedules, "LOCK_RETRIES", 2)
+    held = engine.store.r.lock(keys.schedule_lock(s.id), timeout=30)
+    assert held.acquire()
+    result = schedules.fire_schedule.apply(args=(s.id, at(3, 0).timestamp()))
+    assert result.failed() and isinstance(result.result, LockError)
+    assert engine.store.session_ids() == [] and store.runs(s.id) == []

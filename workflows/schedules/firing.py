@@ -28,6 +28,9 @@ from workflows.session_setup import session_options
 
 log = logging.getLogger(__name__)
 
+#: How long a firing waits for its schedule's lock before giving up (its task then tries again later).
+LOCK_WAIT_SECONDS = 60.0
+
 
 @dataclass
 class Fired:
@@ -114,7 +117,7 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
     store = ScheduleStore(engine.store.r)
     fired_at = fired_at or time.time()
     slot = f"manual-{new_id().replace('-', '')[:16]}" if manual or due_at is None else cron.slot(cron.utc(due_at))
-    with store.lock(schedule_id):
+    with store.lock(schedule_id, wait=LOCK_WAIT_SECONDS):
         try:
             schedule = store.get(schedule_id)
         except MainsailError:
