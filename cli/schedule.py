@@ -12,7 +12,7 @@ import click
 from cli.connect import Runtime, connect
 from cli.run import permission_options
 from tasks import scheduling
-from workflows.schedules import RunMode, Schedule, ScheduleStore, SessionOptions
+from workflows.schedules import RunMode, Schedule, ScheduleRun, ScheduleStore, SessionOptions
 from workflows.settings import load_settings
 
 
@@ -66,9 +66,12 @@ def add(cron: str, prompt: str, workspace: str, name: str | None, continue_: boo
                  prompt=prompt, mode=RunMode.CONTINUE if continue_ else RunMode.FRESH, options=options,
                  enabled=not disabled, created_by=f"user:{getpass.getuser()}")
     s = scheduling.add(rt.engine, settings, s)
-    nxt = scheduling.next_run(settings, s).at
+    print_added(s, scheduling.next_run(settings, s).at)
+
+
+def print_added(s: Schedule, next_at: datetime | None) -> None:
     click.echo(s.id)
-    when = f"next run {nxt:%Y-%m-%d %H:%M} UTC" if nxt else "disabled"
+    when = f"next run {next_at:%Y-%m-%d %H:%M} UTC" if next_at else "disabled"
     click.echo(f"Schedule {s.id[:8]} ({s.name}): '{s.cron}' in {s.workspace}, {when}. `mainsail beat` fires it; "
                "a worker serving the tools queue starts its sessions.", err=True)
 
@@ -77,14 +80,17 @@ def add(cron: str, prompt: str, workspace: str, name: str | None, continue_: boo
 def list_schedules() -> None:
     """List schedules: next run (UTC), last run and its session."""
     rt, settings = _connect()
-    rows = ScheduleStore(rt.store.r).all()
+    print_list([(s, scheduling.next_run(settings, s)) for s in ScheduleStore(rt.store.r).all()])
+
+
+def print_list(rows: list[tuple[Schedule, scheduling.NextRun]]) -> None:
+    """The schedules' table: each with its next run."""
     if not rows:
         click.echo('No schedules. Add one with `mainsail schedule add "0 3 * * *" --cwd REPO "prompt"`.')
         return
     click.echo(f"{'ID':<9} {'NAME':<20} {'CRON':<15} {'NEXT RUN (UTC)':<25} {'LAST RUN':<17} {'LAST SESSION':<13} "
                "WORKSPACE")
-    for s in rows:
-        nxt = scheduling.next_run(settings, s)
+    for s, nxt in rows:
         shown = "disabled" if not s.enabled else f"{nxt.at:%Y-%m-%d %H:%M}" + (" overdue" if nxt.overdue else "")
         last = _utc(s.last_fired_at) + (" failed" if s.last_error else "")
         click.echo(f"{s.id[:8]:<9} {s.name[:20]:<20} {s.cron:<15} {shown:<25} {last:<17} "
@@ -98,15 +104,19 @@ def show(schedule_id: str) -> None:
     rt, settings = _connect()
     store = ScheduleStore(rt.store.r)
     s = store.get(store.resolve(schedule_id))
-    nxt = scheduling.next_run(settings, s)
+    print_show(s, scheduling.next_run(settings, s).at, store.runs(s.id, 10))
+
+
+def print_show(s: Schedule, next_at: datetime | None, runs: list[ScheduleRun]) -> None:
+    """A schedule's settings and ``runs`` (its latest, newest first)."""
     opts = {k: v for k, v in s.options.model_dump(mode="json").items() if v not in (None, [], False)}
     for label, value in [("id", s.id), ("name", s.name), ("cron", f"{s.cron} (UTC)"), ("workspace", s.workspace),
                          ("prompt", s.prompt), ("runs", s.mode.value), ("enabled", "yes" if s.enabled else "no"),
-                         ("next run", f"{nxt.at:%Y-%m-%d %H:%M} UTC" if nxt.at else "-"),
+                         ("next run", f"{next_at:%Y-%m-%d %H:%M} UTC" if next_at else "-"),
                          ("options", ", ".join(f"{k}={v}" for k, v in opts.items()) or "-"),
                          ("created", f"{_utc(s.created_at)} by {s.created_by or '?'}")]:
         click.echo(f"{label:<10} {value}")
-    for run in store.runs(s.id, 10):
+    for run in runs:
         how = "by hand" if run.manual else f"due {_utc(run.due_at)}" + (f", late ({run.missed} missed)"
                                                                           if run.late else "")
         outcome = f"session {run.session_id[:8]}" if run.session_id else f"failed: {run.error}"
@@ -118,7 +128,10 @@ def show(schedule_id: str) -> None:
 def rm(schedule_id: str) -> None:
     """Remove a schedule (its sessions stay)."""
     rt, settings = _connect()
-    s = scheduling.remove(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id))
+    print_removed(scheduling.remove(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id)))
+
+
+def print_removed(s: Schedule) -> None:
     click.echo(f"Removed schedule {s.id[:8]} ({s.name}).")
 
 
@@ -130,19 +143,28 @@ def run(schedule_id: str) -> None:
     fired = scheduling.run_now(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id))
     if fired.session_id is None:
         raise click.ClickException(f"Schedule {fired.schedule_id[:8]} did not start a session: {fired.skipped}.")
-    click.echo(fired.session_id)
-    if "tools" not in rt.store.live_queues() or "model" not in rt.store.live_queues():
+    queues = rt.store.live_queues()
+    print_ran(fired.session_id, "tools" in queues and "model" in queues)
+
+
+def print_ran(session_id: str, served: bool) -> None:
+    """A run by hand started ``session_id`` (``served``: workers listen on its queues)."""
+    click.echo(session_id)
+    if not served:
         click.echo("No worker is listening: the session waits in its queue until you start `mainsail worker`.",
                    err=True)
-    click.echo(f"Watch it with: mainsail watch {fired.session_id[:8]}", err=True)
+    click.echo(f"Watch it with: mainsail watch {session_id[:8]}", err=True)
 
 
 def _toggle(schedule_id: str, enabled: bool) -> None:
     rt, settings = _connect()
     s = scheduling.set_enabled(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id), enabled)
-    nxt = scheduling.next_run(settings, s).at
-    click.echo(f"Schedule {s.id[:8]} ({s.name}) " + (f"enabled: next run {nxt:%Y-%m-%d %H:%M} UTC." if enabled
-                                                      else "disabled: it fires no more until enabled."))
+    print_toggled(s, scheduling.next_run(settings, s).at)
+
+
+def print_toggled(s: Schedule, next_at: datetime | None) -> None:
+    click.echo(f"Schedule {s.id[:8]} ({s.name}) " + (f"enabled: next run {next_at:%Y-%m-%d %H:%M} UTC."
+                                                      if s.enabled else "disabled: it fires no more until enabled."))
 
 
 @schedule.command("enable")

@@ -7,6 +7,8 @@ up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 - for the commands in :data:`ROUTED` (submit, watch, sessions, show, send, cancel, compact,
   export, pending, approve, deny): a copy of the command, with the same options and arguments, whose callback calls
   the API (cli/remote/verbs.py, cli/remote/watch.py), printing what the local command prints;
+- for the groups in :data:`ROUTED_GROUPS` (schedule): a copy of the group whose every subcommand is
+  routed so (cli/remote/schedules.py);
 - for the commands in :data:`NO_REDIS` (fsm, doctor, mcp): the command as it is (they need no
   Redis; doctor reports on this machine);
 - for every other command (run, interactive mode, worker, memory, token, serve, import...): a copy
@@ -38,6 +40,8 @@ ROUTED = {
     "show": "cli.remote.listing:show",
     "watch": "cli.remote.watch:watch",
 }
+#: Group name -> "module:MAPPING" of subcommand name -> its remote version.
+ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}
 #: Commands that need no Redis: they work as before.
 NO_REDIS = frozenset({"fsm", "doctor", "mcp"})
 
@@ -54,7 +58,13 @@ def route(command: click.Command | None) -> click.Command | None:
     if command is None or not server_configured() or command.name in NO_REDIS:
         return command
     if command.name in ROUTED:
-        return _remote(command, ROUTED[command.name])
+        return _remote(command, _load(ROUTED[command.name]))
+    if command.name in ROUTED_GROUPS and isinstance(command, click.Group):
+        impls = _load(ROUTED_GROUPS[command.name])
+        group = copy.copy(command)
+        group.commands = {name: _remote(sub, impls[name]) for name, sub in command.commands.items()}
+        group.help = f"{command.help or ''}\n\n{SERVER_NOTE}"
+        return group
     if os.environ.get("MAINSAIL_REDIS_URL", "").strip():
         return command
     return _refusing(command)
@@ -69,13 +79,16 @@ def require_redis(what: str) -> None:
 def _needs_redis(what: str) -> str:
     return (f"{what} needs direct access to Redis, and MAINSAIL_SERVER is set (a team server) without "
             "MAINSAIL_REDIS_URL. Through the server use `mainsail submit --cwd DIR \"...\"` and `mainsail watch "
-            "SID` (also sessions, show, send, cancel, pending, approve, deny). To use Redis directly, set "
+            "SID` (also sessions, show, send, cancel, pending, approve, deny, schedule). To use Redis directly, set "
             "MAINSAIL_REDIS_URL too, or unset MAINSAIL_SERVER.")
 
 
-def _remote(command: click.Command, target: str) -> click.Command:
+def _load(target: str):
     module, _, name = target.partition(":")
-    impl = getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(module), name)
+
+
+def _remote(command: click.Command, impl) -> click.Command:
     remote = copy.copy(command)
     remote.params = [_server_side(p) for p in command.params]
     remote.callback = impl
@@ -107,4 +120,4 @@ def _refusing(command: click.Command) -> click.Command:
     return refused
 
 
-__all__ = ["NO_REDIS", "ROUTED", "require_redis", "route", "server_configured"]
+__all__ = ["NO_REDIS", "ROUTED", "ROUTED_GROUPS", "require_redis", "route", "server_configured"]

@@ -96,6 +96,10 @@ class Client:
         """The JSON of ``POST path`` with ``body``."""
         return self._json(self._send("POST", path, json=body or {}))
 
+    def delete(self, path: str) -> None:
+        """``DELETE path``."""
+        self._send("DELETE", path)
+
     @contextmanager
     def stream(self, path: str, *, params: dict, headers: dict, read_timeout: float) -> Iterator[Iterator[str]]:
         """The lines of a streaming ``GET`` (an event stream), once the server has accepted it."""

@@ -1,4 +1,4 @@
-"""Schedules through the API (``mainsail schedule``): list, add, remove, run now.
+"""Schedules through the API (``mainsail schedule``): list, add, remove, run now, enable, disable.
 
 Writer tokens only for changes. A token restricted to workspaces sees, adds and runs only the
 schedules of its workspaces; another schedule is answered 404, as if it did not exist.
@@ -112,6 +112,23 @@ def run_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     if fired.session_id is None:
         raise HTTPException(409, f"Schedule {s.id[:8]} ({s.name}) did not start a session: {fired.skipped}.")
     return RunStarted(schedule_id=s.id, session_id=fired.session_id)
+
+
+@router.post("/schedules/{schedule}/enable", response_model=ScheduleView)
+def enable_schedule(schedule: str, request: Request, caller: Caller = WRITER):
+    """Enable a schedule: it next fires at its cron's next time (missed runs are not caught up)."""
+    return _set_enabled(schedule, request, caller, True)
+
+
+@router.post("/schedules/{schedule}/disable", response_model=ScheduleView)
+def disable_schedule(schedule: str, request: Request, caller: Caller = WRITER):
+    """Disable a schedule: the beat stops firing it (a run by hand still can)."""
+    return _set_enabled(schedule, request, caller, False)
+
+
+def _set_enabled(schedule: str, request: Request, caller: Caller, enabled: bool) -> ScheduleView:
+    s, store = _visible(request, caller, schedule)
+    return _view(scheduling.set_enabled(engine(request), get_settings(), s.id, enabled), store)
 
 
 __all__ = ["router"]

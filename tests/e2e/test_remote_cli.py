@@ -236,3 +236,54 @@ def test_a_watch_survives_a_server_restart_and_shows_nothing_twice(cluster, serv
             assert shown.count(once) == 1, (once, shown)
         assert shown.index("waiting for approval") < shown.index("After the restart.")
         assert "(reconnected)" in err.read_text()
+
+
+def test_schedules_through_the_server(cluster, server, workspace):
+    """`mainsail schedule add/list/show/run/disable/enable/rm` as a teammate: the same output as locally,
+    the schedule in the server's Redis, a run by hand a real session; read-only and other-workspace
+    tokens refused."""
+    from workflows.schedules import ScheduleStore
+
+    with FakeMessagesServer(Script(turns=[Turn(text="Nightly report.")])) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        relative = server.mainsail("schedule", "add", "0 3 * * *", "--cwd", "repo", "Report")
+        assert relative.returncode == 2 and "give an absolute path on the server's machine" in relative.stderr
+        added = server.mainsail("schedule", "add", "0 3 * * *", "--cwd", str(workspace), "--name", "nightly",
+                                "--permission-mode", "acceptEdits", "--max-turns", "4", "Write the report")
+        assert added.returncode == 0, added.stderr
+        sid = added.stdout.strip()
+        assert f"Schedule {sid[:8]} (nightly): '0 3 * * *' in {workspace}, next run" in added.stderr
+        (stored,) = ScheduleStore(cluster.store.r).all()
+        assert (stored.id, stored.options.permission_mode, stored.options.max_turns) == (sid, "acceptEdits", 4)
+        assert stored.created_by == "token:teammate"
+        bad = server.mainsail("schedule", "add", "61 3 * * *", "--cwd", str(workspace), "x")
+        assert bad.returncode == 1 and "Invalid cron expression '61 3 * * *'" in bad.stderr
+
+        listed = server.mainsail("schedule", "list")
+        assert listed.returncode == 0 and f"{sid[:8]}  nightly" in listed.stdout and str(workspace) in listed.stdout
+        ran = server.mainsail("schedule", "run", "nightly")
+        assert ran.returncode == 0, ran.stderr
+        session = ran.stdout.strip()
+        wait_for(lambda: state(cluster, session) == "idle" and cluster.store.get_session(session).turns == 1, 60,
+                 what="the scheduled session to answer")
+        assert cluster.store.get_session(session).permission_mode.value == "acceptEdits"
+        disabled = server.mainsail("schedule", "disable", sid[:8])
+        assert disabled.stdout.strip() == f"Schedule {sid[:8]} (nightly) disabled: it fires no more until enabled."
+        shown = server.mainsail("schedule", "show", sid[:8])
+        assert shown.returncode == 0 and "enabled    no" in shown.stdout and "next run   -" in shown.stdout
+        assert f"by hand: session {session[:8]}" in shown.stdout and "max_turns=4" in shown.stdout
+        enabled = server.mainsail("schedule", "enable", sid[:8])
+        assert enabled.stdout.startswith(f"Schedule {sid[:8]} (nightly) enabled: next run ")
+
+        reader = server.create_token("reader", "--read-only")
+        ro = server.mainsail("schedule", "rm", sid[:8], token=reader)
+        assert ro.returncode == 1 and "read-only" in ro.stderr and "change schedules" in ro.stderr
+        (server.tmp / "other-repo").mkdir()
+        elsewhere = server.create_token("elsewhere", "--workspace", str(server.tmp / "other-repo"))
+        hidden = server.mainsail("schedule", "show", sid[:8], token=elsewhere)
+        assert hidden.returncode == 1 and f"No schedule '{sid[:8]}' visible to token 'elsewhere'" in hidden.stderr
+        removed = server.mainsail("schedule", "rm", sid[:8])
+        assert removed.stdout.strip() == f"Removed schedule {sid[:8]} (nightly)."
+        assert ScheduleStore(cluster.store.r).all() == []
+        assert not (server.tmp / "teammate" / "data").exists()

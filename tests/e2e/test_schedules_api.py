@@ -1,5 +1,5 @@
 """Schedules through the HTTP API of a real `mainsail serve` process (httpx, real Redis, a real worker):
-add, list, get, run now, delete, and who may: no token, a read-only token, a token for another
+add, list, get, run now, disable and enable, delete, and who may: no token, a read-only token, a token for another
 workspace."""
 
 from __future__ import annotations
@@ -86,6 +86,13 @@ def test_schedules_through_the_api_with_each_kind_of_token(cluster, workspace, t
         assert (done["permission_mode"], done["max_turns"]) == ("acceptEdits", 4)
         runs = http.get(f"/api/schedules/{s['id']}", headers=reader).json()["runs"]
         assert [(r["session_id"], r["manual"]) for r in runs] == [(sid, True)]
+        # Disable and enable.
+        assert http.post(f"/api/schedules/{s['id']}/disable", headers=reader).status_code == 403
+        assert http.post(f"/api/schedules/{s['id']}/disable", headers=elsewhere).status_code == 404
+        off = http.post(f"/api/schedules/{s['id']}/disable", headers=writer)
+        assert off.status_code == 200 and (off.json()["enabled"], off.json()["next_run"]) == (False, None)
+        on = http.post(f"/api/schedules/{s['id'][:8]}/enable", headers=writer).json()
+        assert on["enabled"] and on["next_run"]
         # Remove.
         assert http.delete(f"/api/schedules/{s['id']}", headers=reader).status_code == 403
         assert http.delete(f"/api/schedules/{s['id']}", headers=elsewhere).status_code == 404
