@@ -1,4 +1,4 @@
-"""The console's pages: the sessions table (``/``), a session (``/sessions/{id}``), the approvals
+"""The console's pages: the sessions table (``/``, with a form that starts a session), a session (``/sessions/{id}``), the approvals
 inbox (``/approvals``).
 
 Each page is the API's own answer (the same route functions, so the same checks and the same
@@ -16,12 +16,15 @@ from server.api.sessions import get_session, list_sessions
 from server.console.web import page, signed_in, to_signin
 from statemachines import State
 from workflows.exceptions import MainsailError
+from workflows.models import PermissionMode
 
 router = APIRouter(include_in_schema=False)
 
 #: Rows of the sessions table (the newest activity first).
 TABLE_ROWS = 200
 STATES = [s.value for s in State]
+#: The permission modes the new-session form offers (those ``POST /api/sessions`` takes).
+MODES = [m.value for m in PermissionMode]
 
 
 @router.get("/")
@@ -33,7 +36,7 @@ def sessions_page(request: Request, state: str | None = None):
     chosen = State(state) if state in STATES else None
     rows = list_sessions(request, caller, state=chosen, workspace=None, limit=TABLE_ROWS, children=False)
     return page("sessions.html", caller=caller, rows=rows, states=STATES, state=chosen.value if chosen else "",
-                active="sessions")
+                modes=MODES, active="sessions")
 
 
 @router.get("/sessions/{session}")

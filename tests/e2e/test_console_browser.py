@@ -175,3 +175,52 @@ def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, 
         assert context.cookies() == []
         context.close()
         assert errors == []
+
+
+def sign_in(browser, server: str, token: str, errors: list[str]):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{server}/signin")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server}/")
+    return context, page
+
+
+def test_start_a_session_from_the_console(cluster, workspace, server, browser):
+    """The sessions page's form starts a session as `mainsail submit` would and opens its live page; a
+    refusal (a workspace the server does not have) is said on the status line; a read-only token gets
+    no form."""
+    token, _ = TokenStore(cluster.store.r).create("bob")
+    reader, _ = TokenStore(cluster.store.r).create("carol", read_only=True)
+    with FakeMessagesServer(Script(turns=[Turn(text="Started from the console.")])) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.start_worker()
+        errors: list[str] = []
+        context, page = sign_in(browser, server, token, errors)
+        page.click("#new-session summary")
+        page.fill("#ns-workspace", "/no/such/dir")
+        page.fill("#ns-prompt", "Say hello")
+        page.click("#new-session-form button[type=submit]")
+        page.locator("#status.error").filter(has_text="/no/such/dir").wait_for(timeout=WAIT_MS)
+        assert page.url == f"{server}/"
+        page.fill("#ns-workspace", str(workspace))
+        page.select_option("#ns-mode", "plan")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "new-session.png"), full_page=True)
+        page.click("#new-session-form button[type=submit]")
+        page.wait_for_url(f"{server}/sessions/*", timeout=WAIT_MS)
+        sid = page.url.rsplit("/", 1)[1]
+        transcript = page.locator("#transcript")
+        transcript.locator(".closing").wait_for(timeout=WAIT_MS)
+        assert transcript.locator(".prompt").first.inner_text() == "> Say hello"
+        assert "Started from the console." in transcript.inner_text()
+        rec = cluster.store.get_session(sid)
+        assert (rec.workspace, rec.permission_mode.value) == (str(workspace), "plan")
+        context.close()
+
+        context, page = sign_in(browser, server, reader, errors)
+        assert page.locator("#new-session").count() == 0
+        context.close()
+        assert errors == [] or all("400" in e or "Failed to load resource" in e for e in errors), errors

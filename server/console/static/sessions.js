@@ -31,6 +31,30 @@
     M.status("");
   }
 
+  // New session: POST /api/sessions as `mainsail submit` would, then its page.
+  const form = document.getElementById("new-session-form");
+  if (form) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const data = new FormData(form);
+      const body = { workspace: data.get("workspace").trim(), prompt: data.get("prompt") };
+      for (const key of ["permission_mode", "model"]) {
+        const value = (data.get(key) || "").trim();
+        if (value) body[key] = value;
+      }
+      const button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      M.status("Starting the session…");
+      try {
+        const created = await M.api("POST", "/api/sessions", body);
+        window.location.assign("/sessions/" + encodeURIComponent(created.id));
+      } catch (e) {
+        M.status(e.message, true);
+        button.disabled = false;
+      }
+    });
+  }
+
   M.every(3000, refresh);
   document.getElementById("state").addEventListener("change", (ev) => ev.target.form.submit());
 })();
