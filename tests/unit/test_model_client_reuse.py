@@ -65,3 +65,21 @@ def test_each_group_of_threads_has_a_client_of_its_own(fresh_clients, settings, 
     assert all(a is b for a, b in got.values())  # a thread keeps its client (and its connections)
     clients = {id(c) for c, _ in got.values()}
     assert len(clients) == 2
+
+
+def test_the_clients_of_a_process_share_one_tls_context(fresh_clients, settings, server, monkeypatch):
+    """Building a TLS context loads the CA bundle (~40 ms of CPU): made once per process, not per client."""
+    import httpx2
+
+    made = []
+    real = httpx2.create_ssl_context
+    monkeypatch.setattr(model_client, "_TLS", None)
+    monkeypatch.setattr(httpx2, "create_ssl_context", lambda *a, **kw: made.append(1) or real(*a, **kw))
+    settings.anthropic_api_key, settings.anthropic_base_url = "k", server.url
+    clients = []
+    for timeout in (30.0, 31.0, 32.0):  # three configurations: three clients
+        settings.api_timeout_seconds = timeout
+        clients.append(client_for(MODEL, settings))
+    assert len({id(c) for c in clients}) == 3 and len(made) == 1
+    for c in clients:  # and each still calls the API
+        assert stream_reply(c, request("hello"), lambda _text: None).message.text() == "hi"
