@@ -93,7 +93,8 @@ def require_writer(caller: Caller = Depends(require_reader)) -> Caller:  # noqa:
     """A token that may change things: not read-only."""
     if caller.token.read_only:
         raise HTTPException(403, f"Token {caller.name!r} is read-only: it may list and watch sessions, not "
-                                 "send, cancel, approve, deny or change schedules. Use a token made without --read-only.")
+                                 "send, cancel, approve, deny or change schedules. Use a token made without "
+                                 "--read-only.")
     return caller
 
 

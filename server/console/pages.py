@@ -1,5 +1,5 @@
-"""The console's pages: the sessions table (``/``, with a form that starts a session), a session (``/sessions/{id}``), the approvals
-inbox (``/approvals``).
+"""The console's pages: the sessions table (``/``, with a form that starts a session), a session
+(``/sessions/{id}``), the approvals inbox (``/approvals``).
 
 Each page is the API's own answer (the same route functions, so the same checks and the same
 views of a session) rendered on the server; its script then keeps it live through the API: the
