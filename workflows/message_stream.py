@@ -31,9 +31,9 @@ class StreamProtocolError(ValueError):
 
 
 class MessageAccumulator:
-    """The message so far. :meth:`apply` each event dict in order; :meth:`text_delta` says whether an
-    event added text (for live output); :meth:`message` is the finished message, ``None`` values dropped
-    from it, its usage and its blocks (as ``model_dump(exclude_none=True)`` of the SDK's message would)."""
+    """The message so far. :meth:`apply` each event dict in order (it returns the text an event added,
+    for live output); :meth:`message` is the finished message, ``None`` values dropped from it, its
+    usage and its blocks (as ``model_dump(exclude_none=True)`` of the SDK's message would)."""
 
     def __init__(self) -> None:
         self._message: dict[str, Any] | None = None
