@@ -364,13 +364,21 @@ class Runtime:
             hand_over(worker)
 
 
-def connect(settings: Settings) -> Runtime:
-    """Resolve Redis, configure Celery and the task runtime, and return the engine."""
+def connect(settings: Settings, dispatching: bool = False) -> Runtime:
+    """Resolve Redis, configure Celery and the task runtime, and return the engine.
+
+    ``dispatching``: the command will send steps; the first send's set-up starts now, in the background
+    (:func:`tasks.dispatch.prepare`), so that it is done by the time the prompt is committed.
+    """
     from tasks import runtime
     from tasks.app import configure
 
     url = resolve_redis_url(settings)
     configure(url, settings.redis_ca_file)
+    if dispatching:
+        from tasks.dispatch import prepare
+
+        prepare()
     engine = runtime.engine(settings)
     engine.store.ping()
     return Runtime(url=url, engine=engine)

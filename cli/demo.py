@@ -49,7 +49,7 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
     for name, content in files.items():
         (ws / name).write_text(content)
     settings = load_settings(model="scripted:demo")
-    rt = connect(settings)
+    rt = connect(settings, dispatching=True)
     try:
         ensure_worker(rt, settings)
         rec = rt.engine.create_session(str(ws), permission_mode=PermissionMode.BYPASS)

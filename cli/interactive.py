@@ -666,7 +666,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
     ``first_prompt`` when given (``mainsail "fix the tests"``). ``pick``: choose among this workspace's recent
     sessions first (``mainsail --resume`` with no id)."""
     settings = load_settings(model=model, auto_memory=False if no_memory else None)
-    rt = connect(settings)
+    rt = connect(settings, dispatching=True)
     save_history: Callable[[], None] = lambda: None
     try:
         if pick:

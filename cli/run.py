@@ -232,7 +232,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
     if output_format != "text":
         print_mode = True
     settings = load_settings(model=model)
-    rt = connect(settings)
+    rt = connect(settings, dispatching=True)
     try:
         # Before anything is created: a refusal must not leave an empty session behind.
         require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
@@ -287,7 +287,7 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
            append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
     settings = load_settings(model=model)
-    rt = connect(settings)
+    rt = connect(settings, dispatching=True)
     require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
     sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
                        permission_mode=permission_mode, allowed_tools=allowed_tools,

@@ -9,6 +9,7 @@ follow-ups go out within a second of Redis coming back. A message sent twice
 from __future__ import annotations
 
 import math
+import threading
 
 from tasks.app import TASK_FOR_KIND, app, queue_key
 from workflows.models import StepRecord
@@ -39,13 +40,61 @@ def retry_policy(budget: float) -> dict:
             "interval_step": RETRY_STEP, "interval_max": RETRY_MAX}
 
 
+#: How long a send waits for :func:`prepare`'s warm-up before it goes ahead on its own.
+WARM_WAIT_SECONDS = 5.0
+
+_warming: threading.Thread | None = None
+_warming_lock = threading.Lock()
+
+
+def prepare() -> None:
+    """Get this process's first send ready in the background (call early in a command that will dispatch).
+
+    A process's first ``send_task`` pays ~20-40 ms once: kombu's Redis transport imported, the task
+    sender made, the producer pool and its connection made, the ``model`` queue declared. In a short-lived command
+    (``mainsail run``, ``submit``) that cost fell between the prompt's commit and its step reaching a
+    worker; done here, it overlaps the command's own set-up (Redis round trips, a ``git`` subprocess),
+    and :func:`dispatch` waits for it to finish before it sends. A failure is ignored: the send then
+    does the work itself, with its retries.
+    """
+    global _warming
+    with _warming_lock:
+        if _warming is not None:
+            return
+        _warming = threading.Thread(target=_warm, name="mainsail-dispatch-warm-up", daemon=True)
+        _warming.start()
+
+
+def _warm() -> None:
+    try:
+        app.amqp.send_task_message  # noqa: B018 (the task sender and its event dispatcher)
+        with app.producer_or_acquire() as producer:  # connects, and declares the queue a prompt goes to
+            producer.maybe_declare(app.amqp.queues["model"])
+    except Exception:  # Redis down, say: the send itself reconnects and retries
+        pass
+
+
 def dispatch(steps: list[StepRecord]) -> None:
     if not steps:
         return
+    if _warming is not None and _warming.is_alive():
+        _warming.join(WARM_WAIT_SECONDS)  # (a warm-up stuck on a Redis that is away: the send retries itself)
     policy = retry_policy(get_settings().redis_retry_seconds)
     for step in steps:
         app.send_task(TASK_FOR_KIND[step.kind.value], args=[step.session_id, step.id], queue=step.queue,
-                      retry=True, retry_policy=policy)
+                      retry=True, retry_policy=policy, ignore_result=True, result_cls=_Sent, add_to_parent=False)
+
+
+class _Sent:
+    """What ``send_task`` returns for a step: not an ``AsyncResult``, which nothing here reads and whose
+    making resolves the app's result backend (per thread in Celery: an entry-point scan and an import
+    in each new thread that sends)."""
+
+    __slots__ = ("id", "ignored")
+
+    def __init__(self, task_id: str) -> None:
+        self.id = task_id
+        self.ignored = True
 
 
 def dispatch_first(steps: list[StepRecord]) -> None:
