@@ -18,7 +18,12 @@ its own), reached with the real anthropic SDK streaming, with zero model latency
   (reads the file, ``cat -n`` style like Mainsail's Read) -> model node, compiled
   with ``PostgresSaver`` (a database this run creates and drops) or
   ``SqliteSaver`` (a file), invoked with ``durability="sync"``, one thread id per
-  session. Per step is the ``invoke`` wall / N.
+  session. Per step is the ``invoke`` wall / N. Each model call sends what
+  Mainsail's calls send besides the messages (Claude Code's system prompt and
+  its ~20 tool schemas, ~33 KB, read back from the fake API after Mainsail's
+  warm-up session), so that the fake API parses the same bytes for both: on
+  this 2-core machine its parsing is on the step's path, where a real API's is
+  not. ``--minimal-request`` sends the Read tool alone (earlier runs' setting).
 
 One warm-up session per side, then R rounds, the sides interleaved in each
 round so that load from elsewhere falls on all of them; medians are printed,
@@ -147,6 +152,22 @@ class MainsailSide:
 
 # --------------------------------------------------------------------------- LangGraph
 
+#: ``--minimal-request``: the graph sends the Read tool alone, no system prompt (earlier runs' setting).
+MINIMAL_REQUEST = {"max_tokens": 1024, "tools": [READ_TOOL]}
+
+
+def same_request(api_url: str) -> dict:
+    """What Mainsail's first call of its warm-up session sent besides the messages (its system prompt,
+    its tool schemas, max_tokens), read back from the fake API: the graph then sends the same request,
+    so that the fake API parses, and the SDK carries, the same bytes on every side."""
+    import httpx
+
+    for body in httpx.get(f"{api_url}/_requests", timeout=10).json():
+        first = body.get("messages") or [{}]
+        if len(first) == 1 and PROMPT.split("{")[0] in json.dumps(first[0].get("content")):
+            return {k: body[k] for k in ("system", "tools", "max_tokens") if k in body}
+    raise RuntimeError("the fake API recorded no first request of the Mainsail warm-up session")
+
 
 class AgentState(TypedDict):
     messages: Annotated[list, operator.add]
@@ -159,13 +180,13 @@ def _param(block) -> dict:
     return {"type": "text", "text": block.text}
 
 
-def agent_graph(client, workspace: Path):
-    """model -> (tool_use ? tools -> model : end): the smallest agent loop LangGraph offers."""
+def agent_graph(client, workspace: Path, request: dict):
+    """model -> (tool_use ? tools -> model : end): the smallest agent loop LangGraph offers. ``request``:
+    what each model call sends besides the messages (tools, system prompt, max_tokens)."""
     from langgraph.graph import END, START, StateGraph
 
     def model(state: AgentState) -> dict:
-        with client.messages.stream(model=MODEL, max_tokens=1024, tools=[READ_TOOL],
-                                    messages=state["messages"]) as stream:
+        with client.messages.stream(model=MODEL, messages=state["messages"], **request) as stream:
             message = stream.get_final_message()
         return {"messages": [{"role": "assistant", "content": [_param(b) for b in message.content]}]}
 
@@ -194,13 +215,13 @@ def agent_graph(client, workspace: Path):
 class LangGraphSide:
     """The graph compiled with one checkpointer; :meth:`session` runs one thread and times it."""
 
-    def __init__(self, name: str, checkpointer, api_url: str, workspace: Path, steps: int) -> None:
+    def __init__(self, name: str, checkpointer, api_url: str, workspace: Path, steps: int, request: dict) -> None:
         import anthropic
 
         self.name = name
         self.steps = steps
         client = anthropic.Anthropic(base_url=api_url, api_key="bench-key", max_retries=0)
-        self.graph = agent_graph(client, workspace).compile(checkpointer=checkpointer)
+        self.graph = agent_graph(client, workspace, request).compile(checkpointer=checkpointer)
 
     def session(self, durability: str | None = "sync") -> float:
         config = {"configurable": {"thread_id": str(uuid.uuid4())}, "recursion_limit": 4 * self.steps + 10}
@@ -253,14 +274,15 @@ def run(args, procs: Procs, tmp: Path, cleanups: list) -> dict[str, list[float]]
     sq_cm = SqliteSaver.from_conn_string(str(tmp / "checkpoints.sqlite"))
     sq = sq_cm.__enter__()
     cleanups.insert(0, lambda: sq_cm.__exit__(None, None, None))
-    lg_pg = LangGraphSide("LangGraph+Postgres", pg, api_url, workspace, args.steps)
-    lg_sq = LangGraphSide("LangGraph+SQLite", sq, api_url, workspace, args.steps)
-    # The floor: the same graph, no checkpointer (nothing durable): what the model calls and the file
-    # reads cost alone, on any side. What a side spends above it is its runtime and its durability.
-    lg_none = LangGraphSide("LangGraph, no checkpointer", None, api_url, workspace, args.steps)
-
     print("warm-up: one session per side ...", file=sys.stderr)
     ms.session()
+    request = MINIMAL_REQUEST if args.minimal_request else same_request(api_url)
+    lg_pg = LangGraphSide("LangGraph+Postgres", pg, api_url, workspace, args.steps, request)
+    lg_sq = LangGraphSide("LangGraph+SQLite", sq, api_url, workspace, args.steps, request)
+    # The floor: the same graph, no checkpointer (nothing durable): what the model calls and the file
+    # reads cost alone, on any side. What a side spends above it is its runtime and its durability.
+    lg_none = LangGraphSide("LangGraph, no checkpointer", None, api_url, workspace, args.steps, request)
+    out_request = {"graph_request_bytes": [len(json.dumps(request))]}
     lg_pg.session()
     lg_sq.session()
     lg_none.session(durability=None)
@@ -277,7 +299,7 @@ def run(args, procs: Procs, tmp: Path, cleanups: list) -> dict[str, list[float]]
               f"{out['postgres'][-1] * 1000:.1f}, LangGraph+SQLite {out['sqlite'][-1] * 1000:.1f}, "
               f"no checkpointer {out['floor'][-1] * 1000:.1f}", file=sys.stderr)
     out["redis_commands_per_step"] = [ms.commands / (args.rounds * args.steps)]
-    return out
+    return {**out, **out_request}
 
 
 def report(args, out: dict[str, list[float]]) -> None:
@@ -291,7 +313,10 @@ def report(args, out: dict[str, list[float]]) -> None:
     ]
     width = max(len(r[0]) for r in rows)
     print()
-    print(f"per agent step, {args.steps}-step Read loop, median of {args.rounds} sessions")
+    print(f"per agent step, {args.steps}-step Read loop, median of {args.rounds} sessions; the graph sends "
+          + ("the Read tool alone (--minimal-request)" if args.minimal_request else
+             "Mainsail's system prompt and tool schemas")
+          + f" ({med['graph_request_bytes'] / 1000:.1f} KB besides the messages)")
     print(f"{'side':<{width}}  {'ms/step':>8}")
     print("-" * (width + 10))
     for name, value in rows:
@@ -328,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(default $BENCH_PG_URL or postgresql://127.0.0.1:5432/postgres)")
     ap.add_argument("--session-memory", action="store_true",
                     help="keep Mainsail's session-memory fork on (off by default: the graph keeps no memory)")
+    ap.add_argument("--minimal-request", action="store_true",
+                    help="the graph sends only the Read tool and no system prompt (by default it sends the "
+                         "system prompt and tool schemas Mainsail sends, read from the fake API)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (logs) for inspection")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.rounds < 1:
