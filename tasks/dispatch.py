@@ -50,10 +50,10 @@ _warming_lock = threading.Lock()
 def prepare() -> None:
     """Get this process's first send ready in the background (call early in a command that will dispatch).
 
-    A process's first ``send_task`` pays ~20-40 ms once: kombu's Redis transport imported, the task
-    sender made, the producer pool and its connection made, the ``model`` queue declared. In a short-lived command
-    (``mainsail run``, ``submit``) that cost fell between the prompt's commit and its step reaching a
-    worker; done here, it overlaps the command's own set-up (Redis round trips, a ``git`` subprocess),
+    A process's first ``send_task`` pays ~25-45 ms once: kombu's Redis transport imported, the task
+    sender made, the producer pool and its connection made, the ``model`` queue declared. In a
+    short-lived command (``mainsail run``, ``submit``) that cost fell between the prompt's commit and
+    its step reaching a worker; done here, it overlaps the command's own set-up (Redis round trips, a ``git`` subprocess),
     and :func:`dispatch` waits for it to finish before it sends. A failure is ignored: the send then
     does the work itself, with its retries.
     """
