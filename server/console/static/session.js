@@ -14,6 +14,9 @@
   const stateLabel = document.getElementById("state");
   const calls = new Map();      // tool_use id -> <details> of the call
   const streaming = new Map();  // step id -> <div> holding the streamed text so far
+  // Steps whose reply is recorded: a delta of theirs arriving after the entry (the deltas and the
+  // transcript are separate streams) must not start a second copy of the text.
+  const recorded = new Set();
   const SUMMARY_KEYS = ["file_path", "notebook_path", "pattern", "command", "path", "url", "query", "description",
                         "bash_id", "shell_id"];
 
@@ -111,6 +114,7 @@
   function assistant(entry) {
     const body = text(entry.message.content);
     const partial = streaming.get(entry.step_id);
+    if (entry.step_id) recorded.add(entry.step_id);
     if (partial) {
       streaming.delete(entry.step_id);
       if (body) {
@@ -215,6 +219,7 @@
   }
 
   function delta(d) {
+    if (recorded.has(d.step)) return;
     let node = streaming.get(d.step);
     if (!node) {
       node = add(M.el("div", "text streaming", ""));
