@@ -6,18 +6,25 @@ tool result, the next state change), then ``read_loop`` goes on for a few more a
 this process. The first agent step reads and parses the whole transcript once (this process has
 not seen it); the steady-state figure is the median of the steps after it.
 
-The scripted Messages API runs in this process too, and its own work (parsing the request body,
-estimating its tokens) grows with the transcript: that time is measured apart and left out of
-the "Mainsail" figure, as a real API's time would be. So is the SDK's part of the call (sending
-the body, parsing the stream: what ``stream_reply`` takes besides the API and the body's
-encoding), which would be the network's on a real API. What is left is Mainsail's: building the
-request and encoding its body (both printed apart), the claim, the commits, the tool. CPU time is
-printed too: on a shared machine it moves less than wall time with the other processes' load.
+By default the model is the fake Messages API in a process of its own (``python -m
+tests.fakeapi``, over HTTP, as a real API is remote). Its work grows with the transcript (it parses
+a body of ~800 KB at 2,000 entries): it is left out of the "Mainsail" figure, as a real API's time
+would be, and so is the SDK's part of the call (sending the body, parsing the stream), which would
+be the network's on a real API: the "call" column is the model call less the encoding of its body.
+What is left is Mainsail's: building the request and encoding its body (both printed apart), the
+claims, the commits, the tool. CPU time (this process's, the SDK's included) is printed too: on a
+shared machine it moves less than wall time with the other processes' load.
+
+With ``api_url=None`` the scripted API runs in this process instead (profile_step.py's
+``--growth-api in-process``, the figure of earlier rows of bench/README.md): its own work is then
+timed apart ("fake API"), but the garbage of its parse of a large body (collected while Mainsail's
+code runs, and crowding the CPU's caches) lands on Mainsail's figure.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -31,17 +38,17 @@ class Growth:
     entries: int  # transcript entries before the measured steps
     first_ms: float  # the first agent step (cold: the transcript is read and parsed once)
     step_ms: float  # median agent step after it
-    fake_api_ms: float  # of which the in-process scripted API's own work (median)
-    sdk_ms: float  # ... the SDK's part of the call: the model call less the API's work and the body's encoding
+    fake_api_ms: float  # of which the in-process scripted API's own work (median; nan when it runs apart)
+    sdk_ms: float  # ... the model call less the API's work (when timed) and the body's encoding
     build_ms: float  # ... building the request (context assembly)
     body_ms: float  # ... encoding its JSON body (workflows/request_json.py)
-    cpu_ms: float  # median CPU time of this process per agent step, fake API included (steadier on a busy box)
+    cpu_ms: float  # median CPU time of this process per agent step (the fake API's too when it runs here)
     best_ms: float  # the fastest agent step after the first (least disturbed by other processes)
 
     @property
     def mainsail_ms(self) -> float:
         """The step less what a real API and the network would take (the fake API's work, the SDK's)."""
-        return self.step_ms - self.fake_api_ms - self.sdk_ms
+        return self.step_ms - (0.0 if math.isnan(self.fake_api_ms) else self.fake_api_ms) - self.sdk_ms
 
 
 def preload(engine, sid: str, cwd: str, turns: int, file_text: str, file_path: str = "bench.txt") -> None:
@@ -78,28 +85,40 @@ def preload(engine, sid: str, cwd: str, turns: int, file_text: str, file_path: s
         pipe.execute()
 
 
-def measure(engine, workspace: str, entries: int, steps: int, file_text: str) -> Growth:
-    """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (model + tool)."""
+#: The model of a session measured against the fake API in its own process (``api_url``).
+HTTP_MODEL = "claude-sonnet-4-5"
+
+
+def turns_for(entries: int) -> int:
+    """The synthetic turns preloaded for about ``entries`` transcript entries."""
+    return max(1, entries // ENTRIES_PER_TURN)
+
+
+def measure(engine, workspace: str, entries: int, steps: int, file_text: str, api_url: str | None = None) -> Growth:
+    """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (model + tool) after
+    the first. ``api_url``: the fake Messages API serving ``read_loop`` with turns enough (None: the
+    scripted API in this process)."""
     import workflows.steps as steps_mod
     from workflows import request_json, scripted
     from workflows.models import StepKind
 
-    turns = max(1, entries // ENTRIES_PER_TURN)
-    model = f"scripted:read_loop:{turns + steps}"
+    turns = turns_for(entries)
+    model = f"scripted:read_loop:{turns + steps + 1}" if api_url is None else HTTP_MODEL
     rec = engine.create_session(workspace, model=model, permission_mode="bypassPermissions", auto_memory=False)
     preload(engine, rec.id, rec.workspace, turns, file_text)
     n_entries = engine.store.log_length(rec.id)
 
-    api = scripted.get_api(model)
-    watches = {"fake": _Stopwatch(api, "handle"), "call": _Stopwatch(steps_mod, "stream_reply"),
-               "build": _Stopwatch(steps_mod, "build_request"), "body": _Stopwatch(request_json, "body")}
+    watches = {"call": _Stopwatch(steps_mod, "stream_reply"), "build": _Stopwatch(steps_mod, "build_request"),
+               "body": _Stopwatch(request_json, "body")}
+    if api_url is None:
+        watches["fake"] = _Stopwatch(scripted.get_api(model), "handle")
     agent_steps: list[float] = []  # model step + the tool step after it
     parts: dict[str, list[float]] = {name: [] for name in watches}
     cpu_per_step: list[float] = []
     queue = collections.deque(engine.submit(rec.id, "go"))
     pending_model = None
     try:
-        while queue:
+        while queue and len(agent_steps) <= steps:  # the first (cold), then ``steps``
             step = queue.popleft()
             for watch in watches.values():
                 watch.total = 0.0
@@ -121,9 +140,11 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str) ->
     def median_ms(values: list[float]) -> float:
         return statistics.median(values[1:] or values) * 1000
 
-    sdk = [call - fake - body for call, fake, body in zip(parts["call"], parts["fake"], parts["body"])]
+    fake = parts.get("fake") or [0.0] * len(parts["call"])
+    sdk = [call - api - body for call, api, body in zip(parts["call"], fake, parts["body"])]
     return Growth(sid=rec.id, entries=n_entries, first_ms=agent_steps[0] * 1000, step_ms=median_ms(agent_steps),
-                  fake_api_ms=median_ms(parts["fake"]), sdk_ms=median_ms(sdk), build_ms=median_ms(parts["build"]),
+                  fake_api_ms=median_ms(parts["fake"]) if "fake" in parts else float("nan"), sdk_ms=median_ms(sdk),
+                  build_ms=median_ms(parts["build"]),
                   body_ms=median_ms(parts["body"]), cpu_ms=median_ms(cpu_per_step),
                   best_ms=min(agent_steps[1:] or agent_steps) * 1000)
 
@@ -183,18 +204,23 @@ def _best(fn, rounds: int) -> float:
     return min(times) * 1000
 
 
-def report(engine, workspace: str, file_text: str, sizes: tuple[int, ...] = (100, 2000), steps: int = 10) -> None:
-    """Print per-step time at each transcript size and the ratio of the largest to the smallest."""
+def report(engine, workspace: str, file_text: str, sizes: tuple[int, ...] = (100, 2000), steps: int = 10,
+           api_url: str | None = None) -> None:
+    """Print per-step time at each transcript size and the ratio of the largest to the smallest.
+    ``api_url``: as for :func:`measure`."""
     auto_compact = engine.settings.auto_compact
     engine.settings.auto_compact = False  # a long synthetic transcript must not be compacted away
     try:
-        rows = [measure(engine, workspace, n, steps, file_text) for n in sizes]
+        rows = [measure(engine, workspace, n, steps, file_text, api_url) for n in sizes]
     finally:
         engine.settings.auto_compact = auto_compact
-    print(f"\n  per agent step against transcript length (read_loop, {steps} steps; median after the first)")
-    print("  of a step: the fake API's own work (a real API's), the SDK's part of the call (the network's, on a\n"
-          "  real API), and Mainsail's (the rest: building the request and its body, shown apart, claims, commits, tool)")
-    print(f"  {'entries':>8} {'first (cold) ms':>16} {'step ms':>9} {'fake API ms':>12} {'SDK ms':>8}"
+    where = "in this process" if api_url is None else "in its own process, over HTTP"
+    print(f"\n  per agent step against transcript length (read_loop, {steps} steps; median after the first;"
+          f" the fake API {where})")
+    print("  of a step: the fake API's own work (a real API's; timed only in this process), the rest of the call\n"
+          "  (the SDK's part: the network's, on a real API), and Mainsail's (the rest: building the request and\n"
+          "  its body, shown apart, claims, commits, tool)")
+    print(f"  {'entries':>8} {'first (cold) ms':>16} {'step ms':>9} {'fake API ms':>12} {'call ms':>8}"
           f" {'Mainsail ms':>12} {'build ms':>9} {'body ms':>8} {'CPU ms':>8} {'best ms':>8}")
     for g in rows:
         print(f"  {g.entries:8d} {g.first_ms:16.2f} {g.step_ms:9.2f} {g.fake_api_ms:12.2f} {g.sdk_ms:8.2f}"
@@ -211,6 +237,7 @@ def report(engine, workspace: str, file_text: str, sizes: tuple[int, ...] = (100
           f"CPU: {large.cpu_ms / small.cpu_ms:.2f}x; best: {large.best_ms / small.best_ms:.2f}x; aim: <= 1.2)")
     grown = large.step_ms - small.step_ms
     if grown > 0:
-        print(f"  where the {grown:.2f} ms more per step go: fake API {large.fake_api_ms - small.fake_api_ms:+.2f} ms, "
-              f"SDK {large.sdk_ms - small.sdk_ms:+.2f} ms, Mainsail {large.mainsail_ms - small.mainsail_ms:+.2f} ms "
+        api = "" if api_url else f"fake API {large.fake_api_ms - small.fake_api_ms:+.2f} ms, "
+        print(f"  where the {grown:.2f} ms more per step go: {api}"
+              f"call {large.sdk_ms - small.sdk_ms:+.2f} ms, Mainsail {large.mainsail_ms - small.mainsail_ms:+.2f} ms "
               f"(of which build {large.build_ms - small.build_ms:+.2f} ms, body {large.body_ms - small.body_ms:+.2f} ms)")

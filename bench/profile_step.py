@@ -1,6 +1,7 @@
 """Where an agent step's time goes, without Celery: run the steps in this process.
 
-    python bench/profile_step.py [--steps N] [--rounds R] [--sizes 100,2000] [--pyinstrument]
+    python bench/profile_step.py [--steps N] [--rounds R] [--sizes 100,2000] [--growth-api http|in-process]
+                                 [--pyinstrument]
 
 Starts a private redis-server, then runs sessions of ``scripted:read_loop:N``
 by calling :func:`workflows.steps.run_step` in a loop (the "dispatch" callable
@@ -9,7 +10,8 @@ agent step (model step + tool step), the wall time and Redis round trips of
 each phase (claim, build request, model call, record, tool run, ...), the cost
 of one ``send_task`` to the real broker, and, with ``--pyinstrument``, the
 profile of the whole loop. It also prints the per-step time at ~100 and ~2,000
-transcript entries and their ratio (bench/long_transcript.py). Compare with bench/step_overhead.py: what that
+transcript entries and their ratio (bench/long_transcript.py; its model is the fake API in a process
+of its own unless ``--growth-api in-process``). Compare with bench/step_overhead.py: what that
 measures minus what this one does is Celery's transport and worker overhead.
 """
 
@@ -33,7 +35,7 @@ if str(ROOT) not in sys.path:
 import redis  # noqa: E402
 
 from bench import long_transcript  # noqa: E402
-from bench.step_overhead import BENCH_FILE_LINES, Procs, start_redis  # noqa: E402
+from bench.step_overhead import BENCH_FILE_LINES, Procs, start_fake_api, start_redis  # noqa: E402
 
 _tls = threading.local()
 TIME: collections.Counter = collections.Counter()
@@ -106,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--sizes", default="100,2000", help="transcript lengths for the growth figure")
-    ap.add_argument("--growth-steps", type=int, default=10, help="agent steps timed at each length")
+    ap.add_argument("--growth-steps", type=int, default=30, help="agent steps timed at each length")
+    ap.add_argument("--growth-api", choices=("http", "in-process"), default="http",
+                    help="the growth figure's model: the fake API in its own process (as a real API is remote), "
+                         "or the scripted API in this process (earlier rows of bench/README.md)")
     ap.add_argument("--pyinstrument", action="store_true", help="also profile the loop (pip install pyinstrument)")
     args = ap.parse_args(argv)
 
@@ -143,7 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         session()  # warm-up
         plain = [session() for _ in range(args.rounds)]
         sizes = tuple(int(n) for n in args.sizes.split(","))
-        long_transcript.report(engine, str(ws), BENCH_FILE_LINES, sizes, args.growth_steps)
+        api_url = None
+        if args.growth_api == "http":
+            api_url = start_fake_api(procs, tmp, long_transcript.turns_for(max(sizes)) + args.growth_steps + 2)
+            engine.settings.anthropic_base_url, engine.settings.anthropic_api_key = api_url, "bench-key"
+        long_transcript.report(engine, str(ws), BENCH_FILE_LINES, sizes, args.growth_steps, api_url)
 
         instrument_redis()
         instrument_mainsail()

@@ -143,6 +143,29 @@ def start_redis(procs: Procs, tmp: Path) -> str:
     return base
 
 
+def start_fake_api(procs: Procs, tmp: Path, steps: int) -> str:
+    """``python -m tests.fakeapi`` serving ``read_loop:N`` in its own process; its base URL."""
+    port = free_port()
+    log = tmp / "fakeapi.log"
+    p = procs.start("fake Messages API", [sys.executable, "-m", "tests.fakeapi", "--port", str(port),
+                                          "--named", f"read_loop:{steps}"],
+                    env=child_env(tmp), cwd=ROOT, log=log)
+    url = f"http://127.0.0.1:{port}"
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while True:
+        procs.check(p)
+        try:
+            if httpx.get(url + "/_health", timeout=1).status_code == 200:
+                return url
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the fake Messages API did not start; see {log}")
+        time.sleep(0.05)
+
+
 def child_env(tmp: Path, **extra: str) -> dict:
     env = dict(os.environ)
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "MAINSAIL_MODEL"):

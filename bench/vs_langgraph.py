@@ -54,7 +54,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.step_overhead import BENCH_FILE_LINES, Procs, child_env, free_port, redis_command_stats, start_redis  # noqa: E402
+from bench.step_overhead import (  # noqa: E402
+    BENCH_FILE_LINES,
+    Procs,
+    child_env,
+    redis_command_stats,
+    start_fake_api,
+    start_redis,
+)
 
 TARGET_RATIO = 0.6
 PROMPT = "Read bench.txt {n} times."
@@ -67,29 +74,6 @@ READ_TOOL = {
 
 
 # --------------------------------------------------------------------------- the fake API
-
-
-def start_fake_api(procs: Procs, tmp: Path, steps: int) -> str:
-    """``python -m tests.fakeapi`` serving ``read_loop:N`` in its own process; its base URL."""
-    port = free_port()
-    log = tmp / "fakeapi.log"
-    p = procs.start("fake Messages API", [sys.executable, "-m", "tests.fakeapi", "--port", str(port),
-                                          "--named", f"read_loop:{steps}"],
-                    env=child_env(tmp), cwd=ROOT, log=log)
-    url = f"http://127.0.0.1:{port}"
-    import httpx
-
-    deadline = time.monotonic() + 30
-    while True:
-        procs.check(p)
-        try:
-            if httpx.get(url + "/_health", timeout=1).status_code == 200:
-                return url
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the fake Messages API did not start; see {log}")
-        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- Mainsail

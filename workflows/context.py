@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from workflows import request_json
 from workflows.memo import ObjectMemo
 from workflows.models import (
     AssistantEntry,
@@ -92,8 +93,10 @@ def request_messages(entries: list, user_context: str = "") -> list[Block]:
 
     A transcript only grows, so every message but the last is final once built: the call for the
     same transcript after this one reuses them (found by the first entry the model sees, checked
-    by the last entry they cover) and converts only what follows. A step's cost does not grow
-    with the conversation.
+    by the last entry they cover) and converts only what follows. The list comes with the JSON of
+    its leading messages in pieces (:class:`~workflows.request_json.Messages`), extended from the
+    previous request's, so encoding the body does not walk the whole conversation either. A step's
+    cost does not grow with the conversation (but for joining the body's bytes).
     """
     view = model_view(entries)
     if not view:
@@ -103,7 +106,7 @@ def request_messages(entries: list, user_context: str = "") -> list[Block]:
     if built is not None and built.n <= len(view) and view[built.n - 1] is built.last:
         n, final = built.n, list(built.final)
     else:
-        n, final = 0, []
+        built, n, final = None, 0, []
     run: list = []  # the user entries of the message still open
     for i in range(n, len(view)):
         e = view[i]
@@ -115,21 +118,35 @@ def request_messages(entries: list, user_context: str = "") -> list[Block]:
             n = i + 1
         elif isinstance(e, UserEntry):
             run.append(e)
-    if n:
-        cell[0] = _Built(n, view[n - 1], tuple(final))
     messages = final + ([_user_message(run)] if run else [])
     if user_context and messages and messages[0]["role"] == "user":
         messages[0] = _with_context(messages[0], user_context)
-    return messages
+    if not n:
+        return messages
+    # The lead: every final message but the last (the newest message gets the cache breakpoint:
+    # with_cache_breakpoints replaces it), its JSON extended from the previous request's.
+    count = len(final) - 1
+    if built is not None and built.context == user_context and len(built.lead) <= count:
+        have, parts = len(built.lead), built.lead_parts
+    else:
+        have, parts = 0, ()
+    if count > have:  # (a new tuple of the same pieces and the new ones: no bytes copied)
+        parts += tuple(request_json.json_parts(messages[have:count], after=have > 0))
+    first = tuple(messages[:count])
+    cell[0] = _Built(n, view[n - 1], tuple(final), user_context, first, parts)
+    return request_json.lead(messages, first, parts)
 
 
 class _Built:
-    """The final messages the previous request of a transcript was built from: those of ``view[:n]``."""
+    """The final messages the previous request of a transcript was built from: those of ``view[:n]``;
+    and the request's lead (its messages before the last final one, the user ``context`` in the
+    first) with their JSON in pieces (workflows/request_json.py's :class:`~workflows.request_json.Messages`)."""
 
-    __slots__ = ("n", "last", "final")
+    __slots__ = ("n", "last", "final", "context", "lead", "lead_parts")
 
-    def __init__(self, n: int, last, final: tuple) -> None:
+    def __init__(self, n: int, last, final: tuple, context: str, lead: tuple, lead_parts: tuple) -> None:
         self.n, self.last, self.final = n, last, final
+        self.context, self.lead, self.lead_parts = context, lead, lead_parts
 
 
 #: The view's first entry -> [the _Built of the last request built from that transcript].

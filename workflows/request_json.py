@@ -19,6 +19,7 @@ import json
 from json.encoder import (
     encode_basestring,  # (the C one where there is one, as JSONEncoder uses)
 )
+from operator import is_
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                             default=lambda o: _jsonable(o))
@@ -61,6 +62,39 @@ class Block(dict):
         return (Block, (dict(self),))
 
 
+class Messages(list):
+    """A request's ``messages`` that comes with the JSON of its leading messages (see :func:`lead`).
+
+    A long conversation's request repeats the previous request's messages, a thousand of them after
+    a few hundred turns: walking them to find each one's JSON costs more with each turn. Context
+    assembly keeps the JSON pieces of the messages that cannot change any more and hands them over
+    with the list; the body takes them in one step and walks only the few messages after them. The
+    pieces are used only while the list still starts with exactly those message objects (checked by
+    identity: a list changed in place, or copied, is encoded message by message, as any list is)."""
+
+    _lead: tuple = ()
+    _lead_parts: tuple = ()
+
+
+def lead(messages: list, first: tuple, parts: tuple) -> Messages:
+    """``messages`` as :class:`Messages` whose first ``len(first)`` messages are the objects ``first``,
+    ``parts`` their JSON in pieces (the messages' JSON and the commas between them)."""
+    out = Messages(messages)
+    out._lead, out._lead_parts = first, parts
+    return out
+
+
+def json_parts(messages, after: bool = False) -> list[bytes]:
+    """The JSON of ``messages``, comma-separated, in pieces to join (with a comma first when they come
+    ``after`` others)."""
+    out: list[bytes] = []
+    for m in messages:
+        if out or after:
+            out.append(b",")
+        _parts(m, out)
+    return out
+
+
 def dumps(value: object) -> bytes:
     """``value`` as UTF-8 JSON, reusing the kept JSON of every :class:`Block` in it (the pieces are
     joined once, at the end: a long conversation's body is copied once, not once per nesting level)."""
@@ -73,7 +107,8 @@ def _parts(value: object, out: list[bytes]) -> None:
     kind = type(value)
     if kind is Block:
         out.append(value.json())
-    elif kind is list and value and type(value[0]) in (dict, Block) and value[0].keys() == _MESSAGE_KEYS:
+    elif kind is Messages or (kind is list and value and type(value[0]) in (dict, Block)
+                              and value[0].keys() == _MESSAGE_KEYS):
         _messages(value, out)
     elif kind is dict:
         out.append(b"{")
@@ -100,9 +135,16 @@ _ROLES = {"user": b'{"role":"user","content":[', "assistant": b'{"role":"assista
 
 def _messages(messages: list, out: list[bytes]) -> None:
     """A ``messages`` list, on a short path for the usual message (a role, and content blocks that are
-    all shared Blocks): one join per message."""
+    all shared Blocks): one join per message; after the kept JSON of its leading messages, for a
+    :class:`Messages` list that still starts with them."""
     out.append(b"[")
-    for i, m in enumerate(messages):
+    start = 0
+    first = messages._lead if type(messages) is Messages else ()
+    if first and len(messages) >= len(first) and all(map(is_, messages, first)):
+        out.extend(messages._lead_parts)
+        start = len(first)
+    for i in range(start, len(messages)):
+        m = messages[i]
         if i:
             out.append(b",")
         if type(m) is Block:  # a message shared by every request of its transcript (workflows/context.py)

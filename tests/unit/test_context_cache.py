@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from workflows import context
+from workflows import context, request_json
 from workflows.context import (
     CONTINUE,
     SUMMARY_INTRO,
@@ -315,3 +315,61 @@ def test_a_growing_transcript_converts_only_its_new_messages(monkeypatch):
     assert encoded(second) == encoded(_ref_build_request(rec, entries, 100))
     entries = entries[:3] + [user("a different branch")]  # not the same transcript any more: built afresh
     assert encoded(build_request(rec, entries, 100)) == encoded(_ref_build_request(rec, entries, 100))
+
+
+# --------------------------------------------------------------------------- the body's lead
+
+
+def sdk_body(request: dict) -> bytes:
+    """The body as the SDK itself would encode the request (anthropic._utils._json)."""
+    return json.dumps({**request, "stream": True}, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode()
+
+
+@pytest.mark.parametrize("rec_name", ["default", "no-user-context"])
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_the_body_with_its_kept_lead_is_the_sdks_text(name, rec_name):
+    entries, rec = TRANSCRIPTS[name](), RECORDS[rec_name]()
+    for _ in range(2):  # built afresh, then from the caches
+        request = build_request(rec, entries, 1000)
+        assert request_json.body(request) == sdk_body(request)
+
+
+def test_a_growing_transcripts_body_walks_only_its_new_messages(monkeypatch):
+    """Each request's lead (the messages before its last final one) extends the previous request's
+    kept JSON pieces: only the messages added since are walked, however long the conversation."""
+    joined = []
+    real = request_json.json_parts
+    monkeypatch.setattr(request_json, "json_parts", lambda ms, after: joined.append(len(ms)) or real(ms, after))
+    rec, entries = record(), [user("start")]
+    for i in range(6):
+        entries += turn(i)
+        request = build_request(rec, entries, 100)
+        messages = request["messages"]
+        assert type(messages) is request_json.Messages
+        assert len(messages._lead) == len(messages) - 2  # all but the last final message and the open one
+        assert request_json.body(request) == sdk_body(request)
+    assert joined == [1] + [2] * 5  # the prompt first; then each turn's assistant message and results
+
+
+@pytest.mark.parametrize("change", ["replace-middle", "replace-first", "insert", "delete", "copy", "deepcopy"])
+def test_a_messages_list_changed_after_it_was_built_is_encoded_as_it_is(change):
+    """The kept lead is used only while the list still starts with its very message objects."""
+    rec, entries = record(), plain_session(4)
+    build_request(rec, entries, 100)
+    request = build_request(rec, entries, 100)
+    messages = request["messages"]
+    other = {"role": "user", "content": [{"type": "text", "text": "changed"}]}
+    if change == "replace-middle":
+        messages[3] = other
+    elif change == "replace-first":
+        messages[0] = other
+    elif change == "insert":
+        messages.insert(1, other)
+    elif change == "delete":
+        del messages[2]
+    elif change == "copy":
+        request["messages"] = copy.copy(messages)
+    else:
+        request["messages"] = copy.deepcopy(messages)
+    assert request_json.body(request) == sdk_body(request)
