@@ -61,7 +61,7 @@ class Caller:
         made with ``--allow-bypass``."""
         bypass.require(bypass.effective_mode(rec), workspace=rec.workspace, home=rec.home,
                        recorded=rec.bypass_disabled_by, token=self.token,
-                       doing=f"send to session {rec.id[:8]}: it runs in bypassPermissions mode",
+                       doing=f"send to session {rec.id[:8]} (it runs in bypassPermissions mode)",
                        instead="start a session in another mode")
 
     def check_workspace(self, workspace: str) -> None:

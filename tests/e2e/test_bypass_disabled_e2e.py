@@ -122,7 +122,8 @@ def test_the_server_refuses_bypass_to_a_token_without_the_scope(cluster, workspa
         sid = ok.stdout.strip()
         assert cluster.store.get_session(sid).permission_mode.value == "bypassPermissions"
         sent = server.mainsail("send", sid[:8], "and more")
-        assert sent.returncode == 1 and f"may not send to session {sid[:8]}: it runs in bypassPermissions" in sent.stderr
+        assert sent.returncode == 1
+        assert f"may not send to session {sid[:8]} (it runs in bypassPermissions mode)" in sent.stderr
         scheduled = server.mainsail("schedule", "add", "0 3 * * *", "--cwd", str(workspace), "--permission-mode",
                                     "bypassPermissions", "nightly")
         assert scheduled.returncode == 1 and "Token 'teammate' may not start a session" in scheduled.stderr

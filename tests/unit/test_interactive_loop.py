@@ -135,7 +135,8 @@ def test_a_bypass_disabled_since_the_start_is_left_by_shift_tab_clear_and_resume
     out, err = capsys.readouterr()
     assert "Permission mode: default (bypassPermissions is disabled by settings)" in out
     assert "bypass permissions on" not in out and out.count("accept edits on") == 2
-    assert rt.store.get_session(rec.id).permission_mode.value == "acceptEdits"  # default -> edits -> plan -> default -> edits
+    # default -> acceptEdits -> plan -> default -> acceptEdits: never bypassPermissions
+    assert rt.store.get_session(rec.id).permission_mode.value == "acceptEdits"
     cleared = [s for s in rt.store.session_ids() if s not in (old.id, rec.id)]
     assert [rt.store.get_session(s).permission_mode.value for s in cleared] == ["acceptEdits"]
     assert rt.store.get_session(old.id).permission_mode.value == "default" and ui.sid == old.id

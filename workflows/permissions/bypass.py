@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from workflows.api_tokens import TokenRecord
     from workflows.models import SessionRecord
 
-__all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require", "resumed_mode",
-           "token_refusal"]
+__all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
+           "resumed_mode", "token_refusal"]
 
 KEY = "disableBypassPermissionsMode"
 NAME = f"permissions.{KEY}"
