@@ -16,6 +16,7 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from cli.figures import memory_saved_line
 from workflows.models import PermissionMode
+from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
 
 
@@ -52,7 +53,11 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
     rt = connect(settings, dispatching=True)
     try:
         ensure_worker(rt, settings)
-        rec = rt.engine.create_session(str(ws), permission_mode=PermissionMode.BYPASS)
+        # The scripted demo runs in bypassPermissions, unless a settings file disables it (then it asks).
+        mode, warnings = choose_mode([(PermissionMode.BYPASS, "the demo")], workspace=str(ws), home=None)
+        for warning in warnings:
+            click.secho(f"Warning: {warning}", fg="yellow", err=True)
+        rec = rt.engine.create_session(str(ws), permission_mode=mode)
         click.secho(f"Demo workspace: {ws}", dim=True)
         click.secho(f"> {prompt}", bold=True)
         result = submit_and_watch(rt, rec.id, prompt)

@@ -36,7 +36,7 @@ from cli.esc import EscWatch
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.mcp import approve_project_servers
 from cli.render import Renderer, follow
-from cli.run import apply_flags, session_permissions, warn_unpriced
+from cli.run import apply_flags, resume_mode, session_permissions, warn_unpriced
 from cli.select import pick_session
 from cli.slash_commands import custom_help, read_commands
 from cli.sessions import describe
@@ -50,6 +50,7 @@ from workflows.mcp.config import fresh
 from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord, Usage, parse_entry
+from workflows.permissions.bypass import effective_mode
 from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 from workflows.store import stream_entries
@@ -473,7 +474,9 @@ class Interactive:
 
     def cmd_permissions(self, arg: str) -> None:
         rec = self.record()
-        click.echo(f"Permission mode: {rec.permission_mode.value}")
+        mode = effective_mode(rec)
+        click.echo(f"Permission mode: {mode.value}" + ("" if mode is rec.permission_mode else
+                                                       " (bypassPermissions is disabled by settings)"))
         for kind in ("allow", "ask", "deny"):
             rules = getattr(rec.rules, kind)
             if not rules:
@@ -488,12 +491,13 @@ class Interactive:
         old = self.record()
         end_session(self.rt, old.id, "clear", old, wait=False)
         rec = self.engine.create_session(
-            old.workspace, model=old.model, permission_mode=old.permission_mode, max_turns=old.max_turns,
+            old.workspace, model=old.model, permission_mode=effective_mode(old), max_turns=old.max_turns,
             max_budget_usd=old.max_budget_usd, tools_queue=old.tools_queue, rules=old.rules.model_copy(deep=True),
             home=old.home or None, approval_timeout_seconds=old.approval_timeout_seconds,
             sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
             additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides,
-            fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers))
+            fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers),
+            bypass_disabled_by=old.bypass_disabled_by)
         self.engine.mark_session_start(rec.id, "clear", rec)
         read_commands(self.rt, rec.id)
         self.sid = rec.id
@@ -540,6 +544,9 @@ class Interactive:
             return
         rec = self.store.get_session(sid)
         require_model_access(self.rt, self.settings, rec.model)
+        mode, _ = resume_mode(self.rt, sid, None, self.workspace)
+        if mode is not None:  # it held a bypassPermissions that is disabled now
+            rec = self.engine.update_limits(sid, permission_mode=mode)
         self.sid = sid
         announce(rec)
         recap(self.store, sid)
@@ -629,7 +636,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
     require_model_access(rt, settings, model or rec.model)
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, workspace=workspace,
-                      add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp)
+                      add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp, extra_settings=extra_settings)
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured

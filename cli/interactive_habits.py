@@ -34,7 +34,8 @@ INIT_PROMPT = (
     "# CLAUDE.md\n\nThis file provides guidance to Claude Code (claude.ai/code) when working with code in this "
     "repository.")
 
-#: The order Shift+Tab goes through (Claude Code's: bypassPermissions only when the session started in it).
+#: The order Shift+Tab goes through (Claude Code's: bypassPermissions only when the session started in it,
+#: and never while disableBypassPermissionsMode is set).
 CYCLE = [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN]
 CYCLE_COMMAND = "/__cycle-mode"
 SHOWN = {PermissionMode.DEFAULT: "default mode (asks before edits and commands)",
@@ -97,10 +98,12 @@ def doctor() -> None:
 
 
 def cycle_mode(ui: "Interactive") -> None:
-    rec = ui.record()
-    order = CYCLE + ([rec.permission_mode] if rec.permission_mode not in CYCLE else [])
-    nxt = order[(order.index(rec.permission_mode) + 1) % len(order)]
-    ui.engine.update_limits(rec.id, permission_mode=nxt)
+    from workflows.permissions.bypass import effective_mode
+
+    current = effective_mode(ui.record())  # a bypassPermissions disabled since is left out of the cycle
+    order = CYCLE + ([current] if current not in CYCLE else [])
+    nxt = order[(order.index(current) + 1) % len(order)]
+    ui.engine.update_limits(ui.sid, permission_mode=nxt)
     click.echo(click.style(SHOWN[nxt], fg="yellow") + click.style("  (shift+tab to cycle)", dim=True))
 
 

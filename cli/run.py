@@ -25,6 +25,7 @@ from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.mcp.sources import McpFlags, read_mcp_config
 from workflows.models import PermissionMode
+from workflows.permissions.bypass import resumed_mode
 from workflows.permissions.settings_files import load_permission_settings
 from workflows.pricing import known_price, unknown_price_note
 from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
@@ -129,7 +130,7 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                       max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
-                      fallback_model=fallback_model, mcp=mcp)
+                      fallback_model=fallback_model, mcp=mcp, extra_settings=extra_settings)
     warn_unpriced(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
@@ -156,10 +157,13 @@ def warn_unpriced(rec) -> None:
 
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
                 approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path, add_dirs=(),
-                fallback_model=None, mcp: McpFlags = McpFlags()):
+                fallback_model=None, mcp: McpFlags = McpFlags(), extra_settings=None):
     """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
-    --mcp-config servers join its own."""
+    --mcp-config servers join its own. The mode is chosen by :func:`workflows.permissions.bypass.resumed_mode`
+    (a refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that
+    disables bypass joins the session's own."""
     rec = rt.engine.set_model(sid, model) if model else None
+    permission_mode, disabled_by = resume_mode(rt, sid, permission_mode, workspace, extra_settings)
     if mcp.configs:
         rec = rt.engine.add_mcp_servers(sid, [s for value in mcp.configs for s in read_mcp_config(value, os.environ)])
     if add_dirs or fallback_model:
@@ -172,11 +176,25 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
         flag_rules.allow = [r for r in flag_rules.allow if r.source == "--allowedTools"]
         flag_rules.deny = [r for r in flag_rules.deny if r.source == "--disallowedTools"]
         flag_rules.ask = []
-    if any(v is not None for v in (permission_mode, flag_rules, approval_timeout, max_turns, max_budget_usd)):
+    if any(v is not None for v in (permission_mode, flag_rules, approval_timeout, max_turns, max_budget_usd,
+                                   disabled_by)):
         rec = rt.engine.update_limits(sid, max_turns=max_turns, max_budget_usd=max_budget_usd,
                                       permission_mode=permission_mode, rules=flag_rules,
-                                      approval_timeout_seconds=approval_timeout)
+                                      approval_timeout_seconds=approval_timeout, bypass_disabled_by=disabled_by)
     return rec or rt.store.get_session(sid)
+
+
+def resume_mode(rt: Runtime, sid: str, permission_mode, workspace: Path, extra_settings=None):
+    """The mode to set on a session taken up again (None: keep its own) and the ``--settings`` layers
+    that disable bypassPermissions (None: none); a refused bypassPermissions is said on stderr."""
+    disabled_by = None
+    if extra_settings:
+        disabled_by = load_permission_settings(workspace.resolve(), Path.home(), sources=(),
+                                               extra=extra_settings).bypass_disabled_by or None
+    mode, warnings = resumed_mode(rt.store.get_session(sid), permission_mode, disabled_by or ())
+    for warning in warnings:
+        click.secho(f"Warning: {warning}", fg="yellow", err=True)
+    return mode, disabled_by
 
 
 def asks_in_print_mode(settings, approval_timeout) -> str:

@@ -28,14 +28,33 @@ def token() -> None:
 @click.option("--read-only", is_flag=True, help="May list, show and watch; never send, cancel, approve or deny.")
 @click.option("--workspace", "workspaces", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Only sessions in this directory (and below); repeatable. Default: every workspace.")
-def create(name: str, read_only: bool, workspaces: tuple[str, ...]) -> None:
+@click.option("--allow-bypass", is_flag=True,
+              help="May start (and send to) sessions in bypassPermissions mode. Default: refused (403).")
+def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool) -> None:
     """Create a token and print it (once: it cannot be shown again)."""
-    secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces))
+    secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces),
+                                   allow_bypass=allow_bypass)
     click.echo(secret)
     scope = ", ".join(rec.workspaces) if rec.workspaces else "every workspace"
-    click.echo(f"Token {rec.name!r} ({'read-only' if rec.read_only else 'read-write'}, {scope}). It is shown "
+    click.echo(f"Token {rec.name!r} ({_access(rec)}, {scope}). It is shown "
                "only now: keep it in a secret store. Use it as 'Authorization: Bearer <token>' or "
                "MAINSAIL_TOKEN for the CLI.", err=True)
+
+
+@token.command("update")
+@click.argument("name")
+@click.option("--allow-bypass/--no-bypass", "allow_bypass", required=True,
+              help="Let the token run sessions in bypassPermissions mode, or take that away.")
+def update(name: str, allow_bypass: bool) -> None:
+    """Change what token NAME may do (its secret stays the same)."""
+    rec = _tokens().set_bypass(name, allow_bypass)
+    click.echo(f"Token {rec.name!r}: {_access(rec)}.")
+
+
+def _access(rec) -> str:
+    if rec.read_only:
+        return "read-only"
+    return "read-write, bypassPermissions allowed" if rec.allow_bypass else "read-write, no bypassPermissions"
 
 
 @token.command("list")
@@ -45,10 +64,11 @@ def list_tokens() -> None:
     if not rows:
         click.echo("No API tokens. Create one with `mainsail token create --name NAME`.")
         return
-    click.echo(f"{'NAME':<20} {'ACCESS':<10} {'CREATED':<17} {'LAST USED':<17} WORKSPACES")
+    click.echo(f"{'NAME':<20} {'ACCESS':<10} {'BYPASS':<6} {'CREATED':<17} {'LAST USED':<17} WORKSPACES")
     for t in rows:
         used = f"{datetime.fromtimestamp(t.last_used_at):%Y-%m-%d %H:%M}" if t.last_used_at else "never"
-        click.echo(f"{t.name:<20} {'read-only' if t.read_only else 'read-write':<10} "
+        bypass = "-" if t.read_only else ("yes" if t.allow_bypass else "no")
+        click.echo(f"{t.name:<20} {'read-only' if t.read_only else 'read-write':<10} {bypass:<6} "
                    f"{datetime.fromtimestamp(t.created_at):%Y-%m-%d %H:%M}  {used:<17} "
                    f"{', '.join(t.workspaces) or '(all)'}")
 

@@ -25,6 +25,7 @@ from statemachines import InvalidTransition
 from workflows.engine import Engine
 from workflows.exceptions import (
     AmbiguousSession,
+    BypassDisabled,
     ConfigurationError,
     ContextFull,
     LockTimeout,
@@ -42,6 +43,7 @@ log = logging.getLogger("mainsail.server")
 #: HTTP status per domain error (the first match in order wins; anything else of ours is a 400).
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
+    ((BypassDisabled,), 403),
     ((AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
     ((StoreUnavailable, LockTimeout), 503),
     ((TokenError, ConfigurationError), 400),

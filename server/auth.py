@@ -5,6 +5,8 @@ console's cookie), found by its SHA-256 in Redis (:mod:`workflows.api_tokens`).
 - A read-only token asking to change something (send, cancel, approve...): 403.
 - A token restricted to workspaces asking about a session elsewhere: 404, as if the session did not
   exist (it learns nothing about other teams' sessions).
+- A token made without ``--allow-bypass`` asking to start, send to or schedule a session that would run
+  in bypassPermissions: 403 (:mod:`workflows.permissions.bypass`).
 
 The console's cookie is ``HttpOnly`` and ``SameSite=Strict``; a change made with it must also carry
 the ``X-Mainsail-Console`` header, which a page of another origin cannot add without a CORS
@@ -21,6 +23,7 @@ from fastapi import Depends, HTTPException, Request
 from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import SessionNotFound
 from workflows.models import SessionRecord
+from workflows.permissions import bypass
 
 COOKIE = "mainsail_token"
 CONSOLE_HEADER = "X-Mainsail-Console"
@@ -52,6 +55,14 @@ class Caller:
             raise SessionNotFound(f"No session {rec.id[:8]!r}. List the sessions this token may see with "
                                   "GET /api/sessions.")
         return rec
+
+    def check_bypass(self, rec: SessionRecord) -> None:
+        """A 403 unless this token may drive ``rec``: one that runs in bypassPermissions needs a token
+        made with ``--allow-bypass``."""
+        bypass.require(bypass.effective_mode(rec), workspace=rec.workspace, home=rec.home,
+                       recorded=rec.bypass_disabled_by, token=self.token,
+                       doing=f"send to session {rec.id[:8]} (it runs in bypassPermissions mode)",
+                       instead="start a session in another mode")
 
     def check_workspace(self, workspace: str) -> None:
         if not self.token.allows_workspace(workspace):

@@ -34,24 +34,40 @@ def check_workspace(raw: str) -> str:
     return path
 
 
-def add(engine, settings, schedule: Schedule) -> Schedule:
-    """Check and keep a new schedule; it first fires at its cron's next time.
+def add(engine, settings, schedule: Schedule, token=None) -> Schedule:
+    """Check and keep a new schedule; it first fires at its cron's next time. ``token``: the API
+    token adding it (see :func:`check_options`).
 
     Raises:
         InvalidSchedule: a wrong cron expression or workspace.
         SettingsError, McpConfigError: the workspace's settings files (or the options) are wrong, as
             `mainsail submit` there would say.
+        BypassDisabled: its sessions would run in bypassPermissions, and ``token`` may not.
     """
     schedule.workspace = check_workspace(schedule.workspace)
-    opts = schedule.options
-    checked = settings.model_copy(update={"model": opts.model}) if opts.model else settings
-    session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
-                    allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
-                    add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace)
+    check_options(settings, schedule, token)
     beat.ensure_configured(settings)
     ScheduleStore(engine.store.r).add(schedule)
     beat.save_entry(schedule, time.time())
     return schedule
+
+
+def check_options(settings, schedule: Schedule, token=None) -> None:
+    """Check a schedule's options as a firing would apply them now (settings files included).
+
+    ``token``: an API token acting on it (adding, running, enabling): it must be allowed what its
+    sessions would do (bypassPermissions needs ``--allow-bypass``).
+
+    Raises:
+        SettingsError, McpConfigError: the workspace's settings files (or the options) are wrong.
+        BypassDisabled: its sessions would run in bypassPermissions, and ``token`` may not.
+    """
+    opts = schedule.options
+    checked = settings.model_copy(update={"model": opts.model}) if opts.model else settings
+    session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
+                    allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
+                    add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace,
+                    token=token, mode_given_by="the schedule's permission_mode")
 
 
 def remove(engine, settings, schedule_id: str) -> Schedule:
@@ -101,4 +117,4 @@ def next_run(settings, schedule: Schedule, now: datetime | None = None) -> NextR
     return NextRun(due, overdue=(now - due).total_seconds() > settings.beat_late_seconds)
 
 
-__all__ = ["NextRun", "add", "check_workspace", "next_run", "remove", "run_now", "set_enabled"]
+__all__ = ["NextRun", "add", "check_options", "check_workspace", "next_run", "remove", "run_now", "set_enabled"]

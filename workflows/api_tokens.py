@@ -5,6 +5,13 @@ Redis keeps only its SHA-256: ``api-token:{sha256}`` names the token, and ``api-
 name's record (read-only or not, the workspaces it may see, when it was created and last used).
 Revoking deletes both, so the next request with it is refused at once, on every server process.
 
+Bypass scope: a token may start (or send to) sessions in ``bypassPermissions`` mode only if it was
+made with ``--allow-bypass`` (or given it later with ``mainsail token update NAME --allow-bypass``). New
+tokens are made without it: bypass is refused unless asked for. Records written before the scope
+existed have no ``allow_bypass`` key and keep what every writer token could do then (bypass allowed),
+so existing clients do not break; ``mainsail token list`` shows them, and ``update --no-bypass``
+takes it away without changing the secret.
+
 A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
 password); it lets a request be checked with one GET.
 """
@@ -45,6 +52,9 @@ class TokenRecord(BaseModel):
     name: str
     read_only: bool = False
     workspaces: list[str] = Field(default_factory=list)
+    # May it run sessions in bypassPermissions? True only for records made before this key existed:
+    # TokenStore.create writes False unless told otherwise (see the module docstring).
+    allow_bypass: bool = True
     created_at: float = Field(default_factory=time.time)
     last_used_at: float | None = None
     digest: str = ""
@@ -74,9 +84,10 @@ class TokenStore:
     def __init__(self, r) -> None:
         self.r = r
 
-    def create(self, name: str, *, read_only: bool = False,
-               workspaces: list[str] | None = None) -> tuple[str, TokenRecord]:
-        """A new token named ``name``: the secret (shown once) and its record.
+    def create(self, name: str, *, read_only: bool = False, workspaces: list[str] | None = None,
+               allow_bypass: bool = False) -> tuple[str, TokenRecord]:
+        """A new token named ``name``: the secret (shown once) and its record. ``allow_bypass``: it may run
+        sessions in bypassPermissions mode (off unless asked for).
 
         Raises:
             TokenError: the name is invalid or taken, or a workspace is not an existing directory.
@@ -90,7 +101,8 @@ class TokenStore:
                                  "Name the directory whose sessions the token may see.")
             dirs.append(path)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        rec = TokenRecord(name=name, read_only=read_only, workspaces=dirs, digest=digest(token))
+        rec = TokenRecord(name=name, read_only=read_only, workspaces=dirs, digest=digest(token),
+                          allow_bypass=allow_bypass)
         if not self.r.hsetnx(keys.api_tokens(), name, rec.model_dump_json()):
             raise TokenError(f"A token named {name!r} exists already. Revoke it first "
                              f"(mainsail token revoke {name}) or choose another name.")
@@ -130,17 +142,40 @@ class TokenStore:
         rows = self.r.hgetall(keys.api_tokens())
         return sorted((TokenRecord.model_validate_json(v) for v in rows.values()), key=lambda t: t.created_at)
 
+    def set_bypass(self, name: str, allowed: bool) -> TokenRecord:
+        """Give token ``name`` the bypass scope, or take it away; its secret stays the same.
+
+        Written in one script, only if the record is still this token's: a token revoked (or made again)
+        meanwhile is not brought back.
+
+        Raises:
+            TokenError: no token has that name (or it was revoked meanwhile).
+        """
+        rec = self._record(name)
+        rec.allow_bypass = allowed
+        if not self.r.eval(_TOUCH, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json()):
+            raise TokenError(f"Token {name!r} was revoked or made again meanwhile. See `mainsail token list`.")
+        return rec
+
+    def named(self, name: str) -> TokenRecord | None:
+        """The record of the token called ``name``, or None (never made, or revoked)."""
+        raw = self.r.hget(keys.api_tokens(), name)
+        return None if raw is None else TokenRecord.model_validate_json(raw)
+
+    def _record(self, name: str) -> TokenRecord:
+        rec = self.named(name)
+        if rec is None:
+            known = ", ".join(t.name for t in self.records()) or "none"
+            raise TokenError(f"No token named {name!r} (tokens: {known}). See `mainsail token list`.")
+        return rec
+
     def revoke(self, name: str) -> TokenRecord:
         """Revoke the token ``name``: refused from the next request on.
 
         Raises:
             TokenError: no token has that name.
         """
-        raw = self.r.hget(keys.api_tokens(), name)
-        if raw is None:
-            known = ", ".join(t.name for t in self.records()) or "none"
-            raise TokenError(f"No token named {name!r} (tokens: {known}). See `mainsail token list`.")
-        rec = TokenRecord.model_validate_json(raw)
+        rec = self._record(name)
         p = self.r.pipeline()
         p.delete(keys.api_token(rec.digest))
         p.hdel(keys.api_tokens(), name)
@@ -151,6 +186,7 @@ class TokenStore:
 def describe(rec: TokenRecord) -> dict:
     """A token's record as shown to people (never the digest)."""
     return {"name": rec.name, "read_only": rec.read_only, "workspaces": rec.workspaces,
+            "allow_bypass": rec.allow_bypass,
             "created_at": rec.created_at, "last_used_at": rec.last_used_at}
 
 

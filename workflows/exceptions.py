@@ -18,6 +18,7 @@ Hierarchy::
     ├── StepNotFound                a task named a step the ledger does not hold
     ├── RequestNotFound             no pending permission request matches (or several do)
     ├── RequestClosed               the request was already decided, or superseded by a cancel
+    ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
         └── ToolInputError          the model's tool input did not validate
 
@@ -90,6 +91,11 @@ class RequestNotFound(MainsailError):
 
 class RequestClosed(MainsailError):
     """The permission request was already decided, or a cancel superseded it."""
+
+
+class BypassDisabled(MainsailError):
+    """A session may not run in bypassPermissions: ``permissions.disableBypassPermissionsMode`` in a
+    settings file, or an API token made without ``--allow-bypass``; the message names which and the fix."""
 
 
 class ToolError(MainsailError):

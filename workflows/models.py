@@ -563,6 +563,9 @@ class SessionRecord(_Model):
     # ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL captured at start: what the aliases stand for.
     model_overrides: dict[str, str] = Field(default_factory=dict)
     fallback_model: str | None = None  # retried once with this when the model is overloaded (529)
+    # The settings files (and --settings layers) that set permissions.disableBypassPermissionsMode when it
+    # started: bypassPermissions stays refused for its life (workflows/permissions/bypass.py).
+    bypass_disabled_by: list[str] = Field(default_factory=list)
     unpriced_models: list[str] = Field(default_factory=list)  # models without a price, warned about once
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)

@@ -16,7 +16,7 @@ from pathlib import Path
 from workflows.mcp.sources import McpFlags, load_mcp
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
-from workflows.models import PermissionMode
+from workflows.permissions.bypass import choose_mode, file_refusals
 from workflows.permissions.session_keys import resolve_added_dir
 from workflows.permissions.settings_files import SettingsError, load_permission_settings
 
@@ -24,16 +24,23 @@ from workflows.permissions.settings_files import SettingsError, load_permission_
 def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
                     approval_timeout=None, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
                     extra_settings=None, mcp: McpFlags = McpFlags(), agents=None, home: Path | None = None,
-                    environ: Mapping[str, str] | None = None, cwd: str | None = None) -> tuple[dict, list[str]]:
+                    environ: Mapping[str, str] | None = None, cwd: str | None = None, token=None,
+                    mode_given_by: str = "--permission-mode") -> tuple[dict, list[str]]:
     """The keyword arguments of :meth:`Engine.create_session` for a new session in ``workspace``, and the
     warnings to show (settings keys read but not applied, hooks for events that never run).
 
     ``add_dirs`` are resolved from ``cwd`` (default: this process's); ``agents``: sub-agent types
     given by the client (``--agents``, the SDK's ``agents``).
 
+    The mode is the first of ``permission_mode`` (given by ``mode_given_by``), ``MAINSAIL_PERMISSION_MODE``
+    and the files' ``defaultMode`` that :mod:`workflows.permissions.bypass` allows, else ``default``: a
+    bypassPermissions that ``disableBypassPermissionsMode`` refuses is skipped with a warning, as in
+    Claude Code. ``token``: the team server's caller (its scope is checked, never fallen back from).
+
     Raises:
         SettingsError: a settings file, a rule, an --add-dir or the model name is wrong.
         McpConfigError: an MCP configuration is malformed.
+        BypassDisabled: ``token`` may not start a session in the bypassPermissions mode asked for.
     """
     home = home or Path.home()
     environ = os.environ if environ is None else environ
@@ -42,8 +49,14 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
                                      extra=extra_settings)
     servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict)
-    warnings = files.warnings + servers.warnings + unrun_hooks(files.hooks)
-    mode = permission_mode or settings.permission_mode or files.default_mode or PermissionMode.DEFAULT
+    # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
+    disabled = list(dict.fromkeys([*files.bypass_disabled_by,
+                                   *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))
+    mode, refused = choose_mode([(permission_mode, mode_given_by),
+                                 (settings.permission_mode, "MAINSAIL_PERMISSION_MODE"),
+                                 (files.default_mode, f"defaultMode in {files.default_mode_source}")],
+                                workspace=str(ws), home=str(home), recorded=disabled, token=token)
+    warnings = refused + files.warnings + servers.warnings + unrun_hooks(files.hooks)
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     explicit = settings.model if "model" in settings.model_fields_set else None
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
@@ -56,7 +69,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
             "model_overrides": model_overrides(environ, files.model_env),
             "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
             "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
-            "mcp_servers": servers.servers}, warnings
+            "mcp_servers": servers.servers, "bypass_disabled_by": disabled}, warnings
 
 
 def unrun_hooks(hooks) -> list[str]:

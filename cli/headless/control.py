@@ -25,7 +25,12 @@ Answer = Callable[[dict | Exception], None]
 
 
 class ControlError(Exception):
-    """A control request that cannot be done; its message goes back to the client."""
+    """A control request that cannot be done; its message goes back to the client, with ``code`` as
+    the response's ``error_code`` when given (Claude Code's, e.g. ``bypass_disabled``)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Control:
@@ -57,7 +62,7 @@ class Control:
         try:
             body = handler(request)
         except ControlError as exc:
-            self._error(request_id, str(exc))
+            self._error(request_id, str(exc), exc.code)
             return
         except Exception as exc:  # the client gets a reason; the connection goes on
             self._error(request_id, f"{subtype} failed: {type(exc).__name__}: {exc}")
@@ -65,9 +70,11 @@ class Control:
         self.out.emit({"type": "control_response",
                        "response": {"subtype": "success", "request_id": request_id, "response": body or {}}})
 
-    def _error(self, request_id, text: str) -> None:
-        self.out.emit({"type": "control_response",
-                       "response": {"subtype": "error", "request_id": request_id, "error": text}})
+    def _error(self, request_id, text: str, code: str | None = None) -> None:
+        response = {"subtype": "error", "request_id": request_id, "error": text}
+        if code:
+            response["error_code"] = code
+        self.out.emit({"type": "control_response", "response": response})
 
     # ------------------------------------------------------------------ to the client
 

@@ -36,7 +36,7 @@ from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.render import follow
 from tasks.dispatch import dispatch
 from workflows.context import offered_tools
-from workflows.exceptions import RequestClosed, RequestNotFound, ToolInputError
+from workflows.exceptions import BypassDisabled, RequestClosed, RequestNotFound, ToolInputError
 from workflows.hooks.config import (
     DEFAULT_TIMEOUT_SECONDS,
     CallbackHook,
@@ -326,7 +326,10 @@ class StreamServer:
         except ValueError:
             modes = ", ".join(m.value for m in PermissionMode)
             raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
-        self.rt.engine.update_limits(self.sid, permission_mode=mode)
+        try:
+            self.rt.engine.update_limits(self.sid, permission_mode=mode)
+        except BypassDisabled as exc:  # Claude Code's answer, with what disabled the mode
+            raise ControlError(str(exc), "bypass_disabled") from None
         return {"mode": mode.value}
 
     def _set_model(self, request: dict) -> dict:

@@ -1,7 +1,9 @@
 """Schedules through the API (``mainsail schedule``): list, add, remove, run now, enable, disable.
 
 Writer tokens only for changes. A token restricted to workspaces sees, adds and runs only the
-schedules of its workspaces; another schedule is answered 404, as if it did not exist.
+schedules of its workspaces; another schedule is answered 404, as if it did not exist. A token made
+without ``--allow-bypass`` cannot add, run or enable a schedule whose sessions would run in
+bypassPermissions (403); the sessions of a schedule a token added are held to that token's scope.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pydantic import BaseModel, Field
 from server.api.common import engine
 from server.auth import Caller, require_reader, require_writer
 from tasks import scheduling
-from workflows.exceptions import ScheduleNotFound
+from workflows.exceptions import ConfigurationError, ScheduleNotFound
 from workflows.schedules import (
     RunMode,
     Schedule,
@@ -93,7 +95,7 @@ def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
     s = Schedule(name=body.name or " ".join(body.prompt.split()[:5])[:40], cron=body.cron, workspace=ws,
                  prompt=body.prompt, mode=body.mode, options=body.options, enabled=body.enabled,
                  created_by=caller.decided_by)
-    s = scheduling.add(engine(request), get_settings(), s)
+    s = scheduling.add(engine(request), get_settings(), s, token=caller.token)
     return _view(s, ScheduleStore(engine(request).store.r))
 
 
@@ -108,6 +110,7 @@ def remove_schedule(schedule: str, request: Request, caller: Caller = WRITER):
 def run_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     """Fire a schedule now, by hand (also a disabled one): the session it started."""
     s, _ = _visible(request, caller, schedule)
+    _check_bypass(caller, s)
     fired = scheduling.run_now(engine(request), get_settings(), s.id)
     if fired.session_id is None:
         raise HTTPException(409, f"Schedule {s.id[:8]} ({s.name}) did not start a session: {fired.skipped}.")
@@ -126,8 +129,20 @@ def disable_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     return _set_enabled(schedule, request, caller, False)
 
 
+def _check_bypass(caller: Caller, s: Schedule) -> None:
+    """A 403 when ``caller``'s token may not start the bypassPermissions sessions ``s`` would start."""
+    if caller.token.allow_bypass:
+        return
+    try:
+        scheduling.check_options(get_settings(), s, caller.token)
+    except ConfigurationError:
+        pass  # broken settings: the firing fails and says so in its runs; no session starts at all
+
+
 def _set_enabled(schedule: str, request: Request, caller: Caller, enabled: bool) -> ScheduleView:
     s, store = _visible(request, caller, schedule)
+    if enabled:
+        _check_bypass(caller, s)
     return _view(scheduling.set_enabled(engine(request), get_settings(), s.id, enabled), store)
 
 

@@ -85,7 +85,9 @@ def _id_chunks(store, limit: int):
 def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
     """A new session in ``workspace``, with the workspace's settings files, rules and hooks, as
     ``mainsail submit`` makes it; ``prompt`` (if any) is submitted at once. Calls that would ask wait
-    for a decision (``/api/approvals``)."""
+    for a decision (``/api/approvals``). bypassPermissions (asked for, or the settings' defaultMode)
+    needs a token made with ``--allow-bypass`` (else 403); where the workspace's or the server user's
+    settings files disable it, the session starts in the next mode with a warning, as at a terminal."""
     if not os.path.isabs(body.workspace):
         raise BadRequest(f"Workspace {body.workspace!r} is not an absolute path: give the directory's full "
                          "path on the server's machine.")
@@ -105,7 +107,8 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
     perms, warnings = session_options(ws, settings, permission_mode=body.permission_mode,
                                       allowed_tools=body.allowed_tools, disallowed_tools=body.disallowed_tools,
                                       approval_timeout=body.approval_timeout_seconds, add_dirs=body.add_dirs,
-                                      fallback_model=body.fallback_model, cwd=str(ws))
+                                      fallback_model=body.fallback_model, cwd=str(ws), token=caller.token,
+                                      mode_given_by="the request's permission_mode")
     for extra in perms.get("additional_directories") or []:  # --add-dir and the settings files' dirs
         caller.check_workspace(extra)
     rec = eng.create_session(str(ws), max_turns=body.max_turns, max_budget_usd=body.max_budget_usd,
@@ -162,6 +165,8 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
     rec = visible_session(request, caller, session)
     if body.message is None and not body.clear:
         raise BadRequest("Give a 'message' (or 'clear': true alone to drop the queued messages).")
+    if body.message is not None:
+        caller.check_bypass(rec)  # before anything is changed: a refused send clears and stops nothing
     eng, notes = engine(request), []
     if body.clear:
         dropped = eng.clear_queue(rec.id)

@@ -64,14 +64,19 @@ def lines(stdout: str) -> list[dict]:
     return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init",))]
 
 
-def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False) -> tuple[list, list]:
+def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False,
+             home_files: dict[str, str] | None = None) -> tuple[list, list]:
     """Mainsail and Claude Code on ``args`` against one fake Messages API, each in a workspace of its own; their
-    stream-json lines. ``home_for_ours``: Mainsail gets the same empty HOME as Claude Code."""
+    stream-json lines. ``home_for_ours``: Mainsail gets the same HOME as Claude Code, empty but for
+    ``home_files`` (path in it: text)."""
     with FakeMessagesServer(script) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
         for d in (ours_ws, theirs_ws, home):
             d.mkdir()
+        for rel, text in (home_files or {}).items():
+            (home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (home / rel).write_text(text)
         if home_for_ours:
             cluster.env["HOME"] = str(home)
         cluster.start_worker()
@@ -100,6 +105,20 @@ def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
     assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
     assert a[-1]["result"] == b[-1]["result"] == "Done."
     assert a[-1]["stop_reason"] == b[-1]["stop_reason"] == "end_turn"
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+@pytest.mark.parametrize("flag", [["--permission-mode", "bypassPermissions"], ["--dangerously-skip-permissions"]])
+def test_a_disabled_bypass_falls_back_to_default_mode_as_claude_codes(cluster, tmp_path, flag):
+    """permissions.disableBypassPermissionsMode in ~/.claude/settings.json: both CLIs start in default mode (no
+    error, exit 0), so print mode refuses the command that would ask."""
+    settings = {".claude/settings.json": '{"permissions": {"disableBypassPermissionsMode": "disable"}}'}
+    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL, *flag]
+    a, b = run_both(cluster, tmp_path, turn, args, home_for_ours=True, home_files=settings)
+    assert a[0]["permissionMode"] == b[0]["permissionMode"] == "default"
+    assert [d["tool_name"] for d in a[-1]["permission_denials"]] == ["Bash"]
+    assert [d["tool_name"] for d in b[-1]["permission_denials"]] == ["Bash"]
+    assert not (tmp_path / "ours" / "out.txt").exists() and not (tmp_path / "theirs" / "out.txt").exists()
 
 
 def mcp_turn(body: dict) -> Turn:

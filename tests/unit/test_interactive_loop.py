@@ -12,6 +12,7 @@ import pytest
 from cli import interactive
 from cli.connect import Runtime
 from cli.interactive import Interactive
+from cli.interactive_habits import CYCLE_COMMAND
 from statemachines import State
 from workflows.engine import Engine
 from workflows.models import ResultEntry, SystemEntry, UserEntry
@@ -118,6 +119,28 @@ def test_clear_keeps_mode_rules_and_model(rt, ws, capsys):
     out = capsys.readouterr().out
     assert f"New session {ui.sid[:8]} in {new.workspace}" in out
     assert "Permission mode: acceptEdits" in out and "Bash(npm test:*)  from --allowedTools" in out
+
+
+def test_a_bypass_disabled_since_the_start_is_left_by_shift_tab_clear_and_resume(rt, ws, capsys):
+    """A session that started in bypassPermissions, then its workspace's settings disabled the mode:
+    /permissions says what applies, Shift+Tab cycles among the other modes only, /clear does not carry
+    bypass over, and /resume of such a session sets it to default with the warning."""
+    old = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
+    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text('{"permissions": {"disableBypassPermissionsMode": "disable"}}')
+    ui = Interactive(rt, rt.engine.settings, ws, Lines("/permissions", *[CYCLE_COMMAND] * 4, "/clear", "/permissions",
+                                                       f"/resume {old.id}", "/exit"), rec.id)
+    ui.loop()
+    out, err = capsys.readouterr()
+    assert "Permission mode: default (bypassPermissions is disabled by settings)" in out
+    assert "bypass permissions on" not in out and out.count("accept edits on") == 2
+    # default -> acceptEdits -> plan -> default -> acceptEdits: never bypassPermissions
+    assert rt.store.get_session(rec.id).permission_mode.value == "acceptEdits"
+    cleared = [s for s in rt.store.session_ids() if s not in (old.id, rec.id)]
+    assert [rt.store.get_session(s).permission_mode.value for s in cleared] == ["acceptEdits"]
+    assert rt.store.get_session(old.id).permission_mode.value == "default" and ui.sid == old.id
+    assert "Bypass permissions mode was disabled by settings" in err
 
 
 def test_resume_lists_this_workspaces_sessions_and_takes_a_number(rt, ws, capsys):

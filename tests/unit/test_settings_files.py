@@ -108,8 +108,8 @@ def test_approval_timeout_inside_permissions_is_accepted(dirs):
 
 
 def test_unknown_keys_and_an_empty_file_are_fine(dirs):
-    write(dirs, 0, {"model": "opus", "hooks": {}, "statusLine": {}, "permissions": {"allow": ["Read"],
-                                                                                    "disableBypassPermissionsMode": 1}})
+    write(dirs, 0, {"model": "opus", "hooks": {}, "statusLine": {},
+                    "permissions": {"allow": ["Read"], "blockReadsOutsideWorkingDirectories": 1}})
     write(dirs, 1, "")
     s = load(dirs)
     assert [r.rule for r in s.rules.allow] == ["Read"] and len(s.files) == 2

@@ -49,6 +49,7 @@ from workflows.models import (
     Usage,
     new_id,
 )
+from workflows.permissions import bypass
 from workflows.tokens import estimate_tokens, thresholds
 
 #: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
@@ -83,6 +84,7 @@ class SessionVerbs:
         fallback_model: str | None = None,
         agents: dict[str, AgentDefinition] | None = None,
         mcp_servers: list[McpServer] | None = None,
+        bypass_disabled_by: list[str] | None = None,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
@@ -94,6 +96,10 @@ class SessionVerbs:
         stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`;
         ``agents``: sub-agent types from ``--agents`` (over the built-in and the agent files').
         ``mcp_servers``: its MCP servers (:mod:`workflows.mcp.sources`), found when its first run starts.
+        ``bypass_disabled_by``: the settings files that disabled bypassPermissions (kept for its life).
+
+        Raises:
+            BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.permissions.bypass`).
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's
@@ -102,10 +108,13 @@ class SessionVerbs:
         ws = os.path.realpath(workspace)
         if not os.path.isdir(ws):
             raise FileNotFoundError(f"Workspace {workspace!r} is not a directory")
+        home = home or os.path.expanduser("~")
+        permission_mode = PermissionMode(permission_mode or self.settings.permission_mode or "default")
+        bypass.require(permission_mode, workspace=ws, home=home, recorded=bypass_disabled_by or ())
         rec = SessionRecord(
             id=sid or new_id(),
             model=model or self.settings.model,
-            permission_mode=PermissionMode(permission_mode or self.settings.permission_mode or "default"),
+            permission_mode=permission_mode,
             workspace=ws,
             git_branch=_git_branch(ws),
             max_turns=max_turns if max_turns is not None else self.settings.max_turns,
@@ -113,7 +122,7 @@ class SessionVerbs:
             tools_queue=tools_queue,
             rules=rules or RuleSet(),
             asks=asks,
-            home=home or os.path.expanduser("~"),
+            home=home,
             custom_system_prompt=system_prompt,
             append_system_prompt=append_system_prompt,
             approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
@@ -124,6 +133,7 @@ class SessionVerbs:
             model_overrides=dict(model_overrides or {}),
             fallback_model=fallback_model,
             mcp_servers=list(mcp_servers or []),
+            bypass_disabled_by=list(bypass_disabled_by or []),
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
@@ -286,11 +296,16 @@ class SessionVerbs:
                       approval_timeout_seconds: float | None = None, auto_memory: bool | None = None,
                       asks: str | None = None, tools: list[str] | None = ...,
                       additional_directories: list[str] | None = None,
-                      fallback_model: str | None = None) -> SessionRecord:
+                      fallback_model: str | None = None,
+                      bypass_disabled_by: list[str] | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
         answers its asks (``asks``, see :attr:`SessionRecord.asks`), the tools it offers (``tools``: a
-        list, or None for all; left as is unless given), added directories (joining its own) or
-        fallback model."""
+        list, or None for all; left as is unless given), added directories (joining its own),
+        fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own).
+
+        Raises:
+            BypassDisabled: ``permission_mode`` is bypassPermissions and it is disabled for the session.
+        """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             if asks is not None:
@@ -314,7 +329,12 @@ class SessionVerbs:
                 rec.max_turns = max_turns
             if max_budget_usd is not None:
                 rec.max_budget_usd = max_budget_usd
+            for source in bypass_disabled_by or ():
+                if source not in rec.bypass_disabled_by:
+                    rec.bypass_disabled_by.append(source)
             if permission_mode is not None:
+                bypass.require(permission_mode, workspace=rec.workspace, home=rec.home,
+                               recorded=rec.bypass_disabled_by)
                 rec.permission_mode = PermissionMode(permission_mode)
             self._commit(_Tx(rec))
         return rec

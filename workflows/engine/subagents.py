@@ -44,6 +44,7 @@ from workflows.models import (
     ToolCallStatus,
     new_id,
 )
+from workflows.permissions.bypass import effective_mode
 from workflows.pricing import add_cost
 from workflows.tools.base import ToolOutput
 
@@ -94,7 +95,8 @@ class SubagentLogic:
         child = SessionRecord(
             id=new_id(),
             model=agent.model or parent.model,
-            permission_mode=parent.permission_mode,
+            permission_mode=effective_mode(parent),  # never bypass where the parent's is disabled
+            bypass_disabled_by=list(parent.bypass_disabled_by),
             workspace=parent.workspace,
             git_branch=parent.git_branch,
             title=str(call.input.get("description") or agent.name)[:80],

@@ -20,6 +20,7 @@ from workflows.hooks.config import CommandHook, HookEvent
 from workflows.hooks.outcome import HookOutcome, HookRun, interpret
 from workflows.models import SessionRecord
 from workflows.permissions import sandbox
+from workflows.permissions.bypass import effective_mode
 from workflows.tools.bash import run_process, sandbox_data_dir
 
 __all__ = ["hook_input", "run_command_hook", "run_event"]
@@ -34,7 +35,7 @@ def hook_input(event: HookEvent, rec: SessionRecord, **fields: Any) -> dict[str,
     (``mainsail export SID`` writes one).
     """
     return {"session_id": rec.id, "cwd": rec.workspace, "hook_event_name": event.value,
-            "permission_mode": rec.permission_mode.value, **fields}
+            "permission_mode": effective_mode(rec).value, **fields}
 
 
 def run_event(event: HookEvent, rec: SessionRecord, payload: dict[str, Any], *, subject: str | None = None,

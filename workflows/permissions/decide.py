@@ -8,6 +8,9 @@ its mode, its rules (settings files and flags captured at start, plus the
 A custom command's ``allowed-tools`` join the allow rules for the run it started (``rec.run_allow``):
 like any allow rule they never beat a deny or ask rule, plan mode or a protected path.
 
+A record holding bypassPermissions while that mode is disabled (``permissions.disableBypassPermissionsMode``,
+see :mod:`workflows.permissions.bypass`) is decided as in ``default`` mode: what would ask asks.
+
 A caller with tighter limits (a memory fork) passes its own allow list: the
 call must get past the session's own decision first (a fork can never do what
 the session could not), and then be allowed by the caller's list in plan mode,
@@ -20,6 +23,7 @@ import os
 from typing import TYPE_CHECKING
 
 from workflows.models import PermissionMode, RuleSet, SessionRecord
+from workflows.permissions.bypass import effective_mode
 from workflows.permissions.evaluate import evaluate, read_denied
 from workflows.permissions.rules import Decision, PermissionResult, nobody_to_ask
 
@@ -45,9 +49,10 @@ def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: 
     """
     home = rec.home or os.path.expanduser("~")
     rules = rec.rules.combined(RuleSet(allow=rec.run_allow)) if rec.run_allow else rec.rules
+    mode = effective_mode(rec)
     result = evaluate(
-        tool.name, tool_input, mode=rec.permission_mode, rules=rules, workspace=rec.workspace, home=home,
-        read_only=tool.read_only or (tool.memory_tool and rec.permission_mode is not PermissionMode.PLAN),
+        tool.name, tool_input, mode=mode, rules=rules, workspace=rec.workspace, home=home,
+        read_only=tool.read_only or (tool.memory_tool and mode is not PermissionMode.PLAN),
         additional_dirs=rec.additional_directories,
     )
     if caller_allow is None or result.decision is Decision.DENY:

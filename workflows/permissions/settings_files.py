@@ -15,7 +15,8 @@ Format (Claude Code's; unknown keys are ignored)::
 
     {"model": "opus", "env": {"NODE_ENV": "test"},
      "permissions": {"allow": ["Bash(npm test:*)"], "ask": [], "deny": ["Read(./.env)"],
-                     "defaultMode": "acceptEdits", "additionalDirectories": ["../shared"]},
+                     "defaultMode": "acceptEdits", "additionalDirectories": ["../shared"],
+                     "disableBypassPermissionsMode": "disable"},
      "approvalTimeoutSeconds": 300,
      "sandbox": {"enabled": true, "failIfUnavailable": false, "excludedCommands": ["docker"],
                  "network": {"allowedDomains": ["pypi.org", "*.pythonhosted.org"],
@@ -29,7 +30,9 @@ one wins when a file has both). In ``sandbox``, lists from every file are
 combined and a later file's boolean wins; its paths are resolved when read
 (Claude Code's prefixes): ``//abs`` is ``/abs``, ``~/x`` is in the home,
 ``/x`` is relative to the settings file's directory, ``./x`` or ``x`` to the
-workspace. ``hooks`` from every file run (see :mod:`workflows.hooks`). Every mistake is a :class:`SettingsError` naming the file and line;
+workspace. ``hooks`` from every file run (see :mod:`workflows.hooks`).
+``disableBypassPermissionsMode`` only restricts: any file (or ``--settings``) that sets it wins
+(:mod:`workflows.permissions.bypass`). Every mistake is a :class:`SettingsError` naming the file and line;
 missing files are skipped.
 """
 
@@ -64,6 +67,8 @@ class SettingsError(ConfigurationError):
 class PermissionSettings:
     rules: RuleSet = field(default_factory=RuleSet)
     default_mode: PermissionMode | None = None
+    default_mode_source: str | None = None  # the file whose defaultMode won
+    bypass_disabled_by: list[str] = field(default_factory=list)  # files setting disableBypassPermissionsMode
     approval_timeout_seconds: float | None = None
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     hooks: HookSet = field(default_factory=HookSet)  # every file's hooks, lowest precedence first
@@ -146,9 +151,8 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             bad ``sandbox`` value, a directory or unreadable file in place of a
             settings file, or a flag rule that does not parse.
     """
-    from workflows.permissions.session_keys import (
-        apply_session_keys,  # it builds on this module
-    )
+    from workflows.permissions.bypass import apply_bypass_key  # both build on this module
+    from workflows.permissions.session_keys import apply_session_keys
 
     out = PermissionSettings()
     layers = [(source, path, _read(path)) for source, path in settings_layers(workspace, home, sources)]
@@ -162,6 +166,7 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
             out.hooks = out.hooks.merged(_hooks(data.get("hooks"), _Where(path, text)))
             apply_session_keys(out, data, _Where(path, text), str(workspace), str(home))
+            apply_bypass_key(out, data, _Where(path, text))
     for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
                                ("--disallowedTools", "deny", disallowed_tools)):
         for rule in split_rules(values):
@@ -265,6 +270,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
     if mode is not None:
         try:
             out.default_mode = PermissionMode(mode)
+            out.default_mode_source = str(path)
         except (ValueError, TypeError):
             raise SettingsError(f"{_where(path, key_line('defaultMode', True))}: 'permissions.defaultMode' is "
                                 f"{json.dumps(mode)}, which is not a permission mode. Use one of: {MODES}."

@@ -61,12 +61,25 @@ def timing_note(schedule: Schedule, run: ScheduleRun) -> str:
     return text + "."
 
 
+def creator_token(engine, schedule: Schedule):
+    """The API token that made ``schedule`` (its scope holds for every firing: a token without
+    ``--allow-bypass`` cannot get bypassPermissions sessions later through the beat), or None for a
+    schedule made at a terminal. A token revoked since counts as one without the bypass scope."""
+    from workflows.api_tokens import TokenRecord, TokenStore
+
+    if not schedule.created_by.startswith("token:"):
+        return None
+    name = schedule.created_by.removeprefix("token:")
+    return TokenStore(engine.store.r).named(name) or TokenRecord(name=name, allow_bypass=False)
+
+
 def new_session(engine, schedule: Schedule, settings, sid: str):
     """Create the session of a firing, as ``mainsail submit`` would in the schedule's workspace.
 
     Raises:
         InvalidSchedule: the workspace is gone.
         SettingsError, McpConfigError: its settings files are wrong (the run fails, and says so).
+        BypassDisabled: it would run in bypassPermissions, and the API token that made it may not.
     """
     ws = Path(schedule.workspace)
     if not ws.is_dir():
@@ -79,7 +92,9 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
     perms, warnings = session_options(ws, settings, permission_mode=opts.permission_mode,
                                       allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
                                       approval_timeout=opts.approval_timeout_seconds, add_dirs=opts.add_dirs,
-                                      fallback_model=opts.fallback_model, cwd=str(ws))
+                                      fallback_model=opts.fallback_model, cwd=str(ws),
+                                      token=creator_token(engine, schedule),
+                                      mode_given_by="the schedule's permission_mode")
     rec = engine.create_session(str(ws), max_turns=opts.max_turns, max_budget_usd=opts.max_budget_usd,
                                 system_prompt=opts.system_prompt, append_system_prompt=opts.append_system_prompt,
                                 auto_memory=False if opts.no_memory else None, asks="wait", sid=sid, **perms)
@@ -168,4 +183,4 @@ def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: 
     return engine.submit(sid, prompt, once=once)
 
 
-__all__ = ["Fired", "fire", "new_session", "timing_note"]
+__all__ = ["Fired", "creator_token", "fire", "new_session", "timing_note"]

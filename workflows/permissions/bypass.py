@@ -1,0 +1,198 @@
+"""Whether a session may run in ``bypassPermissions``: :func:`refusal`, the one decision every path asks.
+
+Claude Code's ``"permissions": {"disableBypassPermissionsMode": "disable"}`` turns the mode off. It
+only restricts, so any settings file that sets it wins (a later, higher-priority file cannot turn it
+back on), and ``"disable"`` is its only value. :func:`refusal` says what forbids bypass, checking:
+
+1. the team server's API token of the request, when it was made without ``--allow-bypass``;
+2. the sources recorded in the session (``SessionRecord.bypass_disabled_by``): the files and
+   ``--settings`` layers that disabled it when the session started, kept for the session's life
+   (also on a worker where the user's files are not on disk);
+3. the six settings files as they are now, all of them whatever ``--setting-sources`` chose; a file
+   that exists but cannot be read, parsed, or holds another value refuses too (fail closed).
+
+What each path does with a refusal, as Claude Code 2.1.332 does (probed through its CLI):
+
+* a new or resumed session (``--permission-mode``, ``--dangerously-skip-permissions``,
+  ``MAINSAIL_PERMISSION_MODE``, ``defaultMode``, a record holding bypass) runs in the next mode asked
+  for, else ``default``, with the warning "Bypass permissions mode was disabled by settings"
+  (:func:`choose_mode`);
+* a switch mid-session (an SDK client's ``set_permission_mode``, Shift+Tab, the engine's
+  ``update_limits``) is refused: "Cannot set permission mode to bypassPermissions because it is
+  disabled by settings or configuration" (:func:`require`, :class:`BypassDisabled`);
+* a token's refusal is never fallen back from: the server answers 403 (:func:`token_refusal`);
+* the permission check evaluates a record that still holds bypassPermissions as ``default``: every
+  call that would ask asks (:func:`effective_mode`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+from workflows.exceptions import BypassDisabled
+from workflows.models import PermissionMode
+from workflows.permissions.settings_files import SettingsError, settings_layers
+
+if TYPE_CHECKING:
+    from workflows.api_tokens import TokenRecord
+    from workflows.models import SessionRecord
+
+__all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
+           "resumed_mode", "token_refusal"]
+
+KEY = "disableBypassPermissionsMode"
+NAME = f"permissions.{KEY}"
+OTHER_MODES = "default, acceptEdits, plan or dontAsk"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What forbids bypassPermissions: a settings file (or ``--settings`` layer), or an API token."""
+
+    source: str  # a settings file's path, "--settings (inline JSON)", or the token's name
+    token: bool = False
+    problem: str = ""  # a file that refuses because it could not be read as settings
+
+    def text(self) -> str:
+        if self.token:
+            return f"API token {self.source!r} was made without --allow-bypass"
+        if self.problem:
+            return f"{self.source} {self.problem}, so bypassPermissions is refused until it is fixed"
+        return f"{NAME} in {self.source}"
+
+
+def apply_bypass_key(out, data: dict, where) -> None:
+    """Note that one settings file sets ``permissions.disableBypassPermissionsMode`` (on ``out``, a
+    :class:`~workflows.permissions.settings_files.PermissionSettings`).
+
+    Raises:
+        SettingsError: any value but ``"disable"`` (the only one Claude Code accepts).
+    """
+    perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
+    value = perms.get(KEY)
+    if value is None:
+        return
+    if value != "disable":
+        raise SettingsError(f"{where.key(NAME)}: '{NAME}' is {json.dumps(value)}, but its only value is "
+                            f'"disable" (as in Claude Code), which turns bypassPermissions mode off. Write '
+                            f'"{KEY}": "disable", or remove the key.')
+    if str(where.path) not in out.bypass_disabled_by:
+        out.bypass_disabled_by.append(str(where.path))
+
+
+def refusal(mode, *, workspace: str, home: str | None, recorded: Iterable[str] = (),
+            token: "TokenRecord | None" = None) -> Refusal | None:
+    """Why a session in ``workspace`` of the user whose home is ``home`` may not run in ``mode``; None
+    when it may (every mode but bypassPermissions always may). See the module docstring for the order."""
+    if mode != PermissionMode.BYPASS:
+        return None
+    if token is not None and not token.allow_bypass:
+        return Refusal(token.name, token=True)
+    for source in recorded:
+        return Refusal(source)
+    return next(file_refusals(workspace, home), None)
+
+
+def file_refusals(workspace: str, home: str | None) -> Iterator[Refusal]:
+    """Each of the six settings files that refuses bypassPermissions now, lowest precedence first."""
+    for _, path in settings_layers(Path(workspace), Path(home or os.path.expanduser("~"))):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            yield Refusal(str(path), problem=f"cannot be read ({getattr(exc, 'strerror', None) or exc})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield Refusal(str(path), problem=f"is not valid JSON ({exc.msg}, line {exc.lineno})")
+            continue
+        perms = data.get("permissions") if isinstance(data, dict) else None
+        value = perms.get(KEY) if isinstance(perms, dict) else None
+        if value == "disable":
+            yield Refusal(str(path))
+        elif value is not None:
+            yield Refusal(str(path), problem=f'sets {NAME} to {json.dumps(value)[:40]}, not "disable"')
+
+
+def choose_mode(candidates: Iterable[tuple[PermissionMode | str | None, str]], *, workspace: str,
+                home: str | None, recorded: Iterable[str] = (), token: "TokenRecord | None" = None,
+                who: str = "the session") -> tuple[PermissionMode, list[str]]:
+    """The mode a session starts or resumes in: the first of ``candidates`` (``(mode, what asked for
+    it)``, None skipped) that :func:`refusal` lets through, else ``default``; and the warnings to show.
+
+    Raises:
+        BypassDisabled: an API token refuses bypassPermissions (a 403: a token's refusal is never
+            turned into another mode behind the caller's back).
+    """
+    recorded = list(recorded)
+    refused: list[Refusal] = []
+    for mode, asked_by in candidates:
+        if mode is None:
+            continue
+        why = refusal(mode, workspace=workspace, home=home, recorded=recorded, token=token)
+        if why is None:
+            chosen = PermissionMode(mode)
+            break
+        if why.token:
+            raise BypassDisabled(token_refusal(why.source, f"start a session in bypassPermissions mode (asked for "
+                                                           f"by {asked_by})", "ask for another permission_mode"))
+        refused.append(why)
+    else:
+        chosen = PermissionMode.DEFAULT
+    return chosen, [f"Bypass permissions mode was disabled by settings ({why.text()}): {who} runs in "
+                    f"{chosen.value} mode." for why in refused[:1]]
+
+
+def resumed_mode(rec: "SessionRecord", requested: PermissionMode | str | None = None,
+                 recorded: Iterable[str] = ()) -> tuple[PermissionMode | None, list[str]]:
+    """For a session taken up again (``--resume``, ``--continue``, a fork, ``/resume``): the mode to set,
+    None to keep its own, and the warnings. ``requested``: a ``--permission-mode`` given now;
+    ``recorded``: sources disabling bypass given now (``--settings``). A record holding a refused
+    bypassPermissions is set to the next mode, as Claude Code refuses a restored bypass mode."""
+    mode, warnings = choose_mode([(requested, "--permission-mode"), (rec.permission_mode, "the session")],
+                                 workspace=rec.workspace, home=rec.home, who=f"session {rec.id[:8]}",
+                                 recorded=[*rec.bypass_disabled_by, *recorded])
+    return (mode if requested is not None or mode is not rec.permission_mode else None), warnings
+
+
+def require(mode, *, workspace: str, home: str | None, recorded: Iterable[str] = (),
+            token: "TokenRecord | None" = None, doing: str = "run a session in bypassPermissions mode",
+            instead: str = "ask for another permission mode") -> None:
+    """Refuse a switch to (or a session created in) bypassPermissions that :func:`refusal` forbids.
+    ``doing`` and ``instead`` word a token's refusal (:func:`token_refusal`).
+
+    Raises:
+        BypassDisabled: with Claude Code's message and what disabled the mode.
+    """
+    why = refusal(mode, workspace=workspace, home=home, recorded=recorded, token=token)
+    if why is None:
+        return
+    if why.token:
+        raise BypassDisabled(token_refusal(why.source, doing, instead))
+    raise BypassDisabled("Cannot set permission mode to bypassPermissions because it is disabled by settings or "
+                         f"configuration ({why.text()}). Use {OTHER_MODES}.")
+
+
+def token_refusal(name: str, doing: str, instead: str) -> str:
+    """The 403's message: the token, what it may not do, and both fixes."""
+    return (f"Token {name!r} may not {doing}: it was made without --allow-bypass. {instead[0].upper()}"
+            f"{instead[1:]} ({OTHER_MODES}), or have the server's admin allow it with "
+            f"`mainsail token update {name} --allow-bypass`.")
+
+
+def effective_mode(rec: "SessionRecord") -> PermissionMode:
+    """The mode the permission check applies to ``rec``: its own, but ``default`` for a record holding
+    bypassPermissions that :func:`refusal` forbids now (a stale record, or one written past the checks)."""
+    mode = rec.permission_mode
+    if mode is not PermissionMode.BYPASS:
+        return mode
+    why = refusal(mode, workspace=rec.workspace, home=rec.home, recorded=rec.bypass_disabled_by)
+    return mode if why is None else PermissionMode.DEFAULT
