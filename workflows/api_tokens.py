@@ -8,9 +8,9 @@ Revoking deletes both, so the next request with it is refused at once, on every 
 Bypass scope: a token may start (or send to) sessions in ``bypassPermissions`` mode only if it was
 made with ``--allow-bypass`` (or given it later with ``mainsail token update NAME --allow-bypass``). New
 tokens are made without it: bypass is refused unless asked for. Records written before the scope
-existed have no ``allow_bypass`` key and keep what every writer token could do then (bypass allowed),
-so existing clients do not break; ``mainsail token list`` shows them, and ``update --no-bypass``
-takes it away without changing the secret.
+existed have no ``allow_bypass`` key and are read as without it (fail closed: the record cannot say
+its token was meant to bypass every check); the 403 names the fix, ``mainsail token update NAME
+--allow-bypass``, which keeps the secret.
 
 A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
 password); it lets a request be checked with one GET.
@@ -52,9 +52,9 @@ class TokenRecord(BaseModel):
     name: str
     read_only: bool = False
     workspaces: list[str] = Field(default_factory=list)
-    # May it run sessions in bypassPermissions? True only for records made before this key existed:
-    # TokenStore.create writes False unless told otherwise (see the module docstring).
-    allow_bypass: bool = True
+    # May it run sessions in bypassPermissions? Only when made (or updated) with --allow-bypass; a record
+    # written before this key existed is read as False (see the module docstring).
+    allow_bypass: bool = False
     created_at: float = Field(default_factory=time.time)
     last_used_at: float | None = None
     digest: str = ""

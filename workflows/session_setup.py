@@ -16,7 +16,8 @@ from pathlib import Path
 from workflows.mcp.sources import McpFlags, load_mcp
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
-from workflows.permissions.bypass import choose_mode, file_refusals
+from workflows.models import PermissionMode
+from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.session_keys import resolve_added_dir
 from workflows.permissions.settings_files import SettingsError, load_permission_settings
 
@@ -35,7 +36,9 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     The mode is the first of ``permission_mode`` (given by ``mode_given_by``), ``MAINSAIL_PERMISSION_MODE``
     and the files' ``defaultMode`` that :mod:`workflows.permissions.bypass` allows, else ``default``: a
     bypassPermissions that ``disableBypassPermissionsMode`` refuses is skipped with a warning, as in
-    Claude Code. ``token``: the team server's caller (its scope is checked, never fallen back from).
+    Claude Code, and so is a project's (or local) file's ``defaultMode: bypassPermissions`` (only the
+    user's files and ``--settings`` may grant it). ``token``: the team server's caller (its scope is
+    checked, never fallen back from).
 
     Raises:
         SettingsError: a settings file, a rule, an --add-dir or the model name is wrong.
@@ -52,11 +55,14 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
     disabled = list(dict.fromkeys([*files.bypass_disabled_by,
                                    *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))
+    default_mode, untrusted = trusted_default(files.default_mode, files.default_mode_layer, files.default_mode_source)
     mode, refused = choose_mode([(permission_mode, mode_given_by),
                                  (settings.permission_mode, "MAINSAIL_PERMISSION_MODE"),
-                                 (files.default_mode, f"defaultMode in {files.default_mode_source}")],
+                                 (default_mode, f"defaultMode in {files.default_mode_source}")],
                                 workspace=str(ws), home=str(home), recorded=disabled, token=token)
-    warnings = refused + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+    if mode is not PermissionMode.DEFAULT:
+        untrusted = []  # (another mode was asked for: the ignored defaultMode changed nothing)
+    warnings = refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     explicit = settings.model if "model" in settings.model_fields_set else None
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)

@@ -65,18 +65,19 @@ def lines(stdout: str) -> list[dict]:
 
 
 def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False,
-             home_files: dict[str, str] | None = None) -> tuple[list, list]:
+             home_files: dict[str, str] | None = None, ws_files: dict[str, str] | None = None) -> tuple[list, list]:
     """Mainsail and Claude Code on ``args`` against one fake Messages API, each in a workspace of its own; their
     stream-json lines. ``home_for_ours``: Mainsail gets the same HOME as Claude Code, empty but for
-    ``home_files`` (path in it: text)."""
+    ``home_files`` (path in it: text); ``ws_files`` are written in both workspaces."""
     with FakeMessagesServer(script) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
         for d in (ours_ws, theirs_ws, home):
             d.mkdir()
-        for rel, text in (home_files or {}).items():
-            (home / rel).parent.mkdir(parents=True, exist_ok=True)
-            (home / rel).write_text(text)
+        for base, files in ((home, home_files), (ours_ws, ws_files), (theirs_ws, ws_files)):
+            for rel, text in (files or {}).items():
+                (base / rel).parent.mkdir(parents=True, exist_ok=True)
+                (base / rel).write_text(text)
         if home_for_ours:
             cluster.env["HOME"] = str(home)
         cluster.start_worker()
@@ -115,6 +116,20 @@ def test_a_disabled_bypass_falls_back_to_default_mode_as_claude_codes(cluster, t
     settings = {".claude/settings.json": '{"permissions": {"disableBypassPermissionsMode": "disable"}}'}
     args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL, *flag]
     a, b = run_both(cluster, tmp_path, turn, args, home_for_ours=True, home_files=settings)
+    assert a[0]["permissionMode"] == b[0]["permissionMode"] == "default"
+    assert [d["tool_name"] for d in a[-1]["permission_denials"]] == ["Bash"]
+    assert [d["tool_name"] for d in b[-1]["permission_denials"]] == ["Bash"]
+    assert not (tmp_path / "ours" / "out.txt").exists() and not (tmp_path / "theirs" / "out.txt").exists()
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
+@pytest.mark.parametrize("rel", [".claude/settings.json", ".claude/settings.local.json"])
+def test_a_projects_default_mode_never_grants_bypass_as_in_claude_code(cluster, tmp_path, rel):
+    """A repository's own settings asking for defaultMode bypassPermissions: both CLIs start in default mode
+    (exit 0), so print mode refuses the command that would ask."""
+    files = {rel: '{"permissions": {"defaultMode": "bypassPermissions"}}'}
+    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL]
+    a, b = run_both(cluster, tmp_path, turn, args, home_for_ours=True, ws_files=files)
     assert a[0]["permissionMode"] == b[0]["permissionMode"] == "default"
     assert [d["tool_name"] for d in a[-1]["permission_denials"]] == ["Bash"]
     assert [d["tool_name"] for d in b[-1]["permission_denials"]] == ["Bash"]

@@ -90,8 +90,8 @@ STARTS = [
     ("defaultMode in the same file", {}, [(0, {"permissions": {"defaultMode": "bypassPermissions",
                                                                 "disableBypassPermissionsMode": "disable"}})],
      PermissionMode.DEFAULT),
-    ("a project file's defaultMode over the user's disable", {},
-     [(0, DISABLE), (4, {"permissions": {"defaultMode": "bypassPermissions"}})], PermissionMode.DEFAULT),
+    ("the user's other file's defaultMode over a disable", {},
+     [(0, DISABLE), (1, {"permissions": {"defaultMode": "bypassPermissions"}})], PermissionMode.DEFAULT),
     ("a local file cannot re-enable what the project disables", {"permission_mode": "bypassPermissions"},
      [(2, DISABLE), (5, {"permissions": {"defaultMode": "bypassPermissions"}})], PermissionMode.DEFAULT),
     ("the flag falls back to defaultMode, as in Claude Code", {"permission_mode": "bypassPermissions"},
@@ -118,6 +118,44 @@ def test_a_new_session_never_starts_in_bypass_while_disabled(engine, settings, w
     rec = engine.create_session(str(ws), **perms)
     assert rec.permission_mode is expected and rec.bypass_disabled_by
     assert decide(get_tool("Bash"), {"command": "rm -rf build"}, rec).decision is not Decision.ALLOW
+
+
+UNTRUSTED = 'settings defaultMode "bypassPermissions" in '
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_a_projects_own_files_never_grant_bypass(engine, settings, ws, home, n):
+    """A cloned repository's .claude/settings(.local).json asking for bypass starts in default mode with a
+    warning, as in Claude Code ("only policy/user/flag settings may grant bypass mode")."""
+    path = layer(n, ws, home, {"permissions": {"defaultMode": "bypassPermissions"}})
+    perms, warnings = session_options(ws, settings, home=home)
+    assert perms["permission_mode"] is PermissionMode.DEFAULT
+    assert warnings == [f"{UNTRUSTED}{path} is ignored: only user settings or flags may grant bypass mode (a "
+                        "project's settings files are the repository's to write). Ask for it with --permission-mode "
+                        "bypassPermissions, or in ~/.claude/settings.json."]
+    rec = engine.create_session(str(ws), **perms)
+    assert decide(get_tool("Bash"), {"command": "rm -rf build"}, rec).decision is not Decision.ALLOW
+    # another mode from a project's file is still the project's to choose; a flag still grants bypass
+    layer(n, ws, home, {"permissions": {"defaultMode": "acceptEdits"}})
+    assert session_options(ws, settings, home=home) == (
+        {**perms, "permission_mode": PermissionMode.ACCEPT_EDITS}, [])
+    layer(n, ws, home, {"permissions": {"defaultMode": "bypassPermissions"}})
+    assert session_options(ws, settings, home=home, permission_mode="plan")[0]["permission_mode"] is PermissionMode.PLAN
+    assert session_options(ws, settings, home=home, permission_mode="plan")[1] == []
+    granted = session_options(ws, settings, home=home, permission_mode="bypassPermissions")
+    assert granted[0]["permission_mode"] is BYPASS and granted[1] == []
+
+
+@pytest.mark.parametrize("where", ["user", "flag"])
+def test_the_users_files_and_the_settings_flag_may_grant_bypass(settings, ws, home, where):
+    asks = {"permissions": {"defaultMode": "bypassPermissions"}}
+    if where == "user":
+        layer(0, ws, home, asks)
+        perms, warnings = session_options(ws, settings, home=home)
+    else:
+        perms, warnings = session_options(ws, settings, home=home,
+                                          extra_settings=[("--settings (inline JSON)", json.dumps(asks))])
+    assert perms["permission_mode"] is BYPASS and warnings == []
 
 
 def test_without_the_setting_bypass_is_what_it_was(engine, settings, ws, home):
@@ -264,7 +302,7 @@ def test_a_token_refusal_is_never_fallen_back_from_and_names_the_fix(ws, home):
     assert choose_mode([(BYPASS, "x")], workspace=str(ws), home=str(home), token=allowed)[0] is BYPASS
 
 
-def test_new_tokens_have_no_bypass_old_records_keep_it_and_update_keeps_the_secret(fake_redis):
+def test_new_tokens_and_old_records_have_no_bypass_and_update_keeps_the_secret(fake_redis):
     store = TokenStore(fake_redis)
     secret, rec = store.create("alice")
     assert rec.allow_bypass is False and store.find(secret).allow_bypass is False
@@ -272,7 +310,8 @@ def test_new_tokens_have_no_bypass_old_records_keep_it_and_update_keeps_the_secr
     legacy = rec.model_dump()
     del legacy["allow_bypass"]  # a record written before the scope existed
     fake_redis.hset("mainsail:api-tokens", "alice", json.dumps(legacy))
-    assert store.find(secret).allow_bypass is True
+    assert store.find(secret).allow_bypass is False  # fail closed: the record cannot say it was meant to
+    assert store.set_bypass("alice", True).allow_bypass is True and store.find(secret).allow_bypass is True
     assert store.set_bypass("alice", False).allow_bypass is False and store.find(secret).allow_bypass is False
     store.revoke("alice")
     with pytest.raises(TokenError):

@@ -23,6 +23,9 @@ What each path does with a refusal, as Claude Code 2.1.332 does (probed through 
 * a token's refusal is never fallen back from: the server answers 403 (:func:`token_refusal`);
 * the permission check evaluates a record that still holds bypassPermissions as ``default``: every
   call that would ask asks (:func:`effective_mode`).
+
+Apart from the setting, a project's own settings files never grant bypass: their ``defaultMode:
+bypassPermissions`` is ignored with a warning (:func:`trusted_default`), as Claude Code does.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from workflows.models import SessionRecord
 
 __all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
-           "resumed_mode", "token_refusal"]
+           "resumed_mode", "token_refusal", "trusted_default"]
 
 KEY = "disableBypassPermissionsMode"
 NAME = f"permissions.{KEY}"
@@ -120,6 +123,22 @@ def file_refusals(workspace: str, home: str | None) -> Iterator[Refusal]:
             yield Refusal(str(path))
         elif value is not None:
             yield Refusal(str(path), problem=f'sets {NAME} to {json.dumps(value)[:40]}, not "disable"')
+
+
+#: The settings layers whose ``defaultMode`` may be bypassPermissions: a project's files (``project``,
+#: ``local``) are the repository's to write, so a cloned repository cannot turn every check off.
+GRANTING_LAYERS = ("user", "flag")
+
+
+def trusted_default(mode, layer: str | None, source: str | None) -> tuple[PermissionMode | None, list[str]]:
+    """A settings ``defaultMode`` as a session may start in it: None, with a warning, for a
+    bypassPermissions that a project's file asks for (as Claude Code: "only policy/user/flag settings
+    may grant bypass mode (projectSettings and localSettings are repo-controllable)")."""
+    if mode is None or PermissionMode(mode) is not PermissionMode.BYPASS or layer in GRANTING_LAYERS:
+        return (None if mode is None else PermissionMode(mode)), []
+    return None, [f'settings defaultMode "bypassPermissions" in {source} is ignored: only user settings or '
+                  "flags may grant bypass mode (a project's settings files are the repository's to write). "
+                  "Ask for it with --permission-mode bypassPermissions, or in ~/.claude/settings.json."]
 
 
 def choose_mode(candidates: Iterable[tuple[PermissionMode | str | None, str]], *, workspace: str,

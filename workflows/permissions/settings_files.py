@@ -68,6 +68,7 @@ class PermissionSettings:
     rules: RuleSet = field(default_factory=RuleSet)
     default_mode: PermissionMode | None = None
     default_mode_source: str | None = None  # the file whose defaultMode won
+    default_mode_layer: str | None = None  # ... and its layer: user, project, local or flag (--settings)
     bypass_disabled_by: list[str] = field(default_factory=list)  # files setting disableBypassPermissionsMode
     approval_timeout_seconds: float | None = None
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
@@ -161,6 +162,8 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             continue
         out.files.append(str(path))
         data = _apply_file(out, path, text)
+        if out.default_mode_source == str(path):
+            out.default_mode_layer = source
         if data is not None:
             apply_mcp_keys(out.mcp, data, str(path), source, path, out.warnings)
             _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
