@@ -7,6 +7,8 @@ the session must never run in bypass, and the permission check must never allow 
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -316,3 +318,24 @@ def test_new_tokens_and_old_records_have_no_bypass_and_update_keeps_the_secret(f
     store.revoke("alice")
     with pytest.raises(TokenError):
         store.set_bypass("alice", True)
+
+
+def test_the_files_are_read_again_when_one_changes_even_at_the_same_size(engine, ws, home):
+    """The check at each decision keeps what it read by the files' stat stamps; a change within the
+    clock's tick (same size, same inode) is still seen, as the first read of a fresh file is not kept."""
+    from workflows.permissions import bypass
+
+    rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
+    assert effective_mode(rec) is BYPASS and effective_mode(rec) is BYPASS  # (none of the files exist)
+    disabled = json.dumps(DISABLE)
+    path = layer(2, ws, home, "{" + " " * (len(disabled) - 2) + "}")  # valid, empty, the same size
+    assert effective_mode(rec) is BYPASS
+    path.write_text(disabled)  # in place: same inode, same size, maybe the same mtime tick
+    assert effective_mode(rec) is PermissionMode.DEFAULT
+    old = time.time() - 10
+    os.utime(path, (old, old))  # settled (its ctime is still new: read again once more)
+    assert effective_mode(rec) is PermissionMode.DEFAULT
+    path.write_text("{" + " " * (len(disabled) - 2) + "}")
+    assert effective_mode(rec) is BYPASS
+    path.unlink()
+    assert effective_mode(rec) is BYPASS and bypass.current_refusals(str(ws), str(home)) == ()
