@@ -200,8 +200,11 @@ class Interactive:
     """The prompt loop on one session at a time (``/clear`` and ``/resume`` switch it)."""
 
     def __init__(self, rt: Runtime, settings: Settings, workspace: Path, reader: LineReader,
-                 sid: str | None = None) -> None:
+                 sid: str | None = None, extra_settings=None) -> None:
         self.rt = rt
+        #: ``--settings`` layers of this process: a session taken up with /resume gets their
+        #: disableBypassPermissionsMode too, as one given --resume at the start would.
+        self.extra_settings = extra_settings
         self.settings = settings
         self.workspace = Path(os.path.realpath(workspace))
         self.reader = reader
@@ -544,9 +547,9 @@ class Interactive:
             return
         rec = self.store.get_session(sid)
         require_model_access(self.rt, self.settings, rec.model)
-        mode, _ = resume_mode(self.rt, sid, None, self.workspace)
-        if mode is not None:  # it held a bypassPermissions that is disabled now
-            rec = self.engine.update_limits(sid, permission_mode=mode)
+        mode, disabled_by = resume_mode(self.rt, sid, None, self.workspace, self.extra_settings)
+        if mode is not None or disabled_by:  # it held a bypassPermissions that is disabled now
+            rec = self.engine.update_limits(sid, permission_mode=mode, bypass_disabled_by=disabled_by)
         self.sid = sid
         announce(rec)
         recap(self.store, sid)
@@ -690,7 +693,7 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks="wait")
         ensure_worker(rt, settings)
         reader = LineReader()
-        ui = Interactive(rt, settings, workspace, reader, sid)
+        ui = Interactive(rt, settings, workspace, reader, sid, extra_settings=extra_settings)
         if reader.tty:
             save_history = _setup_readline(settings.data_dir / "history", ui.command_names)
             click.echo(click.style("Type a message, or /help. Esc or Ctrl-C interrupts a turn; Shift+Tab cycles the "

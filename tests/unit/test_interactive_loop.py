@@ -143,6 +143,21 @@ def test_a_bypass_disabled_since_the_start_is_left_by_shift_tab_clear_and_resume
     assert "Bypass permissions mode was disabled by settings" in err
 
 
+def test_resume_carries_the_settings_flags_disable_to_the_session_it_takes_up(rt, ws, capsys):
+    """`mainsail --settings '{...disable...}'`, then /resume of a bypass session: it leaves bypass for good
+    (the flag's layer joins its record), as `--settings ... --resume ID` at the start would."""
+    other = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
+    rec = rt.engine.create_session(str(ws), model=MODEL)
+    extra = [("--settings (inline JSON)", '{"permissions": {"disableBypassPermissionsMode": "disable"}}')]
+    ui = Interactive(rt, rt.engine.settings, ws, Lines(f"/resume {other.id}", "/exit"), rec.id, extra_settings=extra)
+    ui.loop()
+    _, err = capsys.readouterr()
+    taken = rt.store.get_session(other.id)
+    assert ui.sid == other.id and taken.permission_mode.value == "default"
+    assert taken.bypass_disabled_by == ["--settings (inline JSON)"]
+    assert "Bypass permissions mode was disabled by settings (permissions.disableBypassPermissionsMode in --settings" in err
+
+
 def test_resume_lists_this_workspaces_sessions_and_takes_a_number(rt, ws, capsys):
     first = rt.engine.create_session(str(ws), model=MODEL)
     first.title = "the first one"
