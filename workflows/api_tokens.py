@@ -24,7 +24,7 @@ import re
 import secrets
 import time
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from workflows import keys
 from workflows.exceptions import TokenError
@@ -36,10 +36,19 @@ _NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
 
 #: Replace a token's record only if it is still there with the same digest (KEYS[1]: the hash;
 #: ARGV: name, digest, new JSON). Returns 1 when written, 0 when revoked or replaced meanwhile.
-_TOUCH = """
+_REPLACE = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 0 end
 if cjson.decode(raw)['digest'] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+#: Replace a token's record only if it is still exactly the JSON the caller read (KEYS[1]: the hash;
+#: ARGV: name, the JSON read, new JSON): a use noted while an admin changed the record
+#: (``token update``) must not write back what the admin took away. Returns 1 when written.
+_TOUCH = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 """
@@ -58,6 +67,8 @@ class TokenRecord(BaseModel):
     created_at: float = Field(default_factory=time.time)
     last_used_at: float | None = None
     digest: str = ""
+    #: The stored JSON this record was read from (:meth:`TokenStore.find`), for :meth:`TokenStore.touch`.
+    _read: str | None = PrivateAttr(default=None)
 
     def allows_workspace(self, workspace: str) -> bool:
         """Whether this token may see or start sessions in ``workspace`` (a resolved path)."""
@@ -123,20 +134,25 @@ class TokenStore:
         rec = TokenRecord.model_validate_json(raw)
         if not secrets.compare_digest(rec.digest, d):
             return None
+        rec._read = raw.decode() if isinstance(raw, bytes) else raw
         return rec
 
     def touch(self, rec: TokenRecord, now: float | None = None) -> None:
         """Note that ``rec`` was used (at most once a minute per token: a request costs no write).
 
-        The write happens only if the stored record is still this token's (same digest), in one
-        script: a request that raced a revoke must not bring the revoked record back, nor overwrite
-        a new token made since under the same name.
+        The write happens only if the stored record is still the one :meth:`find` read (else, for a
+        record made otherwise, still this token's: same digest), in one script: a request that raced
+        a revoke must not bring the revoked record back, nor overwrite a new token made since under
+        the same name, nor undo a ``token update --no-bypass`` made since it was read.
         """
         now = now or time.time()
         if rec.last_used_at and now - rec.last_used_at < 60:
             return
         rec.last_used_at = now
-        self.r.eval(_TOUCH, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json())
+        if rec._read is not None:
+            self.r.eval(_TOUCH, 1, keys.api_tokens(), rec.name, rec._read, rec.model_dump_json())
+        else:
+            self.r.eval(_REPLACE, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json())
 
     def records(self) -> list[TokenRecord]:
         rows = self.r.hgetall(keys.api_tokens())
@@ -153,7 +169,7 @@ class TokenStore:
         """
         rec = self._record(name)
         rec.allow_bypass = allowed
-        if not self.r.eval(_TOUCH, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json()):
+        if not self.r.eval(_REPLACE, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json()):
             raise TokenError(f"Token {name!r} was revoked or made again meanwhile. See `mainsail token list`.")
         return rec
 

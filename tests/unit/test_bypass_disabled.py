@@ -339,3 +339,17 @@ def test_the_files_are_read_again_when_one_changes_even_at_the_same_size(engine,
     assert effective_mode(rec) is BYPASS
     path.unlink()
     assert effective_mode(rec) is BYPASS and bypass.current_refusals(str(ws), str(home)) == ()
+
+
+def test_a_use_noted_while_an_admin_takes_bypass_away_does_not_give_it_back(fake_redis):
+    """A request reads its token's record, an admin runs `token update NAME --no-bypass`, then the request
+    notes the use: the admin's change stands (the note is dropped)."""
+    store = TokenStore(fake_redis)
+    secret, _ = store.create("alice", allow_bypass=True)
+    seen = store.find(secret)  # a request in flight
+    store.set_bypass("alice", False)  # meanwhile
+    store.touch(seen, now=time.time() + 3600)
+    assert store.find(secret).allow_bypass is False
+    fresh = store.find(secret)
+    store.touch(fresh, now=time.time() + 3600)  # nothing changed meanwhile: noted
+    assert store.find(secret).last_used_at is not None and store.find(secret).allow_bypass is False
