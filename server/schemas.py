@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statemachines import State
 from workflows.models import PermissionMode, PermissionRequest, SessionOptions, SessionRecord, Usage
+from workflows.permissions.bypass import effective_mode
 
 
 class NewSession(SessionOptions):
@@ -70,7 +71,7 @@ class SessionSummary(BaseModel):
     @classmethod
     def of(cls, rec: SessionRecord, queued: int = 0) -> SessionSummary:
         return cls(id=rec.id, title=rec.title, state=rec.state, workspace=rec.workspace, model=rec.model,
-                   permission_mode=rec.permission_mode, turns=rec.turns, cost_usd=rec.cost_usd,
+                   permission_mode=effective_mode(rec), turns=rec.turns, cost_usd=rec.cost_usd,
                    tokens=rec.usage.total, created_at=rec.created_at, updated_at=rec.updated_at, queued=queued,
                    pending=len(rec.pending_requests()), parent_session_id=rec.parent_session_id,
                    agent_type=rec.agent_type, children=list(rec.children))

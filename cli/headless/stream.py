@@ -32,11 +32,16 @@ from cli.headless.control import (
     initialize_response,
 )
 from cli.output import StreamJson, parse_input_line, user_text
-from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.render import follow
+from cli.slash_commands import sdk_commands, unknown_command_note
 from tasks.dispatch import dispatch
 from workflows.context import offered_tools
-from workflows.exceptions import BypassDisabled, RequestClosed, RequestNotFound, ToolInputError
+from workflows.exceptions import (
+    BypassDisabled,
+    RequestClosed,
+    RequestNotFound,
+    ToolInputError,
+)
 from workflows.hooks.config import (
     DEFAULT_TIMEOUT_SECONDS,
     CallbackHook,
@@ -52,6 +57,7 @@ from workflows.models import (
     PermissionRequestEntry,
     ResultEntry,
 )
+from workflows.permissions.bypass import effective_mode
 
 EOF = object()
 
@@ -313,7 +319,7 @@ class StreamServer:
             except AgentFileError as exc:
                 raise ControlError(str(exc).replace("--agents", "agents")) from None
         rec = self.rt.store.get_session(self.sid)
-        return initialize_response(rec.permission_mode, self.api_key_source, rec.agents,
+        return initialize_response(effective_mode(rec), self.api_key_source, rec.agents,
                                    sdk_commands(self.rt.store.commands(self.sid)))
 
     def _interrupt(self, request: dict) -> dict:

@@ -37,7 +37,10 @@ def _decide(request: Request, caller: Caller, session: str, body: Decision, appr
     rec = visible_session(request, caller, session)
     eng = engine(request)
     sid, req = request_of(eng.store, rec.id, body.request)
-    caller.check_session(eng.store.get_session(sid))
+    target = eng.store.get_session(sid)
+    caller.check_session(target)
+    if approve:  # an approval lets a bypassPermissions turn go on: the token needs that scope (a denial never)
+        caller.check_bypass(target)
     dispatch(eng.decide_request(sid, req.id, approve, always=approve and body.always,
                                 message=None if approve else body.message, decider=caller.decided_by))
     return Decided(session_id=sid, request_id=req.id, tool=req.tool, summary=req.summary, approved=approve,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from server.api.common import engine
 from server.auth import Caller, require_reader, require_writer
 from tasks import scheduling
-from workflows.exceptions import ConfigurationError, ScheduleNotFound
+from workflows.exceptions import BypassDisabled, ConfigurationError, ScheduleNotFound
 from workflows.schedules import (
     RunMode,
     Schedule,
@@ -24,6 +24,7 @@ from workflows.schedules import (
     ScheduleStore,
     SessionOptions,
 )
+from workflows.schedules.firing import continued_session, require_token_may_continue
 from workflows.settings import get_settings
 
 router = APIRouter(tags=["schedules"])
@@ -110,7 +111,7 @@ def remove_schedule(schedule: str, request: Request, caller: Caller = WRITER):
 def run_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     """Fire a schedule now, by hand (also a disabled one): the session it started."""
     s, _ = _visible(request, caller, schedule)
-    _check_bypass(caller, s)
+    _check_bypass(request, caller, s)
     fired = scheduling.run_now(engine(request), get_settings(), s.id)
     if fired.session_id is None:
         raise HTTPException(409, f"Schedule {s.id[:8]} ({s.name}) did not start a session: {fired.skipped}.")
@@ -129,20 +130,29 @@ def disable_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     return _set_enabled(schedule, request, caller, False)
 
 
-def _check_bypass(caller: Caller, s: Schedule) -> None:
-    """A 403 when ``caller``'s token may not start the bypassPermissions sessions ``s`` would start."""
+def _check_bypass(request: Request, caller: Caller, s: Schedule) -> None:
+    """A 403 when ``caller``'s token may not start the bypassPermissions sessions ``s`` would start, nor
+    send to the bypassPermissions session it continues; also when that cannot be told (its workspace's
+    settings are broken now: they may be fixed after, with the schedule on)."""
     if caller.token.allow_bypass:
         return
+    eng = engine(request)
+    target = continued_session(eng, s)
+    if target is not None:
+        require_token_may_continue(eng.store.get_session(target), caller.token)
     try:
         scheduling.check_options(get_settings(), s, caller.token)
-    except ConfigurationError:
-        pass  # broken settings: the firing fails and says so in its runs; no session starts at all
+    except ConfigurationError as exc:
+        raise BypassDisabled(
+            f"Token {caller.token.name!r} was made without --allow-bypass, and whether schedule {s.id[:8]}'s "
+            f"sessions would run in bypassPermissions cannot be told while its settings are broken: {exc} "
+            "Fix them first, or have the server's admin run it.") from None
 
 
 def _set_enabled(schedule: str, request: Request, caller: Caller, enabled: bool) -> ScheduleView:
     s, store = _visible(request, caller, schedule)
     if enabled:
-        _check_bypass(caller, s)
+        _check_bypass(request, caller, s)
     return _view(scheduling.set_enabled(engine(request), get_settings(), s.id, enabled), store)
 
 

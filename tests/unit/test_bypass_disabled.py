@@ -226,7 +226,11 @@ def test_a_stale_record_holding_bypass_asks_like_default_mode(engine, ws, home, 
     assert decide(get_tool(tool), tool_input, rec).decision is Decision.DENY
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"permissions": {"disableBypassPermissionsMode": true}}'])
+@pytest.mark.parametrize("content", [
+    "{not json", '{"permissions": {"disableBypassPermissionsMode": true}}', "[]", '"text"', "3",
+    '{"permissions": []}', '{"permissions": "disable"}', '{"n": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000,
+], ids=["not-json", "other-value", "array", "string", "number", "permissions-array", "permissions-string",
+        "huge-int", "deep-nesting"])
 def test_a_settings_file_broken_after_the_start_fails_closed(engine, ws, home, content):
     rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
     write(ws, ".claude/settings.json", content)
@@ -289,6 +293,26 @@ def test_a_schedule_made_by_a_token_without_bypass_never_fires_in_bypass(engine,
     assert fire(engine, settings, gone.id, manual=True).session_id is None
     TokenStore(engine.store.r).set_bypass("ci", True)
     assert engine.store.get_session(fire(engine, settings, s.id, manual=True).session_id).permission_mode is BYPASS
+
+
+def test_a_continue_schedule_of_a_token_without_bypass_never_sends_to_a_bypass_session(engine, settings, ws):
+    """The session a --continue schedule goes on with may be put into bypassPermissions after it was made
+    (someone resumes it with the flag): the firing made for a token without --allow-bypass refuses it."""
+    from workflows.schedules import RunMode
+
+    TokenStore(engine.store.r).create("ci")
+    s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(ws), prompt="report", mode=RunMode.CONTINUE,
+                 created_by="token:ci")
+    ScheduleStore(engine.store.r).add(s)
+    first = fire(engine, settings, s.id, manual=True)
+    assert first.session_id and engine.store.get_session(first.session_id).permission_mode is PermissionMode.DEFAULT
+    engine.update_limits(first.session_id, permission_mode=BYPASS)  # a person with the right to, later
+    again = fire(engine, settings, s.id, manual=True)
+    assert again.session_id is None
+    assert again.skipped.startswith(f"failed: Token 'ci' may not continue session {first.session_id[:8]} (it runs "
+                                    "in bypassPermissions mode)")
+    TokenStore(engine.store.r).set_bypass("ci", True)
+    assert fire(engine, settings, s.id, manual=True).session_id == first.session_id
 
 
 def test_a_token_refusal_is_never_fallen_back_from_and_names_the_fix(ws, home):

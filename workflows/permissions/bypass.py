@@ -167,8 +167,17 @@ def file_refusals(workspace: str, home: str | None) -> Iterator[Refusal]:
         except json.JSONDecodeError as exc:
             yield Refusal(str(path), problem=f"is not valid JSON ({exc.msg}, line {exc.lineno})")
             continue
-        perms = data.get("permissions") if isinstance(data, dict) else None
-        value = perms.get(KEY) if isinstance(perms, dict) else None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting past the recursion limit
+            yield Refusal(str(path), problem=f"cannot be read as settings ({type(exc).__name__})")
+            continue
+        if not isinstance(data, dict):
+            yield Refusal(str(path), problem="is not a JSON object")
+            continue
+        perms = data.get("permissions", {})
+        if not isinstance(perms, dict):
+            yield Refusal(str(path), problem="has a 'permissions' that is not an object")
+            continue
+        value = perms.get(KEY)
         if value == "disable":
             yield Refusal(str(path))
         elif value is not None:

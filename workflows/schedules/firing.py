@@ -110,7 +110,7 @@ def _note_entry(engine, sid: str, text: str, warnings: list[str]) -> None:
         pipe.execute()
 
 
-def _target(engine, schedule: Schedule) -> str | None:
+def continued_session(engine, schedule: Schedule) -> str | None:
     """With ``--continue``: the schedule's last session, if it still exists; else None (a new one)."""
     if schedule.mode is not RunMode.CONTINUE or not schedule.last_session_id:
         return None
@@ -143,7 +143,7 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
         missed = 1 if manual else max(1, len(cron.occurrences(schedule.cron, cron.utc(due), cron.utc(fired_at))))
         run = ScheduleRun(due_at=due, fired_at=fired_at, manual=manual, missed=missed,
                           late=not manual and fired_at - due > settings.beat_late_seconds)
-        target = _target(engine, schedule)
+        target = continued_session(engine, schedule)
         claimed, firing = store.claim(schedule_id, slot, target or new_id())
         if not claimed and firing.submitted:
             return Fired(schedule_id, firing.session_id, skipped="duplicate")
@@ -180,7 +180,27 @@ def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: 
         else:
             if rec.title:  # a worker that died after submitting: its steps are in the ledger (the reaper's)
                 return []
+    else:  # --continue: the session may have been put into bypassPermissions since the schedule was made
+        require_token_may_continue(engine.store.get_session(sid), creator_token(engine, schedule))
     return engine.submit(sid, prompt, once=once)
 
 
-__all__ = ["Fired", "creator_token", "fire", "new_session", "timing_note"]
+def require_token_may_continue(rec, token) -> None:
+    """Refuse sending a schedule's prompt to session ``rec`` in bypassPermissions on behalf of ``token``
+    (the schedule's maker, or a caller running it by hand) made without ``--allow-bypass``.
+
+    Raises:
+        BypassDisabled: it may not (the firing records the reason; the API answers 403).
+    """
+    if token is None:
+        return
+    from workflows.permissions import bypass
+
+    bypass.require(bypass.effective_mode(rec), workspace=rec.workspace, home=rec.home,
+                   recorded=rec.bypass_disabled_by, token=token,
+                   doing=f"continue session {rec.id[:8]} (it runs in bypassPermissions mode)",
+                   instead="continue a session in another mode, or start new sessions")
+
+
+__all__ = ["Fired", "continued_session", "creator_token", "fire", "new_session", "require_token_may_continue",
+           "timing_note"]
