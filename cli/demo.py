@@ -7,6 +7,7 @@ unless ``--keep``; a ``--workspace`` you name is yours and always stays.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -57,7 +58,12 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
         mode, warnings = choose_mode([(PermissionMode.BYPASS, "the demo")], workspace=str(ws), home=None)
         for warning in warnings:
             click.secho(f"Warning: {warning}", fg="yellow", err=True)
-        rec = rt.engine.create_session(str(ws), permission_mode=mode)
+        # Off a terminal nobody can answer: what would ask is denied (as `run -p` does), never a hang.
+        asks = "wait" if mode is PermissionMode.BYPASS or sys.stdin.isatty() else "deny"
+        if asks == "deny":
+            click.secho("Nobody can be asked here (stdin is not a terminal): calls that would ask are denied.",
+                        fg="yellow", err=True)
+        rec = rt.engine.create_session(str(ws), permission_mode=mode, asks=asks)
         click.secho(f"Demo workspace: {ws}", dim=True)
         click.secho(f"> {prompt}", bold=True)
         result = submit_and_watch(rt, rec.id, prompt)

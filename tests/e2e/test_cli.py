@@ -83,18 +83,29 @@ def test_fsm_prints_the_machine_as_mermaid(bare_env):
 
 def test_demo_on_a_bare_machine_starts_an_embedded_redis_and_a_worker(bare_env, tmp_path):
     data = tmp_path / "data" / "redis"
+    homes = [tmp_path / "home1", tmp_path / "home2"]
+    for home in homes:
+        (home / ".claude").mkdir(parents=True)
+    # The second user's settings turn bypassPermissions off: the demo then asks, and off a terminal
+    # (stdin is /dev/null) what would ask is denied instead of waiting forever.
+    (homes[1] / ".claude" / "settings.json").write_text('{"permissions": {"disableBypassPermissionsMode": "disable"}}')
     try:
-        first = mainsail(bare_env, "demo", "--workspace", str(tmp_path / "demo1"))
+        first = subprocess.run([MAINSAIL, "demo", "--workspace", str(tmp_path / "demo1")], env=dict(
+            bare_env, HOME=str(homes[0])), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert first.returncode == 0, first.stdout + first.stderr
         assert "Started an embedded Redis" in first.stderr
         assert "No worker is listening; running one in this process" in first.stderr
         assert "⏺ Edit(calc.py)" in first.stdout and "2 + 3 = 5" in first.stdout
         assert "return a + b" in (tmp_path / "demo1" / "calc.py").read_text()
         # The second run finds the same embedded server and its sessions.
-        second = mainsail(bare_env, "demo", "--workspace", str(tmp_path / "demo2"))
+        second = subprocess.run([MAINSAIL, "demo", "--workspace", str(tmp_path / "demo2")], env=dict(
+            bare_env, HOME=str(homes[1])), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert second.returncode == 0, second.stderr
         assert "Started an embedded Redis" not in second.stderr
         assert (data / "appendonlydir").is_dir()
+        assert "Bypass permissions mode was disabled by settings" in second.stderr
+        assert "calls that would ask are denied" in second.stderr
+        assert "return a - b" in (tmp_path / "demo2" / "calc.py").read_text()
     finally:
         pidfile = data / "redis.pid"
         if pidfile.exists():
