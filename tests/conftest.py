@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# A machine's own managed settings (/etc/claude-code) must not change what the suite sees; the commands
+# the tests start inherit this. Tests of managed settings point it at a folder of their own.
+os.environ["MAINSAIL_MANAGED_SETTINGS_DIR"] = "/nonexistent/mainsail-tests/managed-settings"
+
 
 def running(mark: str) -> list[int]:
     """Live (non-zombie) processes whose command line holds ``mark`` (this process excepted): a pid from

@@ -8,7 +8,8 @@ back on), and ``"disable"`` is its only value. :func:`refusal` says what forbids
 2. the sources recorded in the session (``SessionRecord.bypass_disabled_by``): the files and
    ``--settings`` layers that disabled it when the session started, kept for the session's life
    (also on a worker where the user's files are not on disk);
-3. the six settings files as they are now, all of them whatever ``--setting-sources`` chose; a file
+3. the six settings files and the managed (policy) ones as they are now, all of them whatever
+   ``--setting-sources`` chose; a file
    that exists but cannot be read, parsed, or holds another value refuses too (fail closed).
 
 What each path does with a refusal, as Claude Code 2.1.332 does (probed through its CLI):
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from workflows.exceptions import BypassDisabled
 from workflows.models import PermissionMode
+from workflows.permissions.managed import policy_layers
 from workflows.permissions.settings_files import SettingsError, settings_layers
 
 if TYPE_CHECKING:
@@ -102,7 +104,7 @@ def refusal(mode, *, workspace: str, home: str | None, recorded: Iterable[str] =
     return found[0] if found else None
 
 
-#: (workspace, home) -> (the six files' stat stamps, the refusals read from them): see current_refusals.
+#: (workspace, home) -> (the files' stat stamps, the refusals read from them): see current_refusals.
 _CHECKED: dict[tuple[str, str], tuple[tuple, tuple[Refusal, ...]]] = {}
 _CHECKED_MAX = 1024
 #: A file changed less than this long ago (ns) is read again at the next check.
@@ -126,8 +128,10 @@ def current_refusals(workspace: str, home: str | None) -> tuple[Refusal, ...]:
     if paths is None:
         if len(_PATHS) >= _CHECKED_MAX:
             _PATHS.clear()
-        paths = _PATHS[key] = tuple(str(path) for _, path in settings_layers(Path(workspace), Path(home)))
-    stamps = tuple(map(_stamp, paths))
+        paths = _PATHS[key] = tuple(str(path) for source, path in settings_layers(Path(workspace), Path(home))
+                                    if source != "policy")
+    # (the managed files are listed each time: a drop-in file may come or go)
+    stamps = tuple(map(_stamp, paths + tuple(str(path) for _, path in policy_layers())))
     hit = _CHECKED.get(key)
     if hit is not None and hit[0] == stamps:
         return hit[1]
@@ -151,7 +155,7 @@ def _stamp(path: str):
 
 
 def file_refusals(workspace: str, home: str | None) -> Iterator[Refusal]:
-    """Each of the six settings files that refuses bypassPermissions now, lowest precedence first."""
+    """Each settings file (the six, then the managed ones) that refuses bypassPermissions now."""
     for _, path in settings_layers(Path(workspace), Path(home or os.path.expanduser("~"))):
         try:
             text = path.read_text(encoding="utf-8")
@@ -186,7 +190,7 @@ def file_refusals(workspace: str, home: str | None) -> Iterator[Refusal]:
 
 #: The settings layers whose ``defaultMode`` may be bypassPermissions: a project's files (``project``,
 #: ``local``) are the repository's to write, so a cloned repository cannot turn every check off.
-GRANTING_LAYERS = ("user", "flag")
+GRANTING_LAYERS = ("user", "flag", "policy")
 
 
 def trusted_default(mode, layer: str | None, source: str | None) -> tuple[PermissionMode | None, list[str]]:

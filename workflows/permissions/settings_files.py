@@ -51,6 +51,7 @@ from workflows.hooks.config import HookSet
 from workflows.hooks.settings import HookConfigError, parse_hooks
 from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
+from workflows.permissions.managed import DROP_IN, policy_layers
 from workflows.permissions.rules import RuleSyntaxError, parse_rule
 
 __all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
@@ -88,13 +89,15 @@ SOURCES = ("user", "project", "local")
 
 
 def settings_paths(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[Path]:
-    """The six settings files, lowest precedence first; only those of ``sources`` when given
-    (``user``: the home ones; ``project``: the workspace's settings.json; ``local``: settings.local.json)."""
+    """The six settings files, lowest precedence first, then the managed ones; of the six only those of
+    ``sources`` when given (``user``: the home ones; ``project``: the workspace's settings.json;
+    ``local``: settings.local.json)."""
     return [path for _, path in settings_layers(workspace, home, sources)]
 
 
 def settings_layers(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[tuple[str, Path]]:
-    """:func:`settings_paths` with each file's source (user, project or local)."""
+    """:func:`settings_paths` with each file's source (user, project or local), then the managed
+    (``policy``) files, whatever ``sources`` says (:mod:`workflows.permissions.managed`)."""
     workspace, home = Path(workspace), Path(home)
     chosen = set(SOURCES if sources is None else sources)
     paths = [
@@ -105,7 +108,7 @@ def settings_layers(workspace: Path, home: Path, sources: Iterable[str] | None =
         ("local", workspace / ".claude" / "settings.local.json"),
         ("local", workspace / ".mainsail" / "settings.local.json"),
     ]
-    return [(source, path) for source, path in paths if source in chosen]
+    return [(source, path) for source, path in paths if source in chosen] + policy_layers()
 
 
 def split_rules(values: str | Iterable[str] | None) -> list[str]:
@@ -152,12 +155,17 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             bad ``sandbox`` value, a directory or unreadable file in place of a
             settings file, or a flag rule that does not parse.
     """
-    from workflows.permissions.bypass import apply_bypass_key  # both build on this module
+    from workflows.permissions.bypass import (
+        apply_bypass_key,  # both build on this module
+    )
     from workflows.permissions.session_keys import apply_session_keys
 
     out = PermissionSettings()
     layers = [(source, path, _read(path)) for source, path in settings_layers(workspace, home, sources)]
-    for source, path, text in layers + [("flag", Path(name), text) for name, text in (extra or [])]:
+    flags = [("flag", Path(name), text) for name, text in (extra or [])]
+    # The managed (policy) files come last, above --settings: nothing overrides an organisation's policy.
+    for source, path, text in [*(la for la in layers if la[0] != "policy"), *flags,
+                               *(la for la in layers if la[0] == "policy")]:
         if text is None:
             continue
         out.files.append(str(path))
@@ -185,6 +193,9 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
 
 
 def _read(path: Path) -> str | None:
+    if path.name == DROP_IN:  # (managed.policy_layers: a drop-in directory that cannot be listed)
+        raise SettingsError(f"Cannot list the managed settings directory {path}: its policy cannot be read, so "
+                            "nothing starts. Ask the machine's administrator to make it readable.")
     if path.is_dir():
         raise SettingsError(f"{path} is a directory, not a settings file. Remove it or move it aside.")
     try:
