@@ -86,8 +86,8 @@ def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celer
     from tasks import runtime
 
     url = runtime.without_tls_query(redis_url)
-    if app.conf.broker_url and app.conf.broker_url != url:
-        _drop_connections()  # pooled producers still point at the previous Redis (a test, a benchmark)
+    if app.conf.broker_url != url:
+        _drop_connections()  # pooled producers still point at the previous broker (a test, a benchmark)
     app.conf.broker_url = url
     app.conf.broker_use_ssl = broker_ssl(redis_url, ca_file)
     from workflows.settings import get_settings

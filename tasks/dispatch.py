@@ -12,6 +12,7 @@ import math
 import threading
 
 from tasks.app import TASK_FOR_KIND, app, queue_key
+from workflows.exceptions import ConfigurationError
 from workflows.models import StepRecord
 from workflows.settings import get_settings
 
@@ -66,6 +67,8 @@ def prepare() -> None:
 
 
 def _warm() -> None:
+    if not app.conf.broker_url:  # (dispatch says why; never warm up Celery's default broker)
+        return
     try:
         app.amqp.send_task_message  # noqa: B018 (the task sender and its event dispatcher)
         with app.producer_or_acquire() as producer:  # connects, and declares the queue a prompt goes to
@@ -75,8 +78,19 @@ def _warm() -> None:
 
 
 def dispatch(steps: list[StepRecord]) -> None:
+    """Send ``steps`` to their queues on the broker :func:`tasks.app.configure` named.
+
+    Raises:
+        ConfigurationError: this process never configured the broker (Celery would fall back to its
+            default, an AMQP server on localhost: the steps would go where no worker of this
+            Mainsail reads them, and into someone else's server).
+    """
     if not steps:
         return
+    if not app.conf.broker_url:
+        raise ConfigurationError("No broker is configured in this process (tasks.app.configure was never called): "
+                                 f"{len(steps)} step(s) not sent. This is a bug in Mainsail; rerun with "
+                                 "MAINSAIL_DEBUG=1 to see where it happened.")
     if _warming is not None and _warming.is_alive():
         _warming.join(WARM_WAIT_SECONDS)  # (a warm-up stuck on a Redis that is away: the send retries itself)
     policy = retry_policy(get_settings().redis_retry_seconds)

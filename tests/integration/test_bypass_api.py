@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from server.app import create_app
+from tasks.app import configure
 from tests.inline import Inline, scripted_model
 from workflows.api_tokens import TokenStore
 from workflows.engine import Engine
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def engine(real_redis, settings):
+def engine(real_redis, redis_server, settings):
+    configure(redis_server.url)  # a denial sends its step: to this test's Redis
     return Engine(Store(real_redis), settings)
 
 
