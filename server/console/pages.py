@@ -35,8 +35,10 @@ def sessions_page(request: Request, state: str | None = None):
         return to_signin(request)
     chosen = State(state) if state in STATES else None
     rows = list_sessions(request, caller, state=chosen, workspace=None, limit=TABLE_ROWS, children=False)
+    # bypassPermissions only for a token that may start such a session (else the API's 403 would answer)
+    modes = MODES if caller.token.allow_bypass else [m for m in MODES if m != PermissionMode.BYPASS.value]
     return page("sessions.html", caller=caller, rows=rows, states=STATES, state=chosen.value if chosen else "",
-                modes=MODES, active="sessions")
+                modes=modes, active="sessions")
 
 
 @router.get("/sessions/{session}")

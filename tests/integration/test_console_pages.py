@@ -159,3 +159,13 @@ def test_the_overview_counts_sessions_queues_and_workers(client, token, app, ws,
     assert "1 live worker(s)" in text
     assert "claude-test-model" in text and "$0.2500" in text
     assert 'aria-label="Sessions by state"' in text and ">idle</text>" in text
+
+
+def test_the_new_session_form_offers_bypass_only_to_a_token_that_may_use_it(client, token, real_redis):
+    sign_in(client, token)
+    page = client.get("/").text
+    assert '<option value="acceptEdits">' in page and 'value="bypassPermissions"' not in page
+    client.post("/signout")
+    admin, _ = TokenStore(real_redis).create("admin", allow_bypass=True)
+    sign_in(client, admin)
+    assert '<option value="bypassPermissions">' in client.get("/").text
