@@ -59,10 +59,8 @@ class Caller:
     def check_bypass(self, rec: SessionRecord) -> None:
         """A 403 unless this token may drive ``rec``: one that runs in bypassPermissions needs a token
         made with ``--allow-bypass``."""
-        bypass.require(bypass.effective_mode(rec), workspace=rec.workspace, home=rec.home,
-                       recorded=rec.bypass_disabled_by, token=self.token,
-                       doing=f"send to session {rec.id[:8]} (it runs in bypassPermissions mode)",
-                       instead="start a session in another mode")
+        bypass.require_token_for(rec, self.token, f"send to session {rec.id[:8]} (it runs in bypassPermissions mode)",
+                                 "start a session in another mode")
 
     def check_workspace(self, workspace: str) -> None:
         if not self.token.allows_workspace(workspace):

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from workflows.models import SessionRecord
 
 __all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
-           "resumed_mode", "token_refusal", "trusted_default"]
+           "require_token_for", "resumed_mode", "token_refusal", "trusted_default"]
 
 KEY = "disableBypassPermissionsMode"
 NAME = f"permissions.{KEY}"
@@ -261,6 +261,17 @@ def require(mode, *, workspace: str, home: str | None, recorded: Iterable[str] =
         raise BypassDisabled(token_refusal(why.source, doing, instead))
     raise BypassDisabled("Cannot set permission mode to bypassPermissions because it is disabled by settings or "
                          f"configuration ({why.text()}). Use {OTHER_MODES}.")
+
+
+def require_token_for(rec: "SessionRecord", token: "TokenRecord", doing: str, instead: str) -> None:
+    """Refuse ``token`` acting on session ``rec`` (``doing`` it) while ``rec`` runs in bypassPermissions
+    and the token was made without ``--allow-bypass``.
+
+    Raises:
+        BypassDisabled: it may not (the API answers 403).
+    """
+    require(effective_mode(rec), workspace=rec.workspace, home=rec.home, recorded=rec.bypass_disabled_by,
+            token=token, doing=doing, instead=instead)
 
 
 def token_refusal(name: str, doing: str, instead: str) -> str:

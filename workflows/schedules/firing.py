@@ -194,12 +194,10 @@ def require_token_may_continue(rec, token) -> None:
     """
     if token is None:
         return
-    from workflows.permissions import bypass
+    from workflows.permissions.bypass import require_token_for
 
-    bypass.require(bypass.effective_mode(rec), workspace=rec.workspace, home=rec.home,
-                   recorded=rec.bypass_disabled_by, token=token,
-                   doing=f"continue session {rec.id[:8]} (it runs in bypassPermissions mode)",
-                   instead="continue a session in another mode, or start new sessions")
+    require_token_for(rec, token, f"continue session {rec.id[:8]} (it runs in bypassPermissions mode)",
+                      "continue a session in another mode, or start new sessions")
 
 
 __all__ = ["Fired", "continued_session", "creator_token", "fire", "new_session", "require_token_may_continue",
