@@ -8,6 +8,7 @@ claiming it), and keeps the state machine library's INFO chatter out of its log.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import secrets
@@ -66,6 +67,26 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=CPendingDeprecationWarning, module=r"celery\.worker\.consumer")
 
 
+#: A worker's garbage collector, once it is ready: its first generation collected after this many new
+#: objects (CPython's default, 700, runs it every few hundred allocations: several times per step).
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def settle_heap(sender=None, **_) -> None:
+    """Once a worker process is ready: move what it built starting up (~280,000 objects: modules,
+    pydantic schemas, the SDK) out of the collector's sight, and collect less often.
+
+    Every collection of the older generations walked all of them, for nothing: they live as long as the
+    process. With them frozen and the first generation's threshold raised, a worker spends ~10% less CPU
+    per agent step (bench/step_overhead.py: 4.6 -> 4.0 ms). Garbage that is not in a cycle is freed at
+    once as ever; cycles wait at most ~20,000 allocations. Also for each child of a prefork pool
+    (``worker_process_init``), which forks before the worker is ready.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def _note_taken(sender=None, request=None, **_) -> None:
     """``task_received``: record that this worker took a step's message (before it can claim it)."""
     name = runtime.worker_name()
@@ -102,8 +123,10 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
 
     def ready(sender=None, **_) -> None:
         keeper.start()
+        settle_heap()
 
     signals.worker_ready.connect(ready, weak=False, dispatch_uid="mainsail-worker-ready")
+    signals.worker_process_init.connect(settle_heap, weak=False, dispatch_uid="mainsail-settle-heap")
     try:
         w = app.Worker(
             hostname=node,
