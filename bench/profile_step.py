@@ -4,8 +4,9 @@
                                  [--pyinstrument]
 
 Starts a private redis-server, then runs sessions of ``scripted:read_loop:N``
-by calling :func:`workflows.steps.run_step` in a loop (the "dispatch" callable
-appends to a local queue instead of sending Celery messages). It reports, per
+by calling :func:`workflows.steps.run_one` in a loop as a worker serving the model and tools queues
+does (each step runs the one its commit claimed next, a reply's quick calls run in its model step; the
+"dispatch" callable appends to a local queue instead of sending Celery messages). It reports, per
 agent step (model step + tool step), the wall time and Redis round trips of
 each phase (claim, build request, model call, record, tool run, ...), the cost
 of one ``send_task`` to the real broker, and, with ``--pyinstrument``, the
@@ -29,6 +30,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The worker name the in-process steps run under (their claims join its held steps, as a real worker's).
+WORKER = "profile-step@bench"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -86,6 +89,7 @@ def instrument_redis() -> None:
 def instrument_mainsail() -> None:
     import workflows.context
     import workflows.steps as steps_mod
+    import workflows.tool_step as tool_step_mod
     from workflows import model_client, tools
     from workflows.engine import Engine
     from workflows.store import Store
@@ -97,10 +101,11 @@ def instrument_mainsail() -> None:
     steps_mod.build_request = timed("context.build_request", workflows.context.build_request)
     steps_mod.client_for = timed("model_client.client_for", model_client.client_for)
     steps_mod.stream_reply = timed("model_client.stream_reply (SDK, scripted)", model_client.stream_reply)
-    steps_mod.run_tool = timed("tools.run_tool (Read)", tools.run_tool)
+    tool_step_mod.run_tool = timed("tools.run_tool (Read)", tools.run_tool)
     steps_mod.Heartbeat.start = timed("Heartbeat thread start", steps_mod.Heartbeat.start)
     steps_mod._model_step = timed("_model_step (total)", steps_mod._model_step)
-    steps_mod._tool_step = timed("_tool_step (total)", steps_mod._tool_step)
+    steps_mod.run_quick = timed("tool_step.run_quick (its quick calls)", steps_mod.run_quick)
+    steps_mod.tool_step = timed("tool_step (total)", steps_mod.tool_step)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,11 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         url = base + "/0"
         os.environ["MAINSAIL_REDIS_URL"] = url
         os.environ["MAINSAIL_DATA_DIR"] = str(tmp / "data")
+        import workflows.steps as steps_mod
         from tasks import runtime
         from tasks.app import app, configure
         from tasks.dispatch import dispatch as celery_dispatch
         from workflows.settings import load_settings
-        import workflows.steps as steps_mod
 
         configure(url)
         engine = runtime.engine(load_settings(redis_url=url))
@@ -136,13 +141,21 @@ def main(argv: list[str] | None = None) -> int:
         model = f"scripted:read_loop:{args.steps}"
 
         def session() -> float:
+            """One session, its steps run as a worker serving model and tools runs them: each runs the
+            step that follows it (claimed by its commit) and a reply's quick calls itself."""
             rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
             queue = collections.deque()
             t0 = time.perf_counter()
             queue.extend(engine.submit(rec.id, "go"))
             while queue:
-                step = queue.popleft()
-                steps_mod.run_step(engine, rec.id, step.id, queue.extend)
+                step, claimed = queue.popleft(), None
+                sid, step_id = step.session_id, step.id
+                while True:
+                    _, claimed = steps_mod.run_one(engine, sid, step_id, queue.extend, worker=WORKER,
+                                                   keep=lambda st: st.queue in ("model", "tools"), claimed=claimed)
+                    if claimed is None:
+                        break
+                    sid, step_id = claimed[0].session_id, claimed[0].id
             return time.perf_counter() - t0
 
         session()  # warm-up

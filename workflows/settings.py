@@ -130,6 +130,11 @@ class Settings(BaseSettings):
         default=None, gt=0, description="Deny a permission request nobody answered in this time."
     )
     session_memory: bool = Field(default=True, description="Keep a running session summary (a background fork).")
+    quick_tools: bool = Field(
+        default=True,
+        description="A model step whose worker serves the tools queue runs the reply's quick calls (Read) "
+        "itself and records them with the reply, in one commit; false: every call runs on a tool step.",
+    )
     session_memory_init_tokens: int = Field(
         default=10_000, ge=0, description="Context tokens before the first session-memory update.")
     session_memory_update_tokens: int = Field(

@@ -8,28 +8,20 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import threading
 import time
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from redis.exceptions import RedisError
 
 from workflows import keys
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
-from workflows.engine.support import unknown_outcome
-from workflows.exceptions import MainsailError, MissingCredentials, ToolInputError
-from workflows.hooks.config import CallbackHook, HookEvent
-from workflows.hooks.runner import hook_input
-from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
+from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.leases import Lease, keeper_for
-from workflows.mcp.calls import McpCaller, run_discovery_step
-from workflows.mcp.catalog import find_tool
+from workflows.mcp.calls import run_discovery_step
 from workflows.mcp.catalog import tool_schemas as mcp_schemas
-from workflows.mcp.tools import is_mcp_name
-from workflows.memory import ProjectMemory
 from workflows.model_client import (
     ModelReply,
     client_for,
@@ -37,16 +29,9 @@ from workflows.model_client import (
     overloaded,
     stream_reply,
 )
-from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall, new_id
-from workflows.permissions import Decision, decide, read_denied_for
+from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
-from workflows.shells import SessionShells
-from workflows.tools import run_tool
-from workflows.tools.base import ToolContext, ToolOutput
-from workflows.tools.web import WebAccess
-
-#: Tools that call the model and the web from the worker (their ToolContext gets a WebAccess).
-WEB_TOOLS = frozenset({"WebFetch", "WebSearch"})
+from workflows.tool_step import quick_calls, run_quick, tool_step
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +106,7 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
     beat.start()
     kept = None
     try:
-        next_steps = _run_kind(engine, rec, step, owner, cancel, worker)
+        next_steps = _run_kind(engine, rec, step, owner, cancel, worker, _serves_tools(rec, step, keep, worker))
     finally:
         beat.stop()
         if keep is not None and worker:  # (also on an error: the engine forgets what it kept for us)
@@ -134,17 +119,24 @@ def run_one(engine: Engine, sid: str, step_id: str, dispatch: Dispatch, worker: 
     return "done", kept
 
 
+def _serves_tools(rec: SessionRecord, step: StepRecord, keep: Keep | None, worker: str | None) -> bool:
+    """Whether this worker would run a tool step of ``step``'s session itself, right after ``step``."""
+    if keep is None or not worker or step.kind is not StepKind.MODEL:
+        return False
+    return keep(StepRecord(id=step.id, session_id=rec.id, kind=StepKind.TOOL, epoch=rec.epoch, queue=rec.tools_queue))
+
+
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
-              cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
+              cancel: threading.Event, worker: str | None = None, serves_tools: bool = False) -> list[StepRecord]:
     sid = step.session_id
     if step.kind is StepKind.REPORT:
         return engine.deliver_report(rec, step, owner)
     if rec.parent_session_id and not engine.parent_waits(rec):  # its parent stopped waiting for it
         return engine.abandon_child_step(sid, step.id, owner)
     if step.kind is StepKind.MODEL:
-        return _model_step(engine, rec, step, owner, cancel)
+        return _model_step(engine, rec, step, owner, cancel, worker, serves_tools)
     if step.kind is StepKind.TOOL:
-        return _tool_step(engine, rec, step, owner, cancel, worker)
+        return tool_step(engine, rec, step, owner, cancel, worker)
     if step.kind is StepKind.HOOK:
         from workflows.hooks.session_hooks import run_hook_step
 
@@ -179,7 +171,8 @@ def _forget(engine, worker: str | None, hold: tuple[str, str]) -> None:
 
 
 def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
-                cancel: threading.Event) -> list[StepRecord]:
+                cancel: threading.Event, worker: str | None = None, serves_tools: bool = False) -> list[StepRecord]:
+    """One model call and the commit of its reply (with the results of its quick calls: workflows/tool_step.py)."""
     import anthropic  # here, not at import: a worker starts a second sooner (the SDK is large)
 
     store, settings = engine.store, engine.settings
@@ -201,7 +194,13 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
         raise  # not from the deltas (they never raise): let the lease and the reaper handle it
     except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
-    return engine.record_model_reply(sid, step.id, owner, reply)
+    ran = {}
+    if calls := quick_calls(engine, rec, step, reply, serves_tools):
+        try:
+            ran = run_quick(engine, rec, calls, cancel, worker)
+        except Exception:  # (a bug in a tool: its tool step runs it again, and reports it)
+            log.exception("quick calls of step %s (session %s) failed; they go to tool steps", step.id[:8], sid[:8])
+    return engine.record_model_reply(sid, step.id, owner, reply, ran=ran)
 
 
 def _call_with_fallback(rec: SessionRecord, request: dict, settings, on_text, cancel) -> ModelReply:
@@ -257,145 +256,6 @@ class LiveDeltas:
             if self.dropped == 1:
                 log.warning("dropping live text of step %s: Redis refused it (%s); the reply is still recorded "
                             "whole", step.id[:8], f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
-
-
-def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
-    """The session's project memory, when auto-memory is on for it."""
-    if rec.auto_memory and rec.project_id:
-        return ProjectMemory(store.r, rec.project_id, rec.project_root)
-    return None
-
-
-def _tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
-               cancel: threading.Event, worker: str | None = None) -> list[StepRecord]:
-    store, settings = engine.store, engine.settings
-    sid = step.session_id
-    call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
-    if call is None:
-        return engine.fail_step(sid, step.id, owner, f"Tool step {step.id} has no tool call in the session.")
-    try:
-        tool = find_tool(store, rec, call.name)
-    except ToolInputError as exc:  # (its MCP tool list was lost: the fan-out found it)
-        return engine.record_tool_output(sid, step.id, owner, ToolOutput(content=str(exc), is_error=True,
-                                                                         display=str(exc)[:120]))
-    post, files = None, None
-    if step.attempt > 1 and not tool.idempotent:
-        output = unknown_outcome(call)
-    elif (pre := _pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
-        return pre.follow_ups
-    elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:
-        output = refused
-    else:
-        call = pre.call
-        mcp = is_mcp_name(call.name)
-        # (a custom command's line is cut by the tool itself: its output goes into a prompt, not into a file)
-        limit = None if call.prelude else (settings.tool_result_limits.get(call.name)
-                                           or (settings.mcp_max_output_chars if mcp else None))
-        files = store.files_tracker(sid, deferred=True)  # written by the result's commit
-        ctx = ToolContext(
-            workspace=rec.workspace,
-            session_id=sid,
-            home=rec.home,
-            files_read=files,
-            cancel=cancel,
-            bash_default_timeout_ms=settings.bash_default_timeout_ms,
-            bash_max_timeout_ms=settings.bash_max_timeout_ms,
-            # A tool with a result limit keeps (nearly) everything: the full result is saved below.
-            max_output_chars=SAVED_RESULT_CAP if limit else settings.bash_max_output_chars,
-            memory=project_memory(store, rec),
-            read_denied=read_denied_for(rec),
-            sandbox=rec.sandbox,
-            additional_dirs=tuple(rec.additional_directories),
-            env=dict(rec.env),
-            web=WebAccess(store.r, settings, rec) if call.name in WEB_TOOLS else None,
-            shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
-                                 ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
-            tool_use_id=call.tool_use_id,
-            mcp=McpCaller(rec, settings) if mcp else None,
-        )
-        output = run_tool(call.name, call.input, ctx, tool=tool)
-        if limit and len(output.content) > limit:
-            output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
-        output, post = post_tool(rec, call, call.input, output, cancel)
-    return engine.record_tool_output(sid, step.id, owner, output, hook=post,
-                                     writes=files.write if files is not None and files.pending else None)
-
-
-class _Pre(NamedTuple):
-    call: ToolCall | None  # what runs; None: the step ended here
-    follow_ups: list[StepRecord]
-    decided: bool  # the permission was decided with the hooks' verdict (no re-check needed)
-
-
-def _pre_tool(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str, call: ToolCall, tool,
-              cancel: threading.Event) -> _Pre:
-    """PreToolUse: run the hooks (or read their recorded verdict), commit the verdict, then act on it.
-
-    The call to run carries the hook's updatedInput. The step ends here when the call was refused or
-    turned into a question (committed with the verdict), or is no longer ours.
-    """
-    hooks = rec.hooks.for_event(HookEvent.PRE_TOOL_USE, call.name)
-    fresh = call.pre_hook is None and bool(hooks)
-    callbacks = [h.callback_id for h in hooks if isinstance(h, CallbackHook)]
-    if fresh and callbacks and call.client_hook_runs is None:  # the SDK client runs those: ask it, durably
-        payload = hook_input(HookEvent.PRE_TOOL_USE, rec, tool_name=call.name, tool_input=call.input,
-                             tool_use_id=call.tool_use_id)
-        return _Pre(None, engine.ask_client_hooks(rec.id, step.id, owner, call, callbacks, payload), True)
-    outcome = pre_tool_outcome(rec, call, cancel) if fresh else call.pre_hook
-    if outcome is None and not call.hooks_pending:
-        return _Pre(call, [], False)  # no hooks: the ordinary re-check decides
-    action = pre_tool_action(tool, call, outcome, rec)
-    go_on, follow_ups = engine.settle_pre_tool(rec.id, step.id, owner, call.tool_use_id,
-                                               outcome if fresh else None, action)
-    if not go_on:
-        return _Pre(None, follow_ups, True)
-    return _Pre(call.model_copy(update={"input": action.input, "pre_hook": outcome}), [], True)
-
-
-def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:
-    """The permission check again, here, where the call runs and its paths are real (the first check ran
-    where the model call committed, which may not see the workspace, and files change in between).
-
-    A call a rule or the mode allowed must still be allowed; a call a person approved must still not be
-    denied. Otherwise the call is not run and the model is told why.
-    """
-    perm = decide(tool, call.input, rec, approved=bool(call.approved_by))
-    if perm.decision is Decision.ALLOW or (call.approved_by and perm.decision is Decision.ASK):
-        return None
-    why = perm.reason if perm.decision is Decision.DENY else (
-        f"when it was about to run, it needed approval ({perm.reason}), though it did not when it was checked "
-        "before (the files it names changed in between). It was not run; call it again to be asked")
-    return ToolOutput(content=why, is_error=True, display=f"not run: {perm.display or 'permission changed'}")
-
-
-SAVED_RESULT_CAP = 20_000_000  # characters a tool may return before its own truncation applies
-PREVIEW_CHARS = 2_000
-RESULTS_DIR = os.path.join(".mainsail", "tool-results")
-
-
-def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolOutput, limit: int) -> ToolOutput:
-    """Save a result past ``limit`` characters in the workspace; the model gets a preview and the path.
-
-    The folder ignores itself (a ``.gitignore`` of ``*``), so it never shows in git status; it lives in the
-    workspace, so any tools worker that serves the session can Read it.
-    """
-    folder = os.path.join(workspace, RESULTS_DIR)
-    os.makedirs(folder, exist_ok=True)
-    ignore = os.path.join(folder, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w") as f:
-            f.write("*\n")
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id) + ".txt"
-    path = os.path.join(folder, name)
-    with open(path, "w") as f:
-        f.write(output.content)
-    lines = output.content.count("\n") + 1
-    preview = output.content[:PREVIEW_CHARS]
-    note = (f"\n\n... [{tool} output too large: {len(output.content):,} characters in {lines:,} lines, over the "
-            f"{limit:,}-character limit. The full output is saved at {path}; read the rest with Read "
-            f"(file_path, offset, limit) or search it with Grep.]")
-    return ToolOutput(content=preview + note, is_error=output.is_error,
-                      display=(output.display or f"{tool} output") + f" (full output saved: {len(output.content):,} chars)")
 
 
 __all__ = ["Heartbeat", "LiveDeltas", "run_step", "run_one", "owner_token", "MainsailError", "UNKNOWN_OUTCOME"]

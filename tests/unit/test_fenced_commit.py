@@ -147,9 +147,10 @@ def test_a_message_sent_while_the_last_step_commits_is_started_not_lost(engine, 
 
 def test_a_worker_runs_the_next_step_itself_claimed_by_the_commit_before_it(engine, ws):
     (ws / "a.txt").write_text("a\n")
-    rec = _session(engine, ws, [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": str(ws / "a.txt")})]),
+    # (Glob: not a quick tool, whose call the model step would run itself: workflows/tool_step.py)
+    rec = _session(engine, ws, [Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "*.txt"})]),
                                 Turn(text="done")])
-    [step] = engine.submit(rec.id, "read")
+    [step] = engine.submit(rec.id, "find")
     sent: list = []
     keep = lambda s: True  # noqa: E731  (this worker serves every queue)
     result, claimed = run_one(engine, rec.id, step.id, sent.extend, worker="w1", keep=keep)

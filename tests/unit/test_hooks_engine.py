@@ -9,7 +9,7 @@ import time
 
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
-from workflows import steps as step_runner
+from workflows import tool_step
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (
     HookEntry,
@@ -153,7 +153,7 @@ def test_a_retried_step_acts_on_the_recorded_verdict_without_running_the_hook_ag
     assert step.kind is StepKind.TOOL
     claimed, _, rec = engine.claim(rec.id, step.id, "doomed-owner")
     call = rec.tool_calls[0]
-    pre = step_runner._pre_tool(engine, rec, claimed, "doomed-owner", call, get_tool("Write"), threading.Event())
+    pre = tool_step.pre_tool(engine, rec, claimed, "doomed-owner", call, get_tool("Write"), threading.Event())
     assert pre.call is not None and pre.call.input["content"] == "from the hook"
     # ... and the worker dies here. The lease runs out; the reaper sends the step again.
     assert not (ws / "out.txt").exists()

@@ -267,11 +267,11 @@ def test_a_finished_step_stays_held_until_its_other_follow_ups_are_sent(engine, 
     (ws / "a.txt").write_text("a\n")
     (ws / "b.txt").write_text("b\n")
     rec = _session(engine, ws, [
-        Turn(tool_uses=[ToolUse(name="Read", input={"file_path": str(ws / "a.txt")}),
-                        ToolUse(name="Read", input={"file_path": str(ws / "b.txt")})]),
+        Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "a.txt"}),  # (not quick: run on tool steps)
+                        ToolUse(name="Glob", input={"pattern": "b.txt"})]),
         Turn(text="done"),
     ])
-    [step] = engine.submit(rec.id, "read both")
+    [step] = engine.submit(rec.id, "find both")
     held_when_sent = []
     store = engine.store
 

@@ -134,6 +134,7 @@ class _Tx:
     #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
     fence: tuple[str, str, str] | None = None
     was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)
+    ran: dict = field(default_factory=dict)  # tool_use id -> a quick call's result (record_model_reply)
     written: str = ""  # the record's JSON as the commit wrote it
 
     def __post_init__(self) -> None:

@@ -63,10 +63,16 @@ MAX_SUBAGENTS_PER_REPLY = 10
 class TurnLogic:
     """One turn of the agent loop: the prompt, the model's reply, its tool calls, the next call, the end."""
 
-    def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply) -> list[StepRecord]:
-        """Commit a model reply: record it, then fan out tool calls or end the run."""
+    def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply,
+                           ran: dict | None = None) -> list[StepRecord]:
+        """Commit a model reply: record it, then fan out tool calls or end the run.
+
+        ``ran``: tool_use id -> what the model step got running that call itself (a quick call,
+        ``workflows.tool_step.Ran``); used for each call the fan-out allows, recorded as its tool step's.
+        """
 
         def apply(tx: _Tx, step: StepRecord) -> None:
+            tx.ran = dict(ran or {})
             self._finish_step(tx, step)
             rec = tx.rec
             msg = reply.message
@@ -275,6 +281,8 @@ class TurnLogic:
             for call in batch:
                 if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
                     self._start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
+                elif call.status is ToolCallStatus.WAITING and call.tool_use_id in tx.ran:
+                    self._ran_here(tx, call, tx.ran.pop(call.tool_use_id))
                 elif call.status is ToolCallStatus.WAITING:
                     step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
                     call.step_id = step.id
@@ -290,6 +298,18 @@ class TurnLogic:
                 else:
                     self._next_model_call(tx)
                 return
+
+    def _ran_here(self, tx: _Tx, call, ran) -> None:
+        """A call the model step ran itself (a quick call): its tool step, born done, and its result."""
+        step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+        tx.dispatch.remove(step)
+        del tx.leases[step.id]
+        step.status = StepStatus.DONE
+        call.step_id = step.id
+        self._add_tool_result(tx, call.tool_use_id, ran.output, step_id=step.id)
+        call.status = ToolCallStatus.DONE
+        if ran.writes is not None:
+            tx.extra.append(ran.writes)
 
     def _next_model_call(self, tx: _Tx) -> None:
         rec = tx.rec

@@ -98,6 +98,8 @@ def tool_response(name: str, tool_input: dict, output: ToolOutput) -> dict[str, 
 def post_tool(rec: SessionRecord, call: ToolCall, tool_input: dict, output: ToolOutput,
               cancel: threading.Event) -> tuple[ToolOutput, HookOutcome | None]:
     """Run the call's PostToolUse hooks; what they say for the model joins its tool result."""
+    if not rec.hooks.for_event(POST, call.name):
+        return output, None  # (before the payload: it copies the whole result)
     payload = hook_input(POST, rec, tool_name=call.name, tool_input=tool_input,
                          tool_response=tool_response(call.name, tool_input, output), tool_use_id=call.tool_use_id)
     outcome = run_event(POST, rec, payload, subject=call.name, cancel=cancel)

@@ -162,6 +162,9 @@ class Tool:
     inline: ClassVar[bool] = False
     # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
     subagent: ClassVar[bool] = False
+    # Read-only and bounded (it cannot block or run long): a model step whose worker serves the tools
+    # queue runs such a call itself, before the commit of its reply (workflows/tool_step.py).
+    quick: ClassVar[bool] = False
 
     def validate(self, raw: Any) -> Any:
         """The model's input for this tool, validated (what :meth:`run` gets).

@@ -138,6 +138,7 @@ class ReadTool(Tool):
     input_model = ReadInput
     read_only = True
     idempotent = True
+    quick = True  # a window of a regular file (FIFOs and devices refused unopened), at most ~4 MB
 
     def run(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")

@@ -1,0 +1,207 @@
+"""Quick calls (workflows/tool_step.py): a reply's Reads run in its model step and are recorded with it.
+
+A worker that serves the session's tools queue runs a reply whose every call is a quick one (Read),
+allowed as it stands and without hooks, itself, and one commit records the reply, the results and the
+next model call (claimed for it). Everything else goes the usual way, to tool steps. The commit's own
+permission decision has the last word: a result it would not allow is never recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from statemachines import State
+from tests.inline import scripted_model
+from workflows import keys
+from workflows.hooks.settings import parse_hooks
+from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
+from workflows.scripted import Script, ToolUse, Turn
+from workflows.steps import owner_token, run_one
+from workflows.tool_step import Ran, quick_calls
+from workflows.tools.base import ToolOutput
+
+
+def _session(engine, ws, turns, mode="bypassPermissions", **kw):
+    return engine.create_session(str(ws), model=scripted_model(Script(turns=turns)), permission_mode=mode,
+                                 auto_memory=False, **kw)
+
+
+def _reads(ws, *names):
+    return [ToolUse(name="Read", input={"file_path": str(ws / n)}) for n in names]
+
+
+def _run_chain(engine, sid, step_id, keep, sent, worker="w1"):
+    """Run a step and every step its commits claim for this worker; how many ran."""
+    ran, claimed = 0, None
+    while True:
+        _, claimed = run_one(engine, sid, step_id, sent.extend, worker=worker, keep=keep, claimed=claimed)
+        ran += 1
+        if claimed is None:
+            return ran
+        sid, step_id = claimed[0].session_id, claimed[0].id
+
+
+def _tool_results(engine, sid):
+    return [b for e in engine.store.entries(sid) if isinstance(e, UserEntry) and e.origin == "tool_result"
+            for b in e.message.content]
+
+
+def test_a_reads_turn_is_one_step_and_its_results_are_recorded_by_the_replys_commit(engine, ws):
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "b.txt").write_text("beta\n")
+    rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt", "b.txt")), Turn(text="done")])
+    [step] = engine.submit(rec.id, "read both")
+    sent: list = []
+    assert _run_chain(engine, rec.id, step.id, lambda s: True, sent) == 2  # two model steps, no tool step ran
+    assert sent == []
+    results = _tool_results(engine, rec.id)
+    assert ["alpha" in results[0].content, "beta" in results[1].content] == [True, True]
+    steps = engine.store.steps(rec.id)
+    tools = [s for s in steps if s.kind is StepKind.TOOL]
+    assert len(tools) == 2 and all(s.status is StepStatus.DONE and s.attempt == 0 for s in tools)
+    assert {s.id for s in tools} == {e.step_id for e in engine.store.entries(rec.id)
+                                     if isinstance(e, UserEntry) and e.origin == "tool_result"}
+    assert not engine.store.r.zrange(keys.leases(), 0, -1)  # no lease or pickup deadline left behind
+    final = engine.store.get_session(rec.id)
+    assert final.state is State.IDLE and final.tool_calls == [] and final.turns == 2
+    assert engine.store.workers.held("w1") == {}
+
+
+def test_the_transcript_is_the_same_as_when_tool_steps_run_the_reads(engine, ws):
+    (ws / "a.txt").write_text("alpha\n")
+
+    model = scripted_model(Script(turns=[Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")]))
+
+    def shape(quick: bool):
+        engine.settings.quick_tools = quick
+        rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+        [step] = engine.submit(rec.id, "read")
+        _run_chain(engine, rec.id, step.id, lambda s: True, [])
+        out = []
+        for e in engine.store.entries(rec.id):
+            d = e.model_dump(exclude={"uuid", "parent_uuid", "timestamp", "session_id", "step_id", "duration_ms",
+                                      "cost_usd"})
+            d.pop("duration_api_ms", None)
+            if "message" in d:
+                d["message"].pop("id", None), d["message"].pop("model", None)  # (the scripted API's: per request)
+            out.append(d)
+        return out
+
+    try:
+        assert shape(True) == shape(False)
+    finally:
+        engine.settings.quick_tools = True
+
+
+def test_the_next_model_call_is_claimed_by_the_same_commit(engine, ws):
+    (ws / "a.txt").write_text("a\n")
+    rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])
+    [step] = engine.submit(rec.id, "read")
+    result, claimed = run_one(engine, rec.id, step.id, [].extend, worker="w1", keep=lambda s: True)
+    nxt, owner, _ = claimed
+    stored = engine.store.get_step(rec.id, nxt.id)
+    assert stored.kind is StepKind.MODEL and stored.status is StepStatus.RUNNING and stored.owner == owner
+    assert engine.store.workers.held("w1") == {keys.lease_member(rec.id, nxt.id): owner}
+
+
+def test_calls_go_to_tool_steps_when_the_worker_does_not_serve_the_tools_queue(engine, ws):
+    (ws / "a.txt").write_text("a\n")
+    rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])
+    [step] = engine.submit(rec.id, "read")
+    sent: list = []
+    _run_chain(engine, rec.id, step.id, lambda s: s.queue == "model", sent)
+    [tool] = sent
+    assert tool.kind is StepKind.TOOL and engine.store.get_step(rec.id, tool.id).status is StepStatus.PENDING
+    assert _tool_results(engine, rec.id) == []
+
+
+def test_a_reply_with_any_call_that_is_not_quick_sends_them_all_to_tool_steps(engine, ws):
+    (ws / "a.txt").write_text("a\n")
+    rec = _session(engine, ws, [Turn(tool_uses=[*_reads(ws, "a.txt"), ToolUse(name="Glob", input={"pattern": "*"})]),
+                                Turn(text="done")])
+    [step] = engine.submit(rec.id, "look")
+    sent: list = []
+    _run_chain(engine, rec.id, step.id, lambda s: s.queue == "model", sent)
+    assert sorted(s.kind.value for s in sent) == ["tool", "tool"]
+
+
+def _rules(kind, path):
+    return RuleSet(**{kind: [RuleSpec(rule=f"Read(/{path})", source="test")]})  # (//: an absolute path)
+
+
+def _claimed_reply(engine, ws, turns, rules=None, **kw):
+    """A session whose first model step is claimed and its reply in hand (not committed)."""
+    from workflows.model_client import AssistantMessage, ModelReply
+
+    rec = _session(engine, ws, turns, **kw)
+    if rules is not None:
+        engine.update_limits(rec.id, rules=rules)
+    [step] = engine.submit(rec.id, "go")
+    owner = owner_token()
+    step, _, rec = engine.claim(rec.id, step.id, owner)
+    turn = turns[0]
+    msg = AssistantMessage(id="m1", model="m", stop_reason="tool_use", content=[
+        {"type": "tool_use", "id": f"toolu_{i}", "name": tu.name, "input": tu.input}
+        for i, tu in enumerate(turn.tool_uses)])
+    return rec, step, owner, ModelReply(message=msg, duration_ms=1)
+
+
+def test_which_replies_are_quick(engine, ws):
+    (ws / "a.txt").write_text("a\n")
+    reads = [Turn(tool_uses=_reads(ws, "a.txt"))]
+    rec, step, _, reply = _claimed_reply(engine, ws, reads)
+    assert [c.name for c, _ in quick_calls(engine, rec, step, reply, True)] == ["Read"]
+    assert quick_calls(engine, rec, step, reply, False) == []  # the tools queue is another worker's
+    engine.settings.quick_tools = False
+    try:
+        assert quick_calls(engine, rec, step, reply, True) == []
+    finally:
+        engine.settings.quick_tools = True
+    # a Read that would ask (a rule says so) is not run early
+    rec, step, _, reply = _claimed_reply(engine, ws, reads, mode="default", rules=_rules("ask", ws / "a.txt"))
+    assert quick_calls(engine, rec, step, reply, True) == []
+    # nor one a PreToolUse hook matches, nor input the tool refuses
+    hooks = parse_hooks({"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "true"}]}]}, "t")
+    rec, step, _, reply = _claimed_reply(engine, ws, reads, hooks=hooks)
+    assert quick_calls(engine, rec, step, reply, True) == []
+    rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=[ToolUse(name="Read", input={"path": 1})])])
+    assert quick_calls(engine, rec, step, reply, True) == []
+
+
+def test_the_commit_decides_again_and_drops_a_result_it_does_not_allow(engine, ws):
+    """Between the quick run and the commit a rule may come (another event's commit): the commit's fan-out
+    decides with the record it writes, and a call it denies gets the denial, never the result."""
+    (ws / "secret.txt").write_text("the secret\n")
+    rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
+    [(call, _)] = quick_calls(engine, rec, step, reply, True)
+    engine.update_limits(rec.id, rules=_rules("deny", ws / "secret.txt"))
+    engine.record_model_reply(rec.id, step.id, owner, reply,
+                              ran={call.tool_use_id: Ran(ToolOutput(content="the secret"), None)})
+    [result] = _tool_results(engine, rec.id)
+    assert result.is_error and "the secret" not in result.content
+
+
+def test_a_result_past_the_tools_limit_is_left_to_the_tool_step_which_saves_it(engine, ws):
+    (ws / "big.txt").write_text("x" * 5000 + "\n")
+    engine.settings.tool_result_limits = {**engine.settings.tool_result_limits, "Read": 1000}
+    try:
+        rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "big.txt")), Turn(text="done")])
+        [step] = engine.submit(rec.id, "read")
+        sent: list = []
+        _run_chain(engine, rec.id, step.id, lambda s: s.queue == "model", sent)
+        [tool] = sent
+        assert tool.kind is StepKind.TOOL  # not recorded by the reply's commit
+        assert not (ws / ".mainsail" / "tool-results").exists()  # and nothing written early
+    finally:
+        engine.settings.tool_result_limits.pop("Read")
+
+
+def test_a_cancelled_step_records_nothing_of_its_quick_calls(engine, ws):
+    from workflows.tool_step import run_quick
+
+    (ws / "a.txt").write_text("a\n")
+    rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt"))])
+    cancel = threading.Event()
+    cancel.set()
+    assert run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), cancel, "w1") == {}
+    assert not any(isinstance(e, AssistantEntry) for e in engine.store.entries(rec.id))
