@@ -95,8 +95,12 @@ def turns_for(entries: int) -> int:
     return max(1, entries // ENTRIES_PER_TURN)
 
 
+#: The worker name the steps run under (their claims join its held steps, as a real worker's).
+WORKER = "long-transcript@bench"
+
+
 def measure(engine, workspace: str, entries: int, steps: int, file_text: str, api_url: str | None = None) -> Growth:
-    """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (model + tool) after
+    """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (a model call to the next) after
     the first. ``api_url``: the fake Messages API serving ``read_loop`` with turns enough (None: the
     scripted API in this process)."""
     import workflows.steps as steps_mod
@@ -118,26 +122,35 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str, ap
     cpu_per_step: list[float] = []
     own_cpu_per_step: list[float] = []
     queue = collections.deque(engine.submit(rec.id, "go"))
-    pending_model = None
+    claimed = None
+    current: list | None = None  # [wall, {part: wall}, cpu, own cpu] of the agent step under way
     try:
-        while queue and len(agent_steps) <= steps:  # the first (cold), then ``steps``
-            step = queue.popleft()
+        while (claimed or queue) and len(agent_steps) <= steps:  # the first (cold), then ``steps``
+            step = claimed[0] if claimed else queue.popleft()
+            if step.kind is StepKind.MODEL and current is not None:  # an agent step: a model call to the next
+                agent_steps.append(current[0])
+                for name in watches:
+                    parts[name].append(current[1][name])
+                cpu_per_step.append(current[2])
+                own_cpu_per_step.append(current[3])
+                current = None
             for watch in watches.values():
                 watch.total = watch.cpu = 0.0
             t0, c0 = time.perf_counter(), time.process_time()
-            steps_mod.run_step(engine, rec.id, step.id, queue.extend)
+            # as a worker serving both queues runs them: the step its commit claims next, its quick calls
+            _, claimed = steps_mod.run_one(engine, step.session_id, step.id, queue.extend, worker=WORKER,
+                                           keep=lambda st: st.queue in ("model", "tools"), claimed=claimed)
             took, cpu = time.perf_counter() - t0, time.process_time() - c0
             # Mainsail's CPU: the process's less the model call's, but for the body's encoding in it
             own_cpu = cpu - watches["call"].cpu + watches["body"].cpu
             if step.kind is StepKind.MODEL:
-                pending_model = (took, {name: w.total for name, w in watches.items()}, cpu, own_cpu)
-            elif step.kind is StepKind.TOOL and pending_model is not None:
-                agent_steps.append(pending_model[0] + took)
+                current = [took, {name: w.total for name, w in watches.items()}, cpu, own_cpu]
+            elif step.kind is StepKind.TOOL and current is not None:
+                current[0] += took
                 for name, watch in watches.items():
-                    parts[name].append(pending_model[1][name] + watch.total)
-                cpu_per_step.append(pending_model[2] + cpu)
-                own_cpu_per_step.append(pending_model[3] + own_cpu)
-                pending_model = None
+                    current[1][name] += watch.total
+                current[2] += cpu
+                current[3] += own_cpu
     finally:
         for watch in watches.values():
             watch.restore()

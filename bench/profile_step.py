@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
 
         configure(url)
         engine = runtime.engine(load_settings(redis_url=url))
+        from tasks.worker import settle_heap
+
+        settle_heap()  # (as a worker does once ready: its start-up heap frozen, the collector's thresholds)
         ws = tmp / "workspace"
         ws.mkdir()
         (ws / "bench.txt").write_text(BENCH_FILE_LINES)

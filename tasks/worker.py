@@ -67,20 +67,21 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=CPendingDeprecationWarning, module=r"celery\.worker\.consumer")
 
 
-#: A worker's garbage collector, once it is ready: its first generation collected after this many new
+#: A worker's garbage collector, once it started: its first generation collected after this many new
 #: objects (CPython's default, 700, runs it every few hundred allocations: several times per step).
 GC_THRESHOLDS = (20_000, 20, 20)
 
 
 def settle_heap(sender=None, **_) -> None:
-    """Once a worker process is ready: move what it built starting up (~280,000 objects: modules,
-    pydantic schemas, the SDK) out of the collector's sight, and collect less often.
+    """As a worker starts (Celery's ``worker_init``: set up, no pool yet, no step running): move what the
+    process built starting up (~280,000 objects: modules, pydantic schemas, the SDK) out of the
+    collector's sight, and collect less often.
 
     Every collection of the older generations walked all of them, for nothing: they live as long as the
     process. With them frozen and the first generation's threshold raised, a worker spends ~10% less CPU
     per agent step (bench/step_overhead.py: 4.6 -> 4.0 ms). Garbage that is not in a cycle is freed at
-    once as ever; cycles wait at most ~20,000 allocations. Also for each child of a prefork pool
-    (``worker_process_init``), which forks before the worker is ready.
+    once as ever; cycles wait at most ~20,000 allocations. A prefork pool's children, forked after this,
+    inherit the frozen heap untouched (copy-on-write pages stay shared) and the thresholds.
     """
     gc.collect()
     gc.freeze()
@@ -123,10 +124,9 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
 
     def ready(sender=None, **_) -> None:
         keeper.start()
-        settle_heap()
 
     signals.worker_ready.connect(ready, weak=False, dispatch_uid="mainsail-worker-ready")
-    signals.worker_process_init.connect(settle_heap, weak=False, dispatch_uid="mainsail-settle-heap")
+    signals.worker_init.connect(settle_heap, weak=False, dispatch_uid="mainsail-settle-heap")
     try:
         w = app.Worker(
             hostname=node,

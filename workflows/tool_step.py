@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from workflows.engine import Engine
 from workflows.engine.support import unknown_outcome
+from workflows.engine.turn import runs_early
 from workflows.exceptions import ToolInputError
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
@@ -35,14 +36,19 @@ from workflows.model_client import ModelReply
 from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.shells import SessionShells
-from workflows.tools import run_tool
-from workflows.tools.base import ToolContext, ToolOutput
+from workflows.tools import get_tool, run_tool
+from workflows.tools.base import NotQuick, ToolContext, ToolOutput
 from workflows.tools.web import WebAccess
 
 #: Tools that call the model and the web from the worker (their ToolContext gets a WebAccess).
 WEB_TOOLS = frozenset({"WebFetch", "WebSearch"})
 #: A reply with more calls than this goes the usual way: its calls run in parallel, on tool steps.
 QUICK_CALLS_MAX = 8
+#: A quick call with more bytes than this to read goes to a tool step (Claude Code's Read refuses a whole
+#: file past 256 KB): a paid reply waits for its commit while its quick calls run.
+QUICK_BYTES = 256 * 1024
+#: Quick results past this many characters in all go to tool steps (one commit each) instead.
+QUICK_CHARS_MAX = 1_000_000
 
 
 def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
@@ -85,11 +91,12 @@ class Executed(NamedTuple):
 
 
 def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cancel: threading.Event,
-                 worker: str | None, *, save_large: bool = True) -> Executed | None:
+                 worker: str | None, *, quick: bool = False) -> Executed | None:
     """Run ``call`` with ``tool`` in the session's workspace, then its PostToolUse hooks.
 
-    ``save_large``: a result past the tool's limit is saved in the workspace (the model gets a preview);
-    when False, such a result is not kept and None is returned (a quick call leaves nothing behind).
+    ``quick``: a quick run (see the module's docstring): the tool reads at most ``QUICK_BYTES``, and
+    None is returned for a call that is not quick after all (more to read, or a result past the
+    tool's limit, which a tool step saves in the workspace): it leaves nothing behind.
     """
     store, settings, sid = engine.store, engine.settings, rec.id
     mcp = is_mcp_name(call.name)
@@ -117,10 +124,14 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
                              ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
         tool_use_id=call.tool_use_id,
         mcp=McpCaller(rec, settings) if mcp else None,
+        quick_bytes=QUICK_BYTES if quick else None,
     )
-    output = run_tool(call.name, call.input, ctx, tool=tool)
+    try:
+        output = run_tool(call.name, call.input, ctx, tool=tool)
+    except NotQuick:
+        return None
     if limit and len(output.content) > limit:
-        if not save_large:
+        if quick:
             return None
         output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
     output, post = post_tool(rec, call, call.input, output, cancel)
@@ -145,22 +156,18 @@ def quick_calls(engine: Engine, rec: SessionRecord, step: StepRecord, reply: Mod
     ``serves_tools``: this worker serves the session's tools queue (and runs what follows its step).
     """
     uses = reply.message.tool_uses()
-    if (not serves_tools or not uses or len(uses) > QUICK_CALLS_MAX or rec.command is not None
-            or step.kind is not StepKind.MODEL or not engine.settings.quick_tools):
+    if (not serves_tools or not uses or len(uses) > QUICK_CALLS_MAX or step.kind is not StepKind.MODEL
+            or not engine.settings.quick_tools):
         return []
     out = []
     for tu in uses:
-        if is_mcp_name(tu.name) or (rec.tools is not None and tu.name not in rec.tools):
-            return []
         try:
-            tool = find_tool(engine.store, rec, tu.name)
-            if not tool.quick:
+            tool = None if is_mcp_name(tu.name) else get_tool(tu.name)
+            if tool is None or not runs_early(rec, tu.name, tool):
                 return []
             tool.validate(tu.input)
         except ToolInputError:
             return []  # (the commit's fan-out tells the model)
-        if any(rec.hooks.for_event(event, tu.name) for event in (HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE)):
-            return []
         if decide(tool, tu.input, rec).decision is not Decision.ALLOW:
             return []
         out.append((ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input), tool))
@@ -175,11 +182,12 @@ def run_quick(engine: Engine, rec: SessionRecord, calls: list[tuple[ToolCall, ob
     steps, which save such a result.
     """
     ran: dict[str, Ran] = {}
+    chars = 0
     for call, tool in calls:
         if cancel.is_set():
             return {}
-        done = execute_call(engine, rec, call, tool, cancel, worker, save_large=False)
-        if done is None:
+        done = execute_call(engine, rec, call, tool, cancel, worker, quick=True)
+        if done is None or (chars := chars + len(done.output.content)) > QUICK_CHARS_MAX:
             return {}
         ran[call.tool_use_id] = Ran(done.output, done.files.write if done.files.pending else None)
     return ran

@@ -17,7 +17,7 @@ from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
 from workflows.scripted import Script, ToolUse, Turn
 from workflows.steps import owner_token, run_one
-from workflows.tool_step import Ran, quick_calls
+from workflows.tool_step import Ran, quick_calls, run_quick
 from workflows.tools.base import ToolOutput
 
 
@@ -197,11 +197,108 @@ def test_a_result_past_the_tools_limit_is_left_to_the_tool_step_which_saves_it(e
 
 
 def test_a_cancelled_step_records_nothing_of_its_quick_calls(engine, ws):
-    from workflows.tool_step import run_quick
-
     (ws / "a.txt").write_text("a\n")
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt"))])
     cancel = threading.Event()
     cancel.set()
     assert run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), cancel, "w1") == {}
     assert not any(isinstance(e, AssistantEntry) for e in engine.store.entries(rec.id))
+
+
+def _blocking_hook(ws):
+    marker = ws / "hook_ran"
+    return marker, parse_hooks({"PreToolUse": [{"matcher": "Read", "hooks": [
+        {"type": "command", "command": f"touch {marker}; echo no reading >&2; exit 2"}]}]}, "t")
+
+
+def test_a_hook_added_while_the_model_answered_is_run_not_skipped(engine, ws):
+    """An SDK client's initialize may add hooks during the model call: the commit looks at the hooks it
+    writes with, and the call goes to its tool step, where the hook runs (found by a review)."""
+    (ws / "secret.txt").write_text("the secret\n")
+    rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    assert ran
+    marker, hooks = _blocking_hook(ws)
+    engine.add_hooks(rec.id, hooks)
+    follow_ups = engine.record_model_reply(rec.id, step.id, owner, reply, ran=ran)
+    assert _tool_results(engine, rec.id) == []  # not recorded early
+    [tool] = follow_ups
+    assert tool.kind is StepKind.TOOL  # its tool step runs the hook
+    run_one(engine, rec.id, tool.id, [].extend)
+    [result] = _tool_results(engine, rec.id)
+    assert result.is_error and "the secret" not in result.content, result
+    assert marker.exists()
+
+
+def test_an_ask_rule_and_a_hook_added_meanwhile_leave_the_call_to_its_hooks_and_question(engine, ws):
+    (ws / "secret.txt").write_text("the secret\n")
+    rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    engine.update_limits(rec.id, rules=_rules("ask", ws / "secret.txt"))
+    engine.add_hooks(rec.id, _blocking_hook(ws)[1])
+    engine.record_model_reply(rec.id, step.id, owner, reply, ran=ran)
+    assert _tool_results(engine, rec.id) == []
+
+
+def test_an_ask_rule_added_meanwhile_asks(engine, ws):
+    (ws / "secret.txt").write_text("the secret\n")
+    rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    engine.update_limits(rec.id, rules=_rules("ask", ws / "secret.txt"))
+    engine.record_model_reply(rec.id, step.id, owner, reply, ran=ran)
+    assert engine.store.get_session(rec.id).state is State.AWAITING_PERMISSION
+    assert _tool_results(engine, rec.id) == []
+
+
+def test_a_large_file_or_a_notebook_is_read_on_a_tool_step(engine, ws):
+    from workflows import tool_step
+
+    (ws / "big.txt").write_text("x" * 100 + "\n" + "y" * tool_step.QUICK_BYTES)
+    (ws / "n.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    for name in ("big.txt", "n.ipynb"):
+        rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, name))])
+        calls = quick_calls(engine, rec, step, reply, True)
+        assert calls and run_quick(engine, rec, calls, threading.Event(), "w1") == {}, name
+
+
+def test_quick_results_past_their_total_go_to_tool_steps(engine, ws, monkeypatch):
+    from workflows import tool_step
+
+    (ws / "a.txt").write_text("a" * 300 + "\n")
+    (ws / "b.txt").write_text("b" * 300 + "\n")
+    rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt", "b.txt"))])
+    calls = quick_calls(engine, rec, step, reply, True)
+    assert len(run_quick(engine, rec, calls, threading.Event(), "w1")) == 2
+    monkeypatch.setattr(tool_step, "QUICK_CHARS_MAX", 500)
+    assert run_quick(engine, rec, calls, threading.Event(), "w1") == {}
+
+
+def test_a_commit_whose_reply_was_lost_still_hands_over_the_step_it_claimed(engine, ws, monkeypatch):
+    """The commit of a Read turn lands and claims the next model call for this worker, but its reply is
+    lost: the retry finds the step done, and the claimed step is read back from Redis, not left held and
+    unrun until its lease runs out (found by a review; older than quick calls)."""
+    import redis
+
+    from workflows.store import Store
+
+    (ws / "a.txt").write_text("a\n")
+    rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])
+    [step] = engine.submit(rec.id, "read")
+    real, lost = Store.commit, []
+
+    def commit_then_lose_the_reply(self, *a, **kw):
+        reply = real(self, *a, **kw)
+        if not lost:
+            lost.append(reply)
+            raise redis.ConnectionError("reply lost")
+        return reply
+
+    monkeypatch.setattr(Store, "commit", commit_then_lose_the_reply)
+    _, claimed = run_one(engine, rec.id, step.id, [].extend, worker="w1", keep=lambda s: True)
+    assert lost and claimed is not None
+    nxt, owner, _ = claimed
+    stored = engine.store.get_step(rec.id, nxt.id)
+    assert stored.kind is StepKind.MODEL and stored.status is StepStatus.RUNNING and stored.owner == owner
+    monkeypatch.setattr(Store, "commit", real)
+    run_one(engine, rec.id, nxt.id, [].extend, worker="w1", keep=lambda s: True, claimed=claimed)
+    assert engine.store.get_session(rec.id).state is State.IDLE

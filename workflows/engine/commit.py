@@ -135,9 +135,18 @@ class CommitCore:
             return None
         step, token = kept
         loaded = self._claimed.get((step.session_id, step.id, token))
-        if loaded is None:
+        if loaded is not None:
+            return step, token, SessionRecord.model_validate_json(loaded[0])
+        # The commit landed but its reply was lost (the step's event was then found done and nothing
+        # remembered): the claim it made is in Redis, still this worker's to run unless it moved on.
+        try:
+            rec, stored, _ = self.store.load_step(step.session_id, step.id)
+        except (SessionNotFound, StepNotFound):
             return None
-        return step, token, SessionRecord.model_validate_json(loaded[0])
+        if stored.status is not StepStatus.RUNNING or stored.owner != token:
+            return None
+        self._remember_claim(rec.model_dump_json(), stored)
+        return stored, token, rec
 
     def hold_of(self, owner: str, sid: str, step_id: str) -> tuple[str, str]:
         """Where the step claimed as ``owner`` is held in its worker's held steps: (field, value). Asked

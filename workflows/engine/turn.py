@@ -60,6 +60,16 @@ if TYPE_CHECKING:
 MAX_SUBAGENTS_PER_REPLY = 10
 
 
+def runs_early(rec: SessionRecord, name: str, tool) -> bool:
+    """Whether a call of ``tool`` (registered as ``name``) may run in the model step of the reply that
+    asks for it, the session as ``rec`` holds (workflows/tool_step.py): a quick tool the session offers,
+    with no PreToolUse or PostToolUse hook on it, outside a custom command's run. Asked by the model step
+    before it runs the call, and by the commit of the reply before it records the result."""
+    return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)
+            and not any(rec.hooks.for_event(event, name) for event in (HookEvent.PRE_TOOL_USE,
+                                                                         HookEvent.POST_TOOL_USE)))
+
+
 class TurnLogic:
     """One turn of the agent loop: the prompt, the model's reply, its tool calls, the next call, the end."""
 
@@ -281,8 +291,9 @@ class TurnLogic:
             for call in batch:
                 if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
                     self._start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
-                elif call.status is ToolCallStatus.WAITING and call.tool_use_id in tx.ran:
-                    self._ran_here(tx, call, tx.ran.pop(call.tool_use_id))
+                elif (call.status is ToolCallStatus.WAITING and call.tool_use_id in tx.ran and not call.hooks_pending
+                      and not is_mcp_name(call.name) and runs_early(rec, call.name, get_tool(call.name))):
+                    self._ran_here(tx, call, tx.ran.pop(call.tool_use_id))  # (allowed by this commit's fan-out)
                 elif call.status is ToolCallStatus.WAITING:
                     step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
                     call.step_id = step.id

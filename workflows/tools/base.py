@@ -80,6 +80,9 @@ class ToolContext:
     tool_use_id: str = ""
     # The session's MCP servers on this worker (workflows.mcp.calls.McpCaller); MCP tools only.
     mcp: Any = None
+    # A quick run (workflows/tool_step.py): a quick tool finding more than this many bytes to read raises
+    # NotQuick instead of reading them; None: not a quick run.
+    quick_bytes: int | None = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -147,6 +150,11 @@ class ToolOutput(BaseModel):
         return clean_text(text)
 
 
+class NotQuick(Exception):
+    """A quick run of a call (``ToolContext.quick_bytes``) stopped before its work: too much to read
+    there. The call goes to a tool step instead."""
+
+
 class Tool:
     """Base class of every tool. Subclasses set the class attributes and :meth:`run`."""
 
@@ -162,8 +170,8 @@ class Tool:
     inline: ClassVar[bool] = False
     # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
     subagent: ClassVar[bool] = False
-    # Read-only and bounded (it cannot block or run long): a model step whose worker serves the tools
-    # queue runs such a call itself, before the commit of its reply (workflows/tool_step.py).
+    # Read-only and cheap: a model step whose worker serves the tools queue runs such a call itself,
+    # before the commit of its reply (workflows/tool_step.py); it honours ``ToolContext.quick_bytes``.
     quick: ClassVar[bool] = False
 
     def validate(self, raw: Any) -> Any:
@@ -309,10 +317,15 @@ def run_tool(name: str, raw: Any, ctx: ToolContext, tool: Tool | None = None) ->
     """Validate and run one tool call; every failure becomes an error :class:`ToolOutput`.
 
     ``tool``: the tool itself when it is not a registered one (a session's MCP tool).
+
+    Raises:
+        NotQuick: a quick run (``ctx.quick_bytes``) found the call is not quick after all.
     """
     try:
         tool = tool or get_tool(name)
         return tool.run(tool.validate(raw), ctx)
+    except NotQuick:
+        raise
     except ToolError as exc:
         text = str(exc) or f"{name} failed."
         return ToolOutput(content=text, is_error=True, display=text.splitlines()[0][:120])

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.tools import notebook
-from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
+from workflows.tools.base import NotQuick, Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import directory_error, missing_file_error, open_regular, os_error
 
 __all__ = ["cat_n", "cut_line", "directory_error", "missing_file_error", "split_lines"]
@@ -138,16 +138,20 @@ class ReadTool(Tool):
     input_model = ReadInput
     read_only = True
     idempotent = True
-    quick = True  # a window of a regular file (FIFOs and devices refused unopened), at most ~4 MB
+    quick = True  # a regular file (FIFOs and devices refused unopened) of at most ctx.quick_bytes
 
     def run(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
         if path.suffix == ".ipynb":
+            if ctx.quick_bytes is not None:
+                raise NotQuick(f"{path} is a notebook")
             return _notebook(path, ctx)
         start = max(args.offset or 1, 1)
         limit = args.limit or DEFAULT_LIMIT
         fd, st = open_regular(path, ctx)
         try:
+            if ctx.quick_bytes is not None and st.st_size > ctx.quick_bytes:
+                raise NotQuick(f"{path} holds {st.st_size:,} bytes")
             if looks_binary(os.pread(fd, BINARY_SNIFF_BYTES, 0)):
                 raise ToolError(f"{path} appears to be a binary file and cannot be read as text.")
             with os.fdopen(os.dup(fd), "rb") as fh:
