@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from typing import NamedTuple
 
 from workflows.engine import Engine
@@ -146,6 +147,7 @@ class Ran(NamedTuple):
 
     output: ToolOutput
     writes: object  # the files it read, written by that commit (a callable on its recorder), or None
+    started: float  # when it started (time.time()): its tool step's creation time, for its duration
 
 
 def quick_calls(engine: Engine, rec: SessionRecord, step: StepRecord, reply: ModelReply,
@@ -186,10 +188,11 @@ def run_quick(engine: Engine, rec: SessionRecord, calls: list[tuple[ToolCall, ob
     for call, tool in calls:
         if cancel.is_set():
             return {}
+        started = time.time()
         done = execute_call(engine, rec, call, tool, cancel, worker, quick=True)
         if done is None or (chars := chars + len(done.output.content)) > QUICK_CHARS_MAX:
             return {}
-        ran[call.tool_use_id] = Ran(done.output, done.files.write if done.files.pending else None)
+        ran[call.tool_use_id] = Ran(done.output, done.files.write if done.files.pending else None, started)
     return ran
 
 

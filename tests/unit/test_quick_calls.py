@@ -176,7 +176,7 @@ def test_the_commit_decides_again_and_drops_a_result_it_does_not_allow(engine, w
     [(call, _)] = quick_calls(engine, rec, step, reply, True)
     engine.update_limits(rec.id, rules=_rules("deny", ws / "secret.txt"))
     engine.record_model_reply(rec.id, step.id, owner, reply,
-                              ran={call.tool_use_id: Ran(ToolOutput(content="the secret"), None)})
+                              ran={call.tool_use_id: Ran(ToolOutput(content="the secret"), None, 0.0)})
     [result] = _tool_results(engine, rec.id)
     assert result.is_error and "the secret" not in result.content
 

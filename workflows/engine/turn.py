@@ -315,7 +315,7 @@ class TurnLogic:
         step = self._new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
         tx.dispatch.remove(step)
         del tx.leases[step.id]
-        step.status = StepStatus.DONE
+        step.status, step.created_at = StepStatus.DONE, ran.started  # (its duration: from the run to this commit)
         call.step_id = step.id
         self._add_tool_result(tx, call.tool_use_id, ran.output, step_id=step.id)
         call.status = ToolCallStatus.DONE
