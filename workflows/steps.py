@@ -195,11 +195,11 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
     except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     ran = {}
-    if calls := quick_calls(engine, rec, step, reply, serves_tools):
-        try:
+    try:
+        if calls := quick_calls(engine, rec, step, reply, serves_tools):
             ran = run_quick(engine, rec, calls, cancel, worker)
-        except Exception:  # (a bug in a tool: its tool step runs it again, and reports it)
-            log.exception("quick calls of step %s (session %s) failed; they go to tool steps", step.id[:8], sid[:8])
+    except Exception:  # (a bug: the reply is paid for, so it is recorded; its calls go to tool steps, which report it)
+        log.exception("quick calls of step %s (session %s) failed; they go to tool steps", step.id[:8], sid[:8])
     return engine.record_model_reply(sid, step.id, owner, reply, ran=ran)
 
 

@@ -302,3 +302,20 @@ def test_a_commit_whose_reply_was_lost_still_hands_over_the_step_it_claimed(engi
     monkeypatch.setattr(Store, "commit", real)
     run_one(engine, rec.id, nxt.id, [].extend, worker="w1", keep=lambda s: True, claimed=claimed)
     assert engine.store.get_session(rec.id).state is State.IDLE
+
+
+def test_a_failing_quick_run_still_records_the_paid_reply_and_sends_its_calls_to_tool_steps(engine, ws, monkeypatch):
+    from workflows import steps
+
+    (ws / "a.txt").write_text("a\n")
+    rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])
+    [step] = engine.submit(rec.id, "read")
+
+    def broken(*a, **kw):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(steps, "quick_calls", broken)
+    sent: list = []
+    _run_chain(engine, rec.id, step.id, lambda s: s.queue == "model", sent)
+    assert [s.kind for s in sent] == [StepKind.TOOL]
+    assert sum(isinstance(e, AssistantEntry) for e in engine.store.entries(rec.id)) == 1
