@@ -143,12 +143,17 @@ def start_redis(procs: Procs, tmp: Path) -> str:
     return base
 
 
-def start_fake_api(procs: Procs, tmp: Path, steps: int) -> str:
-    """``python -m tests.fakeapi`` serving ``read_loop:N`` in its own process; its base URL."""
+def start_fake_api(procs: Procs, tmp: Path, steps: int, keep_requests: int | None = None) -> str:
+    """``python -m tests.fakeapi`` serving ``read_loop:N`` in its own process; its base URL.
+
+    ``keep_requests``: the request bodies it keeps for ``GET /_requests`` (default 1,000). Kept bodies
+    are garbage its collector walks again and again, on the cores the measured processes run on.
+    """
     port = free_port()
     log = tmp / "fakeapi.log"
+    keep = ["--keep-requests", str(keep_requests)] if keep_requests else []
     p = procs.start("fake Messages API", [sys.executable, "-m", "tests.fakeapi", "--port", str(port),
-                                          "--named", f"read_loop:{steps}"],
+                                          "--named", f"read_loop:{steps}", *keep],
                     env=child_env(tmp), cwd=ROOT, log=log)
     url = f"http://127.0.0.1:{port}"
     import httpx

@@ -250,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--script", help="a JSON Script file")
     group.add_argument("--named", help="a named script of workflows.scripted (e.g. demo, read_loop:5)")
+    parser.add_argument("--keep-requests", type=int, metavar="N",
+                        help="keep only the last N request bodies for GET /_requests (default 1000)")
     args = parser.parse_args(argv)
 
     if args.script:
@@ -258,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         api = get_api(args.named)
     else:
         api = ScriptedMessagesAPI()
+    if args.keep_requests:
+        api.keep_requests(args.keep_requests)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

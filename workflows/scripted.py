@@ -238,6 +238,12 @@ class ScriptedMessagesAPI:
             self._requests.clear()
             self._error_counts.clear()
 
+    def keep_requests(self, n: int) -> None:
+        """Keep only the last ``n`` request bodies (a benchmark's API, whose kept bodies would otherwise be
+        garbage its collector walks, on the cores the measured process runs on)."""
+        with self._lock:
+            self._requests = collections.deque(self._requests, maxlen=n)
+
     @property
     def all_requests(self) -> list[dict]:
         """Every JSON body received so far (a snapshot copy), in order, retries included."""

@@ -136,3 +136,25 @@ def test_runs_as_a_module(tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=5) == 0
+
+
+def test_keep_requests_bounds_what_a_benchmark_api_holds(tmp_path):
+    """A benchmark's fake API keeps only its last request (``--keep-requests 1``): 1,000 kept bodies of a
+    long conversation were garbage its collector walked, on the cores being measured."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"turns": [{"text": "one"}, {"text": "two"}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakeapi", "--port", "0", "--script", str(path), "--keep-requests", "1"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        url = proc.stdout.readline().split()[1]
+        client = anthropic.Anthropic(api_key="k", base_url=url, max_retries=0)
+        for text in ("first", "second"):
+            client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": text}])
+        with urllib.request.urlopen(url + "/_requests") as r:
+            kept = json.load(r)
+        assert [b["messages"][0]["content"] for b in kept] == ["second"]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=5) == 0
