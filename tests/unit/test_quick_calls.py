@@ -8,7 +8,10 @@ permission decision has the last word: a result it would not allow is never reco
 
 from __future__ import annotations
 
+import os
 import threading
+
+import pytest
 
 from statemachines import State
 from tests.inline import scripted_model
@@ -319,3 +322,52 @@ def test_a_failing_quick_run_still_records_the_paid_reply_and_sends_its_calls_to
     _run_chain(engine, rec.id, step.id, lambda s: s.queue == "model", sent)
     assert [s.kind for s in sent] == [StepKind.TOOL]
     assert sum(isinstance(e, AssistantEntry) for e in engine.store.entries(rec.id)) == 1
+
+
+HOSTILE_READS = [
+    "link-out",  # a symlink out of the workspace
+    "pipe",  # a FIFO: refused unopened, never waited on
+    "a\x00b",  # a NUL byte
+    "a.txt\n../../outside.txt",  # a newline
+    "~root/.ssh/id_rsa",  # another user's home
+    "/proc/self/environ",  # a file that says it is empty
+    "{outside}",  # the outside file by its absolute path
+    "sub/../../outside.txt",  # dot-dot out
+    "./a.txt",  # (a fair one, for contrast)
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE_READS)
+def test_a_hostile_read_gets_the_same_answer_run_early_as_on_a_tool_step(engine, ws, tmp_path, path):
+    """The most permissive mode (every call allowed, so the model step runs each itself): whatever a
+    hostile model names, the quick run answers as the tool step does, and nothing outside leaks."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE SECRET\n")
+    (ws / "a.txt").write_text("inside\n")
+    (ws / "sub").mkdir(exist_ok=True)
+    if not (ws / "link-out").exists():
+        (ws / "link-out").symlink_to(outside)
+        os.mkfifo(ws / "pipe")
+    path = path.format(outside=outside)
+    model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": path})]),
+                                         Turn(text="done")]))
+
+    def result(quick: bool):
+        engine.settings.quick_tools = quick
+        rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+        [step] = engine.submit(rec.id, "read")
+        sent: list = []
+        _run_chain(engine, rec.id, step.id, lambda s: True, sent)
+        assert sent == []
+        [block] = _tool_results(engine, rec.id)
+        tools = [s for s in engine.store.steps(rec.id) if s.kind is StepKind.TOOL]
+        return (block.content, block.is_error), [s.attempt for s in tools]  # attempt 0: run early
+
+    try:
+        early, early_steps = result(True)
+        late, late_steps = result(False)
+    finally:
+        engine.settings.quick_tools = True
+    assert early == late and "OUTSIDE SECRET" not in early[0]
+    # (a path the fan-out refuses, the NUL byte, gets no step either way; any other ran early)
+    assert (early_steps, late_steps) == ([], []) or (early_steps, late_steps) == ([0], [1])

@@ -10,12 +10,13 @@ from workflows.registry import Workers
 
 def test_a_worker_is_live_until_its_registration_expires_then_dead_until_dropped(fake_redis):
     w = Workers(fake_redis)
-    w.register("a#1", ["model", "tools"], ttl=0.2, info={"pid": "1", "host": "h", "api_key": "yes"})
+    # (a TTL a loaded CI machine cannot outrun between two commands: 0.2 s once expired before the check)
+    w.register("a#1", ["model", "tools"], ttl=1.0, info={"pid": "1", "host": "h", "api_key": "yes"})
     w.register("b#2", ["tools.h2"], ttl=30)
     assert w.live()["a#1"] == {"queues": "model,tools", "pid": "1", "host": "h", "api_key": "yes"}
     assert w.live_queues() == {"model", "tools", "tools.h2"}
     assert w.dead() == []
-    time.sleep(0.3)
+    time.sleep(1.1)
     assert set(w.live()) == {"b#2"}
     assert w.dead() == ["a#1"]
     w.drop("a#1")
