@@ -96,7 +96,13 @@ def turns_for(entries: int) -> int:
 
 
 #: The worker name the steps run under (their claims join its held steps, as a real worker's).
-WORKER = "long-transcript@bench"
+WORKER = "bench@profile-step"
+
+
+def serves(step) -> bool:
+    """The queues the benches' in-process steps run as a worker serving them (each step runs the one its
+    commit claims next, a reply's quick calls run in its model step)."""
+    return step.queue in ("model", "tools")
 
 
 def measure(engine, workspace: str, entries: int, steps: int, file_text: str, api_url: str | None = None) -> Growth:
@@ -139,7 +145,7 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str, ap
             t0, c0 = time.perf_counter(), time.process_time()
             # as a worker serving both queues runs them: the step its commit claims next, its quick calls
             _, claimed = steps_mod.run_one(engine, step.session_id, step.id, queue.extend, worker=WORKER,
-                                           keep=lambda st: st.queue in ("model", "tools"), claimed=claimed)
+                                           keep=serves, claimed=claimed)
             took, cpu = time.perf_counter() - t0, time.process_time() - c0
             # Mainsail's CPU: the process's less the model call's, but for the body's encoding in it
             own_cpu = cpu - watches["call"].cpu + watches["body"].cpu

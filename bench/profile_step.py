@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The worker name the in-process steps run under (their claims join its held steps, as a real worker's).
-WORKER = "profile-step@bench"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -154,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                 step, claimed = queue.popleft(), None
                 sid, step_id = step.session_id, step.id
                 while True:
-                    _, claimed = steps_mod.run_one(engine, sid, step_id, queue.extend, worker=WORKER,
-                                                   keep=lambda st: st.queue in ("model", "tools"), claimed=claimed)
+                    _, claimed = steps_mod.run_one(engine, sid, step_id, queue.extend, worker=long_transcript.WORKER,
+                                                   keep=long_transcript.serves, claimed=claimed)
                     if claimed is None:
                         break
                     sid, step_id = claimed[0].session_id, claimed[0].id

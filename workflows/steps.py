@@ -196,7 +196,7 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     ran = {}
     try:
-        if calls := quick_calls(engine, rec, step, reply, serves_tools):
+        if calls := quick_calls(engine, rec, reply, serves_tools):
             ran = run_quick(engine, rec, calls, cancel, worker)
     except Exception:  # (a bug: the reply is paid for, so it is recorded; its calls go to tool steps, which report it)
         log.exception("quick calls of step %s (session %s) failed; they go to tool steps", step.id[:8], sid[:8])

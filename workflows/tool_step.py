@@ -7,11 +7,11 @@ calls run by the model step, right after the reply, on this worker; the reply an
 recorded by one commit (``Engine.record_model_reply(ran=...)``), the next model call claimed by it too.
 That spares each such turn a commit, a claim and a hop: a third of a Read loop's work per step
 (bench/step_overhead.py). What the commit records is what the tool step would have: the same
-permission decision (``decide``, asked again inside the commit, with the record it writes; a call it
-does not allow now is not run from here: its result is dropped, the call goes the usual way), the
-same tool context, the same entries, a tool step record (born done) for each call. A worker that
-dies between the reply and the commit runs the model step again, as it would have had it died during
-the commit itself: the window is a Read of a file longer.
+permission decision (``decide`` and :func:`~workflows.engine.turn.runs_early`, asked again inside the
+commit, with the record it writes; for a call they do not allow now the early result is dropped and
+the call goes the usual way), the same tool context, the same entries, a tool step record (born done)
+for each call. A worker that dies between the reply and the commit runs the model step again, as it
+would have had it died during the commit itself: the window is the Reads longer.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
 from workflows.memory import ProjectMemory
 from workflows.model_client import ModelReply
-from workflows.models import SessionRecord, StepKind, StepRecord, ToolCall
+from workflows.models import SessionRecord, StepRecord, ToolCall
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
@@ -72,7 +72,7 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     except ToolInputError as exc:  # (its MCP tool list was lost: the fan-out found it)
         return engine.record_tool_output(sid, step.id, owner, ToolOutput(content=str(exc), is_error=True,
                                                                          display=str(exc)[:120]))
-    post, files = None, None
+    post, writes = None, None
     if step.attempt > 1 and not tool.idempotent:
         output = unknown_outcome(call)
     elif (pre := pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
@@ -80,15 +80,20 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:
         output = refused
     else:
-        output, post, files = execute_call(engine, rec, pre.call, tool, cancel, worker)
-    return engine.record_tool_output(sid, step.id, owner, output, hook=post,
-                                     writes=files.write if files is not None and files.pending else None)
+        done = execute_call(engine, rec, pre.call, tool, cancel, worker)
+        output, post, writes = done.output, done.post, done.writes
+    return engine.record_tool_output(sid, step.id, owner, output, hook=post, writes=writes)
 
 
 class Executed(NamedTuple):
     output: ToolOutput
     post: object  # the PostToolUse hooks' HookOutcome, or None
     files: object  # the files it read (a deferred tracker: its writes go with the result's commit)
+
+    @property
+    def writes(self):
+        """The writes of the files it read, for the commit of its result (a callable on its recorder), or None."""
+        return self.files.write if self.files.pending else None
 
 
 def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cancel: threading.Event,
@@ -150,16 +155,15 @@ class Ran(NamedTuple):
     started: float  # when it started (time.time()): its tool step's creation time, for its duration
 
 
-def quick_calls(engine: Engine, rec: SessionRecord, step: StepRecord, reply: ModelReply,
+def quick_calls(engine: Engine, rec: SessionRecord, reply: ModelReply,
                 serves_tools: bool) -> list[tuple[ToolCall, object]]:
-    """The calls of ``reply`` this model step runs itself (see the module's docstring), with their tools;
-    empty when any of its calls is not quick: then they all go the usual way.
+    """The calls of ``reply`` (a model step's) this model step runs itself (see the module's docstring),
+    with their tools; empty when any of its calls is not quick: then they all go the usual way.
 
     ``serves_tools``: this worker serves the session's tools queue (and runs what follows its step).
     """
     uses = reply.message.tool_uses()
-    if (not serves_tools or not uses or len(uses) > QUICK_CALLS_MAX or step.kind is not StepKind.MODEL
-            or not engine.settings.quick_tools):
+    if not serves_tools or not uses or len(uses) > QUICK_CALLS_MAX or not engine.settings.quick_tools:
         return []
     out = []
     for tu in uses:
@@ -180,8 +184,9 @@ def run_quick(engine: Engine, rec: SessionRecord, calls: list[tuple[ToolCall, ob
               worker: str | None) -> dict[str, Ran]:
     """Run ``calls`` (from :func:`quick_calls`) here, one after another: tool_use id -> what it gave.
 
-    Empty when one of them cannot be kept (a result past its tool's limit): they then all run on tool
-    steps, which save such a result.
+    Empty when one of them is not quick after all (more to read than ``QUICK_BYTES``, a result past
+    its tool's limit), when the results pass ``QUICK_CHARS_MAX`` in all, or once ``cancel`` is set:
+    they then all run on tool steps (which save a large result).
     """
     ran: dict[str, Ran] = {}
     chars = 0
@@ -192,7 +197,7 @@ def run_quick(engine: Engine, rec: SessionRecord, calls: list[tuple[ToolCall, ob
         done = execute_call(engine, rec, call, tool, cancel, worker, quick=True)
         if done is None or (chars := chars + len(done.output.content)) > QUICK_CHARS_MAX:
             return {}
-        ran[call.tool_use_id] = Ran(done.output, done.files.write if done.files.pending else None, started)
+        ran[call.tool_use_id] = Ran(done.output, done.writes, started)
     return ran
 
 

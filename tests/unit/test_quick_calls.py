@@ -153,22 +153,22 @@ def test_which_replies_are_quick(engine, ws):
     (ws / "a.txt").write_text("a\n")
     reads = [Turn(tool_uses=_reads(ws, "a.txt"))]
     rec, step, _, reply = _claimed_reply(engine, ws, reads)
-    assert [c.name for c, _ in quick_calls(engine, rec, step, reply, True)] == ["Read"]
-    assert quick_calls(engine, rec, step, reply, False) == []  # the tools queue is another worker's
+    assert [c.name for c, _ in quick_calls(engine, rec, reply, True)] == ["Read"]
+    assert quick_calls(engine, rec, reply, False) == []  # the tools queue is another worker's
     engine.settings.quick_tools = False
     try:
-        assert quick_calls(engine, rec, step, reply, True) == []
+        assert quick_calls(engine, rec, reply, True) == []
     finally:
         engine.settings.quick_tools = True
     # a Read that would ask (a rule says so) is not run early
     rec, step, _, reply = _claimed_reply(engine, ws, reads, mode="default", rules=_rules("ask", ws / "a.txt"))
-    assert quick_calls(engine, rec, step, reply, True) == []
+    assert quick_calls(engine, rec, reply, True) == []
     # nor one a PreToolUse hook matches, nor input the tool refuses
     hooks = parse_hooks({"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "true"}]}]}, "t")
     rec, step, _, reply = _claimed_reply(engine, ws, reads, hooks=hooks)
-    assert quick_calls(engine, rec, step, reply, True) == []
+    assert quick_calls(engine, rec, reply, True) == []
     rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=[ToolUse(name="Read", input={"path": 1})])])
-    assert quick_calls(engine, rec, step, reply, True) == []
+    assert quick_calls(engine, rec, reply, True) == []
 
 
 def test_the_commit_decides_again_and_drops_a_result_it_does_not_allow(engine, ws):
@@ -176,7 +176,7 @@ def test_the_commit_decides_again_and_drops_a_result_it_does_not_allow(engine, w
     decides with the record it writes, and a call it denies gets the denial, never the result."""
     (ws / "secret.txt").write_text("the secret\n")
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
-    [(call, _)] = quick_calls(engine, rec, step, reply, True)
+    [(call, _)] = quick_calls(engine, rec, reply, True)
     engine.update_limits(rec.id, rules=_rules("deny", ws / "secret.txt"))
     engine.record_model_reply(rec.id, step.id, owner, reply,
                               ran={call.tool_use_id: Ran(ToolOutput(content="the secret"), None, 0.0)})
@@ -204,7 +204,7 @@ def test_a_cancelled_step_records_nothing_of_its_quick_calls(engine, ws):
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt"))])
     cancel = threading.Event()
     cancel.set()
-    assert run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), cancel, "w1") == {}
+    assert run_quick(engine, rec, quick_calls(engine, rec, reply, True), cancel, "w1") == {}
     assert not any(isinstance(e, AssistantEntry) for e in engine.store.entries(rec.id))
 
 
@@ -219,7 +219,7 @@ def test_a_hook_added_while_the_model_answered_is_run_not_skipped(engine, ws):
     writes with, and the call goes to its tool step, where the hook runs (found by a review)."""
     (ws / "secret.txt").write_text("the secret\n")
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
-    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, reply, True), threading.Event(), "w1")
     assert ran
     marker, hooks = _blocking_hook(ws)
     engine.add_hooks(rec.id, hooks)
@@ -236,7 +236,7 @@ def test_a_hook_added_while_the_model_answered_is_run_not_skipped(engine, ws):
 def test_an_ask_rule_and_a_hook_added_meanwhile_leave_the_call_to_its_hooks_and_question(engine, ws):
     (ws / "secret.txt").write_text("the secret\n")
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
-    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, reply, True), threading.Event(), "w1")
     engine.update_limits(rec.id, rules=_rules("ask", ws / "secret.txt"))
     engine.add_hooks(rec.id, _blocking_hook(ws)[1])
     engine.record_model_reply(rec.id, step.id, owner, reply, ran=ran)
@@ -246,7 +246,7 @@ def test_an_ask_rule_and_a_hook_added_meanwhile_leave_the_call_to_its_hooks_and_
 def test_an_ask_rule_added_meanwhile_asks(engine, ws):
     (ws / "secret.txt").write_text("the secret\n")
     rec, step, owner, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "secret.txt"))], mode="default")
-    ran = run_quick(engine, rec, quick_calls(engine, rec, step, reply, True), threading.Event(), "w1")
+    ran = run_quick(engine, rec, quick_calls(engine, rec, reply, True), threading.Event(), "w1")
     engine.update_limits(rec.id, rules=_rules("ask", ws / "secret.txt"))
     engine.record_model_reply(rec.id, step.id, owner, reply, ran=ran)
     assert engine.store.get_session(rec.id).state is State.AWAITING_PERMISSION
@@ -260,7 +260,7 @@ def test_a_large_file_or_a_notebook_is_read_on_a_tool_step(engine, ws):
     (ws / "n.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     for name in ("big.txt", "n.ipynb"):
         rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, name))])
-        calls = quick_calls(engine, rec, step, reply, True)
+        calls = quick_calls(engine, rec, reply, True)
         assert calls and run_quick(engine, rec, calls, threading.Event(), "w1") == {}, name
 
 
@@ -270,7 +270,7 @@ def test_quick_results_past_their_total_go_to_tool_steps(engine, ws, monkeypatch
     (ws / "a.txt").write_text("a" * 300 + "\n")
     (ws / "b.txt").write_text("b" * 300 + "\n")
     rec, step, _, reply = _claimed_reply(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt", "b.txt"))])
-    calls = quick_calls(engine, rec, step, reply, True)
+    calls = quick_calls(engine, rec, reply, True)
     assert len(run_quick(engine, rec, calls, threading.Event(), "w1")) == 2
     monkeypatch.setattr(tool_step, "QUICK_CHARS_MAX", 500)
     assert run_quick(engine, rec, calls, threading.Event(), "w1") == {}
