@@ -30,10 +30,13 @@ def token() -> None:
               help="Only sessions in this directory (and below); repeatable. Default: every workspace.")
 @click.option("--allow-bypass", is_flag=True,
               help="May start (and send to) sessions in bypassPermissions mode. Default: refused (403).")
-def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool) -> None:
+@click.option("--admin", is_flag=True,
+              help="May approve writes to .claude/, .mcp.json, .mainsail/, .git/ and settings files (and "
+                   "'always' rules allowing them). Default: refused (403).")
+def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool, admin: bool) -> None:
     """Create a token and print it (once: it cannot be shown again)."""
     secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces),
-                                   allow_bypass=allow_bypass)
+                                   allow_bypass=allow_bypass, admin=admin)
     click.echo(secret)
     scope = ", ".join(rec.workspaces) if rec.workspaces else "every workspace"
     click.echo(f"Token {rec.name!r} ({_access(rec)}, {scope}). It is shown "
@@ -43,18 +46,25 @@ def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass
 
 @token.command("update")
 @click.argument("name")
-@click.option("--allow-bypass/--no-bypass", "allow_bypass", required=True,
+@click.option("--allow-bypass/--no-bypass", "allow_bypass", default=None,
               help="Let the token run sessions in bypassPermissions mode, or take that away.")
-def update(name: str, allow_bypass: bool) -> None:
+@click.option("--admin/--no-admin", "admin", default=None,
+              help="Let the token approve protected writes (.claude/, .mcp.json, .mainsail/, .git/, settings), "
+                   "or take that away.")
+def update(name: str, allow_bypass: bool | None, admin: bool | None) -> None:
     """Change what token NAME may do (its secret stays the same)."""
-    rec = _tokens().set_bypass(name, allow_bypass)
+    if allow_bypass is None and admin is None:
+        raise click.UsageError("Say what to change: --allow-bypass/--no-bypass and/or --admin/--no-admin.")
+    rec = _tokens().update(name, allow_bypass=allow_bypass, admin=admin)
     click.echo(f"Token {rec.name!r}: {_access(rec)}.")
 
 
 def _access(rec) -> str:
     if rec.read_only:
         return "read-only"
-    return "read-write, bypassPermissions allowed" if rec.allow_bypass else "read-write, no bypassPermissions"
+    bypass = "bypassPermissions allowed" if rec.allow_bypass else "no bypassPermissions"
+    admin = "admin (may approve protected writes)" if rec.admin else "not admin"
+    return f"read-write, {bypass}, {admin}"
 
 
 @token.command("list")
@@ -64,11 +74,13 @@ def list_tokens() -> None:
     if not rows:
         click.echo("No API tokens. Create one with `mainsail token create --name NAME`.")
         return
-    click.echo(f"{'NAME':<20} {'ACCESS':<10} {'BYPASS':<6} {'CREATED':<17} {'LAST USED':<17} WORKSPACES")
+    click.echo(f"{'NAME':<20} {'ACCESS':<10} {'BYPASS':<6} {'ADMIN':<5} {'CREATED':<17} {'LAST USED':<17} "
+               "WORKSPACES")
     for t in rows:
         used = f"{datetime.fromtimestamp(t.last_used_at):%Y-%m-%d %H:%M}" if t.last_used_at else "never"
         bypass = "-" if t.read_only else ("yes" if t.allow_bypass else "no")
-        click.echo(f"{t.name:<20} {'read-only' if t.read_only else 'read-write':<10} {bypass:<6} "
+        admin = "-" if t.read_only else ("yes" if t.admin else "no")
+        click.echo(f"{t.name:<20} {'read-only' if t.read_only else 'read-write':<10} {bypass:<6} {admin:<5} "
                    f"{datetime.fromtimestamp(t.created_at):%Y-%m-%d %H:%M}  {used:<17} "
                    f"{', '.join(t.workspaces) or '(all)'}")
 

@@ -12,6 +12,14 @@ existed have no ``allow_bypass`` key and are read as without it (fail closed: th
 its token was meant to bypass every check); the 403 names the fix, ``mainsail token update NAME
 --allow-bypass``, which keeps the secret.
 
+Admin scope: approving a call that may write a protected path (``.claude/``, ``.mcp.json``,
+``.mainsail/``, ``.git/``, a settings file), or an "always" answer whose rule would allow such writes,
+needs a token made with ``--admin`` (or given it later with ``mainsail token update NAME --admin``):
+those writes change what every later session may do (the sandbox, hooks, MCP servers, permissions),
+so a person deciding for one workspace may not make them. Records written before the scope existed
+have no ``admin`` key and are read as without it (fail closed, as ``allow_bypass``); see
+:mod:`workflows.permissions.protected_writes`.
+
 A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
 password); it lets a request be checked with one GET.
 """
@@ -64,6 +72,9 @@ class TokenRecord(BaseModel):
     # May it run sessions in bypassPermissions? Only when made (or updated) with --allow-bypass; a record
     # written before this key existed is read as False (see the module docstring).
     allow_bypass: bool = False
+    # May it approve protected writes (workflows.permissions.protected_writes)? Only when made (or updated)
+    # with --admin; a record written before this key existed is read as False (see the module docstring).
+    admin: bool = False
     created_at: float = Field(default_factory=time.time)
     last_used_at: float | None = None
     digest: str = ""
@@ -96,9 +107,10 @@ class TokenStore:
         self.r = r
 
     def create(self, name: str, *, read_only: bool = False, workspaces: list[str] | None = None,
-               allow_bypass: bool = False) -> tuple[str, TokenRecord]:
+               allow_bypass: bool = False, admin: bool = False) -> tuple[str, TokenRecord]:
         """A new token named ``name``: the secret (shown once) and its record. ``allow_bypass``: it may run
-        sessions in bypassPermissions mode (off unless asked for).
+        sessions in bypassPermissions mode (off unless asked for); ``admin``: it may approve protected
+        writes (off unless asked for).
 
         Raises:
             TokenError: the name is invalid or taken, or a workspace is not an existing directory.
@@ -113,7 +125,7 @@ class TokenStore:
             dirs.append(path)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         rec = TokenRecord(name=name, read_only=read_only, workspaces=dirs, digest=digest(token),
-                          allow_bypass=allow_bypass)
+                          allow_bypass=allow_bypass, admin=admin)
         if not self.r.hsetnx(keys.api_tokens(), name, rec.model_dump_json()):
             raise TokenError(f"A token named {name!r} exists already. Revoke it first "
                              f"(mainsail token revoke {name}) or choose another name.")
@@ -159,7 +171,12 @@ class TokenStore:
         return sorted((TokenRecord.model_validate_json(v) for v in rows.values()), key=lambda t: t.created_at)
 
     def set_bypass(self, name: str, allowed: bool) -> TokenRecord:
-        """Give token ``name`` the bypass scope, or take it away; its secret stays the same.
+        """Give token ``name`` the bypass scope, or take it away (see :meth:`update`)."""
+        return self.update(name, allow_bypass=allowed)
+
+    def update(self, name: str, *, allow_bypass: bool | None = None, admin: bool | None = None) -> TokenRecord:
+        """Give token ``name`` the bypass or admin scope, or take it away (None: unchanged); its secret
+        stays the same.
 
         Written in one script, only if the record is still this token's: a token revoked (or made again)
         meanwhile is not brought back.
@@ -168,7 +185,10 @@ class TokenStore:
             TokenError: no token has that name (or it was revoked meanwhile).
         """
         rec = self._record(name)
-        rec.allow_bypass = allowed
+        if allow_bypass is not None:
+            rec.allow_bypass = allow_bypass
+        if admin is not None:
+            rec.admin = admin
         if not self.r.eval(_REPLACE, 1, keys.api_tokens(), rec.name, rec.digest, rec.model_dump_json()):
             raise TokenError(f"Token {name!r} was revoked or made again meanwhile. See `mainsail token list`.")
         return rec
@@ -202,7 +222,7 @@ class TokenStore:
 def describe(rec: TokenRecord) -> dict:
     """A token's record as shown to people (never the digest)."""
     return {"name": rec.name, "read_only": rec.read_only, "workspaces": rec.workspaces,
-            "allow_bypass": rec.allow_bypass,
+            "allow_bypass": rec.allow_bypass, "admin": rec.admin,
             "created_at": rec.created_at, "last_used_at": rec.last_used_at}
 
 
