@@ -7,6 +7,11 @@ console's cookie), found by its SHA-256 in Redis (:mod:`workflows.api_tokens`).
   exist (it learns nothing about other teams' sessions).
 - A token made without ``--allow-bypass`` asking to start, send to or schedule a session that would run
   in bypassPermissions: 403 (:mod:`workflows.permissions.bypass`).
+- A token made without ``--admin`` approving a call that may write ``.claude/``, ``.mcp.json``,
+  ``.mainsail/``, ``.git/`` or a settings file, or answering "always" with a rule that would allow such
+  writes: 403 (:mod:`workflows.permissions.protected_writes`).
+- A token restricted to workspaces approving a call that may reach outside them: 403
+  (:mod:`workflows.permissions.token_reach`).
 
 The console's cookie is ``HttpOnly`` and ``SameSite=Strict``; a change made with it must also carry
 the ``X-Mainsail-Console`` header, which a page of another origin cannot add without a CORS
@@ -22,8 +27,10 @@ from fastapi import Depends, HTTPException, Request
 
 from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import SessionNotFound
-from workflows.models import SessionRecord
+from workflows.models import PermissionRequest, SessionRecord
 from workflows.permissions import bypass
+from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem, protected_write
+from workflows.permissions.token_reach import reach_problem
 
 COOKIE = "mainsail_token"
 CONSOLE_HEADER = "X-Mainsail-Console"
@@ -61,6 +68,31 @@ class Caller:
         made with ``--allow-bypass``."""
         bypass.require_token_for(rec, self.token, f"send to session {rec.id[:8]} (it runs in bypassPermissions mode)",
                                  "start a session in another mode")
+
+    def check_approval(self, rec: SessionRecord, req: PermissionRequest, always: bool, others) -> None:
+        """A 403 unless this token may approve ``req`` of session ``rec`` (``always``: with its rules).
+
+        A token without the admin scope may not approve a call that may write a protected path, nor
+        add "always" rules that would allow one; a token restricted to workspaces may not approve a
+        call that may reach outside them (``others``: every token's record, whose workspaces its
+        sessions may not read). A denial never needs a scope: this is asked of approvals only."""
+        where = f"request {req.id} of session {rec.id[:8]} ({req.tool}: {req.summary[:80]})"
+        if not self.token.admin:
+            why = protected_write(req.tool, req.input, rec)
+            if why is None and always:
+                why = always_problem(list(req.always), rec)
+            if why is not None:
+                raise HTTPException(403, f"Token {self.name!r} may not approve {where}: {why}, and approving a "
+                                         f"write to {PROTECTED_NAMES} needs the admin scope, which the token "
+                                         f"lacks. Deny it, approve it at the server (`mainsail approve "
+                                         f"{rec.id[:8]} {req.id}`), or have the server's admin give the token "
+                                         f"the scope: `mainsail token update {self.name} --admin`.")
+        why = reach_problem(req.tool, req.input, rec, self.token, others)
+        if why is not None:
+            allowed = ", ".join(self.token.workspaces)
+            raise HTTPException(403, f"Token {self.name!r} may only use {allowed}, and may not approve {where}: "
+                                     f"{why}. Deny it, or approve it at the server (`mainsail approve "
+                                     f"{rec.id[:8]} {req.id}`).")
 
     def check_workspace(self, workspace: str) -> None:
         if not self.token.allows_workspace(workspace):

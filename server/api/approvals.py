@@ -1,5 +1,10 @@
 """Permission requests waiting for a person, and deciding them (``mainsail pending/approve/deny``).
 
+An approval by a token without the admin scope of a call that may write ``.claude/``, ``.mcp.json``,
+``.mainsail/``, ``.git/`` or a settings file (or an "always" whose rules would allow one), and a scoped
+token's approval of a call reaching outside its workspaces, are refused with a 403
+(:meth:`server.auth.Caller.check_approval`); the console's inbox buttons post here too.
+
 A decision records the token that made it (``token:NAME``) in the request and the transcript's
 decision entry, so a team can see who let a command run.
 """
@@ -12,6 +17,7 @@ from server.api.common import engine, visible_session
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import Decided, Decision, PendingRequest
 from tasks.dispatch import dispatch
+from workflows.api_tokens import TokenStore
 from workflows.engine.approvals import request_of
 from workflows.permissions import prompt_text
 
@@ -41,6 +47,8 @@ def _decide(request: Request, caller: Caller, session: str, body: Decision, appr
     caller.check_session(target)
     if approve:  # an approval lets a bypassPermissions turn go on: the token needs that scope (a denial never)
         caller.check_bypass(target)
+        # ... and one that may write a protected path needs the admin scope; a scoped token's, its workspaces
+        caller.check_approval(target, req, body.always, TokenStore(eng.store.r).records())
     dispatch(eng.decide_request(sid, req.id, approve, always=approve and body.always,
                                 message=None if approve else body.message, decider=caller.decided_by))
     return Decided(session_id=sid, request_id=req.id, tool=req.tool, summary=req.summary, approved=approve,
