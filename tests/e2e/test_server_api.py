@@ -186,7 +186,9 @@ def test_messages_queue_cancel_and_compact(served, workspace):
 def test_approvals_read_only_tokens_and_deciders(served, workspace):
     srv, admin, fake = served
     tokens = TokenStore(srv.cluster.store.r)
-    alice, _ = tokens.create("alice")
+    # alice answers "always": Bash(echo approved:*) would also allow `echo approved x > .mcp.json`, a
+    # protected write (workflows/permissions/protected_writes.py), so that needs the admin scope.
+    alice, _ = tokens.create("alice", admin=True)
     reader, _ = tokens.create("reader", read_only=True)
     with srv.client(admin) as api, srv.client(alice) as as_alice, srv.client(reader) as ro:
         sid = create(api, workspace, "bash please")["id"]
