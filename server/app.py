@@ -32,6 +32,7 @@ from workflows.exceptions import (
     MainsailError,
     RequestClosed,
     RequestNotFound,
+    ScopeMissing,
     SessionBusy,
     SessionNotFound,
     StoreUnavailable,
@@ -43,7 +44,7 @@ log = logging.getLogger("mainsail.server")
 #: HTTP status per domain error (the first match in order wins; anything else of ours is a 400).
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
-    ((BypassDisabled,), 403),
+    ((BypassDisabled, ScopeMissing), 403),
     ((AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
     ((StoreUnavailable, LockTimeout), 503),
     ((TokenError, ConfigurationError), 400),

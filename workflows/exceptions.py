@@ -19,6 +19,7 @@ Hierarchy::
     ├── RequestNotFound             no pending permission request matches (or several do)
     ├── RequestClosed               the request was already decided, or superseded by a cancel
     ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
+    ├── ScopeMissing                an API token lacks the admin scope for what it asked (a protected write)
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
         └── ToolInputError          the model's tool input did not validate
 
@@ -96,6 +97,11 @@ class RequestClosed(MainsailError):
 class BypassDisabled(MainsailError):
     """A session may not run in bypassPermissions: ``permissions.disableBypassPermissionsMode`` in a
     settings file, or an API token made without ``--allow-bypass``; the message names which and the fix."""
+
+
+class ScopeMissing(MainsailError):
+    """An API token made without ``--admin`` asked for something that may write a protected path (an
+    allow rule for its session that would let such writes through); the message names the fix."""
 
 
 class ToolError(MainsailError):

@@ -16,10 +16,12 @@ from pathlib import Path
 from workflows.mcp.sources import McpFlags, load_mcp
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
-from workflows.models import PermissionMode
+from workflows.exceptions import ScopeMissing
+from workflows.models import PermissionMode, SessionRecord
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
+from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.session_keys import resolve_added_dir
-from workflows.permissions.settings_files import SettingsError, load_permission_settings
+from workflows.permissions.settings_files import SettingsError, load_permission_settings, split_rules
 
 
 def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
@@ -44,6 +46,8 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
         SettingsError: a settings file, a rule, an --add-dir or the model name is wrong.
         McpConfigError: an MCP configuration is malformed.
         BypassDisabled: ``token`` may not start a session in the bypassPermissions mode asked for.
+        ScopeMissing: ``token`` (without the admin scope) gives ``allowed_tools`` that would let a call
+            write a protected path without asking (:func:`require_admin_for_rules`).
     """
     home = home or Path.home()
     environ = os.environ if environ is None else environ
@@ -69,13 +73,36 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     if not valid_name(model):
         raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
                             "or a model id like claude-sonnet-4-5.")
-    return {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
-            "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
-            "env": files.env,
-            "model_overrides": model_overrides(environ, files.model_env),
-            "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
-            "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
-            "mcp_servers": servers.servers, "bypass_disabled_by": disabled}, warnings
+    perms = {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
+             "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
+             "env": files.env,
+             "model_overrides": model_overrides(environ, files.model_env),
+             "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
+             "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
+             "mcp_servers": servers.servers, "bypass_disabled_by": disabled}
+    if token is not None and not token.admin and allowed_tools:
+        require_admin_for_rules(token, split_rules(list(allowed_tools)), ws, perms)
+    return perms, warnings
+
+
+def require_admin_for_rules(token, rules: list[str], ws: Path, perms: dict) -> None:
+    """Refuse allow rules given by ``token`` (without the admin scope) that would let a call of the new
+    session write a protected path without asking (:func:`~workflows.permissions.protected_writes.
+    always_problem`, as for an "always" answer).
+
+    Raises:
+        ScopeMissing: one would; the message names the token, the rule, the path and the fix.
+    """
+    probe = SessionRecord(id="new-session", model=perms["model"], workspace=str(ws), home=perms["home"],
+                          permission_mode=perms["permission_mode"], rules=perms["rules"], sandbox=perms["sandbox"],
+                          additional_directories=perms["additional_directories"])
+    why = always_problem(rules, probe)
+    if why is not None:
+        raise ScopeMissing(f"Token {token.name!r} may not give its session the allowed tools {', '.join(rules)}: "
+                           f"{why}, and allowing a write to {PROTECTED_NAMES} needs the admin scope, which the "
+                           f"token lacks. Leave the rule out (the session then asks, and a person approves), or "
+                           f"have the server's admin give the token the scope: `mainsail token update "
+                           f"{token.name} --admin`.")
 
 
 def unrun_hooks(hooks) -> list[str]:

@@ -112,6 +112,17 @@ def test_a_scoped_tokens_approval_of_a_settings_write_is_refused_and_an_admins_g
         assert settings.read_text() == SANDBOX_OFF
 
 
+def test_a_scoped_token_may_not_start_a_session_whose_rules_allow_protected_writes(teams):
+    srv, _, a, _, team_a, boss = teams
+    body = {"workspace": str(a), "allowed_tools": ["Bash(python3:*)"]}
+    with srv.client(team_a) as mine, srv.client(boss) as admin:
+        refused = mine.post("/api/sessions", json=body)
+        assert refused.status_code == 403, refused.text
+        assert "admin scope" in refused.json()["detail"] and "Bash(python3:*)" in refused.json()["detail"]
+        assert mine.get("/api/sessions").json() == []
+        assert admin.post("/api/sessions", json=body).status_code == 201
+
+
 def test_a_denial_needs_no_scope(teams):
     srv, _, a, _, team_a, _ = teams
     with srv.client(team_a) as mine:

@@ -215,3 +215,23 @@ def test_the_admin_scope_is_off_unless_asked_and_an_old_record_reads_as_without_
     del raw["admin"]
     fake_redis.hset(keys.api_tokens(), "boss", json.dumps(raw))
     assert tokens.named("boss").admin is False
+
+
+# ----------------------------------------------------------------------------- allowed tools at the start
+
+
+def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allowing_protected_writes(
+        ws, home, bwrap):
+    from workflows.exceptions import ScopeMissing
+    from workflows.session_setup import session_options
+    from workflows.settings import Settings
+
+    alice, boss = TokenRecord(name="alice"), TokenRecord(name="boss", admin=True)
+    for rules in (["Edit"], ["Bash(python3:*)"], ["Read Write"]):
+        with pytest.raises(ScopeMissing, match="mainsail token update alice --admin"):
+            session_options(ws, Settings(), allowed_tools=rules, token=alice, home=home)
+        perms, _ = session_options(ws, Settings(), allowed_tools=rules, token=boss, home=home)
+        assert perms["rules"].allow
+    perms, _ = session_options(ws, Settings(), allowed_tools=["Read", "WebFetch(domain:example.com)"], token=alice,
+                               home=home)
+    assert len(perms["rules"].allow) == 2
