@@ -32,8 +32,7 @@ from workflows import keys
 from workflows.engine.support import cancel_message
 from workflows.api_tokens import TokenStore
 from workflows.exceptions import MainsailError
-from workflows.models import SandboxSettings
-from workflows.permissions.token_reach import hidden_from
+from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.session_setup import session_options
 from workflows.settings import get_settings
 from workflows.store import stream_entries
@@ -116,9 +115,7 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
         caller.check_workspace(extra)
     # A scoped token's session hides the other tokens' workspaces from its commands (sandbox denyRead);
     # its approvals are held to that too (workflows/permissions/token_reach.py).
-    if hidden := hidden_from(caller.token, TokenStore(engine(request).store.r).records()):
-        sandbox = perms.get("sandbox") or SandboxSettings()
-        perms["sandbox"] = sandbox.model_copy(update={"deny_read": [*sandbox.deny_read, *hidden]})
+    perms = hide_other_workspaces(perms, caller.token, TokenStore(engine(request).store.r).records())
     rec = eng.create_session(str(ws), max_turns=body.max_turns, max_budget_usd=body.max_budget_usd,
                              system_prompt=body.system_prompt, append_system_prompt=body.append_system_prompt,
                              auto_memory=False if body.no_memory else None, asks="wait", **perms)

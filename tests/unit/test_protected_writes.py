@@ -235,3 +235,23 @@ def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allo
     perms, _ = session_options(ws, Settings(), allowed_tools=["Read", "WebFetch(domain:example.com)"], token=alice,
                                home=home)
     assert len(perms["rules"].allow) == 2
+
+
+def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engine, settings, tmp_path):
+    from workflows.schedules.firing import fire
+    from workflows.schedules.models import Schedule, SessionOptions
+    from workflows.schedules.store import ScheduleStore
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    tokens = TokenStore(engine.store.r)
+    tokens.create("team-a", workspaces=[str(tmp_path / "a")])
+    tokens.create("team-b", workspaces=[str(tmp_path / "b")])
+    fired = {}
+    for who in ("token:team-a", "user:me"):
+        s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(tmp_path / "a"), prompt="report",
+                     options=SessionOptions(), created_by=who)
+        ScheduleStore(engine.store.r).add(s)
+        fired[who] = engine.store.get_session(fire(engine, settings, s.id, manual=True).session_id)
+    assert fired["token:team-a"].sandbox.deny_read == [os.path.realpath(tmp_path / "b")]
+    assert fired["user:me"].sandbox.deny_read == []

@@ -35,7 +35,7 @@ from workflows.permissions.protected_writes import (
 if TYPE_CHECKING:
     from workflows.api_tokens import TokenRecord
 
-__all__ = ["hidden_from", "reach_problem"]
+__all__ = ["hidden_from", "hide_other_workspaces", "reach_problem"]
 
 #: Tools that touch no file: their reach is the web or the session itself.
 _NO_FILES = NO_FILE_WRITES - {"Read", "Glob", "Grep"}
@@ -61,6 +61,18 @@ def hidden_from(token: "TokenRecord", others: Iterable["TokenRecord"]) -> list[s
             if not _inside_any(real, token.workspaces) and real not in out:
                 out.append(real)
     return out
+
+
+def hide_other_workspaces(perms: dict, token: "TokenRecord | None", records: Iterable["TokenRecord"]) -> dict:
+    """``perms`` (:func:`~workflows.session_setup.session_options`'s) with the sandbox's ``denyRead`` holding
+    every workspace :func:`hidden_from` gives for ``token`` (unchanged for none, or an unscoped token)."""
+    from workflows.models import SandboxSettings
+
+    hidden = hidden_from(token, records) if token is not None else []
+    if hidden:
+        box = perms.get("sandbox") or SandboxSettings()
+        perms = {**perms, "sandbox": box.model_copy(update={"deny_read": [*box.deny_read, *hidden]})}
+    return perms
 
 
 def reach_problem(tool: str, tool_input: dict, rec: SessionRecord, token: "TokenRecord",

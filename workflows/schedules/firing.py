@@ -21,6 +21,7 @@ from pathlib import Path
 
 from workflows.exceptions import InvalidSchedule, MainsailError, SessionNotFound
 from workflows.models import StepRecord, SystemEntry, new_id
+from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.schedules import cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun
 from workflows.schedules.store import ScheduleStore
@@ -93,8 +94,13 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
                                       allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
                                       approval_timeout=opts.approval_timeout_seconds, add_dirs=opts.add_dirs,
                                       fallback_model=opts.fallback_model, cwd=str(ws),
-                                      token=creator_token(engine, schedule),
+                                      token=(token := creator_token(engine, schedule)),
                                       mode_given_by="the schedule's permission_mode")
+    # A scoped token's schedule runs sessions that hide the other tokens' workspaces, as the API's do.
+    if token is not None:
+        from workflows.api_tokens import TokenStore
+
+        perms = hide_other_workspaces(perms, token, TokenStore(engine.store.r).records())
     rec = engine.create_session(str(ws), max_turns=opts.max_turns, max_budget_usd=opts.max_budget_usd,
                                 system_prompt=opts.system_prompt, append_system_prompt=opts.append_system_prompt,
                                 auto_memory=False if opts.no_memory else None, asks="wait", sid=sid, **perms)
