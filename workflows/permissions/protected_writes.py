@@ -34,6 +34,7 @@ from workflows.exceptions import ConfigurationError
 from workflows.models import SessionRecord
 from workflows.permissions import commands, paths
 from workflows.permissions.bash_parse import Command, Word, parse
+from workflows.permissions.evaluate import PATH_TOOLS
 from workflows.permissions.bash_paths import SAFE_DEVICES, Cwds, cd_targets, path_texts, resolve_all
 from workflows.permissions.rules import EDIT_TOOLS, Decision
 
@@ -48,7 +49,6 @@ NO_FILE_WRITES = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "To
 #: Commands that write only the paths they name (every path they name is checked, fail closed).
 NAMED_WRITERS = frozenset({"mkdir", "touch", "mv", "cp", "ln", "rm", "rmdir", "install", "tee", "truncate",
                            "chmod", "unlink"})
-_PATH_KEYS = {"NotebookEdit": "notebook_path"}
 #: The protected names a sandbox must keep read-only before an unknown program in it counts as
 #: writing none of them (compared with :data:`~workflows.permissions.sandbox_mounts.PROTECTED`).
 _SANDBOX_MUST_COVER = (".claude", ".mainsail", ".git", ".mcp.json")
@@ -87,7 +87,7 @@ def protected_write(tool: str, tool_input: dict, rec: SessionRecord) -> str | No
     if tool in NO_FILE_WRITES:
         return None
     if tool in EDIT_TOOLS:
-        return _edit(tool, tool_input.get(_PATH_KEYS.get(tool, "file_path")), rec)
+        return _edit(tool, tool_input.get(PATH_TOOLS[tool]), rec)
     if tool == "Bash":
         command = tool_input.get("command")
         return _bash(command if isinstance(command, str) else "", rec)

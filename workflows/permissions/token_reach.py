@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from workflows.models import SessionRecord
 from workflows.permissions import paths
+from workflows.permissions.evaluate import PATH_TOOLS
 from workflows.permissions.bash_parse import parse
 from workflows.permissions.protected_writes import (
     NO_FILE_WRITES,
@@ -39,8 +40,6 @@ __all__ = ["hidden_from", "hide_other_workspaces", "reach_problem"]
 
 #: Tools that touch no file: their reach is the web or the session itself.
 _NO_FILES = NO_FILE_WRITES - {"Read", "Glob", "Grep"}
-_PATH_KEYS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
-              "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
 
 
 def _inside_any(path: str, dirs: Iterable[str]) -> bool:
@@ -87,8 +86,8 @@ def reach_problem(tool: str, tool_input: dict, rec: SessionRecord, token: "Token
     home = os.path.realpath(rec.home or os.path.expanduser("~"))
     if tool in _NO_FILES:
         return None
-    if tool in _PATH_KEYS:
-        value = tool_input.get(_PATH_KEYS[tool]) or (rec.workspace if tool in ("Glob", "Grep") else None)
+    if tool in PATH_TOOLS:
+        value = tool_input.get(PATH_TOOLS[tool]) or (rec.workspace if tool in ("Glob", "Grep") else None)
         try:
             path = paths.resolve(value, cwd=rec.workspace, home=home)
         except paths.Unresolvable as exc:
