@@ -147,9 +147,15 @@ def test_the_cause_6_attack_fails_end_to_end(teams):
         refused = mine.post(f"/api/sessions/{sid}/approve", json={})
         assert refused.status_code == 403, refused.text
         assert "outside the token's workspaces" in refused.json()["detail"] and str(b) in refused.json()["detail"]
+        # A program: refused while the sandbox leaves protected names writable (today: .mcp.json, .git/);
+        # once it keeps them all, it runs in a sandbox that hides b (the session was started by team-a).
         sid = start(mine, a, "peek at it")
-        refused = mine.post(f"/api/sessions/{sid}/approve", json={})
-        assert refused.status_code == 403, refused.text
+        peek = mine.post(f"/api/sessions/{sid}/approve", json={})
+        assert peek.status_code in (200, 403), peek.text
+        if peek.status_code == 403:
+            assert "admin scope" in peek.json()["detail"]
+        else:
+            wait_state(mine, sid, "idle")
     assert snapshot(b) == before and not (a / "stolen.txt").exists() and not (a / ".claude").exists()
     assert SECRET not in json.dumps(fake.requests)
 
