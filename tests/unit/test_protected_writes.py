@@ -103,7 +103,7 @@ def test_a_settings_file_outside_the_workspace_is_protected(ws, home, monkeypatc
     "echo x > .claude/settings.json", "echo '{}' | tee .mcp.json", "echo x >> ~/.claude/settings.json",
     "cp src/a.py .git/hooks/pre-commit", "cd src && mkdir .git", "mv src .claude", "touch .c*/x",
     "git config core.fsmonitor x", "git -c x=y commit -m m", "echo $(id) > out", "ln -s .claude cfg",
-    "rm .mcp.json", "GIT_DIR=x git status",
+    "rm .mcp.json",
 ])
 def test_bash_that_may_write_a_protected_path_is_named(ws, home, command, bwrap):
     assert bash(command, session(ws, home)) is not None, command
@@ -116,6 +116,11 @@ def test_a_program_outside_the_sandbox_may_write_anything(ws, home, command, bwr
     why = bash(command, session(ws, home, enabled=False))
     assert "sandbox is off" in why
     assert "excludedCommands" in bash(command, session(ws, home, excluded_commands=[command.split()[0]]))
+
+
+def test_a_variable_that_may_change_what_runs_makes_a_read_only_command_a_program(ws, home, bwrap):
+    assert "sandbox is off" in bash("GIT_DIR=x git status", session(ws, home, enabled=False))
+    assert "sandbox is off" in bash("LD_PRELOAD=./x.so ls", session(ws, home, enabled=False))
 
 
 def test_the_sandbox_unavailable_or_turned_off_counts_as_off(ws, home, monkeypatch):
