@@ -158,7 +158,7 @@ def _part(cmd: Command, command: str, rec: SessionRecord, cwds: Cwds, hm: str, f
     for r in cmd.redirects:
         if r.writes and r.target is not None and r.target.value not in SAFE_DEVICES:
             if why := _word(r.target, rec, cwds, hm, files):
-                return f"`{shown}` writes {why}"
+                return f"`{shown}` sends its output to {why}"
         elif r.writes and r.target is None:
             return f"`{shown}` writes to a file the checker cannot name"
     if not inner:
@@ -273,5 +273,5 @@ def always_problem(rules: list[str], rec: SessionRecord) -> str | None:
             result = evaluate(tool, probe, mode=effective_mode(rec), rules=wider, workspace=rec.workspace,
                               home=_home(rec), read_only=False, additional_dirs=rec.additional_directories)
             if result.decision is Decision.ALLOW and (why := protected_write(tool, probe, rec)):
-                return f"the rule {rule} would allow {why} without asking"
+                return f"the rule {rule} would let a later call through without asking ({why})"
     return None
