@@ -71,6 +71,7 @@ def test_a_notebook_edit_and_links_resolve_like_the_tool(ws, home):
     (ws / ".claude" / "settings.json").write_text("{}")
     os.link(ws / ".claude" / "settings.json", ws / "innocent.json")
     assert "hard links" in protected_write("Edit", {"file_path": "innocent.json"}, rec)
+    assert "hard links" in bash("echo x >> innocent.json", rec) and "hard links" in bash("touch innocent.json", rec)
 
 
 def test_ordinary_writes_and_tools_that_write_no_file_pass(ws, home):

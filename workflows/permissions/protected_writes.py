@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from pathlib import Path
 
 from workflows.exceptions import ConfigurationError
@@ -103,13 +104,18 @@ def _edit(tool: str, value, rec: SessionRecord) -> str | None:
         return f"{tool} writes {value!r}, which cannot be resolved ({exc})"
     if is_protected(path, rec):
         return f"{tool} writes {path}"
+    if _linked(path):
+        return f"{tool} writes {path}, which has other hard links (one may be a protected file)"
+    return None
+
+
+def _linked(path: str) -> bool:
+    """A file with other hard links: writing it writes them too, wherever they are."""
     try:
         st = os.lstat(path)
     except OSError:
-        return None
-    if st.st_nlink > 1 and not os.path.isdir(path):
-        return f"{tool} writes {path}, which has other hard links (one may be a protected file)"
-    return None
+        return False
+    return st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode)
 
 
 def _bash(command: str, rec: SessionRecord) -> str | None:
@@ -184,7 +190,9 @@ def _word(word: Word, rec: SessionRecord, cwds: Cwds, hm: str, files: set[str]) 
     found = word_paths(word, cwds, hm)
     if isinstance(found, str):
         return found
-    return next((p for p in found if is_protected(p, rec, files)), None)
+    if hit := next((p for p in found if is_protected(p, rec, files)), None):
+        return hit
+    return next((f"{p}, which has other hard links" for p in found if _linked(p)), None)
 
 
 def word_paths(word: Word, cwds: Cwds, hm: str) -> list[str] | str:
