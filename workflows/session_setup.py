@@ -13,10 +13,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from workflows.exceptions import ScopeMissing
 from workflows.mcp.sources import McpFlags, load_mcp
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
-from workflows.exceptions import ScopeMissing
 from workflows.models import PermissionMode, SessionRecord
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem

@@ -29,8 +29,8 @@ from server.schemas import (
 from statemachines import State
 from tasks.dispatch import dispatch
 from workflows import keys
-from workflows.engine.support import cancel_message
 from workflows.api_tokens import TokenStore
+from workflows.engine.support import cancel_message
 from workflows.exceptions import MainsailError
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.session_setup import session_options
