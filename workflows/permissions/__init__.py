@@ -12,6 +12,9 @@ Modules:
 * :mod:`~workflows.permissions.mcp_rules`: the rule forms of MCP tools (``mcp__server``, ``mcp__server__tool``, ``*``);
 * :mod:`~workflows.permissions.prompt`: what a person is shown, and what "(a)lways" adds;
 * :mod:`~workflows.permissions.settings_files`: rules, modes and sandbox settings from settings files and flags;
+* :mod:`~workflows.permissions.protected_writes`: whether a pending call may write a protected path (an
+  API token needs the admin scope to approve it);
+* :mod:`~workflows.permissions.token_reach`: what a workspace-scoped API token's approval may reach;
 * :mod:`~workflows.permissions.sandbox` (and ``sandbox_*``): the OS sandbox every Bash command runs in
   (bubblewrap: mounts, a scrubbed environment, the network allow-list proxy, the unix-socket filter).
 """
