@@ -111,6 +111,11 @@ def test_a_scoped_tokens_approval_of_a_settings_write_is_refused_and_an_admins_g
         wait_state(mine, sid, "idle")
         assert settings.read_text() == SANDBOX_OFF
 
+        # The next session of the workspace runs unsandboxed: team-a may not approve a program there.
+        sid = start(mine, a, "peek at it")
+        refused = mine.post(f"/api/sessions/{sid}/approve", json={})
+        assert refused.status_code == 403 and "the session's sandbox is off" in refused.json()["detail"]
+
 
 def test_a_scoped_token_may_not_start_a_session_whose_rules_allow_protected_writes(teams):
     srv, _, a, _, team_a, boss = teams
