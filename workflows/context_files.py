@@ -9,7 +9,7 @@
 - :data:`DEFAULT_SYSTEM_PROMPT` and :func:`system_prompt`: the ``system``
   parameter of a Messages API call, as a list of text blocks.
 
-Only files and ``git`` subprocesses are read; nothing here touches Redis, and
+Only files are read (git state through libgit2, which runs nothing); nothing here touches Redis, and
 nothing here raises for a missing, unreadable or odd file or repository.
 """
 
@@ -18,12 +18,16 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
+
+import pygit2
+
+from workflows import git_state
 
 # --------------------------------------------------------------------------- system prompt
 
@@ -101,74 +105,23 @@ GIT_STATUS_HEADER = (
 )
 
 
-def _git(workspace: str, *args: str) -> str | None:
-    """``git args`` in ``workspace``: its stdout, or None when it failed in any way."""
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+GIT_LEFT_OUT = "gitStatus: (left out: {why}; Mainsail reads no repository that leads outside its directory)"
+
+
+def _snapshot(workspace: str) -> tuple[str, str]:
+    """The ``gitStatus: ...`` text and "" , or "" and why the repository was refused ("" for none)."""
+    opened = git_state.open_repo(workspace)
+    r = opened.repo
+    if r is None:
+        return "", opened.note
+    branch = git_state.branch_name(r)
+    main = git_state.main_branch(r, branch)
+    user = git_state.user_name(r).strip()
     try:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.decode("utf-8", errors="replace")
-
-
-def is_git_repo(workspace: str) -> bool:
-    """Whether ``workspace`` is inside a git work tree (False for a .git dir or a bare repo)."""
-    out = _git(workspace, "rev-parse", "--is-inside-work-tree")
-    return out is not None and out.strip() == "true"
-
-
-def _current_branch(workspace: str) -> str:
-    out = _git(workspace, "rev-parse", "--abbrev-ref", "HEAD")
-    if out is None or not out.strip():  # an unborn branch: no commits yet
-        out = _git(workspace, "symbolic-ref", "--short", "-q", "HEAD")
-    return (out or "").strip() or "HEAD"
-
-
-def _main_branch(workspace: str, current: str) -> str:
-    target = (_git(workspace, "symbolic-ref", "-q", "refs/remotes/origin/HEAD") or "").strip()
-    prefix = "refs/remotes/origin/"
-    if target.startswith(prefix) and len(target) > len(prefix):
-        return target[len(prefix):]
-    refs = set(
-        (_git(
-            workspace, "for-each-ref", "--format=%(refname)",
-            "refs/heads/main", "refs/heads/master", "refs/remotes/origin/main", "refs/remotes/origin/master",
-        ) or "").split()
-    )
-    for name in ("main", "master"):
-        if f"refs/heads/{name}" in refs or f"refs/remotes/origin/{name}" in refs:
-            return name
-    return current
-
-
-def git_status(workspace: str) -> str:
-    """Claude Code's ``gitStatus: ...`` block for ``workspace``; "" outside a git repository."""
-    if not is_git_repo(workspace):
-        return ""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        f_branch = pool.submit(_current_branch, workspace)
-        f_user = pool.submit(_git, workspace, "config", "user.name")
-        f_status = pool.submit(_git, workspace, "-c", "color.status=false", "status", "--short")
-        f_log = pool.submit(
-            _git, workspace, "log", "--oneline", "--no-decorate", "--no-color", "--no-show-signature",
-            "-n", "5",
-        )
-        branch = f_branch.result()
-        main = _main_branch(workspace, branch)
-        user = (f_user.result() or "").strip()
-        status = (f_status.result() or "").strip()
-        log = (f_log.result() or "").strip()
+        status = git_state.short_status(r, opened.top, opened.workspace).strip()
+    except (pygit2.GitError, OSError, ValueError):
+        status = ""
+    log = git_state.recent_commits(r).strip()
     if len(status) > MAX_STATUS_CHARS:
         status = status[:MAX_STATUS_CHARS] + "\n" + STATUS_TRUNCATED_NOTE
     parts = [
@@ -180,7 +133,33 @@ def git_status(workspace: str) -> str:
     parts.append(f"Status:\n{status or '(clean)'}")
     if log:
         parts.append(f"Recent commits:\n{log}")
-    return "gitStatus: " + "\n\n".join(parts)
+    return "gitStatus: " + "\n\n".join(parts), ""
+
+
+def _snapshot_within(workspace: str) -> tuple[str, str]:
+    """:func:`_snapshot`, given up after :data:`GIT_TIMEOUT_SECONDS` (a huge or hostile work tree)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="git-state")
+    try:
+        return pool.submit(_snapshot, workspace).result(timeout=GIT_TIMEOUT_SECONDS)
+    except FuturesTimeout:
+        return "", f"reading it took longer than {GIT_TIMEOUT_SECONDS:g} s"
+    except (pygit2.GitError, OSError, ValueError):
+        return "", ""
+    finally:
+        pool.shutdown(wait=False)
+
+
+def is_git_repo(workspace: str) -> bool:
+    """Whether ``workspace`` is inside a git work tree Mainsail may read (False for a .git dir or a bare repo)."""
+    return git_state.open_repo(workspace).repo is not None
+
+
+def git_status(workspace: str) -> str:
+    """Claude Code's ``gitStatus: ...`` block for ``workspace``; "" outside a git repository.
+
+    Read through libgit2 (:mod:`workflows.git_state`): no program of the repository runs.
+    """
+    return _snapshot_within(workspace)[0]
 
 
 def environment_block(workspace: str, *, git_repo: bool | None = None) -> str:
@@ -198,9 +177,15 @@ def environment_block(workspace: str, *, git_repo: bool | None = None) -> str:
 
 
 def system_context(workspace: str) -> str:
-    """The environment block, then the git status block when ``workspace`` is in a repository."""
-    git = git_status(workspace)
+    """The environment block, then the git status block when ``workspace`` is in a repository.
+
+    A repository :mod:`workflows.git_state` refuses (its ``.git`` leads outside it) reads as none,
+    with a line saying so in place of the status.
+    """
+    git, why = _snapshot_within(workspace)
     env = environment_block(workspace, git_repo=bool(git))
+    if why:
+        return f"{env}\n{GIT_LEFT_OUT.format(why=why)}"
     return f"{env}\n{git}" if git else env
 
 

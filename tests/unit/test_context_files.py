@@ -231,11 +231,14 @@ def test_outside_a_repo_is_skipped_cleanly(tmp_path, capfd):
     assert out == "" and err == ""
 
 
-def test_git_missing_is_skipped(tmp_path, monkeypatch):
+def test_no_git_program_is_needed(tmp_path, monkeypatch):
+    """Git state is read through libgit2: the same snapshot with no ``git`` on PATH."""
     repo = make_repo(tmp_path / "repo")
+    commit(repo, "a.txt", "a", "Initial")
+    with_git = git_status(str(repo))
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert git_status(str(repo)) == ""
-    assert "Is directory a git repo: No" in environment_block(str(repo))
+    assert git_status(str(repo)) == with_git
+    assert "Is directory a git repo: Yes" in environment_block(str(repo))
 
 
 def test_environment_block_has_no_date(tmp_path):
