@@ -28,6 +28,8 @@ from typing import Literal
 import pygit2
 
 from workflows import git_state
+from workflows.memory_access import MemoryAccess
+from workflows.permissions import paths
 
 # --------------------------------------------------------------------------- system prompt
 
@@ -242,14 +244,10 @@ class MemoryFile:
     note: str | None = None
 
 
-def _read_memory(path: str) -> str | None:
+def _read_memory(access: MemoryAccess, real: str) -> str | None:
     """The file's text, stripped and cut at 40,000 characters; None if it cannot be read."""
-    try:
-        if not os.path.isfile(path):
-            return None
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_MEMORY_CHARS * 4 + 8)  # enough bytes for 40,000 UTF-8 characters + 1
-    except OSError:
+    raw = access.read(real, MAX_MEMORY_CHARS * 4 + 8)  # enough bytes for 40,000 UTF-8 characters + 1
+    if raw is None:
         return None
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     if len(text) > MAX_MEMORY_CHARS:
@@ -305,14 +303,12 @@ def import_paths(content: str) -> list[str]:
     return found
 
 
-def _resolve_import(token: str, importer: str, home: str) -> str:
-    if token == "~" or token.startswith("~/"):
-        path = os.path.join(home, token[2:])
-    elif os.path.isabs(token):
-        path = token
-    else:
-        path = os.path.join(os.path.dirname(importer), token)
-    return os.path.normpath(path)
+def _shown_path(token: str, importer: str, home: str) -> str:
+    """The path an import is shown as: expanded and normalised, symlinks kept (as written)."""
+    try:
+        return os.path.normpath(paths.expand(token, cwd=os.path.dirname(importer), home=home))
+    except paths.Unresolvable:
+        return token
 
 
 def _directories(workspace: str, stop_at: str | None) -> list[str]:
@@ -334,7 +330,8 @@ def _directories(workspace: str, stop_at: str | None) -> list[str]:
     return chain
 
 
-def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[MemoryFile]:
+def memory_files(workspace: str, home: str, stop_at: str | None = None,
+                 access: MemoryAccess | None = None) -> list[MemoryFile]:
     """Every memory file Claude Code would load, in the order it sends them.
 
     The user's ``~/.claude/CLAUDE.md`` and ``~/.mainsail/MAINSAIL.md``; then, in
@@ -343,19 +340,34 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
     (depth-first, in order of appearance). A file seen already (by realpath) is
     not loaded twice; an import that cannot be followed becomes an entry with a
     ``note`` and no content.
+
+    ``access`` says what may be read (:class:`workflows.memory_access.MemoryAccess`; by default
+    the workspace alone, no deny rules): an import elsewhere, in ``/proc``, ``/sys``, ``/dev`` or
+    under a Read deny rule is left out with a note, and a memory file of the workspace that is a
+    symlink to such a place is left out the same way.
     """
     home = os.path.abspath(home)
-    candidates: list[tuple[str, MemoryKind]] = [(os.path.join(home, rel), "user") for rel in USER_FILES]
+    ws = os.path.abspath(workspace)
+    access = access or MemoryAccess(paths.WorkArea(ws), home)
+    candidates: list[tuple[str, MemoryKind, bool]] = [(os.path.join(home, rel), "user", False) for rel in USER_FILES]
     for d in _directories(workspace, stop_at):
-        candidates += [(os.path.join(d, rel), kind) for rel, kind in PROJECT_FILES]
+        candidates += [(os.path.join(d, rel), kind, d != ws) for rel, kind in PROJECT_FILES]
 
     out: list[MemoryFile] = []
     seen: set[str] = set()
 
     def follow(importer: str, kind: MemoryKind, content: str, depth: int, stack: tuple[str, ...]) -> None:
         for token in import_paths(content):
-            path = _resolve_import(token, importer, home)
-            real = os.path.realpath(path)
+            path = _shown_path(token, importer, home)
+            try:
+                real = access.resolve(token, importer)
+            except paths.Unresolvable as exc:
+                out.append(MemoryFile(path, kind, "", importer, f"(import of {path} left out: {exc})"))
+                continue
+            refused = access.refusal(real)
+            if refused:
+                out.append(MemoryFile(path, kind, "", importer, f"(import of {path} left out: {refused})"))
+                continue
             text: str | None = None
             if real in stack:
                 reason = "import cycle"
@@ -363,12 +375,12 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
                 reason = f"more than {MAX_IMPORT_HOPS} hops"
             elif real in seen:
                 reason = "already included"
-            elif not os.path.exists(path):
+            elif not os.path.exists(real):
                 reason = "not found"
-            elif not os.path.isfile(path):
+            elif not os.path.isfile(real):
                 reason = "not a file"
             else:
-                text = _read_memory(path)
+                text = _read_memory(access, real)
                 reason = "unreadable" if text is None else ""
             if text is None:
                 out.append(MemoryFile(path, kind, "", importer, f"(import of {path} skipped: {reason})"))
@@ -377,13 +389,17 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
             out.append(MemoryFile(path, kind, text, importer))
             follow(path, kind, text, depth + 1, stack + (real,))
 
-    for path, kind in candidates:
+    for path, kind, above in candidates:
         if not os.path.isfile(path):
             continue
         real = os.path.realpath(path)
         if real in seen:
             continue
-        text = _read_memory(path)
+        refused = access.refusal(real, anywhere=above)
+        if refused:
+            out.append(MemoryFile(path, kind, "", None, f"(memory file {path} left out: {refused})"))
+            continue
+        text = _read_memory(access, real)
         if text is None:
             continue
         seen.add(real)
@@ -406,10 +422,14 @@ def render_memory(files: list[MemoryFile]) -> str:
     return CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(parts)
 
 
-def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "") -> str:
-    """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date."""
+def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "",
+                 access: MemoryAccess | None = None) -> str:
+    """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date.
+
+    ``access``: what the memory files may read (see :func:`memory_files`).
+    """
     sections: list[tuple[str, str]] = []
-    claude_md = render_memory(memory_files(workspace, home, stop_at))
+    claude_md = render_memory(memory_files(workspace, home, stop_at, access))
     if claude_md:
         sections.append(("claudeMd", claude_md))
     if auto_memory:
