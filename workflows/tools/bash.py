@@ -152,7 +152,7 @@ class BashTool(Tool):
             )
         launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
                                  settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None,
-                                 added_dirs=ctx.area.dirs[1:], env=ctx.env)
+                                 added_dirs=ctx.area.dirs[1:], env=ctx.env, git_writable=ctx.git_writes)
         if args.run_in_background:
             return _background(args, ctx, launch)
         try:
