@@ -71,26 +71,25 @@ def _find_top(ws: str) -> str | None:
         d = parent
 
 
-def _gitdir(top: str) -> tuple[str | None, str]:
-    """``top``'s git directory and commondir (resolved), or None and why they are refused."""
+def _gitdir(top: str) -> tuple[str | None, str, str]:
+    """``top``'s git directory and commondir (resolved), or None, "" and why they are refused."""
     dotgit = os.path.join(top, ".git")
     if os.path.isdir(dotgit):
         gitdir = os.path.realpath(dotgit)
     else:
         line = _read_line(dotgit)
         if not line or not line.startswith("gitdir:"):
-            return None, ""  # not a repository (git says so too)
+            return None, "", ""  # not a repository (git says so too)
         gitdir = os.path.realpath(os.path.join(top, line[len("gitdir:"):].strip()))
     common = gitdir
     text = _read_line(os.path.join(gitdir, "commondir"))
     if text is not None:
         common = os.path.realpath(os.path.join(gitdir, text))
-    if _inside(gitdir, top) and _inside(common, top):
-        return gitdir, ""
-    if _linked_worktree(dotgit, gitdir, common) or _submodule(top, gitdir, common):
-        return gitdir, ""
+    if (_inside(gitdir, top) and _inside(common, top)) or _linked_worktree(dotgit, gitdir, common) \
+            or _submodule(top, gitdir, common):
+        return gitdir, common, ""
     where = gitdir if not _inside(gitdir, top) else common
-    return None, f"its git directory leads outside {top} (to {where})"
+    return None, "", f"its git directory leads outside {top} (to {where})"
 
 
 def _linked_worktree(dotgit: str, gitdir: str, common: str) -> bool:
@@ -148,14 +147,10 @@ def open_repo(workspace: str) -> Repo:
     top = _find_top(ws)
     if top is None or ".git" in os.path.relpath(ws, top).split(os.sep):
         return out  # no repository, or the workspace is inside a git directory (not a work tree)
-    gitdir, why = _gitdir(top)
+    gitdir, common, why = _gitdir(top)
     if gitdir is None:
         out.note = why
         return out
-    common = gitdir
-    text = _read_line(os.path.join(gitdir, "commondir"))
-    if text is not None:
-        common = os.path.realpath(os.path.join(gitdir, text))
     if _has_include(gitdir, common):
         out.note = f"the repository's config at {gitdir} includes other files"
         return out
