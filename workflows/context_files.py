@@ -15,6 +15,7 @@ nothing here raises for a missing, unreadable or odd file or repository.
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import re
@@ -30,6 +31,8 @@ import pygit2
 from workflows import git_state
 from workflows.memory_access import MemoryAccess
 from workflows.permissions import paths
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- system prompt
 
@@ -145,7 +148,8 @@ def _snapshot_within(workspace: str) -> tuple[str, str]:
         return pool.submit(_snapshot, workspace).result(timeout=GIT_TIMEOUT_SECONDS)
     except FuturesTimeout:
         return "", f"reading it took longer than {GIT_TIMEOUT_SECONDS:g} s"
-    except (pygit2.GitError, OSError, ValueError):
+    except Exception:  # a repository libgit2 cannot make sense of: no git information, never a failed start
+        log.warning("reading the git state of %s failed", workspace, exc_info=True)
         return "", ""
     finally:
         pool.shutdown(wait=False)

@@ -272,3 +272,10 @@ def test_workspace_below_the_repository_top_is_read(tmp_path, marker):
     text = assert_safe(top / "pkg", marker)
     assert "?? new.txt" in text
     assert project_root(str(top / "pkg")) == str(top)
+
+
+@pytest.mark.parametrize("name, content", [("HEAD", "garbage\n"), ("config", "[core\n"), ("index", "not an index")])
+def test_a_broken_repository_reads_as_none_and_never_fails_the_start(tmp_path, marker, name, content):
+    ws = repo(tmp_path / "ws")
+    (ws / ".git" / name).write_text(content)
+    assert_safe(ws, marker)  # no exception: the session starts, with or without git information
