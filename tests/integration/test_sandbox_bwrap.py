@@ -384,3 +384,35 @@ def test_excluded_commands_run_outside_the_sandbox_with_a_scrubbed_environment(w
     # Only the excluded command itself leaves the sandbox: anything joined to it runs inside.
     bash(ws, f"touch {outside}/second; touch {outside}/third", settings)
     assert not os.path.exists(f"{outside}/second") and not os.path.exists(f"{outside}/third")
+
+
+@pytest.mark.parametrize("mode, rules, approved_by, commits", [
+    ("default", ["Bash(git add:*)", "Bash(git commit:*)"], None, True),  # a rule allows the git-only line
+    ("default", [], "ada", True),  # a person approved it
+    ("bypassPermissions", [], None, False),  # a mode never lets a command write .git
+])
+def test_who_approved_a_git_line_decides_whether_it_can_write_dot_git(ws, fake_redis, settings, mode, rules,
+                                                                      approved_by, commits):
+    """Through the tools worker's own path (tool_step.execute_call): the fact reaches the launch."""
+    import threading
+
+    from workflows.engine import Engine
+    from workflows.models import RuleSet, RuleSpec, ToolCall
+    from workflows.store import Store
+    from workflows.tool_step import execute_call
+    from workflows.tools import get_tool
+
+    git_init(ws)
+    for key, value in (("user.email", "a@b.c"), ("user.name", "n")):
+        subprocess.run(["git", "-C", str(ws), "config", key, value], check=True)
+    (ws / "a.txt").write_text("a\n")
+    engine = Engine(Store(fake_redis, lock_wait=1.0), settings)
+    rec = engine.create_session(str(ws), permission_mode=mode, home=str(ws.parent), auto_memory=False,
+                                rules=RuleSet(allow=[RuleSpec(rule=r) for r in rules]))
+    call = ToolCall(tool_use_id="t1", name="Bash", approved_by=approved_by, input={
+        "command": "git add a.txt && git commit -qm first"})
+    done = execute_call(engine, rec, call, get_tool("Bash"), threading.Event(), None)
+    head = subprocess.run(["git", "-C", str(ws), "log", "--oneline"], capture_output=True, text=True)
+    assert ("first" in head.stdout) is commits, done.output.content
+    if not commits:
+        assert "Read-only file system" in done.output.content and "Bash(git commit:*)" in done.output.content
