@@ -12,6 +12,7 @@ environment variable ``MCP_TEST_NAME``, and whether ``ANTHROPIC_API_KEY`` reache
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -70,6 +71,11 @@ def build(name: str = "testsrv"):
     def whoami() -> str:
         """MCP_TEST_NAME, and whether the worker's API key reached the server."""
         return f"{os.environ.get('MCP_TEST_NAME', '')} key={'ANTHROPIC_API_KEY' in os.environ}"
+
+    @server.tool(structured_output=False)
+    def environ() -> str:
+        """The server's working directory and environment, as JSON (what reached it)."""
+        return json.dumps({"cwd": os.getcwd(), "env": dict(os.environ)})
 
     return server
 

@@ -9,21 +9,30 @@
 - :data:`DEFAULT_SYSTEM_PROMPT` and :func:`system_prompt`: the ``system``
   parameter of a Messages API call, as a list of text blocks.
 
-Only files and ``git`` subprocesses are read; nothing here touches Redis, and
+Only files are read (git state through libgit2, which runs nothing); nothing here touches Redis, and
 nothing here raises for a missing, unreadable or odd file or repository.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from datetime import date
 from typing import Literal
+
+import pygit2
+
+from workflows import git_state
+from workflows.memory_access import MemoryAccess
+from workflows.permissions import paths
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- system prompt
 
@@ -101,74 +110,23 @@ GIT_STATUS_HEADER = (
 )
 
 
-def _git(workspace: str, *args: str) -> str | None:
-    """``git args`` in ``workspace``: its stdout, or None when it failed in any way."""
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+GIT_LEFT_OUT = "gitStatus: (left out: {why}; Mainsail reads no repository that leads outside its directory)"
+
+
+def _snapshot(workspace: str) -> tuple[str, str]:
+    """The ``gitStatus: ...`` text and "" , or "" and why the repository was refused ("" for none)."""
+    opened = git_state.open_repo(workspace)
+    r = opened.repo
+    if r is None:
+        return "", opened.note
+    branch = git_state.branch_name(r)
+    main = git_state.main_branch(r, branch)
+    user = git_state.user_name(r).strip()
     try:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.decode("utf-8", errors="replace")
-
-
-def is_git_repo(workspace: str) -> bool:
-    """Whether ``workspace`` is inside a git work tree (False for a .git dir or a bare repo)."""
-    out = _git(workspace, "rev-parse", "--is-inside-work-tree")
-    return out is not None and out.strip() == "true"
-
-
-def _current_branch(workspace: str) -> str:
-    out = _git(workspace, "rev-parse", "--abbrev-ref", "HEAD")
-    if out is None or not out.strip():  # an unborn branch: no commits yet
-        out = _git(workspace, "symbolic-ref", "--short", "-q", "HEAD")
-    return (out or "").strip() or "HEAD"
-
-
-def _main_branch(workspace: str, current: str) -> str:
-    target = (_git(workspace, "symbolic-ref", "-q", "refs/remotes/origin/HEAD") or "").strip()
-    prefix = "refs/remotes/origin/"
-    if target.startswith(prefix) and len(target) > len(prefix):
-        return target[len(prefix):]
-    refs = set(
-        (_git(
-            workspace, "for-each-ref", "--format=%(refname)",
-            "refs/heads/main", "refs/heads/master", "refs/remotes/origin/main", "refs/remotes/origin/master",
-        ) or "").split()
-    )
-    for name in ("main", "master"):
-        if f"refs/heads/{name}" in refs or f"refs/remotes/origin/{name}" in refs:
-            return name
-    return current
-
-
-def git_status(workspace: str) -> str:
-    """Claude Code's ``gitStatus: ...`` block for ``workspace``; "" outside a git repository."""
-    if not is_git_repo(workspace):
-        return ""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        f_branch = pool.submit(_current_branch, workspace)
-        f_user = pool.submit(_git, workspace, "config", "user.name")
-        f_status = pool.submit(_git, workspace, "-c", "color.status=false", "status", "--short")
-        f_log = pool.submit(
-            _git, workspace, "log", "--oneline", "--no-decorate", "--no-color", "--no-show-signature",
-            "-n", "5",
-        )
-        branch = f_branch.result()
-        main = _main_branch(workspace, branch)
-        user = (f_user.result() or "").strip()
-        status = (f_status.result() or "").strip()
-        log = (f_log.result() or "").strip()
+        status = git_state.short_status(r, opened.top, opened.workspace).strip()
+    except (pygit2.GitError, OSError, ValueError):
+        status = ""
+    log = git_state.recent_commits(r).strip()
     if len(status) > MAX_STATUS_CHARS:
         status = status[:MAX_STATUS_CHARS] + "\n" + STATUS_TRUNCATED_NOTE
     parts = [
@@ -180,7 +138,34 @@ def git_status(workspace: str) -> str:
     parts.append(f"Status:\n{status or '(clean)'}")
     if log:
         parts.append(f"Recent commits:\n{log}")
-    return "gitStatus: " + "\n\n".join(parts)
+    return "gitStatus: " + "\n\n".join(parts), ""
+
+
+def _snapshot_within(workspace: str) -> tuple[str, str]:
+    """:func:`_snapshot`, given up after :data:`GIT_TIMEOUT_SECONDS` (a huge or hostile work tree)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="git-state")
+    try:
+        return pool.submit(_snapshot, workspace).result(timeout=GIT_TIMEOUT_SECONDS)
+    except FuturesTimeout:
+        return "", f"reading it took longer than {GIT_TIMEOUT_SECONDS:g} s"
+    except Exception:  # a repository libgit2 cannot make sense of: no git information, never a failed start
+        log.warning("reading the git state of %s failed", workspace, exc_info=True)
+        return "", ""
+    finally:
+        pool.shutdown(wait=False)
+
+
+def is_git_repo(workspace: str) -> bool:
+    """Whether ``workspace`` is inside a git work tree Mainsail may read (False for a .git dir or a bare repo)."""
+    return git_state.open_repo(workspace).repo is not None
+
+
+def git_status(workspace: str) -> str:
+    """Claude Code's ``gitStatus: ...`` block for ``workspace``; "" outside a git repository.
+
+    Read through libgit2 (:mod:`workflows.git_state`): no program of the repository runs.
+    """
+    return _snapshot_within(workspace)[0]
 
 
 def environment_block(workspace: str, *, git_repo: bool | None = None) -> str:
@@ -198,9 +183,15 @@ def environment_block(workspace: str, *, git_repo: bool | None = None) -> str:
 
 
 def system_context(workspace: str) -> str:
-    """The environment block, then the git status block when ``workspace`` is in a repository."""
-    git = git_status(workspace)
+    """The environment block, then the git status block when ``workspace`` is in a repository.
+
+    A repository :mod:`workflows.git_state` refuses (its ``.git`` leads outside it) reads as none,
+    with a line saying so in place of the status.
+    """
+    git, why = _snapshot_within(workspace)
     env = environment_block(workspace, git_repo=bool(git))
+    if why:
+        return f"{env}\n{GIT_LEFT_OUT.format(why=why)}"
     return f"{env}\n{git}" if git else env
 
 
@@ -257,14 +248,10 @@ class MemoryFile:
     note: str | None = None
 
 
-def _read_memory(path: str) -> str | None:
+def _read_memory(access: MemoryAccess, real: str) -> str | None:
     """The file's text, stripped and cut at 40,000 characters; None if it cannot be read."""
-    try:
-        if not os.path.isfile(path):
-            return None
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_MEMORY_CHARS * 4 + 8)  # enough bytes for 40,000 UTF-8 characters + 1
-    except OSError:
+    raw = access.read(real, MAX_MEMORY_CHARS * 4 + 8)  # enough bytes for 40,000 UTF-8 characters + 1
+    if raw is None:
         return None
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     if len(text) > MAX_MEMORY_CHARS:
@@ -320,14 +307,12 @@ def import_paths(content: str) -> list[str]:
     return found
 
 
-def _resolve_import(token: str, importer: str, home: str) -> str:
-    if token == "~" or token.startswith("~/"):
-        path = os.path.join(home, token[2:])
-    elif os.path.isabs(token):
-        path = token
-    else:
-        path = os.path.join(os.path.dirname(importer), token)
-    return os.path.normpath(path)
+def _shown_path(token: str, importer: str, home: str) -> str:
+    """The path an import is shown as: expanded and normalised, symlinks kept (as written)."""
+    try:
+        return os.path.normpath(paths.expand(token, cwd=os.path.dirname(importer), home=home))
+    except paths.Unresolvable:
+        return token
 
 
 def _directories(workspace: str, stop_at: str | None) -> list[str]:
@@ -349,7 +334,8 @@ def _directories(workspace: str, stop_at: str | None) -> list[str]:
     return chain
 
 
-def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[MemoryFile]:
+def memory_files(workspace: str, home: str, stop_at: str | None = None,
+                 access: MemoryAccess | None = None) -> list[MemoryFile]:
     """Every memory file Claude Code would load, in the order it sends them.
 
     The user's ``~/.claude/CLAUDE.md`` and ``~/.mainsail/MAINSAIL.md``; then, in
@@ -358,19 +344,34 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
     (depth-first, in order of appearance). A file seen already (by realpath) is
     not loaded twice; an import that cannot be followed becomes an entry with a
     ``note`` and no content.
+
+    ``access`` says what may be read (:class:`workflows.memory_access.MemoryAccess`; by default
+    the workspace alone, no deny rules): an import elsewhere, in ``/proc``, ``/sys``, ``/dev`` or
+    under a Read deny rule is left out with a note, and a memory file of the workspace that is a
+    symlink to such a place is left out the same way.
     """
     home = os.path.abspath(home)
-    candidates: list[tuple[str, MemoryKind]] = [(os.path.join(home, rel), "user") for rel in USER_FILES]
+    ws = os.path.abspath(workspace)
+    access = access or MemoryAccess(paths.WorkArea(ws), home)
+    candidates: list[tuple[str, MemoryKind, bool]] = [(os.path.join(home, rel), "user", False) for rel in USER_FILES]
     for d in _directories(workspace, stop_at):
-        candidates += [(os.path.join(d, rel), kind) for rel, kind in PROJECT_FILES]
+        candidates += [(os.path.join(d, rel), kind, d != ws) for rel, kind in PROJECT_FILES]
 
     out: list[MemoryFile] = []
     seen: set[str] = set()
 
     def follow(importer: str, kind: MemoryKind, content: str, depth: int, stack: tuple[str, ...]) -> None:
         for token in import_paths(content):
-            path = _resolve_import(token, importer, home)
-            real = os.path.realpath(path)
+            path = _shown_path(token, importer, home)
+            try:
+                real = access.resolve(token, importer)
+            except paths.Unresolvable as exc:
+                out.append(MemoryFile(path, kind, "", importer, f"(import of {path} left out: {exc})"))
+                continue
+            refused = access.refusal(real)
+            if refused:
+                out.append(MemoryFile(path, kind, "", importer, f"(import of {path} left out: {refused})"))
+                continue
             text: str | None = None
             if real in stack:
                 reason = "import cycle"
@@ -378,12 +379,12 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
                 reason = f"more than {MAX_IMPORT_HOPS} hops"
             elif real in seen:
                 reason = "already included"
-            elif not os.path.exists(path):
+            elif not os.path.exists(real):
                 reason = "not found"
-            elif not os.path.isfile(path):
+            elif not os.path.isfile(real):
                 reason = "not a file"
             else:
-                text = _read_memory(path)
+                text = _read_memory(access, real)
                 reason = "unreadable" if text is None else ""
             if text is None:
                 out.append(MemoryFile(path, kind, "", importer, f"(import of {path} skipped: {reason})"))
@@ -392,13 +393,17 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None) -> list[
             out.append(MemoryFile(path, kind, text, importer))
             follow(path, kind, text, depth + 1, stack + (real,))
 
-    for path, kind in candidates:
+    for path, kind, above in candidates:
         if not os.path.isfile(path):
             continue
         real = os.path.realpath(path)
         if real in seen:
             continue
-        text = _read_memory(path)
+        refused = access.refusal(real, anywhere=above)
+        if refused:
+            out.append(MemoryFile(path, kind, "", None, f"(memory file {path} left out: {refused})"))
+            continue
+        text = _read_memory(access, real)
         if text is None:
             continue
         seen.add(real)
@@ -421,10 +426,14 @@ def render_memory(files: list[MemoryFile]) -> str:
     return CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(parts)
 
 
-def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "") -> str:
-    """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date."""
+def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "",
+                 access: MemoryAccess | None = None) -> str:
+    """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date.
+
+    ``access``: what the memory files may read (see :func:`memory_files`).
+    """
     sections: list[tuple[str, str]] = []
-    claude_md = render_memory(memory_files(workspace, home, stop_at))
+    claude_md = render_memory(memory_files(workspace, home, stop_at, access))
     if claude_md:
         sections.append(("claudeMd", claude_md))
     if auto_memory:

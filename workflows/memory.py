@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -26,7 +25,7 @@ import redis
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from workflows import keys
+from workflows import git_state, keys
 from workflows.exceptions import MemoryRecordError
 from workflows.frontmatter import split_frontmatter, yaml_mapping
 
@@ -209,14 +208,7 @@ def index_markdown(records: list[MemoryRecord]) -> str:
 
 def project_root(workspace: str) -> str:
     """The project a workspace belongs to: its git root, else the workspace itself."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True,
-                             text=True, timeout=5)
-        if out.returncode == 0 and out.stdout.strip():
-            return os.path.realpath(out.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return os.path.realpath(workspace)
+    return git_state.toplevel(workspace) or os.path.realpath(workspace)
 
 
 def project_id(root: str) -> str:

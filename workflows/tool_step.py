@@ -35,7 +35,7 @@ from workflows.mcp.tools import is_mcp_name
 from workflows.memory import ProjectMemory
 from workflows.model_client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
-from workflows.permissions import Decision, decide, read_denied_for
+from workflows.permissions import Decision, decide, read_denied_for, sandbox
 from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput
@@ -131,6 +131,7 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
         tool_use_id=call.tool_use_id,
         mcp=McpCaller(rec, settings) if mcp else None,
         quick_bytes=QUICK_BYTES if quick else None,
+        git_writes=git_writes(call, rec, tool),
     )
     try:
         output = run_tool(call.name, call.input, ctx, tool=tool)
@@ -230,6 +231,19 @@ def pre_tool(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str, c
     if not go_on:
         return _Pre(None, follow_ups, True)
     return _Pre(call.model_copy(update={"input": action.input, "pre_hook": outcome}), [], True)
+
+
+def git_writes(call: ToolCall, rec: SessionRecord, tool) -> bool:
+    """Whether a Bash call may write ``.git`` in its sandbox: a git-only line (:func:`sandbox.git_only`)
+    that a person approved or an allow rule allows. A mode (acceptEdits, bypass) never does: git's
+    own files name programs git runs, so only a git command someone chose may change them."""
+    command = call.input.get("command") if call.name == "Bash" else None
+    if not isinstance(command, str) or not sandbox.git_only(command):
+        return False
+    if call.approved_by:
+        return True
+    perm = decide(tool, call.input, rec)
+    return perm.decision is Decision.ALLOW and perm.rule is not None
 
 
 def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:

@@ -47,8 +47,8 @@ def outside():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def bash(ws, command: str, settings: SandboxSettings | None = None, timeout: int = 20_000):
-    ctx = ToolContext(workspace=ws, sandbox=settings or SandboxSettings())
+def bash(ws, command: str, settings: SandboxSettings | None = None, timeout: int = 20_000, git_writes: bool = False):
+    ctx = ToolContext(workspace=ws, sandbox=settings or SandboxSettings(), git_writes=git_writes)
     return run_tool("Bash", {"command": command, "timeout": timeout}, ctx)
 
 
@@ -118,11 +118,37 @@ def test_existing_protected_paths_cannot_be_changed(ws, command):
 
 
 def test_git_still_works_in_the_sandbox(ws):
+    """A git-only line a rule or a person approved (``git_writes``) may write .git, but its config and hooks."""
     git_init(ws)
     (ws / "a.txt").write_text("a\n")
-    out = bash(ws, "git add a.txt && git -c user.email=a@b.c -c user.name=n commit -qm first && git log --oneline")
+    out = bash(ws, "git add a.txt && git -c user.email=a@b.c -c user.name=n commit -qm first && git log --oneline",
+               git_writes=True)
     assert not out.is_error, out.content
     assert "first" in out.content
+    out = bash(ws, "echo '[core] fsmonitor = /x' >> .git/config; touch .git/hooks/pre-commit", git_writes=True)
+    assert out.content.count("Read-only file system") == 2, out.content
+
+
+@pytest.mark.parametrize("command", [
+    "echo /elsewhere > .git/commondir",
+    "echo 'gitdir: /elsewhere' > .git/x && mv .git/x .git/commondir",
+    "touch .git/info/alternates-x",
+    "rm .git/HEAD",
+    "git -c user.email=a@b.c -c user.name=n commit -qm other --allow-empty",
+    "echo x > sub/.git/commondir",
+    "rm -rf sub/.git",
+])
+def test_all_of_dot_git_is_read_only_for_other_commands(ws, command):
+    """Issue 25, cause 2: a command writing .git/commondir (or a nested repository's) named programs for git."""
+    git_init(ws)
+    (ws / "sub").mkdir()
+    git_init(ws / "sub")
+    before = {p: p.read_bytes() for p in (ws / ".git").rglob("*") if p.is_file()}
+    out = bash(ws, command)
+    assert out.is_error, out.content
+    assert not (ws / ".git" / "commondir").exists() and not (ws / "sub" / ".git" / "commondir").exists()
+    assert (ws / "sub" / ".git").is_dir()
+    assert {p: p.read_bytes() for p in (ws / ".git").rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize("command", [
@@ -142,6 +168,8 @@ def test_missing_protected_paths_cannot_be_created_and_leave_nothing_behind(ws, 
 def test_a_git_dir_without_config_gets_a_file_placeholder(ws):
     (ws / ".git").mkdir()
     out = bash(ws, "echo x > .git/config")
+    assert out.is_error and ".git/config: Read-only file system" in out.content  # all of .git, for any command
+    out = bash(ws, "echo x > .git/config", git_writes=True)
     assert out.is_error and ".git/config: Permission denied" in out.content  # /dev/null, read-only
     assert os.listdir(ws / ".git") == []  # no empty config, no hooks dir left on the host
     assert sorted(os.listdir(ws)) == [".git"]
@@ -356,3 +384,35 @@ def test_excluded_commands_run_outside_the_sandbox_with_a_scrubbed_environment(w
     # Only the excluded command itself leaves the sandbox: anything joined to it runs inside.
     bash(ws, f"touch {outside}/second; touch {outside}/third", settings)
     assert not os.path.exists(f"{outside}/second") and not os.path.exists(f"{outside}/third")
+
+
+@pytest.mark.parametrize("mode, rules, approved_by, commits", [
+    ("default", ["Bash(git add:*)", "Bash(git commit:*)"], None, True),  # a rule allows the git-only line
+    ("default", [], "ada", True),  # a person approved it
+    ("bypassPermissions", [], None, False),  # a mode never lets a command write .git
+])
+def test_who_approved_a_git_line_decides_whether_it_can_write_dot_git(ws, fake_redis, settings, mode, rules,
+                                                                      approved_by, commits):
+    """Through the tools worker's own path (tool_step.execute_call): the fact reaches the launch."""
+    import threading
+
+    from workflows.engine import Engine
+    from workflows.models import RuleSet, RuleSpec, ToolCall
+    from workflows.store import Store
+    from workflows.tool_step import execute_call
+    from workflows.tools import get_tool
+
+    git_init(ws)
+    for key, value in (("user.email", "a@b.c"), ("user.name", "n")):
+        subprocess.run(["git", "-C", str(ws), "config", key, value], check=True)
+    (ws / "a.txt").write_text("a\n")
+    engine = Engine(Store(fake_redis, lock_wait=1.0), settings)
+    rec = engine.create_session(str(ws), permission_mode=mode, home=str(ws.parent), auto_memory=False,
+                                rules=RuleSet(allow=[RuleSpec(rule=r) for r in rules]))
+    call = ToolCall(tool_use_id="t1", name="Bash", approved_by=approved_by, input={
+        "command": "git add a.txt && git commit -qm first"})
+    done = execute_call(engine, rec, call, get_tool("Bash"), threading.Event(), None)
+    head = subprocess.run(["git", "-C", str(ws), "log", "--oneline"], capture_output=True, text=True)
+    assert ("first" in head.stdout) is commits, done.output.content
+    if not commits:
+        assert "Read-only file system" in done.output.content and "Bash(git commit:*)" in done.output.content

@@ -231,11 +231,14 @@ def test_outside_a_repo_is_skipped_cleanly(tmp_path, capfd):
     assert out == "" and err == ""
 
 
-def test_git_missing_is_skipped(tmp_path, monkeypatch):
+def test_no_git_program_is_needed(tmp_path, monkeypatch):
+    """Git state is read through libgit2: the same snapshot with no ``git`` on PATH."""
     repo = make_repo(tmp_path / "repo")
+    commit(repo, "a.txt", "a", "Initial")
+    with_git = git_status(str(repo))
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert git_status(str(repo)) == ""
-    assert "Is directory a git repo: No" in environment_block(str(repo))
+    assert git_status(str(repo)) == with_git
+    assert "Is directory a git repo: Yes" in environment_block(str(repo))
 
 
 def test_environment_block_has_no_date(tmp_path):
@@ -372,7 +375,8 @@ def test_user_context_is_byte_stable(tree):
     a = user_context(str(ws), str(home), TODAY, stop_at=str(top))
     b = user_context(str(ws), str(home), TODAY, stop_at=str(top))
     assert a.encode() == b.encode()
-    assert a.count("Contents of ") == 11
+    assert a.count("Contents of ") == 10  # ../notes.md is outside the workspace: left out, with a note
+    assert f"(import of {repo}/notes.md left out: outside the workspace" in a
     ctx = system_context(str(ws))
     assert ctx.encode() == system_context(str(ws)).encode()
     assert "Is directory a git repo: Yes" in ctx
@@ -395,26 +399,36 @@ def test_large_file_is_cut_at_40000_characters(tmp_path):
 
 def test_import_chain_relative_absolute_and_home(tmp_path):
     ws, home, elsewhere = tmp_path / "ws", tmp_path / "home", tmp_path / "elsewhere"
-    write(ws / "CLAUDE.md", "Start.\n@docs/a.md\nAlso @" + str(elsewhere / "abs.md") + " and @~/prefs.md.\nEnd.")
+    write(ws / "CLAUDE.md", "Start.\n@docs/a.md\nAlso @" + str(ws / "abs.md") + " and @~/.claude/prefs.md.\n"
+          "Not @" + str(elsewhere / "abs.md") + " nor @~/prefs.md.\nEnd.")
     write(ws / "docs" / "a.md", "A imports @b.md")
     write(ws / "docs" / "b.md", "B imports @./sub/c.md")
     write(ws / "docs" / "sub" / "c.md", "C")
-    write(elsewhere / "abs.md", "ABS")
-    write(home / "prefs.md", "PREFS")
+    write(ws / "abs.md", "ABS")
+    write(elsewhere / "abs.md", "ELSEWHERE")
+    write(home / ".claude" / "prefs.md", "PREFS")
+    write(home / "prefs.md", "HOME ROOT")
     files = memory_files(str(ws), str(home), stop_at=str(ws))
     assert [(f.path, f.imported_by, f.content[:3]) for f in files] == [
         (f"{ws}/CLAUDE.md", None, "Sta"),
         (f"{ws}/docs/a.md", f"{ws}/CLAUDE.md", "A i"),
         (f"{ws}/docs/b.md", f"{ws}/docs/a.md", "B i"),
         (f"{ws}/docs/sub/c.md", f"{ws}/docs/b.md", "C"),
-        (f"{elsewhere}/abs.md", f"{ws}/CLAUDE.md", "ABS"),
-        (f"{home}/prefs.md", f"{ws}/CLAUDE.md", "PRE"),
+        (f"{ws}/abs.md", f"{ws}/CLAUDE.md", "ABS"),
+        (f"{home}/.claude/prefs.md", f"{ws}/CLAUDE.md", "PRE"),
+        (f"{elsewhere}/abs.md", f"{ws}/CLAUDE.md", ""),
+        (f"{home}/prefs.md", f"{ws}/CLAUDE.md", ""),
     ]
-    assert all(f.kind == "project" and f.note is None for f in files)
+    assert all(f.kind == "project" for f in files)
+    assert [f.note for f in files[-2:]] == [
+        f"(import of {elsewhere}/abs.md left out: outside the workspace, its added directories and ~/.claude)",
+        f"(import of {home}/prefs.md left out: outside the workspace, its added directories and ~/.claude)",
+    ]
     text = user_context(str(ws), str(home), TODAY, stop_at=str(ws))
     assert f"Contents of {ws}/docs/b.md (imported by {ws}/docs/a.md):\n\nB imports @./sub/c.md\n\n" in text
     # The importing file's text is sent unchanged, @tokens included.
     assert "Start.\n@docs/a.md\nAlso @" in text
+    assert "ELSEWHERE" not in text and "HOME ROOT" not in text
 
 
 def test_import_cycle_is_refused_with_a_note(tmp_path):

@@ -300,7 +300,7 @@ def test_existing_protected_paths_are_read_only_and_their_parents_pinned(ws):
     (ws / ".git" / "config").write_text("[core]\n")
     (ws / ".claude").mkdir()
     (ws / ".mainsail").mkdir()
-    argv = argv_of(ws)
+    argv = argv_of(ws, git_writable=True)  # a git-only line a rule or a person approved
     assert (str(ws / ".git"), str(ws / ".git")) in pairs(argv, "--bind")  # a mount point: cannot be renamed
     ro = pairs(argv, "--ro-bind")
     for rel in (".git/hooks", ".git/config", ".claude", ".mainsail"):
@@ -308,9 +308,26 @@ def test_existing_protected_paths_are_read_only_and_their_parents_pinned(ws):
     assert not singles(argv, "--tmpfs")
 
 
+def test_all_of_dot_git_and_nested_ones_are_read_only_for_other_commands(ws):
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "sub" / "deep").mkdir(parents=True)
+    (ws / "sub" / "deep" / ".git").mkdir()
+    (ws / "wt").mkdir()
+    (ws / "wt" / ".git").write_text("gitdir: ../.git/worktrees/wt\n")
+    (ws / "link").symlink_to(ws / "sub")  # not followed: its .git is the same one
+    argv = argv_of(ws)
+    ro = pairs(argv, "--ro-bind")
+    for rel in (".git", "sub/deep/.git", "wt/.git"):
+        assert (str(ws / rel), str(ws / rel)) in ro
+    assert (str(ws / ".git"), str(ws / ".git")) not in pairs(argv, "--bind")
+    assert all(str(ws / ".git") + "/" not in a for a in argv)  # no mount point inside a read-only .git
+    assert (str(ws / "sub"), str(ws / "sub")) in pairs(argv, "--bind")  # pinned: cannot be renamed away
+
+
 def test_missing_protected_paths_get_placeholders(ws):
     (ws / ".git").mkdir()
-    plan = bwrap_argv("true", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(), tmp_dir="/t")
+    plan = bwrap_argv("true", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(), tmp_dir="/t",
+                      git_writable=True)
     try:
         assert sorted(p.path for p in plan.placeholders) == sorted(
             str(ws / rel) for rel in (".git/hooks", ".git/config", ".claude", ".mainsail"))
@@ -469,14 +486,15 @@ def test_added_directories_are_writable_with_their_protected_paths_read_only(tmp
     (ws).mkdir()
     (shared / ".git" / "hooks").mkdir(parents=True)
     (shared / ".git" / "config").write_text("")
-    plan = bwrap_argv("true", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(), tmp_dir="/t",
-                      added_dirs=(str(shared), "/"))
-    argv = plan.argv
-    binds = [argv[i + 2] for i, a in enumerate(argv) if a == "--bind"]
-    ro = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
-    assert str(shared) in binds and "/" not in binds
-    assert str(shared / ".git" / "config") in ro and str(shared / ".git" / "hooks") in ro
-    plan.release()
+    for git_writable, read_only in ((True, (".git/config", ".git/hooks")), (False, (".git",))):
+        plan = bwrap_argv("true", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(),
+                          tmp_dir="/t", added_dirs=(str(shared), "/"), git_writable=git_writable)
+        argv = plan.argv
+        binds = [argv[i + 2] for i, a in enumerate(argv) if a == "--bind"]
+        ro = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
+        assert str(shared) in binds and "/" not in binds
+        assert all(str(shared / rel) in ro for rel in read_only)
+        plan.release()
 
 
 def test_settings_env_reaches_commands_but_never_a_reserved_name():

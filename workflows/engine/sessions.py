@@ -49,7 +49,10 @@ from workflows.models import (
     Usage,
     new_id,
 )
+from workflows.memory_access import MemoryAccess
 from workflows.permissions import bypass
+from workflows.permissions.decide import read_denied_for
+from workflows.permissions.paths import WorkArea
 from workflows.tokens import estimate_tokens, thresholds
 
 #: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
@@ -145,8 +148,10 @@ class SessionVerbs:
             rec.project_id = project_id(rec.project_root)
             index = ProjectMemory(self.store.r, rec.project_id, rec.project_root).index(
                 self.settings.memory_index_lines)
+        # The memory files' imports read only what a Read of this session could (issue 25, item 5).
+        access = MemoryAccess(WorkArea(ws, rec.additional_directories), rec.home, read_denied_for(rec))
         rec.user_context = context_files.user_context(ws, rec.home, date.today(),
-                                                      auto_memory=memory_context(index))
+                                                      auto_memory=memory_context(index), access=access)
         rec.context_added = estimate_tokens(rec.system_context + rec.user_context)
         self.store.create_session(rec)
         return rec

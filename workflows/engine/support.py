@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, NamedTuple
 
 from statemachines import State
+from workflows import git_state
 from workflows.exceptions import (
     LockTimeout,
     RequestClosed,
@@ -262,12 +262,8 @@ def _title(prompt: str) -> str:
 
 
 def _git_branch(path: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=path, capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    """The workspace's branch, read through libgit2 (no program of the repository runs)."""
+    return git_state.current_branch(path)
 
 
 def _count_messages(n: int) -> str:

@@ -58,11 +58,14 @@ def run_event(event: HookEvent, rec: SessionRecord, payload: dict[str, Any], *, 
 def run_command_hook(hook: CommandHook, data: bytes, rec: SessionRecord, cancel: threading.Event) -> HookRun:
     """Run one command hook in the session's sandbox and say how it ended (it never raises)."""
     started = time.monotonic()
-    environ = dict(os.environ, CLAUDE_PROJECT_DIR=rec.workspace)
     try:
+        # The worker's environment, scrubbed of secrets, whether the hook runs sandboxed or not
+        # (sandbox off, unavailable, or the hook in excludedCommands): a hook is workspace code too.
         launch = sandbox.prepare(hook.command, workspace=rec.workspace, cwd=rec.workspace,
                                  home=rec.home or os.path.expanduser("~"), settings=rec.sandbox,
-                                 data_dir=sandbox_data_dir(), environ=environ)
+                                 data_dir=sandbox_data_dir(), environ=os.environ)
+        # Set after the scrub, which drops every CLAUDE_* name of the worker's own environment.
+        launch.env["CLAUDE_PROJECT_DIR"] = rec.workspace
         try:
             done = run_process(launch, cwd=rec.workspace, timeout=hook.timeout, cancel=cancel, cap=OUTPUT_CAP,
                                stdin=data, timeout_label=f"{hook.timeout:g}s")

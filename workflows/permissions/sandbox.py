@@ -42,7 +42,7 @@ from workflows.permissions.sandbox_seccomp import unix_socket_filter
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Launch", "SandboxStatus", "bwrap_argv", "command_environment", "is_excluded", "prepare",
+__all__ = ["Launch", "SandboxStatus", "bwrap_argv", "command_environment", "git_only", "is_excluded", "prepare",
            "sandbox_env_enabled", "sandbox_status", "scrub_environment", "warn_if_unavailable"]
 
 INSTALL = "install bubblewrap: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)"
@@ -188,17 +188,36 @@ def is_excluded(command: str, excluded: list[str]) -> bool:
     return False
 
 
+def git_only(command: str) -> bool:
+    """Whether ``command`` is a line of plain ``git`` commands only (``git add x && git commit -m y``):
+    parsed with the checker's grammar, every word literal, no redirection that writes."""
+    from workflows.permissions.bash_parse import parse
+
+    parsed = parse(command)
+    if parsed.problems or not parsed.commands:
+        return False
+    for cmd in parsed.commands:
+        if cmd.assignments or not cmd.words or not all(w.literal for w in cmd.words):
+            return False
+        if cmd.words[0].value != "git" or any(r.writes for r in cmd.redirects):
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------- the decision
 
 
 def prepare(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings | None,
             data_dir: str | None = None, environ: Mapping[str, str] | None = None,
-            added_dirs: tuple[str, ...] = (), env: Mapping[str, str] | None = None) -> Launch:
+            added_dirs: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
+            git_writable: bool = False) -> Launch:
     """Decide how ``command`` runs: in bwrap, or (not enabled, excluded, unavailable) as a plain shell.
 
     ``added_dirs`` (``--add-dir``) are writable in the sandbox like the workspace, with their
     ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` read-only; ``env`` is the settings
-    files' ``env`` (see :func:`~workflows.permissions.sandbox_env.command_environment`).
+    files' ``env`` (see :func:`~workflows.permissions.sandbox_env.command_environment`);
+    ``git_writable``: the command is a git-only line a rule or a person approved (:func:`git_only`),
+    so ``.git`` is writable in the sandbox but for ``.git/config`` and ``.git/hooks``.
 
     Raises:
         ToolError: the sandbox is required (``failIfUnavailable``) but unavailable; MAINSAIL_SANDBOX is
@@ -218,4 +237,5 @@ def prepare(command: str, *, workspace: str, cwd: str, home: str, settings: Sand
                             f"true) but unavailable: {status.detail}")
         return plain_launch(command, environ, env)
     return sandboxed_launch(command, workspace=workspace, cwd=cwd, home=home, settings=settings,
-                            data_dir=data_dir, environ=environ, added_dirs=added_dirs, env=env)
+                            data_dir=data_dir, environ=environ, added_dirs=added_dirs, env=env,
+                            git_writable=git_writable)

@@ -115,7 +115,7 @@ def plain_launch(command: str, environ: Mapping[str, str], env: Mapping[str, str
 def sandboxed_launch(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings,
                      data_dir: str | None = None, environ: Mapping[str, str] | None = None,
                      bwrap: str = "bwrap", added_dirs: tuple[str, ...] = (),
-                     env: Mapping[str, str] | None = None) -> Launch:
+                     env: Mapping[str, str] | None = None, git_writable: bool = False) -> Launch:
     """The bwrap launch of ``command``: argv, environment, descriptors, proxy, private /tmp.
 
     Raises:
@@ -140,7 +140,7 @@ def sandboxed_launch(command: str, *, workspace: str, cwd: str, home: str, setti
             launcher = [_python(), "-I", "-S", "-c", LAUNCHER, str(proxy.child_fd), str(PROXY_PORT)]
         launch.plan = bwrap_argv(command, workspace=workspace, cwd=cwd, home=home, settings=settings,
                                  tmp_dir=launch.tmp_dir, data_dir=data_dir, bwrap=bwrap, seccomp_fd=seccomp_fd,
-                                 launcher=launcher, added_dirs=added_dirs)
+                                 launcher=launcher, added_dirs=added_dirs, git_writable=git_writable)
         launch.argv = launch.plan.argv
         launch.argv[1:1] = ["--info-fd", str(info_w)]
         launch.pass_fds = (*launch._close_after_start, *([proxy.child_fd] if proxy else []))

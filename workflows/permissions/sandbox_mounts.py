@@ -8,8 +8,9 @@ The policy, and the bwrap arguments that carry it out:
 * the workspace, the directories added to it (``--add-dir``) and the ``allowWrite`` paths are
   writable: ``--bind P P``;
 * a private /tmp, removed after the command: ``--bind RUNDIR /tmp`` (and ``TMPDIR=/tmp``);
-* the workspace's (and each added directory's) ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` and the
-  ``denyWrite`` paths stay read-only, also when they do not exist yet:
+* the workspace's (and each added directory's) ``.git`` (all of it, and every nested ``.git`` found at
+  launch, unless the command is a git-only line a rule or a person approved; ``.git/hooks`` and
+  ``.git/config`` always), ``.claude/``, ``.mainsail/`` and the ``denyWrite`` paths stay read-only, also when they do not exist yet:
   ``--ro-bind P P``, or for a missing one an empty read-only ``--tmpfs`` (a
   file: ``/dev/null``) over its first missing component (a placeholder, below);
 * the ``denyRead`` paths and Mainsail's data dir are hidden: ``--tmpfs D`` then
@@ -61,6 +62,9 @@ __all__ = ["PROTECTED", "MountPlan", "Placeholder", "bwrap_argv", "has_host_netw
 # Inside the workspace, relative path -> is a directory. Read-only for every sandboxed command:
 # hooks and config run code for the user's own git, the settings grant permissions.
 PROTECTED: dict[str, bool] = {".git/hooks": True, ".git/config": False, ".claude": True, ".mainsail": True}
+#: Directories looked at for nested ``.git`` entries at launch (a bigger tree is protected up to there;
+#: the checker's protected paths and Mainsail's own libgit2 reads do not depend on it).
+NESTED_GIT_SCAN = 5_000
 
 
 def has_host_network(settings: SandboxSettings) -> bool:
@@ -234,6 +238,31 @@ class _Mounts:
         return out
 
 
+def _nested_git(root: str, limit: int = NESTED_GIT_SCAN) -> list[str]:
+    """The ``.git`` entries below ``root``'s top level (not inside a ``.git``, not through a symlink)."""
+    found: list[str] = []
+    queue, seen = [root], 0
+    while queue and seen < limit:
+        d = queue.pop(0)
+        seen += 1
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            if e.name == ".git":
+                if d != root and not e.is_symlink():
+                    found.append(e.path)
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    queue.append(e.path)
+            except OSError:
+                continue
+    return found
+
+
 def _resolve(path: str, workspace: str, home: str) -> str:
     """An absolute real path; settings hold absolute paths already, this covers hand-made settings."""
     if path == "~" or path.startswith("~/"):
@@ -247,7 +276,8 @@ def _inside(path: str, root: str) -> bool:
 
 def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: SandboxSettings, tmp_dir: str,
                data_dir: str | None = None, bwrap: str = "bwrap", seccomp_fd: int | None = None,
-               launcher: list[str] | None = None, added_dirs: tuple[str, ...] | list[str] = ()) -> MountPlan:
+               launcher: list[str] | None = None, added_dirs: tuple[str, ...] | list[str] = (),
+               git_writable: bool = False) -> MountPlan:
     """The argv that runs ``command`` with ``/bin/bash -c`` in bwrap under the session's sandbox settings.
 
     Args:
@@ -263,6 +293,10 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
         launcher: the argv prefix that runs before bash (the proxy launcher), or None.
         added_dirs: directories added to the working area (``--add-dir``): writable like the
             workspace, with the same paths kept read-only inside them.
+        git_writable: the command is a git-only line a rule or a person approved: ``.git`` stays
+            writable (but its ``config`` and ``hooks``). Otherwise the whole ``.git`` of each area, and
+            every nested ``.git`` found at launch, is read-only (a ``commondir`` or a nested repository's
+            config written by a command would name programs for git to run).
 
     Returns:
         The argv, and the placeholders to :meth:`~MountPlan.release` once the command ended.
@@ -273,7 +307,7 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
     ws = os.path.realpath(workspace)
     mounts = _Mounts()
     try:
-        _plan(mounts, ws, settings, tmp_dir, data_dir, home, added_dirs)
+        _plan(mounts, ws, settings, tmp_dir, data_dir, home, added_dirs, git_writable)
     except BaseException:
         MountPlan([], mounts.placeholders).release()
         raise
@@ -292,7 +326,7 @@ def bwrap_argv(command: str, *, workspace: str, cwd: str, home: str, settings: S
 
 
 def _plan(mounts: _Mounts, ws: str, settings: SandboxSettings, tmp_dir: str, data_dir: str | None,
-          home: str, added_dirs=()) -> None:
+          home: str, added_dirs=(), git_writable: bool = False) -> None:
     mounts.add("bind", "/tmp", tmp_dir)
     # The added directories are part of the working area: writable, and protected inside like the workspace.
     areas = [ws] + [p for p in (os.path.realpath(d) for d in added_dirs) if p != "/" and os.path.isdir(p)]
@@ -301,7 +335,13 @@ def _plan(mounts: _Mounts, ws: str, settings: SandboxSettings, tmp_dir: str, dat
         mounts.add("bind", path)
     for area in areas:
         for rel, is_dir in PROTECTED.items():
+            if not git_writable and rel.startswith(".git/"):
+                continue  # the whole .git is read-only below (a mount point inside it could not be made)
             mounts.protect(area, rel, is_dir)
+        if not git_writable:
+            mounts.protect(area, ".git", True)
+            for nested in _nested_git(area):
+                mounts.protect(area, os.path.relpath(nested, area), os.path.isdir(nested))
     for raw in settings.deny_write:
         path = _resolve(raw, ws, home)
         root = max((w for w in writable if _inside(path, w)), key=len, default=None)

@@ -83,6 +83,9 @@ class ToolContext:
     # A quick run (workflows/tool_step.py): a quick tool finding more than this many bytes to read raises
     # NotQuick instead of reading them; None: not a quick run.
     quick_bytes: int | None = None
+    # A git-only Bash line a rule or a person approved (workflows.tool_step.git_writes): its sandbox leaves
+    # .git writable (but .git/config and .git/hooks); every other command sees .git read-only.
+    git_writes: bool = False
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))

@@ -29,9 +29,11 @@ DRAIN_SECONDS = 1.0
 NO_OUTPUT = "(Bash completed with no output)"
 # Said to the model when a sandboxed command failed the way the sandbox makes commands fail.
 SANDBOX_HINT = (
-    "\n(The command ran in the OS sandbox: only the workspace and /tmp are writable, .git/hooks, .git/config, "
+    "\n(The command ran in the OS sandbox: only the workspace and /tmp are writable, .git/ (all of it, unless "
+    "the command is a git command an allow rule or the user approved; .git/hooks and .git/config always), "
     ".claude/ and .mainsail/ are read-only, and there is no network unless the user's sandbox settings allow "
-    "it. Do not try to get around it; if the task needs more, tell the user which sandbox setting would allow it.)"
+    "it. Do not try to get around it; if the task needs more, tell the user which sandbox setting or allow rule "
+    "(such as Bash(git commit:*)) would allow it.)"
 )
 SANDBOX_SYMPTOMS = ("Read-only file system", "Could not resolve host", "Temporary failure in name resolution",
                     "Network is unreachable", "Name or service not known", "Mainsail sandbox")
@@ -152,7 +154,7 @@ class BashTool(Tool):
             )
         launch = sandbox.prepare(args.command, workspace=str(ctx.workspace), cwd=str(ctx.cwd), home=ctx.home,
                                  settings=ctx.sandbox, data_dir=sandbox_data_dir() if ctx.sandbox else None,
-                                 added_dirs=ctx.area.dirs[1:], env=ctx.env)
+                                 added_dirs=ctx.area.dirs[1:], env=ctx.env, git_writable=ctx.git_writes)
         if args.run_in_background:
             return _background(args, ctx, launch)
         try:
