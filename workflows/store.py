@@ -32,6 +32,7 @@ from workflows.exceptions import (
 from workflows.fenced import Recorder, Reply, Scripts
 from workflows.models import SessionRecord, StepRecord, entry_json, parse_entry
 from workflows.registry import LOCK_TOKEN_SEP, Workers
+from workflows.valid_text import valid_str
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
@@ -281,7 +282,7 @@ class Store:
     def publish(self, sid: str, data: dict, *, expire: bool = True) -> None:
         """Publish an ephemeral delta for watchers (capped, expiring ``LIVE_TTL_SECONDS`` after the last
         publish that sets ``expire``: a call's first delta is enough, the rest come within the hour)."""
-        fields = {k: str(v) for k, v in data.items()}
+        fields = {k: valid_str(str(v)) for k, v in data.items()}
         if not expire:
             self.r.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
             return
@@ -390,7 +391,7 @@ class Store:
     # ------------------------------------------------------------------ inbox
 
     def push_inbox(self, sid: str, text: str, pipe: Pipe | None = None) -> None:
-        (pipe if pipe is not None else self.r).rpush(keys.inbox(sid), text)
+        (pipe if pipe is not None else self.r).rpush(keys.inbox(sid), valid_str(text))
 
     def pop_inbox(self, sid: str) -> str | None:
         v = self.r.lpop(keys.inbox(sid))
