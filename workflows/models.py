@@ -190,7 +190,8 @@ class SystemEntry(_Entry):
     """A notice for the user and the record: an error, a retry, a recovered step."""
 
     type: Literal["system"] = "system"
-    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command"] = "info"
+    # unreadable: the marker of a stored entry that could not be read (workflows/entry_read.py)
+    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable"] = "info"
     content: str
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None

@@ -32,11 +32,13 @@ _UNENCODABLE = re.compile("[\ud800-\udfff]")
 #: Places named in a note, at most (a value with thousands of bad strings still gets a short note).
 MAX_PLACES = 20
 REPAIR_ERRORS = "mainsail.repair"
+_REPLACEMENT_UTF8 = REPLACEMENT.encode()
 
 
 def _replace_unencodable(exc: UnicodeError):
-    if isinstance(exc, UnicodeEncodeError):
-        return REPLACEMENT * (exc.end - exc.start), exc.end
+    # (As bytes: the UTF-8 encoder takes a str replacement only if it is ASCII.)
+    if isinstance(exc, UnicodeEncodeError) and exc.encoding.replace("-", "").lower() == "utf8":
+        return _REPLACEMENT_UTF8 * (exc.end - exc.start), exc.end
     raise exc
 
 
@@ -81,6 +83,12 @@ def note(places: list[str]) -> list[str]:
     if len(places) <= MAX_PLACES:
         return places
     return places[:MAX_PLACES] + [f"... and {len(places) - MAX_PLACES} more"]
+
+
+def repair_note(places: list[str]) -> str:
+    """What a transcript view says of an entry whose text was repaired."""
+    return ("text repaired: characters UTF-8 cannot encode (lone surrogates) were stored as U+FFFD in "
+            + ", ".join(places))
 
 
 class ValidJson(BaseModel):

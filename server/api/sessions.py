@@ -33,6 +33,7 @@ from workflows.engine.support import cancel_message
 from workflows.exceptions import MainsailError
 from workflows.session_setup import session_options
 from workflows.settings import get_settings
+from workflows.entry_read import entry_text
 from workflows.store import stream_entries
 from workflows.transcript_io import export_jsonl
 
@@ -142,9 +143,10 @@ def transcript(session: str, request: Request, caller: Caller = READER,
     rows = r.xrange(keys.log(rec.id), min=f"({start}" if after else "-", max="+", count=limit)
     entries, ids = [], []
     for sid_, fields in rows:
-        for raw in stream_entries(fields):
-            entries.append(json.loads(raw))
-            ids.append(sid_.decode() if isinstance(sid_, bytes) else sid_)
+        row = sid_.decode() if isinstance(sid_, bytes) else sid_
+        for i, raw in enumerate(stream_entries(fields)):
+            entries.append(json.loads(entry_text(rec.id, raw, row, i)))  # (unreadable: its marker)
+            ids.append(row)
     nxt = ids[-1] if ids and len(rows) == limit else None
     return TranscriptPage(entries=entries, ids=ids, next=nxt)
 
