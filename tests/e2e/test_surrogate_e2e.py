@@ -14,8 +14,9 @@ import threading
 import pytest
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.serving import Serve
+from tests.e2e.serving import Serve, sse
 from tests.fakeapi import FakeMessagesServer
+from workflows import keys
 from workflows.api_tokens import TokenStore
 from workflows.models import AssistantEntry
 from workflows.scripted import ToolUse, Turn
@@ -114,3 +115,38 @@ def test_the_servers_transcript_of_a_surrogate_session_answers_200(cluster, work
         assert "caf\ufffd latte" in json.dumps(page.json()["entries"], ensure_ascii=False)
         assert api.get(f"/api/sessions/{sid}").status_code == 200
         assert api.get(f"/api/sessions/{sid}/export").status_code == 200
+
+
+def test_an_entry_that_cannot_be_read_leaves_the_session_readable_and_running(cluster, workspace, fake):
+    released.set()
+    out = cluster.mainsail("-p", "--permission-mode", "bypassPermissions", "first: write things", cwd=workspace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    sid = cluster.session_id()
+    # Written by hand (or an older version): bytes that are not UTF-8, in the middle of the transcript.
+    bad = cluster.store.r.xadd(keys.log(sid), {"entry": b'{"type":"assistant","message":"\xff\xfe"}'}).decode()
+    marker = f"Entry {bad} could not be read"
+
+    shown = cluster.mainsail("show", sid, cwd=workspace)
+    assert shown.returncode == 0 and marker in shown.stdout, shown.stdout + shown.stderr
+    exported = cluster.mainsail("export", sid, cwd=workspace)
+    assert exported.returncode == 0 and marker in exported.stdout, exported.stdout + exported.stderr
+    watched = cluster.mainsail("watch", sid, cwd=workspace)
+    assert watched.returncode == 0 and marker in watched.stdout, watched.stdout + watched.stderr
+
+    admin, _ = TokenStore(cluster.store.r).create("admin")
+    srv = Serve(cluster).start()
+    with srv.client(admin) as api:
+        page = api.get(f"/api/sessions/{sid}/transcript", params={"limit": 5000})
+        assert page.status_code == 200, page.text
+        assert any(e.get("subtype") == "unreadable" and e["content"].startswith(marker) for e in page.json()["entries"])
+        events = [json.loads(ev["data"]) for ev in sse(api, f"/api/sessions/{sid}/events",
+                                                         params={"until_idle": "true", "deltas": "false"})
+                  if ev["event"] == "entry"]
+        assert any(marker in ev["entry"].get("content", "") for ev in events)
+        assert api.get(f"/api/sessions/{sid}/export").status_code == 200
+
+    # The next message runs: the marker is left out of the model's context.
+    again = cluster.mainsail("-p", "--resume", sid, "second message", cwd=workspace)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.strip() == "Second message answered."
+    assert "could not be read" not in json.dumps(fake.requests[-1])
