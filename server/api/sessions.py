@@ -36,6 +36,7 @@ from workflows.settings import get_settings
 from workflows.entry_read import entry_text
 from workflows.store import stream_entries
 from workflows.transcript_io import export_jsonl
+from workflows.valid_text import valid_str
 
 router = APIRouter(tags=["sessions"])
 READER = Depends(require_reader)
@@ -181,7 +182,8 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
     if body.message is not None:
         dispatch(eng.submit(rec.id, body.message))
         inbox = eng.store.inbox(rec.id)
-        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if body.message in inbox else "sent")
+        queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/valid_text.py)
+        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if queued else "sent")
     return Done(session_id=rec.id, message="; ".join(notes).capitalize() + ".",
                 state=eng.store.get_session(rec.id).state)
 

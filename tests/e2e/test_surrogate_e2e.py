@@ -150,3 +150,15 @@ def test_an_entry_that_cannot_be_read_leaves_the_session_readable_and_running(cl
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.strip() == "Second message answered."
     assert "could not be read" not in json.dumps(fake.requests[-1])
+
+
+def test_a_prompt_that_is_not_utf8_runs_and_its_command_returns(cluster, workspace, fake):
+    released.set()
+    # argv bytes that are not UTF-8 (Python hands them on as lone surrogates): the run starts, is found by
+    # the command that started it, and ends; the prompt is stored repaired.
+    out = cluster.mainsail("-p", "--permission-mode", "bypassPermissions", "first: caf\udce9", cwd=workspace,
+                           timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout == "Done \ufffd here.\n"
+    prompt = cluster.store.entries(cluster.session_id())[0]
+    assert prompt.message.text() == "first: caf\ufffd" and prompt.repaired == ["message.content"]

@@ -14,7 +14,8 @@ from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
 from workflows.context import build_request
 from workflows.entry_read import read_entry
-from workflows.models import AssistantEntry, ResultEntry, SystemEntry, UserEntry
+from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
+from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
 from workflows.request_json import Block, body
 from workflows.scripted import Script, ToolUse, Turn
 from workflows.transcript_io import export_jsonl
@@ -125,3 +126,9 @@ def test_read_entry_names_the_entry_and_why_never_its_content():
     assert "secret" not in marker.content
     assert read_entry("s", "{}", "12-0").uuid == read_entry("s", "[]", "12-0").uuid  # the same place, the same id
     assert "sessionId: Field required" in read_entry("s", '{"type":"system","content":"x"}', "1-0").content
+
+
+def test_a_run_is_found_by_its_prompt_as_sent_though_it_was_stored_repaired():
+    stored = UserEntry(session_id="s", message=Message(role="user", content="caf\ufffd"))
+    assert is_entry_of_prompt(stored, "caf" + BAD)
+    assert prompt_digest("caf" + BAD) == prompt_digest("caf\ufffd")
