@@ -4,9 +4,11 @@ A stored entry may not parse: bytes that are not UTF-8, JSON that is not JSON, o
 models refuse (written by an older or newer version, or by hand). Every reader of a transcript (the
 store's reads and its cache, ``show``, ``export``, ``watch``, the server's transcript and events, the
 console, the context of the next model call) reads an entry through :func:`read_entry`, which gives such
-an entry's place a marker instead: a :class:`~workflows.models.SystemEntry` of subtype ``unreadable``
+an entry's place a marker instead: an :class:`UnreadableEntry` (a system entry of subtype ``unreadable``)
 saying which stream entry could not be read and why. The model never sees it (system entries are not
-part of the conversation, workflows/context.py).
+part of the conversation, workflows/context.py); where the entry it stands for was a tool call or its
+result, :func:`mend` gives the other half a stand-in, so the conversation sent stays one the Messages
+API accepts.
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ import uuid
 
 from pydantic import ValidationError
 
-from workflows.models import SystemEntry, _Entry, parse_entry
+from workflows.models import (
+    AssistantEntry,
+    Message,
+    SystemEntry,
+    TextBlock,
+    ToolResultBlock,
+    UserEntry,
+    _Entry,
+    parse_entry,
+)
 from workflows.valid_text import dumps, valid_str
 
 #: The namespace of a marker's uuid: the same entry read twice gives the same marker.
@@ -24,6 +35,10 @@ _MARKERS = uuid.UUID("6a1d6f0e-5b7c-4e0a-9d0b-8f3f3c1a2b7d")
 _UNREADABLE = (ValueError, UnicodeError, TypeError)
 #: The longest reason a marker quotes.
 MAX_REASON = 200
+
+
+class UnreadableEntry(SystemEntry):
+    """The marker of a stored entry that could not be read (stored as, and read back as, a system entry)."""
 
 
 def read_entry(sid: str, raw: str | bytes | dict, stream_id: str | None = None, index: int = 0) -> _Entry:
@@ -36,10 +51,10 @@ def read_entry(sid: str, raw: str | bytes | dict, stream_id: str | None = None, 
         return unreadable(sid, stream_id, index, exc)
 
 
-def unreadable(sid: str, stream_id: str | None, index: int, exc: Exception) -> SystemEntry:
+def unreadable(sid: str, stream_id: str | None, index: int, exc: Exception) -> UnreadableEntry:
     """The marker standing for an entry that could not be read, and why (never its content)."""
     where = f"{stream_id}" + (f" (part {index + 1})" if index else "") if stream_id else "(unknown id)"
-    return SystemEntry(
+    return UnreadableEntry(
         session_id=sid, subtype="unreadable",
         uuid=str(uuid.uuid5(_MARKERS, f"{sid}/{stream_id}/{index}")),
         content=f"Entry {where} could not be read: {_reason(exc)}. It is left out; the rest of the "
@@ -54,6 +69,33 @@ def entry_text(sid: str, raw: str | bytes, stream_id: str | None = None, index: 
     except _UNREADABLE as exc:
         return dumps(unreadable(sid, stream_id, index, exc).dump())
     return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def mend(view: list) -> list:
+    """The entries the model sees (``view``, holding a marker) with each tool call and tool result whose
+    other half could not be read given a stand-in: a result with no call becomes a text block, a call
+    with no result gets an error result after it. Without these the API refuses the whole request."""
+    uses = {tu.id for e in view if isinstance(e, AssistantEntry) for tu in e.message.tool_uses()}
+    answered = {b.tool_use_id for e in view if isinstance(e, UserEntry) for b in e.message.blocks()
+                if isinstance(b, ToolResultBlock)}
+    out: list = []
+    for e in view:
+        if isinstance(e, UserEntry) and any(isinstance(b, ToolResultBlock) and b.tool_use_id not in uses
+                                            for b in e.message.blocks()):
+            blocks = [TextBlock(text=f"(The result of tool call {b.tool_use_id}, whose call could not be read: "
+                                     f"{b.text[:500]})")
+                      if isinstance(b, ToolResultBlock) and b.tool_use_id not in uses else b
+                      for b in e.message.blocks()]
+            e = e.model_copy(update={"message": Message(role="user", content=blocks)})
+        out.append(e)
+        if isinstance(e, AssistantEntry):
+            missing = [tu.id for tu in e.message.tool_uses() if tu.id not in answered]
+            if missing:
+                out.append(UserEntry(session_id=e.session_id, origin="synthetic", message=Message(
+                    role="user", content=[ToolResultBlock(tool_use_id=i, is_error=True,
+                                                          content="The result of this call could not be read.")
+                                          for i in missing])))
+    return out
 
 
 def field_text(value: str | bytes) -> str:

@@ -132,3 +132,49 @@ def test_a_run_is_found_by_its_prompt_as_sent_though_it_was_stored_repaired():
     stored = UserEntry(session_id="s", message=Message(role="user", content="caf\ufffd"))
     assert is_entry_of_prompt(stored, "caf" + BAD)
     assert prompt_digest("caf" + BAD) == prompt_digest("caf\ufffd")
+
+
+def _pairs_hold(messages: list[dict]) -> bool:
+    """The Messages API's rule: each assistant message's tool calls are answered, each by id, in the next
+    (user) message, and a tool result answers a call of the message before it."""
+    for i, m in enumerate(messages):
+        blocks = m["content"] if isinstance(m["content"], (list, tuple)) else []
+        if m["role"] == "assistant":
+            calls = {b["id"] for b in blocks if b["type"] == "tool_use"}
+            nxt = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            if calls - {b.get("tool_use_id") for b in nxt if isinstance(b, dict)}:
+                return False
+        else:
+            prev = messages[i - 1]["content"] if i else []
+            calls = {b["id"] for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"}
+            if {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"} - calls:
+                return False
+    return True
+
+
+def test_a_marker_for_a_tool_call_or_its_result_leaves_a_conversation_the_api_accepts(engine, ws):
+    (ws / "a.txt").write_text("hello\n")
+    model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "a.txt"})]),
+                                         Turn(text="Read it.")]))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "read a.txt"))
+    inline.drain()
+    rec = engine.store.get_session(rec.id)
+
+    def transcript() -> list:  # new objects each time, as a new process reads them (the request cache
+        # holds per entry object, and a transcript's entries never change)
+        return engine.store.entries(rec.id) + [UserEntry(session_id=rec.id, message=Message(role="user",
+                                                                                              content="more"))]
+
+    entries = transcript()
+    call = next(i for i, e in enumerate(entries) if isinstance(e, AssistantEntry) and e.message.tool_uses())
+    result = next(i for i, e in enumerate(entries) if isinstance(e, UserEntry) and e.origin == "tool_result")
+    assert _pairs_hold(build_request(rec, entries, 1000)["messages"])
+    for lost in (call, result):
+        marked = transcript()
+        marked[lost] = read_entry(rec.id, b"\xff", f"{lost}-0")
+        messages = json.loads(body(build_request(rec, marked, 1000)))["messages"]
+        assert _pairs_hold(messages), messages
+        assert "could not be read" in json.dumps(messages)  # the stand-in says so; the marker itself is not sent
+        assert f"{lost}-0" not in json.dumps(messages)
