@@ -657,3 +657,9 @@ class StoreContract:
         got = store.tail({keys.log(sid): "0-0"}, block_ms=100)
         raws = [raw for _, f in got[0][1] for raw in stream_entries(f)]
         assert all(isinstance(raw, str) for raw in raws)
+
+    def test_a_live_delta_that_is_not_utf8_is_read_as_text(self, store):
+        sid = "s-bad-delta"
+        store.r.xadd(keys.live(sid), {"type": "text", "text": b"a\xffb"})
+        got = store.tail({keys.live(sid): "0-0"}, block_ms=100)
+        assert got[0][1][0][1] == {"type": "text", "text": "a\ufffdb"}

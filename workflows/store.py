@@ -301,7 +301,7 @@ class Store:
         rows = self.r.xread(streams, block=block_ms)
         out = []
         for key, items in rows or []:
-            out.append((_s(key), [(_s(i), {_s(k): field_text(v) for k, v in f.items()}) for i, f in items]))
+            out.append((_s(key), [(_s(i), _fields(f)) for i, f in items]))
         return out
 
     # ------------------------------------------------------------------ the fenced scripts (workflows/fenced.py)
@@ -575,6 +575,17 @@ def stream_entries(fields: dict) -> list:
     if len(out) > 1:
         out.sort(key=lambda kv: kv[0])
     return [v for _, v in out]
+
+
+def _fields(f: dict) -> dict[str, str]:
+    """A stream entry's fields as text, never raising: a transcript entry's bytes that are not UTF-8 kept as
+    surrogate escapes (so it reads as its marker: workflows/entry_read.py), any other field's replaced."""
+    out = {}
+    for k, v in f.items():
+        name = _s(k)
+        out[name] = field_text(v) if name.startswith(ENTRY_FIELD) else (
+            v.decode(errors="replace") if isinstance(v, bytes) else v)
+    return out
 
 
 def _read_rows(sid: str, rows) -> list[tuple[str, object]]:
