@@ -14,6 +14,7 @@ API accepts.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 
 from pydantic import ValidationError
 
@@ -54,8 +55,9 @@ def read_entry(sid: str, raw: str | bytes | dict, stream_id: str | None = None, 
 def unreadable(sid: str, stream_id: str | None, index: int, exc: Exception) -> UnreadableEntry:
     """The marker standing for an entry that could not be read, and why (never its content)."""
     where = f"{stream_id}" + (f" (part {index + 1})" if index else "") if stream_id else "(unknown id)"
+    when = _written_at(stream_id)
     return UnreadableEntry(
-        session_id=sid, subtype="unreadable",
+        session_id=sid, subtype="unreadable", **({"timestamp": when} if when else {}),
         uuid=str(uuid.uuid5(_MARKERS, f"{sid}/{stream_id}/{index}")),
         content=f"Entry {where} could not be read: {_reason(exc)}. It is left out; the rest of the "
                 "session is as recorded.")
@@ -102,6 +104,15 @@ def field_text(value: str | bytes) -> str:
     """A stream field's value as ``str``: bytes that are not UTF-8 are kept as surrogate escapes, which no
     parser accepts (so the entry reads as a marker), rather than raising in the middle of a read."""
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def _written_at(stream_id: str | None) -> str | None:
+    """When the stream entry ``stream_id`` was written (its id's milliseconds), as entries' timestamps are."""
+    ms = (stream_id or "").partition("-")[0]
+    if not ms.isdigit():
+        return None
+    when = datetime.fromtimestamp(int(ms) / 1000, timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _reason(exc: Exception) -> str:

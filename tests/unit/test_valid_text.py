@@ -124,6 +124,7 @@ def test_read_entry_names_the_entry_and_why_never_its_content():
     assert marker.subtype == "unreadable" and marker.session_id == "s"
     assert marker.content.startswith("Entry 12-0 (part 2) could not be read: Invalid JSON")
     assert "secret" not in marker.content
+    assert read_entry("s", "{}", "1700000000123-0").timestamp == "2023-11-14T22:13:20.123Z"  # when it was written
     assert read_entry("s", "{}", "12-0").uuid == read_entry("s", "[]", "12-0").uuid  # the same place, the same id
     assert "sessionId: Field required" in read_entry("s", '{"type":"system","content":"x"}', "1-0").content
 
