@@ -38,7 +38,8 @@ def _stream_order(stream_id: str) -> tuple[int, int]:
 class Batch:
     """What one read brought: text deltas (``{step, attempt, text}`` fields) and transcript entries (JSON).
 
-    ``items`` holds both in the order they happened: ``("delta", fields)`` and ``("entry", json)`` sorted
+    ``items`` holds both in the order they happened: ``("delta", fields)`` and ``("entry", (stream id, its
+    index in that stream entry, json))`` sorted
     by their stream ids (both streams' ids are the same Redis server's clock). A read that starts late
     may bring a prompt's entry and the first deltas of its reply together: the prompt comes first.
     """
@@ -115,9 +116,9 @@ class Feed:
             else:
                 self.last_log = items[-1][0]
                 for i, f in items:
-                    for raw in stream_entries(f):
+                    for n, raw in enumerate(stream_entries(f)):
                         batch.entries.append(raw)
-                        ordered.append((_stream_order(i), 1, "entry", raw))
+                        ordered.append((_stream_order(i), 1, "entry", (i, n, raw)))
         ordered.sort(key=lambda o: (o[0], o[1]))  # stable: one commit's entries keep their order
         batch.items = [(kind, payload) for _, _, kind, payload in ordered]
         if self.children and any('"name":"Task"' in raw for raw in batch.entries):

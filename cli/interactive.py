@@ -54,6 +54,7 @@ from workflows.permissions.bypass import effective_mode
 from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 from workflows.store import stream_entries
+from workflows.valid_text import valid_str
 
 PROMPT = "> "
 RECENT = 10  # sessions /resume lists
@@ -320,9 +321,9 @@ class Interactive:
         steps = self.engine.submit(sid, text)
         dispatch(steps)
         inbox = self.store.inbox(sid)
-        queued = text in inbox
+        queued = valid_str(text) in inbox  # (as the inbox holds it: workflows/valid_text.py)
         if queued:
-            ahead = len(inbox) - 1 - inbox[::-1].index(text)
+            ahead = len(inbox) - 1 - inbox[::-1].index(valid_str(text))
             before = f" and the {ahead} queued before it" if ahead else ""
             click.echo(f"Session {sid[:8]} is busy ({self.record().state.value}); your message runs after "
                        f"its current turn{before}. Ctrl-C interrupts it; /clear-queue drops the queue.", err=True)

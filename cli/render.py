@@ -16,6 +16,7 @@ from rich.text import Text
 
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
+from workflows.entry_read import read_entry
 from workflows.mcp.tools import is_mcp_name
 from workflows.mcp.tools import summary as mcp_summary
 from workflows.models import (
@@ -26,11 +27,11 @@ from workflows.models import (
     ResultEntry,
     SystemEntry,
     UserEntry,
-    parse_entry,
 )
 from workflows.permissions import prompt_text
 from workflows.store import Store
 from workflows.tools import REGISTRY
+from workflows.valid_text import repair_note
 
 
 def _summary(name: str, tool_input: dict) -> str:
@@ -105,6 +106,12 @@ class Renderer:
             self.console.print(Text(f"  ⎿  {line}"[:160], style="bold" if line.startswith("◐") else "dim"))
 
     def entry(self, e) -> None:
+        self._entry(e)
+        if getattr(e, "repaired", None):  # text UTF-8 cannot encode was stored as U+FFFD: say where
+            self._end_line()
+            self.console.print(Text(f"  ⚠ {repair_note(e.repaired)}", style="yellow"))
+
+    def _entry(self, e) -> None:
         if isinstance(e, SystemEntry) and e.subtype == "memory" and self.shown:
             # A memory fork's note (the previous turn's extraction) committed while this reply streams:
             # shown after the reply's line ends, not in the middle of it ("Answer to: Say\n✎ ...\n hello").
@@ -150,7 +157,8 @@ class Renderer:
             self._command_entry(e)
         elif isinstance(e, SystemEntry):
             self._end_line()
-            style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow"}.get(e.subtype, "dim")
+            style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow",
+                     "unreadable": "yellow"}.get(e.subtype, "dim")
             if e.subtype == "memory":
                 self._memory_note(e)
             else:
@@ -294,12 +302,12 @@ def follow(
             if batch is not None and (batch.entries or batch.deltas or batch.children):
                 heard = time.monotonic()
                 for child, raw in batch.children:
-                    on_child(child, parse_entry(raw))
+                    on_child(child, read_entry(child, raw))
                 for kind, item in batch.items:  # deltas and entries in the order they happened
                     if kind == "delta":
                         on_delta(item.get("step", ""), int(item.get("attempt", 0)), item.get("text", ""))
                         continue
-                    entry = parse_entry(item)
+                    entry = read_entry(sid, item[2], item[0], item[1])
                     on_entry(entry)
                     if stop(entry):
                         return entry

@@ -25,6 +25,7 @@ from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
 from workflows.tokens import describe_usage
+from workflows.valid_text import valid_str
 
 
 def _when(t: float) -> str:
@@ -232,6 +233,7 @@ def send(session: str, message: str | None, interrupt: bool, clear: bool) -> Non
     steps = rt.engine.submit(sid, message)
     dispatch(steps)
     inbox = rt.store.inbox(sid)
+    message = valid_str(message)  # (as the inbox holds it: workflows/valid_text.py)
     if message not in inbox:
         click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
         return

@@ -21,6 +21,7 @@ from redis.retry import Retry
 from workflows.engine import Engine
 from workflows.settings import Settings, get_settings
 from workflows.store import Store
+from workflows.valid_text import REPAIR_ERRORS
 
 _lock = threading.Lock()
 _redis_url: str | None = None
@@ -177,7 +178,7 @@ def redis_client(url: str, ca_file: str | os.PathLike | None = None, *, once_tra
         **kwargs: passed to :meth:`redis.Redis.from_url` (timeouts, keepalive).
     """
     options = tls_options(url, ca_file)
-    kwargs = {**NO_SETINFO, **kwargs}
+    kwargs = {**CLIENT_DEFAULTS, **kwargs}
     cls = OnceTransactions if once_transactions else redis.Redis
     if max_connections is None:
         return cls.from_url(without_tls_query(url), **kwargs, **(options or {}))
@@ -191,7 +192,7 @@ def async_redis_client(url: str, ca_file: str | os.PathLike | None = None, **kwa
     each watcher waits in an ``XREAD BLOCK`` without holding a thread."""
     import redis.asyncio as aredis
 
-    return aredis.Redis.from_url(without_tls_query(url), **{**NO_SETINFO, **kwargs}, **(tls_options(url, ca_file) or {}))
+    return aredis.Redis.from_url(without_tls_query(url), **{**CLIENT_DEFAULTS, **kwargs}, **(tls_options(url, ca_file) or {}))
 
 
 def _no_setinfo() -> dict:
@@ -203,6 +204,10 @@ def _no_setinfo() -> dict:
 
 
 NO_SETINFO = _no_setinfo()
+#: Every client's options: no ``CLIENT SETINFO``; and a string that UTF-8 cannot encode (a lone surrogate
+#: the store's own repair did not meet) is sent with U+FFFD in its place, never an exception in the middle
+#: of a write (workflows/valid_text.py).
+CLIENT_DEFAULTS = {**NO_SETINFO, "encoding_errors": REPAIR_ERRORS}
 
 
 def blocking_pool(connection_class, max_connections: int, **connection_kwargs) -> redis.BlockingConnectionPool:

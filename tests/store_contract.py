@@ -36,9 +36,14 @@ from workflows.models import (
     ToolUseBlock,
     Usage,
     UserEntry,
+    entry_json,
     parse_entry,
 )
 from workflows.store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store, stream_entries
+
+
+def _id(stream_id) -> str:
+    return stream_id.decode() if isinstance(stream_id, bytes) else stream_id
 
 
 def make_session(sid: str, **kw) -> SessionRecord:
@@ -586,3 +591,75 @@ class StoreContract:
         with pytest.raises(ValueError):
             with store.lock("a:b"):
                 pass
+
+    # ------------------------------------------------------------------ valid text (workflows/valid_text.py)
+
+    def test_text_utf8_cannot_encode_is_stored_repaired_and_noted(self, store):
+        sid = "s-surrogate"
+        bad = AssistantEntry(sessionId=sid, message=AssistantMessage(content=[
+            TextBlock(text="Writing \udc80 now."),
+            ToolUseBlock(id="t1", name="Write", input={"file_path": "a.txt", "content": "caf\udc80"}),
+            ToolUseBlock(id="t2", name="Bash", input={"command": "echo \ud800"})]))
+        append_now(store, sid, [bad])
+        (got,) = store.entries(sid)
+        assert got.message.text() == "Writing \ufffd now."
+        assert [tu.input for tu in got.message.tool_uses()] == [{"file_path": "a.txt", "content": "caf\ufffd"},
+                                                              {"command": "echo \ufffd"}]
+        assert got.repaired == ["message.content.0.text", "message.content.1.input.content",
+                                "message.content.2.input.command"]
+        assert got.uuid == bad.uuid
+        # The session record and a step record holding such text are stored repaired too.
+        rec = make_session(sid, title="t\udc80")
+        store.create_session(rec)
+        assert store.get_session(sid).title == "t\ufffd"
+        rec.title = "u\udcff"
+        store.save_session(rec)
+        assert store.get_session(sid).title == "u\ufffd"
+        step = make_step(sid, error="e\udc80")
+        store.put_step(step)
+        assert store.get_step(sid, step.id).error == "e\ufffd"
+
+    def test_live_deltas_and_queued_messages_are_stored_repaired(self, store):
+        sid = "s-surrogate-live"
+        store.publish(sid, {"type": "text", "text": "a\udc80b"})
+        got = store.tail({keys.live(sid): "0-0"}, block_ms=100)
+        assert got[0][1][0][1]["text"] == "a\ufffdb"
+        store.push_inbox(sid, "queued \udc80")
+        assert store.inbox(sid) == ["queued \ufffd"]
+
+    # ------------------------------------------------------------------ unreadable entries (workflows/entry_read.py)
+
+    def test_an_entry_that_cannot_be_read_is_a_marker_and_the_rest_reads(self, store):
+        sid = "s-bad-entry"
+        before, after = SystemEntry(sessionId=sid, content="before"), SystemEntry(sessionId=sid, content="after")
+        append_now(store, sid, [before])
+        bad_ids = [_id(store.r.xadd(keys.log(sid), {"entry": raw})) for raw in (
+            b'{"type":"system","sessionId":"s-bad-entry","content":"\xff\xfe"}',  # not UTF-8
+            b'{"type":"system","sessionId":',  # not JSON
+            b'{"type":"no-such-type","sessionId":"s-bad-entry"}',  # not an entry this version knows
+            b'{"type":"system","sessionId":"s-bad-entry","content":"\\udc80"}',  # an escaped lone surrogate
+        )]
+        # One stream entry of a commit with a bad second part: the first part still reads.
+        mixed = _id(store.r.xadd(keys.log(sid), {"entry": entry_json(after), "entry.2": b"[1,"}))
+        rows = store.read_log(sid)
+        assert [i for i, _ in rows][1:] == [*bad_ids, mixed, mixed]
+        assert rows[0][1] == before and rows[5][1] == after
+        markers = [e for i, e in rows if e.type == "system" and e.subtype == "unreadable"]
+        assert len(markers) == 5
+        for marker, where in zip(markers, [*bad_ids, f"{mixed} (part 2)"]):
+            assert marker.content.startswith(f"Entry {where} could not be read: "), marker.content
+            assert marker.session_id == sid
+        assert "\xff" not in markers[0].content and "\ufffd" not in markers[0].content  # the reason, not the bytes
+        assert len({m.uuid for m in markers}) == 5
+        assert [e.uuid for e in store.entries(sid)] == [e.uuid for _, e in rows]  # the same markers each read
+        assert [e.uuid for e in store.cached_entries(sid)] == [e.uuid for _, e in rows]
+        # A live reader gets the same: its field values stay text, and the entry reads as its marker.
+        got = store.tail({keys.log(sid): "0-0"}, block_ms=100)
+        raws = [raw for _, f in got[0][1] for raw in stream_entries(f)]
+        assert all(isinstance(raw, str) for raw in raws)
+
+    def test_a_live_delta_that_is_not_utf8_is_read_as_text(self, store):
+        sid = "s-bad-delta"
+        store.r.xadd(keys.live(sid), {"type": "text", "text": b"a\xffb"})
+        got = store.tail({keys.live(sid): "0-0"}, block_ms=100)
+        assert got[0][1][0][1] == {"type": "text", "text": "a\ufffdb"}

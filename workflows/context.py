@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from workflows import request_json
+from workflows.entry_read import UnreadableEntry, mend
 from workflows.memo import ObjectMemo
 from workflows.models import (
     AssistantEntry,
@@ -47,8 +48,15 @@ CONTINUE = (
 
 
 def model_view(entries: list) -> list:
-    """The entries the model sees: after the last compact boundary, the summary first."""
+    """The entries the model sees: after the last compact boundary, the summary first (mended around an
+    entry that could not be read: :func:`workflows.entry_read.mend`)."""
     kinds = list(map(type, entries))  # (a C loop: this runs at every model call)
+    if UnreadableEntry in kinds:
+        return mend(_view(entries, kinds))
+    return _view(entries, kinds)
+
+
+def _view(entries: list, kinds: list) -> list:
     if CompactBoundaryEntry not in kinds:
         return entries
     last = len(kinds) - 1 - kinds[::-1].index(CompactBoundaryEntry)

@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 import anthropic
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 from redis.exceptions import RedisError
 
 from workflows.context import _blocks, model_view
@@ -54,6 +54,7 @@ from workflows.models import (
 )
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
+from workflows.valid_text import ValidJson
 
 FORK_MAX_TOKENS = 8192
 TRANSCRIPT_MAX_CHARS = 60_000  # the newest part of the conversation a fork is shown
@@ -75,7 +76,7 @@ for _tool in ("Read", "Glob", "Grep"):
     _EXTRACT_ALLOW.add("allow", _tool, "memory extraction")
 
 
-class ForkState(BaseModel):
+class ForkState(ValidJson):
     """A fork's progress: what its checkpoint holds."""
 
     messages: list[dict[str, Any]]

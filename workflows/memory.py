@@ -23,11 +23,12 @@ from typing import Literal
 
 import redis
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from workflows import git_state, keys
 from workflows.exceptions import MemoryRecordError
 from workflows.frontmatter import split_frontmatter, yaml_mapping
+from workflows.valid_text import ValidJson
 
 # =========================================================================== session memory: when
 
@@ -131,7 +132,7 @@ INDEX_NAME = "MEMORY"
 _NAME = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 
-class MemoryRecord(BaseModel):
+class MemoryRecord(ValidJson):
     name: str
     description: str
     type: MemoryType

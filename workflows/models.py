@@ -10,16 +10,15 @@
 from __future__ import annotations
 
 import enum
-import json
 import time
 import uuid as _uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic_core import PydanticSerializationError
 
 from statemachines import State
+from workflows import valid_text
 from workflows.commands.models import CommandRun
 from workflows.hooks.config import HookSet
 from workflows.hooks.outcome import HookOutcome, HookRun
@@ -38,7 +37,7 @@ def new_id() -> str:
     return str(_uuid.uuid4())
 
 
-class _Model(BaseModel):
+class _Model(valid_text.ValidJson):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
@@ -145,6 +144,13 @@ class _Entry(_Model):
     cwd: str = ""
     git_branch: str | None = Field(default=None, alias="gitBranch")
     step_id: str | None = None
+    # Where text that UTF-8 cannot encode (a lone surrogate) was replaced by U+FFFD when the entry was
+    # stored (workflows/valid_text.py): ``message.content.1.input.content``.
+    repaired: list[str] | None = None
+
+    def note_repair(self, data: dict, places: list[str]) -> dict:
+        data["repaired"] = valid_text.note([*(self.repaired or ()), *places])
+        return data
 
     def dump(self) -> dict:
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -184,7 +190,8 @@ class SystemEntry(_Entry):
     """A notice for the user and the record: an error, a retry, a recovered step."""
 
     type: Literal["system"] = "system"
-    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command"] = "info"
+    # unreadable: the marker of a stored entry that could not be read (workflows/entry_read.py)
+    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable"] = "info"
     content: str
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
@@ -291,13 +298,11 @@ def entry_json(entry: _Entry) -> str:
     The same keys, in the same order, and values as ``json.dumps(entry.dump(), separators=(",", ":"))``;
     only the text may differ where JSON allows (non-ASCII characters as UTF-8 instead of ``\\u``
     escapes, floats in shortest form: ``1e-5`` for ``1e-05``). A string Python can hold but UTF-8
-    cannot (a lone surrogate, as from a file read with ``surrogateescape``) falls back to ``json``,
-    which escapes it.
+    cannot (a lone surrogate: from the model's JSON, or a file read with ``surrogateescape``) is
+    replaced by U+FFFD and the places are noted in ``repaired`` (:class:`workflows.valid_text.ValidJson`):
+    what is stored can always be read back.
     """
-    try:
-        text = entry.model_dump_json(by_alias=True, exclude_none=True)
-    except PydanticSerializationError:
-        return json.dumps(entry.dump(), separators=(",", ":"))
+    text = entry.model_dump_json(by_alias=True, exclude_none=True)
     # dump() keeps an unknown cost (None) that exclude_none dropped: appended last, as it does.
     fields = type(entry).model_fields
     kept = "".join(f',"{name}":null' for name in _UNKNOWN_COSTS

@@ -9,7 +9,9 @@ new or changed blocks, not the whole conversation encoded again. Given to the SD
 (``anthropic._utils._prepare``), which grew with the conversation as well.
 
 The bytes are what the SDK itself would send: ``json.dumps`` with ``ensure_ascii=False``, compact
-separators and no NaN, UTF-8 encoded.
+separators and no NaN, UTF-8 encoded; but where the SDK would raise on text UTF-8 cannot encode (a lone
+surrogate, which the store repairs but a value built in memory may still hold), each such code point is
+sent as U+FFFD (workflows/valid_text.py): a request body can always be built.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from json.encoder import (
     encode_basestring,  # (the C one where there is one, as JSONEncoder uses)
 )
 from operator import is_
+
+from workflows.valid_text import REPAIR_ERRORS
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                             default=lambda o: _jsonable(o))
@@ -44,7 +48,7 @@ class Block(dict):
         try:
             return self._json
         except AttributeError:
-            self._json = _ENCODER.encode(self).encode()
+            self._json = _utf8(_ENCODER.encode(self))
             return self._json
 
     def _read_only(self, *args, **kwargs):
@@ -124,9 +128,9 @@ def _parts(value: object, out: list[bytes]) -> None:
             _parts(v, out)
         out.append(b"]")
     elif kind is str:
-        out.append(encode_basestring(value).encode())
+        out.append(_utf8(encode_basestring(value)))
     else:
-        out.append(_ENCODER.encode(value).encode())
+        out.append(_utf8(_ENCODER.encode(value)))
 
 
 _MESSAGE_KEYS = {"role", "content"}
@@ -166,10 +170,15 @@ def _key(key: str) -> bytes:
     """A key's JSON and its colon (the same few keys recur in every message)."""
     text = _KEYS.get(key)
     if text is None:
-        text = (_ENCODER.encode(key) + ":").encode()
+        text = _utf8(_ENCODER.encode(key) + ":")
         if len(_KEYS) < 1024:
             _KEYS[key] = text
     return text
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8, a code point it cannot encode as U+FFFD (the error handler runs only then)."""
+    return text.encode("utf-8", REPAIR_ERRORS)
 
 
 def body(request: dict) -> bytes:

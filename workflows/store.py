@@ -30,8 +30,10 @@ from workflows.exceptions import (
     StoreUnavailable,
 )
 from workflows.fenced import Recorder, Reply, Scripts
-from workflows.models import SessionRecord, StepRecord, entry_json, parse_entry
+from workflows.entry_read import field_text, read_entry
+from workflows.models import SessionRecord, StepRecord, entry_json
 from workflows.registry import LOCK_TOKEN_SEP, Workers
+from workflows.valid_text import valid_str
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600
@@ -196,7 +198,7 @@ class Store:
         wrote together share a stream id; ``count`` counts stream entries."""
         start = f"({after}" if after else "-"
         rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
-        return [(_s(i), parse_entry(raw)) for i, f in rows for raw in stream_entries(f)]
+        return _read_rows(sid, rows)
 
     def entries(self, sid: str) -> list:
         return [e for _, e in self.read_log(sid)]
@@ -250,7 +252,7 @@ class Store:
     def note_rows(self, sid: str, after: str | None, rows, revision: int) -> None:
         """A claim read the record at ``revision`` and, in the same script, the transcript rows after
         ``after`` (XRANGE's raw reply): the cache is then exactly the transcript at ``revision``."""
-        new = [(_s(i), parse_entry(raw)) for i, f in rows for raw in stream_entries(_pairs(f))]
+        new = _read_rows(sid, ((i, _pairs(f)) for i, f in rows))
         with self._cache_lock:
             hit = self._cache.get(sid)
             if (hit[0] if hit else None) != after:
@@ -265,7 +267,7 @@ class Store:
             hit = self._cache.get(sid)
             if hit is None or hit[2] != read or (written and not stream_id):
                 return
-        added = [parse_entry(data) for data in written]  # parsed as any reader would, outside the lock
+        added = [read_entry(sid, data, stream_id, n) for n, data in enumerate(written)]  # as any reader, unlocked
         with self._cache_lock:
             now = self._cache.get(sid)
             if now is None or now[2] != read or now[0] != hit[0]:
@@ -281,7 +283,7 @@ class Store:
     def publish(self, sid: str, data: dict, *, expire: bool = True) -> None:
         """Publish an ephemeral delta for watchers (capped, expiring ``LIVE_TTL_SECONDS`` after the last
         publish that sets ``expire``: a call's first delta is enough, the rest come within the hour)."""
-        fields = {k: str(v) for k, v in data.items()}
+        fields = {k: valid_str(str(v)) for k, v in data.items()}
         if not expire:
             self.r.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
             return
@@ -299,7 +301,7 @@ class Store:
         rows = self.r.xread(streams, block=block_ms)
         out = []
         for key, items in rows or []:
-            out.append((_s(key), [(_s(i), {_s(k): _s(v) for k, v in f.items()}) for i, f in items]))
+            out.append((_s(key), [(_s(i), _fields(f)) for i, f in items]))
         return out
 
     # ------------------------------------------------------------------ the fenced scripts (workflows/fenced.py)
@@ -390,7 +392,7 @@ class Store:
     # ------------------------------------------------------------------ inbox
 
     def push_inbox(self, sid: str, text: str, pipe: Pipe | None = None) -> None:
-        (pipe if pipe is not None else self.r).rpush(keys.inbox(sid), text)
+        (pipe if pipe is not None else self.r).rpush(keys.inbox(sid), valid_str(text))
 
     def pop_inbox(self, sid: str) -> str | None:
         v = self.r.lpop(keys.inbox(sid))
@@ -573,6 +575,27 @@ def stream_entries(fields: dict) -> list:
     if len(out) > 1:
         out.sort(key=lambda kv: kv[0])
     return [v for _, v in out]
+
+
+def _fields(f: dict) -> dict[str, str]:
+    """A stream entry's fields as text, never raising: a transcript entry's bytes that are not UTF-8 kept as
+    surrogate escapes (so it reads as its marker: workflows/entry_read.py), any other field's replaced."""
+    out = {}
+    for k, v in f.items():
+        name = _s(k)
+        out[name] = field_text(v) if name.startswith(ENTRY_FIELD) else (
+            v.decode(errors="replace") if isinstance(v, bytes) else v)
+    return out
+
+
+def _read_rows(sid: str, rows) -> list[tuple[str, object]]:
+    """(stream id, entry) for each transcript entry of XRANGE ``rows``; an entry that cannot be read is its
+    marker (workflows/entry_read.py), so one bad entry never makes the rest unreadable."""
+    out = []
+    for i, f in rows:
+        row = _s(i)
+        out.extend((row, read_entry(sid, raw, row, n)) for n, raw in enumerate(stream_entries(f)))
+    return out
 
 
 def _pairs(flat) -> dict:

@@ -111,7 +111,7 @@ def _short(e) -> str:
 
 def _level(e) -> str:
     if e.type == "system":
-        return {"error": "error", "warning": "warning"}.get(e.subtype, "info")
+        return {"error": "error", "warning": "warning", "unreadable": "warning"}.get(e.subtype, "info")
     if e.type == "result" and e.is_error:
         return "error"
     return "info"

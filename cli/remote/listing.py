@@ -11,7 +11,8 @@ from cli.remote.client import Client, open_client, session_path
 from cli.remote.views import record_of
 from cli.render import Renderer
 from cli.sessions import describe, print_table
-from workflows.models import PermissionRequest, SessionRecord, parse_entry
+from workflows.entry_read import read_entry
+from workflows.models import PermissionRequest, SessionRecord
 
 #: Rows of one transcript page (the API's largest).
 PAGE = 5000
@@ -72,8 +73,8 @@ def show(session: str, no_transcript: bool) -> None:
         after = None
         while True:
             page = client.get(session_path(view["id"], "transcript"), after=after, limit=PAGE)
-            for entry in page["entries"]:
-                r.entry(parse_entry(entry))
+            for entry, row in zip(page["entries"], page.get("ids") or [None] * len(page["entries"])):
+                r.entry(read_entry(view["id"], entry, row))
             after = page.get("next")
             if not after:
                 break

@@ -23,7 +23,8 @@ from rich.console import Console
 from cli.remote.client import open_client, session_path
 from cli.remote.sse import Event, follow_events
 from cli.render import Renderer
-from workflows.models import AssistantEntry, parse_entry
+from workflows.entry_read import read_entry
+from workflows.models import AssistantEntry
 
 IDLE = ("idle", "extracting")
 
@@ -47,7 +48,7 @@ class _Screen:
             else:
                 self.muted.add(step)
             return
-        entry = parse_entry(data["entry"])
+        entry = read_entry(data.get("session") or "", data["entry"], data.get("id"))
         if ev.event == "child":
             self.r.child_entry(data["session"], entry)
             return

@@ -35,8 +35,10 @@ from workflows.exceptions import MainsailError
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.session_setup import session_options
 from workflows.settings import get_settings
+from workflows.entry_read import entry_text
 from workflows.store import stream_entries
 from workflows.transcript_io import export_jsonl
+from workflows.valid_text import valid_str
 
 router = APIRouter(tags=["sessions"])
 READER = Depends(require_reader)
@@ -147,9 +149,10 @@ def transcript(session: str, request: Request, caller: Caller = READER,
     rows = r.xrange(keys.log(rec.id), min=f"({start}" if after else "-", max="+", count=limit)
     entries, ids = [], []
     for sid_, fields in rows:
-        for raw in stream_entries(fields):
-            entries.append(json.loads(raw))
-            ids.append(sid_.decode() if isinstance(sid_, bytes) else sid_)
+        row = sid_.decode() if isinstance(sid_, bytes) else sid_
+        for i, raw in enumerate(stream_entries(fields)):
+            entries.append(json.loads(entry_text(rec.id, raw, row, i)))  # (unreadable: its marker)
+            ids.append(row)
     nxt = ids[-1] if ids and len(rows) == limit else None
     return TranscriptPage(entries=entries, ids=ids, next=nxt)
 
@@ -184,7 +187,8 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
     if body.message is not None:
         dispatch(eng.submit(rec.id, body.message))
         inbox = eng.store.inbox(rec.id)
-        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if body.message in inbox else "sent")
+        queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/valid_text.py)
+        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if queued else "sent")
     return Done(session_id=rec.id, message="; ".join(notes).capitalize() + ".",
                 state=eng.store.get_session(rec.id).state)
 

@@ -35,6 +35,7 @@ from server.api.hub import BLOCK_MS, Overflow, hub_of
 from server.auth import Caller, require_reader
 from statemachines import State
 from workflows import keys
+from workflows.entry_read import entry_text, field_text
 from workflows.store import stream_entries
 
 router = APIRouter(tags=["live"])
@@ -65,9 +66,10 @@ def parse_event_id(value: str | None) -> tuple[str, int | None]:
     return m.group(1), int(m.group(4)) if m.group(4) is not None else None
 
 
-def _entry_event(sid: str, row: str, raw: str, index: int, count: int) -> dict:
+def _entry_event(sid: str, row: str, raw: str | bytes, index: int, count: int) -> dict:
     eid = row if index == count - 1 else f"{row}.{index}"
-    return {"event": "entry", "id": eid, "data": f'{{"session":"{sid}","id":"{eid}","entry":{raw}}}'}
+    entry = entry_text(sid, raw, row, index)  # (an entry that cannot be read: its marker)
+    return {"event": "entry", "id": eid, "data": f'{{"session":"{sid}","id":"{eid}","entry":{entry}}}'}
 
 
 @router.get("/sessions/{session}/events", response_class=EventSourceResponse)
@@ -93,7 +95,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                 raws = stream_entries(fields)
                 for i, raw in enumerate(raws):
                     if i > seen:
-                        yield _entry_event(sid, _s(row), _s(raw), i, len(raws))
+                        yield _entry_event(sid, _s(row), raw, i, len(raws))
         if deltas:
             await feed.add(live_key, None)
         await feed.add(log_key, last)
@@ -130,7 +132,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                         del children[key]
                 else:
                     for row, f in items:
-                        raws = [_s(x) for x in stream_entries(f)]
+                        raws = [field_text(x) for x in stream_entries(f)]
                         for i, raw in enumerate(raws):
                             yield _entry_event(sid, row, raw, i, len(raws))
                             new_children = new_children or '"name":"Task"' in raw
@@ -150,7 +152,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
 
 def _deltas(items):
     for _, f in items:
-        f = {_s(k): _s(v) for k, v in f.items()}
+        f = {_s(k): v.decode(errors="replace") if isinstance(v, bytes) else v for k, v in f.items()}
         if f.get("type") == "text":
             yield {"event": "delta", "data": json.dumps({"step": f.get("step"), "attempt": int(f.get("attempt") or 0),
                                                          "text": f.get("text", "")})}
@@ -158,8 +160,9 @@ def _deltas(items):
 
 def _child_events(child: str, items):
     for row, f in items:
-        for raw in stream_entries(f):
-            yield {"event": "child", "data": f'{{"session":"{child}","id":"{_s(row)}","entry":{_s(raw)}}}'}
+        for i, raw in enumerate(stream_entries(f)):
+            entry = entry_text(child, raw, _s(row), i)
+            yield {"event": "child", "data": f'{{"session":"{child}","id":"{_s(row)}","entry":{entry}}}'}
 
 
 def _idle(store, sid: str) -> bool:

@@ -101,11 +101,20 @@ def test_unknown_costs_stay_null_and_other_nones_go():
     assert json.loads(entry_json(entries()[3]))["cost_usd"] is None
 
 
-def test_a_lone_surrogate_falls_back_to_escaped_json():
+def test_a_lone_surrogate_is_repaired_noted_and_read_back():
     entry = UserEntry(session_id=SID, origin="tool_result", message=Message(role="user", content=[
         ToolResultBlock(tool_use_id="t", content="bytes \udcff from surrogateescape")]))
     text = entry_json(entry)
-    assert text == old_json(entry)
-    assert "\\udcff" in text
-    # Neither encoding can be read back by pydantic: that is why tools replace lone surrogates in
-    # what they return (workflows/tools/base.py); this fallback only keeps the append from failing.
+    text.encode("utf-8")  # valid UTF-8: what Redis gets
+    back = parse_entry(text)
+    assert back.message.blocks()[0].text == "bytes \ufffd from surrogateescape"
+    assert back.repaired == ["message.content.0.content"]
+    # Everything else as the plain path writes it, the note last.
+    clean = entry.model_copy(update={"message": Message(role="user", content=[
+        ToolResultBlock(tool_use_id="t", content="bytes \ufffd from surrogateescape")])})
+    assert json.loads(text) == {**json.loads(entry_json(clean)), "repaired": ["message.content.0.content"]}
+
+
+def test_an_entry_with_no_bad_text_has_no_note():
+    for e in entries():
+        assert "repaired" not in json.loads(entry_json(e))

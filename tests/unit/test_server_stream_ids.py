@@ -3,10 +3,13 @@ and what the server makes of it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi import HTTPException
 
 from server.api.stream import _entry_event, parse_event_id
+from workflows.models import SystemEntry, entry_json
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -50,6 +53,15 @@ def test_entries_of_one_commit_get_dotted_ids_but_the_last():
 
 
 def test_an_entry_event_carries_the_stored_json_unchanged():
-    event = _entry_event("sid", "7-0", '{"type":"user","n":1}', 0, 1)
-    assert event == {"event": "entry", "id": "7-0",
-                     "data": '{"session":"sid","id":"7-0","entry":{"type":"user","n":1}}'}
+    raw = entry_json(SystemEntry(session_id="sid", uuid="u", timestamp="t", content="hi"))
+    event = _entry_event("sid", "7-0", raw, 0, 1)
+    assert event == {"event": "entry", "id": "7-0", "data": f'{{"session":"sid","id":"7-0","entry":{raw}}}'}
+
+
+@pytest.mark.parametrize("raw", [b'{"type":"system","sessionId":"sid","content":"\xff"}', '{"type":"user"',
+                                 '{"type":"user","n":1}'])
+def test_an_entry_that_cannot_be_read_is_sent_as_its_marker(raw):
+    event = _entry_event("sid", "7-0", raw, 0, 1)
+    entry = json.loads(event["data"])["entry"]
+    assert (entry["type"], entry["subtype"]) == ("system", "unreadable")
+    assert entry["content"].startswith("Entry 7-0 could not be read: ")

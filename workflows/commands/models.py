@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from workflows.valid_text import ValidJson
 
 
-class _Model(BaseModel):
+class _Model(ValidJson):
     model_config = ConfigDict(extra="ignore")
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from workflows.models import SessionOptions, new_id  # noqa: F401  (SessionOptions: re-exported)
 from workflows.schedules import cron
+from workflows.valid_text import ValidJson
 
 
 class RunMode(str, Enum):
@@ -19,7 +20,7 @@ class RunMode(str, Enum):
     CONTINUE = "continue"
 
 
-class Schedule(BaseModel):
+class Schedule(ValidJson):
     """A cron schedule of unattended sessions in one workspace (``mainsail:schedule:{id}``)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -45,7 +46,7 @@ class Schedule(BaseModel):
         return cron.parse(value)
 
 
-class ScheduleRun(BaseModel):
+class ScheduleRun(ValidJson):
     """One firing: when it was due and when it fired, the session it started (or why it did not)."""
 
     due_at: float

@@ -183,6 +183,10 @@
       case "result": result(e); break;
       default: break;
     }
+    if (Array.isArray(e.repaired) && e.repaired.length) {  // text UTF-8 cannot encode was stored as U+FFFD
+      add(M.el("div", "system warning", "⚠ text repaired: characters UTF-8 cannot encode (lone surrogates) " +
+        "were stored as U+FFFD in " + e.repaired.join(", ")));
+    }
   }
 
   function child(sessionId, e) {
