@@ -30,10 +30,13 @@ def token() -> None:
               help="Only sessions in this directory (and below); repeatable. Default: every workspace.")
 @click.option("--allow-bypass", is_flag=True,
               help="May start (and send to) sessions in bypassPermissions mode. Default: refused (403).")
-def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool) -> None:
+@click.option("--trust-project", is_flag=True,
+              help="Its sessions trust their workspace's own settings (hooks, sandbox, env, allow rules, MCP "
+                   "servers), as --trust-project at a terminal. Needs --workspace.")
+def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool, trust_project: bool) -> None:
     """Create a token and print it (once: it cannot be shown again)."""
     secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces),
-                                   allow_bypass=allow_bypass)
+                                   allow_bypass=allow_bypass, trust_project=trust_project)
     click.echo(secret)
     scope = ", ".join(rec.workspaces) if rec.workspaces else "every workspace"
     click.echo(f"Token {rec.name!r} ({_access(rec)}, {scope}). It is shown "
@@ -54,7 +57,8 @@ def update(name: str, allow_bypass: bool) -> None:
 def _access(rec) -> str:
     if rec.read_only:
         return "read-only"
-    return "read-write, bypassPermissions allowed" if rec.allow_bypass else "read-write, no bypassPermissions"
+    access = "read-write, bypassPermissions allowed" if rec.allow_bypass else "read-write, no bypassPermissions"
+    return access + (", trusts its workspaces' settings" if rec.trust_project else "")
 
 
 @token.command("list")

@@ -55,7 +55,8 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     home = home or Path.home()
     environ = os.environ if environ is None else environ
     ws = workspace.resolve()
-    if trust is None and token is not None and getattr(token, "trust_project", False):
+    if (trust is None and token is not None and token.trust_project and token.workspaces
+            and token.allows_workspace(str(ws))):
         trust = f"API token {token.name!r} (made with --trust-project)"
     trusted = workspace_trust(ws, home, grant=trust, ask=ask_trust)
     files = load_permission_settings(ws, home, allowed_tools=list(allowed_tools),
