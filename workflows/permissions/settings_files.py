@@ -256,8 +256,6 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
         raise SettingsError(f"{path}, line 1: the settings must be a JSON object like "
                             f'{{"permissions": {{"allow": [...]}}}}, not a {_describe(data)}. '
                             "Fix the file or move it aside.")
-    if gate:
-        data = strip_gated(data)
     start = max(_key_at(text, "permissions"), 0)
 
     def key_line(key: str, inside: bool) -> int | None:
@@ -291,7 +289,8 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
                 at = max(_key_at(text, kind, start), start)
                 line = _line_of(text, json.dumps(rule), at) or _line_of(text, json.dumps(rule, ensure_ascii=False), at)
                 raise SettingsError(f"Invalid permission rule {rule!r} in {_where(path, line)}: {exc.why}") from None
-            getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
+            if not (gate and kind == "allow"):  # (checked all the same: a broken file stops the session)
+                getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
 
     mode = perms.get("defaultMode")
     if mode is not None:
@@ -311,7 +310,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
             raise SettingsError(f"{_where(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
                                 f"positive number of seconds, like 300; it is {json.dumps(value)}.")
         out.approval_timeout_seconds = float(value)
-    return data
+    return strip_gated(data) if gate else data
 
 
 # --------------------------------------------------------------------------- the hooks key
