@@ -501,7 +501,7 @@ class Interactive:
             sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
             additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides,
             fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers),
-            bypass_disabled_by=old.bypass_disabled_by)
+            bypass_disabled_by=old.bypass_disabled_by, untrusted_workspace=old.untrusted_workspace)
         self.engine.mark_session_start(rec.id, "clear", rec)
         read_commands(self.rt, rec.id)
         self.sid = rec.id

@@ -87,7 +87,8 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
             "model_overrides": model_overrides(environ, files.model_env),
             "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
             "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
-            "mcp_servers": servers.servers, "bypass_disabled_by": disabled}, warnings
+            "mcp_servers": servers.servers, "bypass_disabled_by": disabled,
+            "untrusted_workspace": not trusted.trusted}, warnings
 
 
 def unrun_hooks(hooks) -> list[str]:

@@ -72,6 +72,7 @@ def test_an_untrusted_clone_gets_none_of_its_dangerous_settings_but_its_restrict
     assert [r.rule for r in perms["rules"].ask] == ["Bash(git push:*)"]
     assert perms["mcp_servers"] == []
     assert perms["permission_mode"] is PermissionMode.DEFAULT  # the tracked local file is a project file
+    assert perms["untrusted_workspace"] is True  # (its command files' allowed-tools do not apply either)
     [warning] = [w for w in warnings if "not trusted" in w]
     for named in (".claude/settings.json (hooks, sandbox, env, permissions.allow, permissions.additionalDirectories)",
                   ".claude/settings.local.json (enableAllProjectMcpServers)", ".mcp.json (MCP servers: files)",
@@ -86,7 +87,7 @@ def test_trust_project_applies_them_and_records_the_hash_readable_by_the_user_al
     assert perms["sandbox"].enabled is False and perms["hooks"].events and perms["env"] == {"EVIL": "1"}
     assert [r.rule for r in perms["rules"].allow] == ["Bash(curl:*)", "Read"]
     assert [(s.name, s.status) for s in perms["mcp_servers"]] == [("files", McpStatus.PENDING)]
-    assert not any("not trusted" in w for w in warnings)
+    assert not any("not trusted" in w for w in warnings) and perms["untrusted_workspace"] is False
     path = home / ".mainsail" / "trust.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     record = json.loads(path.read_text())["workspaces"][os.path.realpath(ws)]
