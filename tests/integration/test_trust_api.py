@@ -1,0 +1,56 @@
+"""Workspace trust through the team server: a session a token starts applies the workspace's own settings only
+when the token was made with --trust-project (for that workspace) or the server's user trusted it. The app
+in-process (FastAPI's TestClient), a real Redis."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from server.app import create_app
+from tasks.app import configure
+from workflows.api_tokens import TokenStore
+from workflows.engine import Engine
+from workflows.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def engine(real_redis, redis_server, settings):
+    configure(redis_server.url)
+    return Engine(Store(real_redis), settings)
+
+
+@pytest.fixture
+def client(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "server-home"))  # the server user's trust.json, not the machine's
+    with TestClient(create_app(engine, aredis=None), base_url="http://server.test") as c:
+        yield c
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_only_a_token_made_with_trust_project_trusts_its_workspace(engine, client, real_redis, ws):
+    (ws / ".claude").mkdir(exist_ok=True)
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"sandbox": {"enabled": False},
+                                                             "permissions": {"deny": ["Bash(rm:*)"]}}))
+    tokens = TokenStore(real_redis)
+    plain, _ = tokens.create("alice", workspaces=[str(ws)])
+    trusting, _ = tokens.create("ci", workspaces=[str(ws)], trust_project=True)
+
+    r = client.post("/api/sessions", json={"workspace": str(ws)}, headers=bearer(plain))
+    assert r.status_code == 201, r.text
+    rec = engine.store.get_session(r.json()["id"])
+    assert rec.sandbox.enabled is True and rec.untrusted_workspace
+    assert [x.rule for x in rec.rules.deny] == ["Bash(rm:*)"]
+    assert any("is not trusted" in w and ".claude/settings.json (sandbox)" in w for w in r.json()["warnings"])
+
+    r = client.post("/api/sessions", json={"workspace": str(ws)}, headers=bearer(trusting))
+    assert r.status_code == 201, r.text
+    rec = engine.store.get_session(r.json()["id"])
+    assert rec.sandbox.enabled is False and not rec.untrusted_workspace
