@@ -259,3 +259,9 @@ def test_no_git_process_is_run_to_decide(clone, monkeypatch):
     monkeypatch.setattr(os, "posix_spawn", refuse, raising=False)
     assert workspace_trust(ws, home).trusted is False
     assert local_is_project(ws / ".claude" / "settings.local.json") is True
+
+
+def test_keys_that_grant_nothing_are_not_asked_about(tmp_path):
+    write(tmp_path / "ws" / ".claude" / "settings.json", {"hooks": {}, "env": {}, "enableAllProjectMcpServers": False,
+                                                          "permissions": {"allow": [], "deny": ["Read(./x)"]}})
+    assert workspace_trust(tmp_path / "ws", tmp_path, ask=lambda lines: pytest.fail("asked")).how == "nothing"

@@ -55,13 +55,18 @@ def gated_part(data: Any) -> dict:
     """The gated keys of one settings object (empty when it has none)."""
     if not isinstance(data, dict):
         return {}
-    out = {key: copy.deepcopy(data[key]) for key in GATED_KEYS if key in data}
+    out = {key: copy.deepcopy(data[key]) for key in GATED_KEYS if _set(data.get(key))}
     perms = data.get("permissions")
     if isinstance(perms, dict):
-        inner = {key: copy.deepcopy(perms[key]) for key in GATED_PERMISSIONS if perms.get(key)}
+        inner = {key: copy.deepcopy(perms[key]) for key in GATED_PERMISSIONS if _set(perms.get(key))}
         if inner:
             out["permissions"] = inner
     return out
+
+
+def _set(value: Any) -> bool:
+    """Whether a gated key says anything: ``{}``, ``[]``, ``false`` and null grant nothing (not asked about)."""
+    return value is not None and value is not False and value != {} and value != []
 
 
 def strip_gated(data: dict) -> dict:
