@@ -165,7 +165,15 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
     """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
     --mcp-config servers join its own. The mode is chosen by :func:`workflows.permissions.bypass.resumed_mode`
     (a refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that
-    disables bypass joins the session's own."""
+    disables bypass joins the session's own. ``--trust-project`` is said to apply to new sessions only: a
+    session keeps the settings it started with."""
+    if flag_trust() and rt.store.get_session(sid).untrusted_workspace:
+        from workflows.trust.decide import workspace_trust
+
+        workspace_trust(workspace.resolve(), Path.home(), grant=flag_trust())  # recorded for the next sessions
+        click.secho(f"Warning: --trust-project applies to new sessions: session {sid[:8]} keeps the settings it "
+                    "started with (without the workspace's own); the trust is recorded for the next ones.",
+                    fg="yellow", err=True)
     rec = rt.engine.set_model(sid, model) if model else None
     permission_mode, disabled_by = resume_mode(rt, sid, permission_mode, workspace, extra_settings)
     if mcp.configs:
