@@ -79,6 +79,14 @@ def test_an_untrusted_clone_runs_nothing_of_its_own_until_trusted_and_again_afte
             assert named in out.stderr
         assert not (Path(cluster.env["HOME"]) / ".mainsail" / "trust.json").exists()
 
+        # Resumed with --trust-project: the session keeps what it started with; the trust counts from the next one.
+        out = cluster.mainsail("-p", "again", "--no-memory", "--resume", cluster.session_id(), "--trust-project",
+                               cwd=ws)
+        assert out.returncode == 0, out.stderr
+        assert ran(ws) == set()
+        assert "--trust-project applies to new sessions" in out.stderr
+        assert (Path(cluster.env["HOME"]) / ".mainsail" / "trust.json").exists()
+
         # Trusted: its settings apply (hook, server, allow rule), and trust is recorded for their content.
         out = cluster.mainsail("-p", "set things up", "--no-memory", "--trust-project", cwd=ws)
         assert out.returncode == 0, out.stderr
