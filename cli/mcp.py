@@ -49,8 +49,9 @@ def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     from workflows.trust.decide import workspace_trust
 
     trust = workspace_trust(workspace.resolve(), Path.home())  # (`mcp list` starts servers: never untrusted ones)
-    files = load_permission_settings(workspace.resolve(), Path.home(), trusted=trust.trusted)
-    load = load_mcp(workspace.resolve(), Path.home(), files.mcp, trusted=trust.servers if trust.trusted else None)
+    files = load_permission_settings(workspace.resolve(), Path.home(), trusted=trust.opens)
+    load = load_mcp(workspace.resolve(), Path.home(), files.mcp, trusted=trust.mcp_trusted)
+    trust.check_unchanged(workspace.resolve())
     for warning in trust.warnings + files.warnings + load.warnings:
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
     return load.servers, files.env

@@ -61,9 +61,10 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     trusted = workspace_trust(ws, home, grant=trust, ask=ask_trust)
     files = load_permission_settings(ws, home, allowed_tools=list(allowed_tools),
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
-                                     extra=extra_settings, trusted=trusted.trusted)
+                                     extra=extra_settings, trusted=trusted.opens)
     servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,
-                       trusted=trusted.servers if trusted.trusted else None)
+                       trusted=trusted.mcp_trusted)
+    trusted.check_unchanged(ws)
     # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
     disabled = list(dict.fromkeys([*files.bypass_disabled_by,
                                    *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))

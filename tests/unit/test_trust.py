@@ -265,3 +265,26 @@ def test_keys_that_grant_nothing_are_not_asked_about(tmp_path):
     write(tmp_path / "ws" / ".claude" / "settings.json", {"hooks": {}, "env": {}, "enableAllProjectMcpServers": False,
                                                           "permissions": {"allow": [], "deny": ["Read(./x)"]}})
     assert workspace_trust(tmp_path / "ws", tmp_path, ask=lambda lines: pytest.fail("asked")).how == "nothing"
+
+
+def test_settings_that_appear_or_change_while_a_session_starts_are_not_applied(clone, monkeypatch):
+    """The trust decision and the settings read are two reads: what changes between them is never let through."""
+    from workflows.permissions import settings_files
+
+    ws, home = clone
+    real = settings_files.load_permission_settings
+    target = {"ws": ws}
+
+    def swapped(*args, **kwargs):  # the files change just after trust was decided
+        write(target["ws"] / ".claude" / "settings.json", {"hooks": {"Stop": HOOK["SessionStart"]}})
+        return real(*args, **kwargs)
+
+    options(ws, home, trust="--trust-project")
+    monkeypatch.setattr("workflows.session_setup.load_permission_settings", swapped)
+    with pytest.raises(ConfigurationError, match="changed while the session was starting"):
+        options(ws, home)
+
+    target["ws"] = empty = ws.parent / "empty"  # nothing gated when decided: what appears meanwhile is left out
+    empty.mkdir()
+    perms, _ = options(empty, home)
+    assert (empty / ".claude" / "settings.json").exists() and not perms["hooks"].events

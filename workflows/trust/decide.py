@@ -44,6 +44,27 @@ class WorkspaceTrust:
     servers: dict | None = None
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def opens(self) -> bool:
+        """Whether the project's gated keys may be read now: trusted, for content that has some (a workspace
+        with nothing gated when this was decided still gets none of what appears there meanwhile)."""
+        return self.trusted and self.how != "nothing"
+
+    @property
+    def mcp_trusted(self) -> dict | None:
+        """The ``.mcp.json`` entries that may start (:func:`workflows.trust.mcp.check_servers`); None: none."""
+        return self.servers if self.trusted else None
+
+    def check_unchanged(self, workspace: Path) -> None:
+        """After the settings were read: they are still the content trust was decided for.
+
+        Raises:
+            ConfigurationError: they changed meanwhile (the session does not start; starting again decides anew).
+        """
+        if self.opens and project_gated(Path(workspace)).digest() != self.gated.digest():
+            raise ConfigurationError(f"The settings of workspace {workspace} changed while the session was starting, "
+                                     "so what was trusted is not what was read. Start it again.")
+
 
 def workspace_trust(workspace: Path, home: Path, *, grant: str | None = None,
                     ask: Callable[[list[str]], bool] | None = None) -> WorkspaceTrust:
