@@ -204,4 +204,5 @@ _KEY_TEXT = {"hooks": "hooks that can run commands without asking",
              "mcpServers": "MCP servers",
              "enableAllProjectMcpServers": "approves every MCP server of .mcp.json",
              "enabledMcpjsonServers": "approves MCP servers of .mcp.json",
-             "apiKeyHelper": "a command that makes API keys (apiKeyHelper)"}
+             "apiKeyHelper": "a command that makes API keys (apiKeyHelper)",
+             "allowed-tools": "a command that pre-approves tools (allowed-tools)"}

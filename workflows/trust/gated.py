@@ -9,7 +9,9 @@ then these keys of its **project** files are ignored:
 * ``mcpServers``, ``enableAllProjectMcpServers`` and ``enabledMcpjsonServers`` (approving the project's
   own ``.mcp.json`` servers), and ``.mcp.json``'s servers themselves;
 * ``permissions.additionalDirectories`` and every ``permissions.allow`` rule (each one lets a call run
-  without asking; Claude Code's trust prompt lists them all as "pre-approves N tool permissions").
+  without asking; Claude Code's trust prompt lists them all as "pre-approves N tool permissions");
+* a project command file's ``allowed-tools`` (``.claude/commands/*.md``: its ``!`` lines run unasked under
+  them); they apply only in a trusted workspace (:mod:`workflows.engine.commands`).
 
 ``permissions.deny`` and ``ask``, ``disabledMcpjsonServers`` and ``disableBypassPermissionsMode`` only
 restrict, so they always apply; ``model`` and ``defaultMode`` (never bypassPermissions from a project:
@@ -25,6 +27,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -153,4 +156,22 @@ def project_gated(workspace: Path) -> Gated:
         part = gated_part(data)
         if part:
             parts[rel] = part
+    parts.update(command_grants(ws))
     return Gated(parts)
+
+
+def command_grants(workspace: Path) -> dict[str, dict]:
+    """The project's command files (``.claude/commands/*.md``) that pre-approve tools (``allowed-tools``), by
+    file: a command's ``!`` lines run unasked under them, so they count as gated content too."""
+    from workflows.commands.definitions import CommandSet, _load_folder
+
+    found = _load_folder(Path(workspace) / ".claude" / "commands", "project", CommandSet())
+    out = {}
+    for definition in found.values():
+        if definition.allowed_tools:
+            try:
+                rel = os.path.relpath(definition.path, workspace)
+            except ValueError:
+                rel = definition.path
+            out[rel] = {"allowed-tools": list(definition.allowed_tools)}
+    return out
