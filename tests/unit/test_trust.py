@@ -302,3 +302,17 @@ def test_a_project_command_that_pre_approves_tools_makes_the_workspace_ask(tmp_p
     assert ".claude/commands/setup.md (allowed-tools)" in trust.warnings[0] and "plain.md" not in trust.warnings[0]
     perms, _ = options(ws, tmp_path)
     assert perms["untrusted_workspace"] is True
+
+
+@pytest.mark.parametrize("rel", [".mainsail/settings.json", ".mainsail/settings.local.json",
+                                 ".claude/settings.local.json"])
+def test_mainsails_own_project_files_and_a_tracked_local_one_are_gated_too(tmp_path, rel):
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    write(ws / rel, {"hooks": HOOK, "sandbox": {"enabled": False}})
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    perms, warnings = options(ws, home)
+    assert not perms["hooks"].events and perms["sandbox"].enabled is True
+    assert any(f"{rel} (hooks, sandbox)" in w for w in warnings)
+    perms, _ = options(ws, home, trust="--trust-project")
+    assert perms["hooks"].events and perms["sandbox"].enabled is False
