@@ -21,6 +21,8 @@ __all__ = ["TRACKED", "UNKNOWN", "UNTRACKED", "git_dir", "tracked"]
 
 TRACKED, UNTRACKED, UNKNOWN = "tracked", "untracked", "unknown"
 _MAX_INDEX = 256 * 1024 * 1024  # larger: not read (unknown)
+#: Index files already read, by (path, inode, size, mtime, ctime): a session start asks several times.
+_READ: dict[tuple, list[str]] = {}
 
 
 def git_dir(start: Path) -> tuple[Path, Path] | None | str:
@@ -62,17 +64,23 @@ def tracked(path: Path) -> str:
         return UNKNOWN
     index = gdir / "index"
     try:
-        if not index.exists():
-            return UNTRACKED  # a repository with nothing added yet
-        if index.stat().st_size > _MAX_INDEX:
-            return UNKNOWN
-        data = index.read_bytes()
+        st = index.stat()
+    except FileNotFoundError:
+        return UNTRACKED  # a repository with nothing added yet
     except OSError:
         return UNKNOWN
-    try:
-        names = _entries(data, _hash_size(gdir))
-    except (ValueError, struct.error, IndexError):
-        return UNKNOWN
+    stamp = (str(index), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    names = _READ.get(stamp)
+    if names is None:
+        try:
+            if st.st_size > _MAX_INDEX:
+                return UNKNOWN
+            names = _entries(index.read_bytes(), _hash_size(gdir))
+        except (OSError, ValueError, struct.error, IndexError):
+            return UNKNOWN
+        if len(_READ) > 64:
+            _READ.clear()
+        _READ[stamp] = names
     want = rel.replace(os.sep, "/").casefold()
     for name in names:
         folded = name.casefold()
