@@ -1,4 +1,4 @@
-"""Workspace trust through the team server: a session a token starts applies the workspace's own settings only
+"""Workspace trust through the team server and schedules: a session a token starts applies the workspace's own settings only
 when the token was made with --trust-project (for that workspace) or the server's user trusted it. The app
 in-process (FastAPI's TestClient), a real Redis."""
 
@@ -54,3 +54,28 @@ def test_only_a_token_made_with_trust_project_trusts_its_workspace(engine, clien
     assert r.status_code == 201, r.text
     rec = engine.store.get_session(r.json()["id"])
     assert rec.sandbox.enabled is False and not rec.untrusted_workspace
+
+
+def test_a_schedule_carries_the_trust_of_whoever_made_it(engine, settings, real_redis, ws, tmp_path, monkeypatch):
+    """`mainsail schedule add --trust-project` (``trust``), or a token made with it: the schedule keeps the hash
+    trusted then; a token without it, or nobody, leaves it out."""
+    from tasks import scheduling
+    from workflows.schedules import Schedule
+    from workflows.trust.gated import project_gated
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (ws / ".claude").mkdir(exist_ok=True)
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"env": {"FROM_PROJECT": "1"}}))
+    digest = project_gated(ws).digest()
+    tokens = TokenStore(real_redis)
+    _, plain = tokens.create("alice", workspaces=[str(ws)])
+    _, trusting = tokens.create("ci", workspaces=[str(ws)], trust_project=True)
+
+    def add(name, **kw):
+        return scheduling.add(engine, settings, Schedule(name=name, cron="0 3 * * *", workspace=str(ws),
+                                                         prompt="report"), **kw)
+
+    assert add("by-hand", trust="--trust-project").trusted_hash == digest
+    assert add("by-ci", token=trusting).trusted_hash == digest
+    assert add("by-alice", token=plain).trusted_hash is None
+    assert add("by-nobody").trusted_hash is None
