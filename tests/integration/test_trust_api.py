@@ -1,6 +1,6 @@
-"""Workspace trust through the team server and schedules: a session a token starts applies the workspace's own settings only
-when the token was made with --trust-project (for that workspace) or the server's user trusted it. The app
-in-process (FastAPI's TestClient), a real Redis."""
+"""Workspace trust through the team server and schedules: a session a token starts applies the workspace's own
+settings only when the token was made with --trust-project (for that workspace) or the server's user trusted it;
+a schedule carries its maker's trust. The app in-process (FastAPI's TestClient), a real Redis."""
 
 from __future__ import annotations
 
