@@ -316,3 +316,21 @@ def test_mainsails_own_project_files_and_a_tracked_local_one_are_gated_too(tmp_p
     assert any(f"{rel} (hooks, sandbox)" in w for w in warnings)
     perms, _ = options(ws, home, trust="--trust-project")
     assert perms["hooks"].events and perms["sandbox"].enabled is False
+
+
+def test_trust_that_cannot_be_recorded_holds_for_the_session_with_a_warning(clone, monkeypatch):
+    """A server whose HOME is read-only: a token's trust still holds for the session it was given for."""
+    import errno
+
+    from workflows.trust.store import TrustStore
+
+    ws, home = clone
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(TrustStore, "put", read_only)
+    perms, warnings = options(ws, home, trust="--trust-project")
+    assert perms["sandbox"].enabled is False
+    assert any("Could not record the trust" in w and "(Read-only file system): it holds for this session only" in w
+               for w in warnings)

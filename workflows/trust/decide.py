@@ -84,19 +84,30 @@ def workspace_trust(workspace: Path, home: Path, *, grant: str | None = None,
     if record is not None and record.hash == digest:
         return WorkspaceTrust(True, gated, "recorded", servers=gated.mcp_servers())
     if grant:
-        store.put(ws, digest, gated.parts, grant)
-        return WorkspaceTrust(True, gated, "granted", servers=gated.mcp_servers())
+        return WorkspaceTrust(True, gated, "granted", servers=gated.mcp_servers(),
+                              warnings=_record(store, ws, gated, grant))
     if listed(ws, home):
         before = Gated(record.content).mcp_servers() if record is not None else {}
         return WorkspaceTrust(True, gated, "listed", servers=before)
     changed = changes(record.content, gated) if record is not None else []
     if ask is not None and ask(prompt_lines(ws, gated, changed)):
-        store.put(ws, digest, gated.parts, "the trust prompt")
-        return WorkspaceTrust(True, gated, "prompt", servers=gated.mcp_servers())
+        return WorkspaceTrust(True, gated, "prompt", servers=gated.mcp_servers(),
+                              warnings=_record(store, ws, gated, "the trust prompt"))
     since = (f" They changed since you trusted it: {'; '.join(changed)}." if changed else "")
     return WorkspaceTrust(False, gated, "untrusted", warnings=[
         f"Workspace {ws} is not trusted, so its own settings that can run commands or widen access were ignored: "
         f"{gated.summary()}.{since} {FIX}"])
+
+
+def _record(store: TrustStore, ws: str, gated: Gated, by: str) -> list[str]:
+    """Record the trust just given; a file that cannot be written (a read-only HOME on a server) leaves it
+    for this session only, with a warning, rather than failing the session it was given for."""
+    try:
+        store.put(ws, gated.digest(), gated.parts, by)
+    except OSError as exc:
+        return [f"Could not record the trust of workspace {ws} in {store.path} ({exc.strerror or exc}): it holds "
+                "for this session only."]
+    return []
 
 
 def listed(workspace: str, home: Path) -> bool:
