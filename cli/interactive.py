@@ -35,6 +35,7 @@ from cli.connect import Runtime, connect, ensure_worker
 from cli.esc import EscWatch
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.mcp import approve_project_servers
+from cli.trust_flag import ask_trust
 from cli.render import Renderer, follow
 from cli.run import apply_flags, resume_mode, session_permissions, warn_unpriced
 from cli.select import pick_session
@@ -501,7 +502,7 @@ class Interactive:
             sandbox=old.sandbox.model_copy(deep=True), hooks=old.hooks,
             additional_directories=old.additional_directories, env=old.env, model_overrides=old.model_overrides,
             fallback_model=old.fallback_model, mcp_servers=fresh(old.mcp_servers),
-            bypass_disabled_by=old.bypass_disabled_by)
+            bypass_disabled_by=old.bypass_disabled_by, untrusted_workspace=old.untrusted_workspace)
         self.engine.mark_session_start(rec.id, "clear", rec)
         read_commands(self.rt, rec.id)
         self.sid = rec.id
@@ -626,7 +627,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         require_model_access(rt, settings, settings.model)
         perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
                                     approval_timeout, settings, add_dirs, fallback_model, setting_sources,
-                                    extra_settings, mcp)
+                                    extra_settings, mcp, ask_trust=ask_trust(ask) if ask is not None else None)
         if ask is not None:
             perms["mcp_servers"] = approve_project_servers(perms["mcp_servers"], workspace, ask)
         rec = rt.engine.create_session(str(workspace), **perms)

@@ -13,6 +13,7 @@ import click
 import redis
 
 from cli.agents_flag import agents_option
+from cli.trust_flag import trust_option
 from statemachines import InvalidTransition
 from workflows.exceptions import MainsailError, StoreUnavailable
 
@@ -81,6 +82,7 @@ def _message(exc: Exception) -> str:
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True, help="No auto-memory for the session.")
 @agents_option
+@trust_option
 @click.option("--add-dir", "add_dirs", multiple=True, metavar="DIR",
               help="A directory outside the workspace that tools may use as if inside it (repeatable).")
 @click.option("--fallback-model", metavar="MODEL", help="Retry a call once with this model when the main one is "

@@ -46,9 +46,13 @@ def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     from workflows.mcp.sources import load_mcp
     from workflows.permissions.settings_files import load_permission_settings
 
-    files = load_permission_settings(workspace.resolve(), Path.home())
-    load = load_mcp(workspace.resolve(), Path.home(), files.mcp)
-    for warning in files.warnings + load.warnings:
+    from workflows.trust.decide import workspace_trust
+
+    trust = workspace_trust(workspace.resolve(), Path.home())  # (`mcp list` starts servers: never untrusted ones)
+    files = load_permission_settings(workspace.resolve(), Path.home(), trusted=trust.opens)
+    load = load_mcp(workspace.resolve(), Path.home(), files.mcp, trusted=trust.mcp_trusted)
+    trust.check_unchanged(workspace.resolve())
+    for warning in trust.warnings + files.warnings + load.warnings:
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
     return load.servers, files.env
 
@@ -251,6 +255,8 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     click.echo(f"{workspace / '.mcp.json'} names MCP servers that start only once you approve them:")
     for s in waiting:
         click.echo(f"  {s.name}: {s.config.describe()}")
+        if (s.error or "").startswith("MCP server"):  # approved before, with another command (workflows.trust.mcp)
+            click.secho(f"    {s.error.split(' (')[0]}", fg="yellow")
     answer = (ask("Use them? (y)es / (a)ll, also those added later / (n)o ") or "").strip().lower()
     choice = {"y": "yes", "yes": "yes", "a": "all", "all": "all"}.get(answer, "no")
     names = [s.name for s in waiting]
@@ -262,6 +268,11 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     click.echo(click.style(f"{'Approved' if choice != 'no' else 'Rejected'} in {path}.", dim=True))
     if choice == "no":
         return [s for s in servers if s.name not in names]
+    from workflows.trust.gated import project_gated
+    from workflows.trust.store import TrustStore
+
+    gated = project_gated(workspace)  # the approval covers these servers' commands, arguments and environment
+    TrustStore(Path.home()).put(str(workspace), gated.digest(), gated.parts, "the MCP approval prompt")
     return [s.model_copy(update={"status": McpStatus.PENDING, "error": None}) if s.name in names else s
             for s in servers]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from cli.agents_flag import agents_option, flag_agents
+from cli.trust_flag import flag_trust, trust_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.figures import memory_saved_line
@@ -53,6 +54,7 @@ def permission_options(f):
 def session_options(f):
     """Choosing, limiting and placing the session."""
     f = agents_option(f)
+    f = trust_option(f)
     f = click.option("--cwd", "workspace", type=click.Path(exists=True, file_okay=False, path_type=Path),
                      default=".", help="The session's workspace (default: the current directory).")(f)
     f = click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
@@ -78,9 +80,10 @@ def session_options(f):
 
 def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
                         settings, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
-                        extra_settings=None, mcp: McpFlags = McpFlags()) -> dict:
+                        extra_settings=None, mcp: McpFlags = McpFlags(), ask_trust=None) -> dict:
     """Mode, rules, timeout, sandbox, hooks, model, env, added directories and MCP servers for a new session
-    (:func:`workflows.session_setup.session_options`); its warnings are said on stderr.
+    (:func:`workflows.session_setup.session_options`); its warnings are said on stderr. ``--trust-project``
+    vouches for the workspace; ``ask_trust``: the trust prompt (interactive mode).
 
     Raises:
         SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
@@ -90,7 +93,8 @@ def session_permissions(workspace: Path, permission_mode, allowed_tools, disallo
                                           allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
                                           approval_timeout=approval_timeout, add_dirs=add_dirs,
                                           fallback_model=fallback_model, setting_sources=setting_sources,
-                                          extra_settings=extra_settings, mcp=mcp, agents=flag_agents())
+                                          extra_settings=extra_settings, mcp=mcp, agents=flag_agents(),
+                                          trust=flag_trust(), ask_trust=ask_trust)
     for warning in warnings:
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
     return perms
@@ -161,7 +165,15 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
     """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
     --mcp-config servers join its own. The mode is chosen by :func:`workflows.permissions.bypass.resumed_mode`
     (a refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that
-    disables bypass joins the session's own."""
+    disables bypass joins the session's own. ``--trust-project`` is said to apply to new sessions only: a
+    session keeps the settings it started with."""
+    if flag_trust() and rt.store.get_session(sid).untrusted_workspace:
+        from workflows.trust.decide import workspace_trust
+
+        workspace_trust(workspace.resolve(), Path.home(), grant=flag_trust())  # recorded for the next sessions
+        click.secho(f"Warning: --trust-project applies to new sessions: session {sid[:8]} keeps the settings it "
+                    "started with (without the workspace's own); the trust is recorded for the next ones.",
+                    fg="yellow", err=True)
     rec = rt.engine.set_model(sid, model) if model else None
     permission_mode, disabled_by = resume_mode(rt, sid, permission_mode, workspace, extra_settings)
     if mcp.configs:

@@ -11,6 +11,7 @@ import click
 
 from cli.connect import Runtime, connect
 from cli.run import permission_options
+from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
 from workflows.schedules import RunMode, Schedule, ScheduleRun, ScheduleStore, SessionOptions
 from workflows.settings import load_settings
@@ -47,6 +48,7 @@ def schedule() -> None:
 @click.option("--no-memory", is_flag=True, help="No auto-memory for the sessions.")
 @click.option("--disabled", is_flag=True, help="Add it disabled (`mainsail schedule enable` later).")
 @permission_options
+@trust_option
 def add(cron: str, prompt: str, workspace: str, name: str | None, continue_: bool, model, fallback_model,
         max_turns, max_budget_usd, system_prompt, append_system_prompt, no_memory: bool, disabled: bool,
         permission_mode, allowed_tools, disallowed_tools, approval_timeout, add_dirs) -> None:
@@ -65,7 +67,7 @@ def add(cron: str, prompt: str, workspace: str, name: str | None, continue_: boo
     s = Schedule(name=name or " ".join(prompt.split()[:5])[:40], cron=cron, workspace=os.path.abspath(workspace),
                  prompt=prompt, mode=RunMode.CONTINUE if continue_ else RunMode.FRESH, options=options,
                  enabled=not disabled, created_by=f"user:{getpass.getuser()}")
-    s = scheduling.add(rt.engine, settings, s)
+    s = scheduling.add(rt.engine, settings, s, trust=flag_trust())
     print_added(s, scheduling.next_run(settings, s).at)
 
 

@@ -33,10 +33,14 @@ def token() -> None:
 @click.option("--admin", is_flag=True,
               help="May approve writes to .claude/, .mcp.json, .mainsail/, .git/ and settings files (and "
                    "'always' rules allowing them). Default: refused (403).")
-def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool, admin: bool) -> None:
+@click.option("--trust-project", is_flag=True,
+              help="Its sessions trust their workspace's own settings (hooks, sandbox, env, allow rules, MCP "
+                   "servers), as --trust-project at a terminal. Needs --workspace.")
+def create(name: str, read_only: bool, workspaces: tuple[str, ...], allow_bypass: bool, admin: bool,
+           trust_project: bool) -> None:
     """Create a token and print it (once: it cannot be shown again)."""
     secret, rec = _tokens().create(name, read_only=read_only, workspaces=list(workspaces),
-                                   allow_bypass=allow_bypass, admin=admin)
+                                   allow_bypass=allow_bypass, admin=admin, trust_project=trust_project)
     click.echo(secret)
     scope = ", ".join(rec.workspaces) if rec.workspaces else "every workspace"
     click.echo(f"Token {rec.name!r} ({_access(rec)}, {scope}). It is shown "
@@ -64,7 +68,7 @@ def _access(rec) -> str:
         return "read-only"
     bypass = "bypassPermissions allowed" if rec.allow_bypass else "no bypassPermissions"
     admin = "admin (may approve protected writes)" if rec.admin else "not admin"
-    return f"read-write, {bypass}, {admin}"
+    return f"read-write, {bypass}, {admin}" + (", trusts its workspaces' settings" if rec.trust_project else "")
 
 
 @token.command("list")

@@ -34,9 +34,11 @@ def check_workspace(raw: str) -> str:
     return path
 
 
-def add(engine, settings, schedule: Schedule, token=None) -> Schedule:
+def add(engine, settings, schedule: Schedule, token=None, trust: str | None = None) -> Schedule:
     """Check and keep a new schedule; it first fires at its cron's next time. ``token``: the API
-    token adding it (see :func:`check_options`).
+    token adding it (see :func:`check_options`). ``trust``: its maker vouches for the workspace's own
+    settings (``--trust-project``); so does a token made with it: the schedule carries the content hash
+    trusted now (``trusted_hash``), and its firings apply those settings while the hash is the same.
 
     Raises:
         InvalidSchedule: a wrong cron expression or workspace.
@@ -45,14 +47,18 @@ def add(engine, settings, schedule: Schedule, token=None) -> Schedule:
         BypassDisabled: its sessions would run in bypassPermissions, and ``token`` may not.
     """
     schedule.workspace = check_workspace(schedule.workspace)
-    check_options(settings, schedule, token)
+    check_options(settings, schedule, token, trust)
+    if trust or (token is not None and token.trust_project and token.allows_workspace(schedule.workspace)):
+        from workflows.trust.gated import project_gated
+
+        schedule.trusted_hash = project_gated(Path(schedule.workspace)).digest()
     beat.ensure_configured(settings)
     ScheduleStore(engine.store.r).add(schedule)
     beat.save_entry(schedule, time.time())
     return schedule
 
 
-def check_options(settings, schedule: Schedule, token=None) -> None:
+def check_options(settings, schedule: Schedule, token=None, trust: str | None = None) -> None:
     """Check a schedule's options as a firing would apply them now (settings files included).
 
     ``token``: an API token acting on it (adding, running, enabling): it must be allowed what its
@@ -67,7 +73,7 @@ def check_options(settings, schedule: Schedule, token=None) -> None:
     session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
                     allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
                     add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace,
-                    token=token, mode_given_by="the schedule's permission_mode")
+                    token=token, mode_given_by="the schedule's permission_mode", trust=trust)
 
 
 def remove(engine, settings, schedule_id: str) -> Schedule:

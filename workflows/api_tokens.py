@@ -20,6 +20,10 @@ so a person deciding for one workspace may not make them. Records written before
 have no ``admin`` key and are read as without it (fail closed, as ``allow_bypass``); see
 :mod:`workflows.permissions.protected_writes`.
 
+Trust scope: a token made with ``--trust-project`` (and ``--workspace``) vouches for its workspaces'
+own settings, as ``--trust-project`` does at a terminal (:mod:`workflows.trust`); without it, a
+session the token starts applies them only if the server's user trusted that workspace.
+
 A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
 password); it lets a request be checked with one GET.
 """
@@ -75,6 +79,9 @@ class TokenRecord(BaseModel):
     # May it approve protected writes (workflows.permissions.protected_writes)? Only when made (or updated)
     # with --admin; a record written before this key existed is read as False (see the module docstring).
     admin: bool = False
+    # Does it vouch for its workspaces' own settings (hooks, sandbox, MCP servers...: workflows.trust)? Only when
+    # made with --trust-project, which needs --workspace; a record without the key is read as False.
+    trust_project: bool = False
     created_at: float = Field(default_factory=time.time)
     last_used_at: float | None = None
     digest: str = ""
@@ -107,15 +114,22 @@ class TokenStore:
         self.r = r
 
     def create(self, name: str, *, read_only: bool = False, workspaces: list[str] | None = None,
-               allow_bypass: bool = False, admin: bool = False) -> tuple[str, TokenRecord]:
+               allow_bypass: bool = False, admin: bool = False,
+               trust_project: bool = False) -> tuple[str, TokenRecord]:
         """A new token named ``name``: the secret (shown once) and its record. ``allow_bypass``: it may run
         sessions in bypassPermissions mode (off unless asked for); ``admin``: it may approve protected
-        writes (off unless asked for).
+        writes (off unless asked for). ``trust_project``: its sessions trust their workspace's own settings
+        (:mod:`workflows.trust`); only for a token limited to named workspaces.
 
         Raises:
-            TokenError: the name is invalid or taken, or a workspace is not an existing directory.
+            TokenError: the name is invalid or taken, a workspace is not an existing directory, or
+                ``trust_project`` without workspaces.
         """
         check_name(name)
+        if trust_project and not workspaces:
+            raise TokenError(f"Token {name!r}: --trust-project trusts the settings of the token's workspaces, so it "
+                             "needs --workspace DIR (one for each folder it may trust); a token for every "
+                             "workspace cannot trust them all.")
         dirs = []
         for ws in workspaces or []:
             path = os.path.realpath(os.path.expanduser(ws))
@@ -125,7 +139,7 @@ class TokenStore:
             dirs.append(path)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         rec = TokenRecord(name=name, read_only=read_only, workspaces=dirs, digest=digest(token),
-                          allow_bypass=allow_bypass, admin=admin)
+                          allow_bypass=allow_bypass, admin=admin, trust_project=trust_project)
         if not self.r.hsetnx(keys.api_tokens(), name, rec.model_dump_json()):
             raise TokenError(f"A token named {name!r} exists already. Revoke it first "
                              f"(mainsail token revoke {name}) or choose another name.")
@@ -222,7 +236,7 @@ class TokenStore:
 def describe(rec: TokenRecord) -> dict:
     """A token's record as shown to people (never the digest)."""
     return {"name": rec.name, "read_only": rec.read_only, "workspaces": rec.workspaces,
-            "allow_bypass": rec.allow_bypass, "admin": rec.admin,
+            "allow_bypass": rec.allow_bypass, "admin": rec.admin, "trust_project": rec.trust_project,
             "created_at": rec.created_at, "last_used_at": rec.last_used_at}
 
 

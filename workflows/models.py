@@ -571,6 +571,9 @@ class SessionRecord(_Model):
     # The settings files (and --settings layers) that set permissions.disableBypassPermissionsMode when it
     # started: bypassPermissions stays refused for its life (workflows/permissions/bypass.py).
     bypass_disabled_by: list[str] = Field(default_factory=list)
+    # The workspace was not trusted when it started (workflows/trust): its own settings that run code or widen
+    # access were left out, and so are a project command file's allowed-tools (workflows/engine/commands.py).
+    untrusted_workspace: bool = False
     unpriced_models: list[str] = Field(default_factory=list)  # models without a price, warned about once
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)

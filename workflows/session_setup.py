@@ -10,7 +10,7 @@ session started from a browser gets the same rules, hooks and sandbox as one sta
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
@@ -22,13 +22,15 @@ from workflows.permissions.bypass import choose_mode, file_refusals, trusted_def
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.session_keys import resolve_added_dir
 from workflows.permissions.settings_files import SettingsError, load_permission_settings, split_rules
+from workflows.trust.decide import workspace_trust
 
 
 def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
                     approval_timeout=None, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
                     extra_settings=None, mcp: McpFlags = McpFlags(), agents=None, home: Path | None = None,
                     environ: Mapping[str, str] | None = None, cwd: str | None = None, token=None,
-                    mode_given_by: str = "--permission-mode") -> tuple[dict, list[str]]:
+                    mode_given_by: str = "--permission-mode", trust: str | None = None,
+                    ask_trust: Callable[[list[str]], bool] | None = None) -> tuple[dict, list[str]]:
     """The keyword arguments of :meth:`Engine.create_session` for a new session in ``workspace``, and the
     warnings to show (settings keys read but not applied, hooks for events that never run).
 
@@ -42,6 +44,11 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     user's files and ``--settings`` may grant it). ``token``: the team server's caller (its scope is
     checked, never fallen back from).
 
+    Workspace trust (:func:`workflows.trust.decide.workspace_trust`): the project's settings that can run
+    code or widen access apply only to a trusted workspace. ``trust``: who vouches for it now (``--trust-project``,
+    an API token or a schedule made with it); else a token made with ``--trust-project`` vouches for its
+    workspaces; ``ask_trust``: the trust prompt (interactive mode).
+
     Raises:
         SettingsError: a settings file, a rule, an --add-dir or the model name is wrong.
         McpConfigError: an MCP configuration is malformed.
@@ -52,10 +59,16 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     home = home or Path.home()
     environ = os.environ if environ is None else environ
     ws = workspace.resolve()
+    if (trust is None and token is not None and token.trust_project and token.workspaces
+            and token.allows_workspace(str(ws))):
+        trust = f"API token {token.name!r} (made with --trust-project)"
+    trusted = workspace_trust(ws, home, grant=trust, ask=ask_trust)
     files = load_permission_settings(ws, home, allowed_tools=list(allowed_tools),
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
-                                     extra=extra_settings)
-    servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict)
+                                     extra=extra_settings, trusted=trusted.opens)
+    servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,
+                       trusted=trusted.mcp_trusted)
+    trusted.check_unchanged(ws)
     # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
     disabled = list(dict.fromkeys([*files.bypass_disabled_by,
                                    *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))
@@ -66,7 +79,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                                 workspace=str(ws), home=str(home), recorded=disabled, token=token)
     if mode is not PermissionMode.DEFAULT:
         untrusted = []  # (another mode was asked for: the ignored defaultMode changed nothing)
-    warnings = refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+    warnings = trusted.warnings + refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     explicit = settings.model if "model" in settings.model_fields_set else None
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
@@ -79,7 +92,8 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
              "model_overrides": model_overrides(environ, files.model_env),
              "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
              "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
-             "mcp_servers": servers.servers, "bypass_disabled_by": disabled}
+             "mcp_servers": servers.servers, "bypass_disabled_by": disabled,
+             "untrusted_workspace": not trusted.trusted}
     if token is not None and not token.admin and allowed_tools:
         require_admin_for_rules(token, split_rules(list(allowed_tools)), ws, perms)
     return perms, warnings

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from cli.agents_flag import agents_option
+from cli.trust_flag import trust_option
 from cli.run import MODES
 from workflows.mcp.sources import McpFlags
 
@@ -154,6 +155,7 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--approval-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--no-memory", "no_memory", is_flag=True)
 @agents_option
+@trust_option
 @click.option("--mcp-config", "mcp_config", multiple=True, metavar="FILE|JSON",
               help="MCP servers: a file or JSON string holding {\"mcpServers\": {...}} (repeatable).")
 @click.option("--strict-mcp-config", is_flag=True, help="Only the --mcp-config servers, none from other files.")

@@ -33,6 +33,12 @@ def _schedule(view: dict) -> tuple[Schedule, NextRun]:
 def add(cron: str, prompt: str, workspace: str | None, name: str | None, continue_: bool, model, fallback_model,
         max_turns, max_budget_usd, system_prompt, append_system_prompt, no_memory: bool, disabled: bool,
         permission_mode, allowed_tools, disallowed_tools, approval_timeout, add_dirs) -> None:
+    from cli.trust_flag import flag_trust
+
+    if flag_trust():
+        raise click.UsageError("--trust-project is not available through MAINSAIL_SERVER: the server trusts a "
+                               "workspace for a token made with `mainsail token create --workspace DIR "
+                               "--trust-project`. Unset MAINSAIL_SERVER to use it with Redis directly.")
     if workspace is None:
         raise click.UsageError("Through MAINSAIL_SERVER, give the schedule's workspace with --cwd DIR: an absolute "
                                "path of a directory on the server's machine.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from cli.agents_flag import flag_agents
+from cli.trust_flag import flag_trust
 from cli.approvals import decided_line
 from cli.remote.client import open_client, session_path
 from cli.remote.listing import server_path
@@ -23,6 +24,8 @@ def _refuse_unsupported(**given) -> None:
         "--mcp-config": "the session gets the MCP servers of the workspace's settings files on the server",
         "--strict-mcp-config": "the session gets the MCP servers of the workspace's settings files on the server",
         "--agents": "the session gets the sub-agent types of the workspace's agent files on the server",
+        "--trust-project": "the server trusts a workspace for a token made with `mainsail token create --workspace "
+                           "DIR --trust-project`, or one its own user trusted",
     }
     for flag, value in given.items():
         if value:
@@ -35,7 +38,7 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
            add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
     _refuse_unsupported(**{"--resume": resume, "--continue": continue_, "--fork-session": fork,
                            "--mcp-config": mcp_config, "--strict-mcp-config": strict_mcp_config,
-                           "--agents": flag_agents()})
+                           "--agents": flag_agents(), "--trust-project": flag_trust()})
     if workspace is None:
         raise click.UsageError("Through MAINSAIL_SERVER, give the session's workspace with --cwd DIR: an absolute "
                                "path of a directory on the server's machine.")

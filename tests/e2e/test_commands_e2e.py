@@ -94,7 +94,8 @@ def test_print_mode_refuses_a_line_that_would_ask_and_names_an_unknown_command(c
 
 
 def test_interactive_mode_lists_commands_and_asks_before_a_line_runs(cluster, workspace, api):
-    proc = cluster.mainsail(cwd=workspace, background=True, stdin=subprocess.PIPE)
+    # (/review pre-approves a tool, so the workspace is trusted first: else interactive mode asks about it.)
+    proc = cluster.mainsail("--trust-project", cwd=workspace, background=True, stdin=subprocess.PIPE)
     stdout, stderr = proc.communicate("/help\n/git:touch asked.txt\ny\n/nosuch\n/hello you\n", timeout=90)
     assert proc.returncode == 0 and "Traceback" not in stdout + stderr, stdout + stderr
     assert "  /review FILE [FOCUS] Review a file for bugs (project)" in stdout

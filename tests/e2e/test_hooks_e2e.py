@@ -37,8 +37,16 @@ def hook_runs(ws: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
+@pytest.fixture(autouse=True)
+def private_home(cluster, tmp_path):
+    """A HOME of the test's own: --trust-project records the workspace's trust there (workflows.trust)."""
+    cluster.env["HOME"] = str(tmp_path / "home")
+
+
 def run_p(cluster, ws: Path, *extra: str):
-    return cluster.mainsail("run", "-p", "--no-memory", "--permission-mode", "bypassPermissions", *extra, "go",
+    # The hooks are the workspace's own settings: they run only in a workspace the person trusted.
+    return cluster.mainsail("run", "-p", "--no-memory", "--trust-project", "--permission-mode", "bypassPermissions",
+                            *extra, "go",
                             cwd=ws, timeout=120)
 
 
@@ -65,7 +73,8 @@ def test_a_post_tool_use_hooks_output_reaches_the_transcript(cluster, tmp_path):
     with FakeMessagesServer(Script(turns=[Turn(tool_uses=[BASH]), Turn(text="Done.")])) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         cluster.start_worker()
-        out = cluster.mainsail("run", "--no-memory", "--permission-mode", "bypassPermissions", "go", cwd=ws)
+        out = cluster.mainsail("run", "--no-memory", "--trust-project", "--permission-mode", "bypassPermissions", "go",
+                               cwd=ws)
         assert out.returncode == 0, out.stderr
     assert "PostToolUse hook (Bash): ok: checked 1 line(s)" in out.stdout + out.stderr
     (run,) = hook_runs(ws)
@@ -103,8 +112,8 @@ def test_a_worker_killed_between_the_recorded_verdict_and_the_tool_never_runs_it
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         cluster.start_worker("-Q", "model,memory")
         doomed = cluster.start_worker(cmd=[sys.executable, "-c", CRASH_AFTER_VERDICT])
-        proc = cluster.mainsail("run", "-p", "--no-memory", "--permission-mode", "bypassPermissions", "go",
-                                cwd=ws, background=True)
+        proc = cluster.mainsail("run", "-p", "--no-memory", "--trust-project", "--permission-mode",
+                                "bypassPermissions", "go", cwd=ws, background=True)
         wait_for(lambda: doomed.poll() is not None, 60, what="the worker to die after the verdict")
         assert not (ws / "out.txt").exists()
         cluster.start_worker("-Q", "tools")

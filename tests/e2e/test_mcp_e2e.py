@@ -152,8 +152,8 @@ def test_an_http_server_from_mcp_json_once_approved(env, tmp_path, http_server):
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         worker = cluster.start_worker()
 
-        # Not approved: never started (listed as pending, as Claude Code does), its tools not offered.
-        out = run(cluster, ws, prompt("mcp__web__add", a=1, b=1), "--allowedTools", "mcp__web")
+        # Trusted but not approved: never started (listed as pending, as Claude Code does), its tools not offered.
+        out = run(cluster, ws, prompt("mcp__web__add", a=1, b=1), "--allowedTools", "mcp__web", "--trust-project")
         init = lines(out)[0]
         assert init["mcp_servers"] == [{"name": "web", "status": "pending", "source": "project"}]
         assert not any(t.startswith("mcp__web") for t in init["tools"])

@@ -152,6 +152,17 @@ def test_allowed_tools_hold_for_the_run_only_and_lines_run_without_asking(engine
     assert not (ws / "three.txt").exists()
 
 
+def test_a_project_commands_allowed_tools_do_not_apply_in_an_untrusted_workspace(engine, ws, home):
+    """The repository wrote .claude/commands/mk.md: its pre-approval of `touch` counts only once it is trusted."""
+    write(ws, "mk", "---\nallowed-tools: Bash(touch:*)\n---\n!`touch one.txt`\n")
+    sid, model, _ = open_session(engine, ws, home, untrusted_workspace=True)
+    run(engine, sid, "/mk")
+    assert not (ws / "one.txt").exists()
+    assert engine.store.get_session(sid).state is State.AWAITING_PERMISSION  # the line asks, as any call
+    [note] = [e.content for e in entries(engine, sid, SystemEntry) if e.subtype == "warning"]
+    assert note.startswith("allowed-tools of /mk (") and "the workspace is not trusted" in note
+
+
 def test_a_failing_line_ends_the_run_with_its_output(engine, ws, home):
     write(ws, "ls", "---\nallowed-tools: Bash(ls:*)\n---\n!`ls no-such-dir`\n")
     sid, model, _ = open_session(engine, ws, home)

@@ -47,7 +47,7 @@ def test_every_settings_file_contributes_hooks_in_order(tmp_path):
     write(home / ".claude/settings.json", hook("user"))
     write(ws / ".claude/settings.json", hook("project"))
     write(ws / ".claude/settings.local.json", hook("local"))
-    got = load_permission_settings(ws, home).hooks.for_event(HookEvent.POST_TOOL_USE, "Write")
+    got = load_permission_settings(ws, home, trusted=True).hooks.for_event(HookEvent.POST_TOOL_USE, "Write")
     assert [(h.command, h.source.split("/")[-2:]) for h in got] == [
         ("user", [".claude", "settings.json"]), ("project", [".claude", "settings.json"]),
         ("local", [".claude", "settings.local.json"])]
@@ -68,7 +68,7 @@ def test_a_bad_hooks_value_names_the_file_line_key_and_fix(tmp_path, hooks, key,
     ws = tmp_path / "ws"
     write(ws / ".claude/settings.json", {"permissions": {}, "hooks": hooks})
     with pytest.raises(SettingsError) as err:
-        load_permission_settings(ws, tmp_path / "home")
+        load_permission_settings(ws, tmp_path / "home", trusted=True)
     msg = str(err.value)
     assert str(ws / ".claude/settings.json") in msg and ", line " in msg
     assert key in msg and fix in msg

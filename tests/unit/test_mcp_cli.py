@@ -16,6 +16,7 @@ from cli.mcp import approve_project_servers, session_lines
 from cli.output import StreamJson
 from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
 from workflows.models import SessionRecord
+from workflows.trust.decide import workspace_trust
 
 SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 
@@ -93,6 +94,7 @@ def test_list_and_get_check_each_server(here):
     mcp("add", "ok", "-e", "MY_TOKEN=secret", "--", sys.executable, SERVER)
     mcp("add", "broken", "--", "/nonexistent/server")
     mcp("add", "-s", "project", "proj", "--", sys.executable, SERVER)
+    workspace_trust(ws, home, grant="--trust-project")  # (untrusted, `mcp list` leaves .mcp.json out: test_trust.py)
     out = mcp("list")
     assert out.exit_code == 0
     lines = out.output.splitlines()

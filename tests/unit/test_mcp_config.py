@@ -12,6 +12,7 @@ from workflows.exceptions import McpConfigError
 from workflows.mcp.config import McpStatus, parse_servers
 from workflows.mcp.sources import load_mcp, read_mcp_config
 from workflows.permissions.settings_files import load_permission_settings
+from workflows.trust.decide import workspace_trust
 
 
 def parse(raw, env=None):
@@ -77,9 +78,12 @@ def write(path: Path, data) -> None:
     path.write_text(json.dumps(data))
 
 
-def servers_of(ws, home, flags=None, strict=False):
-    files = load_permission_settings(ws, home)
-    return load_mcp(ws, home, files.mcp, flags=flags, strict=strict, environ={}), files
+def servers_of(ws, home, flags=None, strict=False, trust="--trust-project"):
+    """As a new session's front door reads them; ``trust``: who vouches for the workspace (None: nobody)."""
+    trusted = workspace_trust(ws, home, grant=trust)
+    files = load_permission_settings(ws, home, trusted=trusted.trusted)
+    return load_mcp(ws, home, files.mcp, flags=flags, strict=strict, environ={},
+                    trusted=trusted.servers if trusted.trusted else None), files
 
 
 def entry(cmd):
@@ -109,11 +113,13 @@ def test_project_servers_start_only_once_approved_by_the_user(places):
     assert {s.name: s.status for s in load.servers} == {n: McpStatus.UNAPPROVED for n in "abc"}
     assert "enabledMcpjsonServers" in load.servers[0].error
 
-    # The repository's own settings cannot approve its servers: ignored, with a warning.
+    # The repository's own settings approve its servers only once the workspace is trusted.
     write(ws / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
-    load, files = servers_of(ws, home)
-    assert all(s.status is McpStatus.UNAPPROVED for s in load.servers)
-    assert any("cannot approve its own .mcp.json servers" in w for w in files.warnings)
+    load, _ = servers_of(ws, home, trust=None)
+    assert load.servers == []  # (untrusted: none of its servers at all; the trust warning names them)
+    load, _ = servers_of(ws, home)
+    assert all(s.status is McpStatus.PENDING for s in load.servers)
+    write(ws / ".claude" / "settings.json", {})
 
     write(ws / ".claude" / "settings.local.json", {"enabledMcpjsonServers": ["a"], "disabledMcpjsonServers": ["c"]})
     load, _ = servers_of(ws, home)

@@ -39,7 +39,7 @@ def write(dirs, n: int, sandbox) -> str:
 
 def load(dirs) -> SandboxSettings:
     ws, home = dirs
-    return load_permission_settings(ws, home).sandbox
+    return load_permission_settings(ws, home, trusted=True).sandbox
 
 
 def error(dirs) -> str:

@@ -257,3 +257,29 @@ def test_a_firing_that_never_gets_the_lock_gives_up_after_its_retries(engine, se
     result = schedules.fire_schedule.apply(args=(s.id, at(3, 0).timestamp()))
     assert result.failed() and isinstance(result.result, LockError)
     assert engine.store.session_ids() == [] and store.runs(s.id) == []
+
+
+def test_a_schedule_carries_its_makers_trust_while_the_settings_are_unchanged(engine, settings, ws, tmp_path,
+                                                                            monkeypatch):
+    """Made with --trust-project, a schedule keeps the hash trusted then: its firings apply the workspace's own
+    settings while they hash the same; a change (or a schedule made without it) leaves them out."""
+    from workflows.trust.gated import project_gated
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # (no trust recorded in the machine user's HOME)
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"env": {"FROM_PROJECT": "1"}}))
+    store = ScheduleStore(engine.store.r)
+    trusted = store.add(make(ws, name="trusted", trusted_hash=project_gated(ws).digest()))
+    plain = store.add(make(ws, name="plain"))
+    rec = engine.store.get_session(fire(engine, settings, plain.id, at(3, 0).timestamp()).session_id)
+    assert rec.env == {} and rec.untrusted_workspace
+    rec = engine.store.get_session(fire(engine, settings, trusted.id, at(3, 0).timestamp()).session_id)
+    assert rec.env == {"FROM_PROJECT": "1"} and not rec.untrusted_workspace
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"env": {"FROM_PROJECT": "2"}}))
+    fired = fire(engine, settings, trusted.id, at(4, 0).timestamp())
+    rec = engine.store.get_session(fired.session_id)
+    assert rec.env == {} and rec.untrusted_workspace
+    warned = [e.content for e in engine.store.entries(fired.session_id)
+              if isinstance(e, SystemEntry) and e.subtype == "warning"]
+    assert any("is not trusted" in w and "They changed since you trusted it: env in .claude/settings.json" in w
+               for w in warned)

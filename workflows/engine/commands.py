@@ -85,6 +85,12 @@ class CommandRuns:
         rec.run_model = run.model
         rec.run_allow = [RuleSpec(rule=r, source=f"allowed-tools of /{run.name} ({run.path})")
                          for r in run.allowed_tools]
+        if rec.run_allow and definition.scope == "project" and rec.untrusted_workspace:
+            # The repository wrote this file: its pre-approvals count only in a trusted workspace (workflows.trust).
+            rec.run_allow = []
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=(
+                f"allowed-tools of /{run.name} ({run.path}) not applied: the workspace is not trusted, so its calls "
+                "ask as usual. Trust it with --trust-project (or the trust prompt) to use them.")))
         return run
 
     def start_command(self, tx: _Tx, context: list[str]) -> None:

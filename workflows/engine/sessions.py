@@ -88,6 +88,7 @@ class SessionVerbs:
         agents: dict[str, AgentDefinition] | None = None,
         mcp_servers: list[McpServer] | None = None,
         bypass_disabled_by: list[str] | None = None,
+        untrusted_workspace: bool = False,
     ) -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory).
 
@@ -100,6 +101,7 @@ class SessionVerbs:
         ``agents``: sub-agent types from ``--agents`` (over the built-in and the agent files').
         ``mcp_servers``: its MCP servers (:mod:`workflows.mcp.sources`), found when its first run starts.
         ``bypass_disabled_by``: the settings files that disabled bypassPermissions (kept for its life).
+        ``untrusted_workspace``: the workspace was not trusted (:mod:`workflows.trust`), kept for its life.
 
         Raises:
             BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.permissions.bypass`).
@@ -137,6 +139,7 @@ class SessionVerbs:
             fallback_model=fallback_model,
             mcp_servers=list(mcp_servers or []),
             bypass_disabled_by=list(bypass_disabled_by or []),
+            untrusted_workspace=untrusted_workspace,
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)

@@ -97,6 +97,7 @@ class SubagentLogic:
             model=agent.model or parent.model,
             permission_mode=effective_mode(parent),  # never bypass where the parent's is disabled
             bypass_disabled_by=list(parent.bypass_disabled_by),
+            untrusted_workspace=parent.untrusted_workspace,
             workspace=parent.workspace,
             git_branch=parent.git_branch,
             title=str(call.input.get("description") or agent.name)[:80],

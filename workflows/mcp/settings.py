@@ -70,12 +70,8 @@ def apply_mcp_keys(out: McpSettings, data: dict, origin: str, source: str, path:
     Raises:
         McpConfigError: a malformed key (the message names the file and the server).
     """
-    present = [k for k in APPROVAL_KEYS if k in data]
-    if present and source == "project":
-        warnings.append(f"{origin}: {', '.join(present)} ignored: a project's checked-in settings cannot approve "
-                        "its own .mcp.json servers. Approve them in .claude/settings.local.json (or "
-                        "~/.claude/settings.json) instead.")
-    elif present:
+    if any(k in data for k in APPROVAL_KEYS):
+        # (A project file's approvals reach here only once its workspace is trusted: workflows.trust.gated.)
         out.add_approvals(data, origin)
     if "mcpServers" not in data:
         return

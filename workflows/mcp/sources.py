@@ -9,7 +9,8 @@ beats them all):
   ``.mainsail/settings.local.json``'s (``mainsail mcp add``);
 * ``project``: the workspace's ``.mcp.json``, checked into the repository, so a server there starts
   only once the user approved it (:mod:`workflows.mcp.settings`); otherwise it is kept as
-  ``unapproved`` and never started (fail closed);
+  ``unapproved`` and never started (fail closed); and only in a trusted workspace, with the command
+  that was trusted (:mod:`workflows.trust.mcp`);
 * ``dynamic``: ``--mcp-config`` (a file or a JSON string); with ``--strict-mcp-config`` only these.
 
 A file that is not JSON, or a malformed server, stops the session before it starts with the file
@@ -55,10 +56,14 @@ def claude_json(home: Path) -> Path:
 
 
 def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[str] | None = None,
-             strict: bool = False, environ: Mapping[str, str] | None = None) -> McpLoad:
+             strict: bool = False, environ: Mapping[str, str] | None = None,
+             trusted: Mapping[str, object] | None = None) -> McpLoad:
     """The servers a new session in ``workspace`` gets (see the module docstring).
 
     ``flags``: the ``--mcp-config`` values; ``strict``: only those (``--strict-mcp-config``).
+    ``trusted``: the ``.mcp.json`` entries the person trusted, by name
+    (:attr:`workflows.trust.decide.WorkspaceTrust.servers`); None: the workspace is not trusted, so none of
+    its ``.mcp.json`` servers is kept (:func:`workflows.trust.mcp.check_servers`).
 
     Raises:
         McpConfigError: a malformed ``.mcp.json``, ``--mcp-config`` or settings server.
@@ -79,19 +84,23 @@ def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[
                                    environ=env)
             approvals.add_approvals(project, f"{origin} [project: {ws}]")
         found += settings.servers
-        found += _project_servers(Path(workspace), approvals, env)
+        found += _project_servers(Path(workspace), approvals, env, trusted)
     for value in flags or ():
         found += read_mcp_config(value, env)
     out.servers = _merge(found)
     return out
 
 
-def _project_servers(workspace: Path, approvals: McpSettings, env: Mapping[str, str]) -> list[McpServer]:
+def _project_servers(workspace: Path, approvals: McpSettings, env: Mapping[str, str],
+                     trusted: Mapping[str, object] | None) -> list[McpServer]:
+    from workflows.trust.mcp import check_servers
+
     path = workspace / ".mcp.json"
     data = read_json(path)
     if data is None:
         return []
-    servers = parse_servers(_mcp_servers(data, str(path)), source="project", origin=str(path), environ=env)
+    entries = _mcp_servers(data, str(path))
+    servers = parse_servers(entries, source="project", origin=str(path), environ=env)
     out = []
     for server in servers:
         decided = approvals.approves(server.name)
@@ -103,7 +112,7 @@ def _project_servers(workspace: Path, approvals: McpSettings, env: Mapping[str, 
                             f"\"enabledMcpjsonServers\": [\"{server.name}\"] (or \"enableAllProjectMcpServers\": "
                             "true) to .claude/settings.local.json")
         out.append(server)
-    return out
+    return check_servers(out, entries, trusted, str(path))
 
 
 def read_mcp_config(value: str, environ: Mapping[str, str]) -> list[McpServer]:

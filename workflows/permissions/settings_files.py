@@ -11,6 +11,11 @@ layer are combined, each remembering where it came from)::
     <ws>/.mainsail/settings.local.json local
     --allowedTools / --disallowedTools flags
 
+A ``settings.local.json`` that git tracks is a project file, not a local one (a clone brought it). The
+project files' keys that can run code or widen access (hooks, sandbox, env, allow rules, added
+directories, MCP approvals: :mod:`workflows.trust.gated`) are read only for a workspace the person
+trusted (``trusted=True``, decided by :func:`workflows.trust.decide.workspace_trust`).
+
 Format (Claude Code's; unknown keys are ignored)::
 
     {"model": "opus", "env": {"NODE_ENV": "test"},
@@ -53,6 +58,7 @@ from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
 from workflows.permissions.managed import DROP_IN, policy_layers
 from workflows.permissions.rules import RuleSyntaxError, parse_rule
+from workflows.trust.gated import local_is_project, strip_gated
 
 __all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
 
@@ -108,6 +114,8 @@ def settings_layers(workspace: Path, home: Path, sources: Iterable[str] | None =
         ("local", workspace / ".claude" / "settings.local.json"),
         ("local", workspace / ".mainsail" / "settings.local.json"),
     ]
+    # A settings.local.json that git tracks came with the clone: it is the repository's, not the user's.
+    paths = [("project" if source == "local" and local_is_project(path) else source, path) for source, path in paths]
     return [(source, path) for source, path in paths if source in chosen] + policy_layers()
 
 
@@ -143,11 +151,13 @@ def split_rules(values: str | Iterable[str] | None) -> list[str]:
 
 def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list[str] | None = None,
                              disallowed_tools: list[str] | None = None, sources: Iterable[str] | None = None,
-                             extra: list[tuple[str, str]] | None = None) -> PermissionSettings:
+                             extra: list[tuple[str, str]] | None = None, trusted: bool = False) -> PermissionSettings:
     """Read every settings layer and the flags into one :class:`PermissionSettings`.
 
     ``sources``: only these of :data:`SOURCES` (Claude Code's ``--setting-sources``). ``extra``:
-    ``(name, JSON text)`` layers read last, above the files (Claude Code's ``--settings``).
+    ``(name, JSON text)`` layers read last, above the files (Claude Code's ``--settings``). ``trusted``:
+    whether the person trusted the workspace (:func:`workflows.trust.decide.workspace_trust`); until then
+    the gated keys of its project files (:mod:`workflows.trust.gated`) are left out.
 
     Raises:
         SettingsError: invalid JSON, a rule that does not parse, a value of the
@@ -169,7 +179,7 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
         if text is None:
             continue
         out.files.append(str(path))
-        data = _apply_file(out, path, text)
+        data = _apply_file(out, path, text, gate=source == "project" and not trusted)
         if out.default_mode_source == str(path):
             out.default_mode_layer = source
         if data is not None:
@@ -232,8 +242,9 @@ def _describe(value: Any) -> str:
     return f"{kind} {json.dumps(value)[:60]}"
 
 
-def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
-    """Apply one file's permission keys; returns its parsed object (None: an empty file)."""
+def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = False) -> dict | None:
+    """Apply one file's permission keys; returns its parsed object (None: an empty file), without its gated
+    keys when ``gate`` (an untrusted workspace's project file)."""
     if not text.strip():
         return None  # an empty file holds no settings
     try:
@@ -278,7 +289,8 @@ def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
                 at = max(_key_at(text, kind, start), start)
                 line = _line_of(text, json.dumps(rule), at) or _line_of(text, json.dumps(rule, ensure_ascii=False), at)
                 raise SettingsError(f"Invalid permission rule {rule!r} in {_where(path, line)}: {exc.why}") from None
-            getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
+            if not (gate and kind == "allow"):  # (checked all the same: a broken file stops the session)
+                getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
 
     mode = perms.get("defaultMode")
     if mode is not None:
@@ -298,7 +310,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str) -> dict | None:
             raise SettingsError(f"{_where(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
                                 f"positive number of seconds, like 300; it is {json.dumps(value)}.")
         out.approval_timeout_seconds = float(value)
-    return data
+    return strip_gated(data) if gate else data
 
 
 # --------------------------------------------------------------------------- the hooks key

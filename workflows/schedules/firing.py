@@ -74,6 +74,15 @@ def creator_token(engine, schedule: Schedule):
     return TokenStore(engine.store.r).named(name) or TokenRecord(name=name, allow_bypass=False)
 
 
+def carried_trust(schedule: Schedule) -> str | None:
+    """The trust its maker gave the workspace (``--trust-project``), while its gated settings are unchanged."""
+    from workflows.trust.gated import project_gated
+
+    if schedule.trusted_hash and project_gated(Path(schedule.workspace)).digest() == schedule.trusted_hash:
+        return f"schedule {schedule.id[:8]} (made with --trust-project)"
+    return None
+
+
 def new_session(engine, schedule: Schedule, settings, sid: str):
     """Create the session of a firing, as ``mainsail submit`` would in the schedule's workspace.
 
@@ -95,7 +104,7 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
                                       approval_timeout=opts.approval_timeout_seconds, add_dirs=opts.add_dirs,
                                       fallback_model=opts.fallback_model, cwd=str(ws),
                                       token=(token := creator_token(engine, schedule)),
-                                      mode_given_by="the schedule's permission_mode")
+                                      mode_given_by="the schedule's permission_mode", trust=carried_trust(schedule))
     # A scoped token's schedule runs sessions that hide the other tokens' workspaces, as the API's do.
     if token is not None:
         from workflows.api_tokens import TokenStore

@@ -35,6 +35,9 @@ class Schedule(ValidJson):
     enabled: bool = True
     created_at: float = Field(default_factory=time.time)
     created_by: str = ""
+    #: The content hash of the workspace's gated settings its maker trusted (``--trust-project``, or a token made
+    #: with it): a firing applies them while they still have this hash (workflows.trust).
+    trusted_hash: str | None = None
     last_due_at: float | None = None
     last_fired_at: float | None = None
     last_session_id: str | None = None
