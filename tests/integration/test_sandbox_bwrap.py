@@ -105,9 +105,12 @@ def git_init(ws):
     "mv .claude .claude-old",
     "rm -rf .git/hooks",
     "rmdir .mainsail",
+    "echo '{}' > .mcp.json",
+    "rm .mcp.json",
 ])
 def test_existing_protected_paths_cannot_be_changed(ws, command):
     git_init(ws)
+    (ws / ".mcp.json").write_text('{"mcpServers": {}}')
     config = (ws / ".git" / "config").read_text()
     out = bash(ws, command)
     assert out.is_error, out.content
@@ -115,6 +118,7 @@ def test_existing_protected_paths_cannot_be_changed(ws, command):
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert sorted(os.listdir(ws / ".claude")) == [] and sorted(os.listdir(ws / ".mainsail")) == []
     assert (ws / ".git" / "hooks").is_dir() and not (ws / ".git-old").exists()
+    assert (ws / ".mcp.json").read_text() == '{"mcpServers": {}}'  # it names programs Mainsail starts
 
 
 def test_git_still_works_in_the_sandbox(ws):
@@ -158,6 +162,8 @@ def test_all_of_dot_git_is_read_only_for_other_commands(ws, command):
     "mkdir -p .git/hooks && touch .git/hooks/post-checkout",
     "git init -q .",
     "ln -s /tmp .claude",
+    "echo '{\"mcpServers\": {}}' > .mcp.json",
+    "echo {} > /tmp/x && mv /tmp/x .mcp.json",
 ])
 def test_missing_protected_paths_cannot_be_created_and_leave_nothing_behind(ws, command):
     out = bash(ws, command)

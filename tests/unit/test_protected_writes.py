@@ -134,12 +134,10 @@ def test_the_sandbox_unavailable_or_turned_off_counts_as_off(ws, home, monkeypat
 
 def test_a_program_in_the_sandbox_passes_only_where_it_keeps_every_protected_name(ws, home, bwrap, monkeypatch):
     rec = session(ws, home)
-    monkeypatch.setattr(sandbox_mounts, "PROTECTED", {".git/hooks": True, ".git/config": False, ".claude": True,
-                                                      ".mainsail": True})  # (the sandbox of issue 24)
-    left = bash("python3 -c 'print(1)'", rec)
-    assert "leaves .git, .mcp.json writable" in left  # .git/commondir, .mcp.json
-    monkeypatch.setattr(sandbox_mounts, "PROTECTED", {".git": True, ".claude": True, ".mainsail": True,
-                                                      ".mcp.json": False})
+    with monkeypatch.context() as m:
+        m.setattr(sandbox_mounts, "ALWAYS_READ_ONLY", (".claude", ".mainsail"))  # (the sandbox of issue 24)
+        left = bash("python3 -c 'print(1)'", rec)
+        assert "leaves .git, .mcp.json writable" in left  # .git/commondir, .mcp.json
     assert bash("python3 -c 'print(1)'", rec) is None
     assert bash("python3 -c 'print(1)' > .claude/x", rec) is not None  # a redirection is named still
 
@@ -156,8 +154,12 @@ def test_bash_shown_not_to_write_a_protected_path_passes(ws, home, command):
 def test_an_always_rule_that_would_allow_a_protected_write_is_named(ws, home, bwrap):
     rec = session(ws, home)
     assert "Edit" in always_problem(["Edit"], rec)
-    assert ".mcp.json" in always_problem(["Bash(echo approved:*)"], rec)  # `echo approved x > .mcp.json`
-    assert always_problem(["Bash(python3:*)"], rec)
+    # `echo approved x > .mcp.json` asks whatever the rules say (.mcp.json is a protected path of the checker),
+    # and a program in the sandbox cannot write a protected name: neither rule opens a protected write...
+    assert always_problem(["Bash(echo approved:*)"], rec) is None
+    assert always_problem(["Bash(python3:*)"], rec) is None
+    # ... but outside the sandbox a program may write anything.
+    assert "python3" in always_problem(["Bash(python3:*)"], session(ws, home, enabled=False))
     assert always_problem(["WebFetch(domain:example.com)"], rec) is None
     assert always_problem(["Bash(rm -rf build)"], rec) is None  # an exact rule allows that command only
 
@@ -235,14 +237,15 @@ def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allo
     from workflows.settings import Settings
 
     alice, boss = TokenRecord(name="alice"), TokenRecord(name="boss", admin=True)
-    for rules in (["Edit"], ["Bash(python3:*)"], ["Read Write"]):
+    for rules in (["Edit"], ["Read Edit"]):
         with pytest.raises(ScopeMissing, match="mainsail token update alice --admin"):
             session_options(ws, Settings(), allowed_tools=rules, token=alice, home=home)
         perms, _ = session_options(ws, Settings(), allowed_tools=rules, token=boss, home=home)
         assert perms["rules"].allow
-    perms, _ = session_options(ws, Settings(), allowed_tools=["Read", "WebFetch(domain:example.com)"], token=alice,
-                               home=home)
-    assert len(perms["rules"].allow) == 2
+    # A program the sandbox contains cannot write a protected name: its rule is alice's to give.
+    perms, _ = session_options(ws, Settings(), allowed_tools=["Read", "WebFetch(domain:example.com)",
+                                                              "Bash(python3:*)"], token=alice, home=home)
+    assert len(perms["rules"].allow) == 3
 
 
 def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engine, settings, tmp_path):

@@ -330,8 +330,9 @@ def test_missing_protected_paths_get_placeholders(ws):
                       git_writable=True)
     try:
         assert sorted(p.path for p in plan.placeholders) == sorted(
-            str(ws / rel) for rel in (".git/hooks", ".git/config", ".claude", ".mainsail"))
+            str(ws / rel) for rel in (".git/hooks", ".git/config", ".claude", ".mainsail", ".mcp.json"))
         assert ("/dev/null", str(ws / ".git" / "config")) in pairs(plan.argv, "--ro-bind")
+        assert ("/dev/null", str(ws / ".mcp.json")) in pairs(plan.argv, "--ro-bind")  # names programs we start
         tmpfs = singles(plan.argv, "--tmpfs")
         assert tmpfs == [str(ws / ".claude"), str(ws / ".mainsail"), str(ws / ".git" / "hooks")]
         assert singles(plan.argv, "--remount-ro") == tmpfs  # read-only once everything is mounted

@@ -125,7 +125,7 @@ def glob_may_be_option(word: Word, cwds: Cwds, hm: str, created_earlier: bool) -
 
 
 def may_match_protected(pattern: str) -> bool:
-    """Whether a segment of a glob could match .git, .claude or .mainsail, whatever is on disk now."""
+    """Whether a segment of a glob could match .git, .claude, .mainsail or .mcp.json, whatever is on disk now."""
     return any(fnmatch.fnmatchcase(name, seg) for seg in pattern.split("/") for name in paths.PROTECTED_DIRS)
 
 

@@ -37,8 +37,9 @@ __all__ = [
     "root_of",
 ]
 
-#: Folders whose contents steer the agent or git: writes there are never auto-approved.
-PROTECTED_DIRS = (".git", ".mainsail", ".claude")
+#: Folders whose contents steer the agent or git, and the file naming the project's MCP servers (programs
+#: Mainsail starts): writes there are never auto-approved.
+PROTECTED_DIRS = (".git", ".mainsail", ".claude", ".mcp.json")
 
 _USER_TILDE = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*\$?)(?=/|$)")
 
@@ -127,8 +128,9 @@ def inside(path: str, root: str) -> bool:
 
 
 def protected(path: str, workspace: str, home: str) -> bool:
-    """Whether resolved ``path`` is in ``.git/``, ``.mainsail/`` or ``.claude/`` (at any depth of the
-    workspace, or of any directory added to a :class:`WorkArea`), or in ``~/.mainsail`` or ``~/.claude``."""
+    """Whether resolved ``path`` is in ``.git/``, ``.mainsail/`` or ``.claude/``, or is a ``.mcp.json`` (at any
+    depth of the workspace, or of any directory added to a :class:`WorkArea`), or in ``~/.mainsail`` or
+    ``~/.claude``."""
     roots = getattr(workspace, "dirs", (workspace,))
     for root in roots:  # every root that holds it: an added dir may sit inside the workspace's .git
         if _under(path, root):

@@ -51,7 +51,7 @@ NO_FILE_WRITES = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "To
 NAMED_WRITERS = frozenset({"mkdir", "touch", "mv", "cp", "ln", "rm", "rmdir", "install", "tee", "truncate",
                            "chmod", "unlink"})
 #: The protected names a sandbox must keep read-only before an unknown program in it counts as
-#: writing none of them (compared with :data:`~workflows.permissions.sandbox_mounts.PROTECTED`).
+#: writing none of them (compared with :data:`~workflows.permissions.sandbox_mounts.ALWAYS_READ_ONLY`).
 _SANDBOX_MUST_COVER = (".claude", ".mainsail", ".git", ".mcp.json")
 
 
@@ -216,11 +216,11 @@ def word_paths(word: Word, cwds: Cwds, hm: str) -> list[str] | str:
 def uncontained(command: str, rec: SessionRecord) -> str | None:
     """Why the session's sandbox would not keep ``command`` from writing a protected path; None when
     it runs sandboxed (:func:`unsandboxed`) and the sandbox keeps every protected name read-only."""
-    from workflows.permissions.sandbox_mounts import PROTECTED
+    from workflows.permissions.sandbox_mounts import ALWAYS_READ_ONLY
 
     if why := unsandboxed(command, rec):
         return why
-    left = [name for name in _SANDBOX_MUST_COVER if name not in PROTECTED]
+    left = [name for name in _SANDBOX_MUST_COVER if name not in ALWAYS_READ_ONLY]
     if left:
         return f"the sandbox leaves {', '.join(left)} writable"
     return None

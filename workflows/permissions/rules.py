@@ -314,7 +314,7 @@ EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 
 # =========================================================================== results
 
-PROTECTED_TEXT = "a protected path: .git/, .mainsail/ and .claude/ are never auto-approved"
+PROTECTED_TEXT = "a protected path: .git/, .mainsail/, .claude/ and .mcp.json are never auto-approved"
 
 
 def _from(source: str) -> str:

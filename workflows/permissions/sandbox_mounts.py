@@ -57,11 +57,16 @@ from dataclasses import dataclass, field
 from workflows.exceptions import ToolError
 from workflows.models import SandboxSettings
 
-__all__ = ["PROTECTED", "MountPlan", "Placeholder", "bwrap_argv", "has_host_network", "uses_proxy"]
+__all__ = ["ALWAYS_READ_ONLY", "PROTECTED", "MountPlan", "Placeholder", "bwrap_argv", "has_host_network", "uses_proxy"]
 
 # Inside the workspace, relative path -> is a directory. Read-only for every sandboxed command:
-# hooks and config run code for the user's own git, the settings grant permissions.
-PROTECTED: dict[str, bool] = {".git/hooks": True, ".git/config": False, ".claude": True, ".mainsail": True}
+# hooks and config run code for the user's own git, the settings grant permissions, .mcp.json names
+# programs Mainsail starts. (The rest of .git is read-only too unless a rule or a person approved a
+# git-only line: see _plan.)
+PROTECTED: dict[str, bool] = {".git/hooks": True, ".git/config": False, ".claude": True, ".mainsail": True,
+                              ".mcp.json": False}
+#: What the sandbox keeps read-only for every command that is not an approved git-only line.
+ALWAYS_READ_ONLY = (".git", ".claude", ".mainsail", ".mcp.json")
 #: Directories looked at for nested ``.git`` entries at launch (a bigger tree is protected up to there;
 #: the checker's protected paths and Mainsail's own libgit2 reads do not depend on it).
 NESTED_GIT_SCAN = 5_000
