@@ -143,6 +143,14 @@ def test_env_switch_rejects_other_words():
     ("X=1 docker ps", ["docker"], False),
     ("docker ps | sh", ["docker"], False),
     ("'docker' ps", ["docker"], True),
+    # issue 25: bash removes backslash-newline first, so the # is mid-word and touch runs (unsandboxed, if
+    # the line were excluded); the checker's parse and shfmt's must agree before anything is excluded.
+    ("docker ps\\\n#;touch PWNED", ["docker"], False),
+    ("docker\\\n#;touch PWNED", ["docker"], False),
+    ("docker ps\\\n#&&touch PWNED", ["docker"], False),
+    ("docker ps\\\n#|touch PWNED", ["docker"], False),
+    ("d\\\nocker ps", ["docker"], True),  # one word, docker: bash runs docker ps
+    ("docker ps \\\n#;touch PWNED", ["docker"], True),  # a blank before it: a real comment
 ])
 def test_excluded_commands_match_leading_words(command, excluded, expected):
     assert is_excluded(command, excluded) is expected

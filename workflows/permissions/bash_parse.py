@@ -11,6 +11,11 @@ command with a problem, in any mode but bypass. The walk still descends into
 those constructs and collects the simple commands inside them, so deny rules
 see ``rm`` in ``echo $(rm x)`` or ``if true; then rm x; fi``.
 
+Before the grammar, bash's line continuations are removed as bash removes them
+(:mod:`~workflows.permissions.bash_splice`); after it, a second parser must
+find the same commands (:mod:`~workflows.permissions.bash_vote`), or the line
+has a problem.
+
 Word values are computed from the grammar's nodes with bash's quote-removal
 rules (backslash escapes, single quotes, the four escapes of double quotes);
 anything bash would expand (an unescaped ``$`` or backtick, a glob character,
@@ -26,6 +31,9 @@ from functools import lru_cache
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
+
+from workflows.permissions.bash_splice import splice
+from workflows.permissions.bash_vote import vote
 
 __all__ = ["Command", "Parsed", "Redirect", "Word", "parse"]
 
@@ -179,7 +187,7 @@ def parse(command: str) -> Parsed:
         return Parsed((), (f"a command of {len(command):,} characters (too long to check)",))
     if m := _CONTROL.search(command):
         return Parsed((), (f"a control character ({m.group()!r}) in the command",))
-    source = command.encode("utf-8", errors="surrogatepass")
+    source = splice(command).encode("utf-8", errors="surrogatepass")
     try:
         tree = _parser().parse(source)
     except Exception as exc:  # the grammar failed: nothing is understood
@@ -189,6 +197,8 @@ def parse(command: str) -> Parsed:
     if root.has_error:
         walk.problem("a syntax error (or a construct the bash grammar reads differently)")
     _statement_list(walk, root, top=True, depth=0)
+    if differs := vote(command, tuple(walk.commands), approved=not walk.problems):
+        walk.problems.append(differs)
     return Parsed(tuple(walk.commands), tuple(walk.problems))
 
 
