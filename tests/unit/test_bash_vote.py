@@ -66,3 +66,8 @@ def test_a_slow_or_broken_shfmt_is_a_problem(monkeypatch, tmp_path):
     assert parse.__wrapped__("ls").problems == (f"{bash_vote.UNCHECKED}: shfmt did not answer within 0.2s",)
     slow.write_text("#!/bin/sh\necho '{not json'\n")
     assert parse.__wrapped__("ls").problems[0].startswith(f"{bash_vote.UNCHECKED}: shfmt printed something")
+
+
+def test_a_line_nested_too_deeply_for_the_second_parser_is_a_problem_not_a_crash():
+    parsed = parse.__wrapped__("echo " + "$(" * 400 + ")" * 400)
+    assert f"{bash_vote.UNCHECKED}: it is nested too deeply" in parsed.problems

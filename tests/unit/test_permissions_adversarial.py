@@ -607,6 +607,14 @@ CASES = [
     (NO_TOUCH, BYPASS, "Bash", B("bash -c 'ls\\\n#;touch PWNED'"), D),
     (NO_TOUCH, BYPASS, "Bash", B("t\\\nouch PWNED"), D),
     (NO_TOUCH, BYPASS, "Bash", B("ls\\\n#\ntouch PWNED"), D),
+    # found by the execution oracle: a brace in the words of a command whose words are not paths
+    ({}, DEFAULT, "Bash", B("dirname - PWNED {a,b}"), Q),  # bash runs dirname - PWNED a b
+    ({}, PLAN, "Bash", B("basename {-a,x}"), Q),
+    ({}, DEFAULT, "Bash", B("wc A=~"), Q),  # bash expands ~ after = in an argument that looks like an assignment
+    ({}, PLAN, "Bash", B("cat x=a:~/.ssh/id_rsa"), D),
+    ({}, PLAN, "Bash", B("cat x=\"a\":~/.ssh/id_rsa"), D),
+    ({"allow": ["Bash(dd:*)"]}, DEFAULT, "Bash", B("dd if=a.txt of=~/x"), Q),
+    ({}, PLAN, "Bash", B("wc 'A=~' A=\\~ --o=~"), A),  # quoted, escaped, not a name: no expansion
     # ------------------------------------------------------------------ odd input never crashes the check
     ({}, DEFAULT, "Bash", {"command": 5}, Q),
     ({}, DEFAULT, "Bash", {}, Q),

@@ -48,6 +48,9 @@ _GLOB = set("*?[")
 _BRACE = set("{}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")  # and lone surrogates
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: An argument that looks like an assignment with a ``~`` right after its ``=`` or after a ``:`` (bash
+#: expands those, quoted or not around it: this errs on the side of a problem).
+_ASSIGNMENT_TILDE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:.*:)?~", re.S)
 _SEPARATORS = {";", "&", "&&", "||", "|", "|&", "\n"}
 _LIST_NODES = {"program", "list", "pipeline"}
 
@@ -299,6 +302,9 @@ def _command(walk: _Walk, node: Node, redirects: tuple[Redirect, ...], *, top: b
             words.append(_word(walk, child, depth))
         else:
             walk.problem(f"the token {child.type!r}", child)
+    for w in words[1:]:
+        if _ASSIGNMENT_TILDE.match(w.raw):  # bash expands it there: `dd of=~/x` writes to the home
+            walk.problem("a ~ after = in an argument (bash expands it)", node)
     if not words:
         walk.problem("a command without a name", node)
     elif not words[0].literal:

@@ -60,12 +60,15 @@ def vote(command: str, commands: tuple[Command, ...], approved: bool) -> str | N
 
     ``approved``: the first parser found no problem (then everything must agree exactly).
     """
-    tree = _shfmt(command)
-    if isinstance(tree, str):
-        return tree
     theirs: list[Sig] = []
     constructs: list[str] = []
-    _walk(tree, theirs, constructs)
+    try:
+        tree = _shfmt(command)
+        if isinstance(tree, str):
+            return tree
+        _walk(tree, theirs, constructs)
+    except RecursionError:
+        return f"{UNCHECKED}: it is nested too deeply"
     ours = [_ours(c) for c in commands]
     if approved:
         if constructs:
