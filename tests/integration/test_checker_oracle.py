@@ -35,7 +35,7 @@ def oracle():
 def _generated(n: int) -> list[str]:
     out: dict[str, None] = {}
 
-    @settings(max_examples=n // 10, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=n // 15, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(lines(min_size=15, max_size=25))
     def collect(batch):
