@@ -13,7 +13,9 @@ missing, failing or slow is a problem too (fail closed), with the fix.
 
 On a line the first parser already rejects (a problem of its own), only the
 words are compared, one way: every command shfmt finds must be among those
-tree-sitter found, so the deny rules see every command that may run.
+tree-sitter found, so the deny rules see every command that may run (but a
+``[ … ]`` test and a bare assignment, which tree-sitter reports as problems of
+their own).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def vote(command: str, commands: tuple[Command, ...], approved: bool) -> str | N
             return f"{DISAGREE}: shfmt reads {constructs[0]} in it"
         extra, missing = Counter(theirs) - Counter(ours), Counter(ours) - Counter(theirs)
     else:  # only: does tree-sitter know every command shfmt found?
-        extra = Counter(s[1] for s in theirs if s[1][:1] != ("[",)) - Counter(s[1] for s in ours)
+        extra = Counter(s[1] for s in theirs if s[1] and s[1][:1] != ("[",)) - Counter(s[1] for s in ours)
         missing = Counter()
     if extra:
         return f"{DISAGREE}: shfmt finds {_show(next(iter(extra)), approved)}, tree-sitter-bash does not"
