@@ -182,6 +182,17 @@ def test_off_or_excluded_runs_a_plain_shell(ws, status, settings, environ):
     launch.close()
 
 
+@pytest.mark.parametrize("command", ["ls\\\n#;touch PWNED", "docker ps\\\n#;touch PWNED"])
+def test_a_command_hidden_behind_a_line_continuation_is_never_excluded(ws, status, monkeypatch, command):
+    """Issue 25: bash runs `ls#` then `touch PWNED`; the excluded `ls` must not carry touch out of the sandbox."""
+    status(True)
+    monkeypatch.setattr(sandbox, "sandboxed_launch", lambda command, **kw: sandbox.Launch(["bwrap", command], {}, True))
+    launch = prepare(command, workspace=str(ws), cwd=str(ws), home="/h",
+                     settings=SandboxSettings(excluded_commands=["ls", "docker"]), environ={"PATH": "/bin"})
+    assert launch.sandboxed
+    launch.close()
+
+
 def test_unavailable_runs_a_plain_shell(ws, status):
     status(False, "bubblewrap (bwrap) is not installed")
     launch = prepare("ls", workspace=str(ws), cwd=str(ws), home="/h", settings=SandboxSettings(), environ={})
