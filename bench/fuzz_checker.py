@@ -7,7 +7,8 @@ asks the checker about each (default, acceptEdits and plan modes, and default
 with a few allow rules), runs every line it approves without asking the way the
 Bash tool runs it (bash -c in the bwrap sandbox) under ``strace -f -e
 trace=execve`` in a throwaway workspace, and compares the programs executed with
-the ones the checker saw (tests/exec_oracle.py). Prints every disagreement as it
+the ones the checker saw (tests/exec_oracle.py); a line that only a deny rule
+(``Bash(touch:*)`` in bypass mode) let through must execute no touch. Prints every disagreement as it
 is found (the command repr'd) and, at the end, lines generated and run per
 second. Exits 1 if any disagreement was found, 2 if the oracle cannot run here
 (bwrap or strace missing), else 0.
@@ -44,7 +45,7 @@ def main() -> int:
         print(f"fuzz_checker: cannot run the oracle here: {why}", file=sys.stderr)
         return 2
     oracle = Oracle()
-    totals = {"asked": 0, "ran": 0, "batches": 0}
+    totals = {"asked": 0, "ran": 0, "past_deny": 0, "batches": 0}
     found: list[str] = []
     pending: list[str] = []  # hypothesis draws a few lines per example; one sandbox launch runs a batch
     start = time.monotonic()
@@ -63,13 +64,14 @@ def main() -> int:
         pending.clear()
         totals["asked"] += result.asked
         totals["ran"] += result.ran
+        totals["past_deny"] += result.ran_past_deny
         totals["batches"] += 1
         for why in result.disagreements:
             if why not in found:
                 found.append(why)
                 print(f"DISAGREEMENT: {why}", flush=True)
-        print(f"{time.monotonic() - start:7.1f}s  {totals['asked']:,} lines, {totals['ran']:,} run, "
-              f"{len(found)} disagreements", flush=True)
+        print(f"{time.monotonic() - start:7.1f}s  {totals['asked']:,} lines, {totals['ran']:,} approved and run, "
+              f"{totals['past_deny']:,} run past a deny rule, {len(found)} disagreements", flush=True)
 
     if args.seed is not None:
         fuzz = __import__("hypothesis").seed(args.seed)(fuzz)
@@ -78,9 +80,10 @@ def main() -> int:
     except _Stop:  # hypothesis replays the example that raised, then raises it again
         pass
     wall = time.monotonic() - start
-    print(f"\n{totals['asked']:,} lines generated, {totals['ran']:,} approved and run in {wall:.0f} s: "
-          f"{totals['asked'] / wall:.1f} lines/s checked, {totals['ran'] / wall:.1f} lines/s run "
-          f"({totals['batches']} sandbox launches); {len(found)} disagreements")
+    print(f"\n{totals['asked']:,} lines generated, {totals['ran']:,} approved and run, {totals['past_deny']:,} "
+          f"run past the deny rule in bypass mode, in {wall:.0f} s: {totals['asked'] / wall:.1f} lines/s checked, "
+          f"{(totals['ran'] + totals['past_deny']) / wall:.1f} lines/s run ({totals['batches']} sandbox launches); "
+          f"{len(found)} disagreements")
     for why in found:
         print(f"  {why}")
     return 1 if found else 0

@@ -15,13 +15,18 @@ from hypothesis import strategies as st
 
 PROGRAMS = ["ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq", "cut", "tr", "stat", "basename",
             "dirname", "echo", "printf", "true", "false", "pwd", "cd", "touch", "mkdir", "cp", "test", "env",
-            "nice", "timeout 5", "command", "exec", "time", "du", "file", "diff", "cmp", "od", "nl", "rev"]
+            "nice", "timeout 5", "command", "exec", "time", "du", "file", "diff", "cmp", "od", "nl", "rev",
+            "exec -a x", "command -p", "nice -n 5", "env -i", "env A=1", "timeout -s KILL 5", "stdbuf -o0",
+            "nohup", "xargs", "time -p", "builtin", "then", "do", "{", "[[", "((", "!", "coproc", "let", "[",
+            "xargs -0", "env -- ", "sudo", "git status", "git diff --stat", "git log -1"]
 PLAIN = ["a.txt", "src", "sub", "d", "x", "-l", "-n", "-a", "1", "src/x.py", "out.txt", "--", "-", ".", "..",
          "é", "☃", "𝔘x", "a b", "PWNED", "%s\\n", "-c", "2", "d/y"]
 ODD = ["*", "?", "[ab]", "*.txt", "s*", "{a,b}", "{1..3}", "~", "~/x", "~+", "~-", "~root", "$x", "${HOME}",
        "$(echo a)", "`echo a`", "$((1+2))", "$[1+2]", "#x", "a#b", "x=y", "\\#", "'#'", "!", "^", "%", "@(a)",
        "$'a\\nb'", '$"a"', "a\\ b", "\\", "'", '"', "(", ")", "{", "}", ";", "&", "|", "<", ">", "\u00a0", "\u2028",
-       "\ufeff", "\x01", "\x7f", "\t", "\r", "=", "a=", "[[", "]]", "!x"]
+       "\ufeff", "\x01", "\x7f", "\t", "\r", "=", "a=", "[[", "]]", "!x", "<(ls)", ">(cat)", ";;", ";&", "A+=1",
+       "a[0]=1", "{fd}>x", "\\", "--x=~", "fi", "done", "in", "esac", "$'\\''", "~+/x", "./-delete", "-delete",
+       "--", "$@", "$*", "$#", "$?", "$$", "$!", "$-", "$0", "${#x}", "${x[@]}", "\u00a0x"]
 SEPARATORS = [";", " ; ", "&&", " && ", "||", " || ", "|", " | ", "|&", "&", " & ", "\n", ";\n", "\n\n", " \\\n"]
 REDIRECTS = [" >out.txt", " 2>&1", " <a.txt", " >/dev/null", " 2>/dev/null", " >>log.txt", " <<<w", " 3>&-",
              " &>out.txt", " >|out.txt", " 1>&2", " <>out.txt", " >&out.txt", "> PWNED"]

@@ -13,7 +13,9 @@ through PATH), a glob word matching one or more arguments it matches, a tilde
 word its expansion. A builtin executes nothing (its level stays in the list:
 ``"time" ls`` runs /usr/bin/time, ``nice echo`` /usr/bin/echo); bash's own exec
 of the line is left out. A program executed that the checker did not see is a
-*disagreement*.
+*disagreement*. A line that only the deny rule ``Bash(touch:*)`` in bypass mode
+lets through runs as well, and must execute no ``touch`` (in any form: a
+wrapper, a nested command, a hidden line).
 
 The oracle proves what runs, not what a program then does: an approved ``cat``
 reading a file is the sandbox's and the path checks' business.
@@ -40,6 +42,10 @@ from workflows.permissions.bash_parse import Word, parse
 #: The checker's settings each line is asked under (a line approved under any of them runs).
 CONFIGS = [({}, "default"), ({}, "acceptEdits"), ({}, "plan"),
            ({"allow": ["Bash(touch:*)", "Bash(cp:*)", "Bash(echo:*)", "Bash(grep:*)"]}, "default")]
+#: Deny rules in bypass mode: a line they let through must not execute a program they name (issue 25: the
+#: hidden `touch` slipped past `Bash(touch:*)`). Such a line runs too, checked for that alone.
+DENY_CONFIG = ({"deny": ["Bash(touch:*)"]}, "bypassPermissions")
+DENIED_PROGRAMS = frozenset({"touch"})
 LINE_TIMEOUT = 10
 _EXECVE = re.compile(r'^execve\("((?:\\x[0-9a-f]{2})*)", \[(.*)\]\.{0,3}, .*\) = (-?\d+)')
 _ARG = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
@@ -63,19 +69,23 @@ class Result:
 
     asked: int = 0
     ran: int = 0
+    ran_past_deny: int = 0  # lines only the deny rules of DENY_CONFIG let through
     disagreements: list[str] = field(default_factory=list)
 
 
 class Oracle:
     # ----------------------------------------------------------------------------- the checker's side
 
-    def approved(self, command: str, ws: str, home: str) -> bool:
-        for rules, mode in CONFIGS:
+    def approved(self, command: str, ws: str, home: str, past_deny: bool = True) -> str | None:
+        """"all" if some CONFIG approves ``command`` without asking, "deny" if only the deny rules of
+        DENY_CONFIG let it through (and ``past_deny``), else None."""
+        configs = [*((c, "all") for c in CONFIGS), *([(DENY_CONFIG, "deny")] if past_deny else [])]
+        for (rules, mode), kind in configs:
             verdict = evaluate("Bash", {"command": command}, mode=PermissionMode(mode), rules=ruleset(rules),
                                workspace=ws, home=home, read_only=False)
             if verdict.decision is Decision.ALLOW:
-                return True
-        return False
+                return kind
+        return None
 
     def expected(self, command: str) -> list[list[tuple[str, Word | None]]]:
         """The argv (word value and Word) of every program the checker saw the line may run, in any level.
@@ -95,21 +105,24 @@ class Oracle:
 
     # ----------------------------------------------------------------------------- a batch
 
-    def check(self, lines: list[str]) -> Result:
+    def check(self, lines: list[str], *, past_deny: bool = True) -> Result:
+        """Run the approved ``lines`` (and, with ``past_deny``, those only DENY_CONFIG lets through)."""
         result = Result()
         parent = Path(tempfile.mkdtemp(prefix="mainsail-oracle-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
         try:
             ws, home = make_tree(parent)
-            run = []
+            run: list[tuple[str, str]] = []
             for line in lines:
                 result.asked += 1
-                if "\x00" not in line and self.approved(line, ws, home):
-                    run.append(line)
+                if "\x00" not in line and (kind := self.approved(line, ws, home, past_deny)):
+                    run.append((line, kind))
             if run:
-                traces = self._run(run, ws, home)
-                for line, execs in zip(run, traces):
-                    result.ran += 1
-                    if why := self._compare(line, execs, ws, home):
+                traces = self._run([line for line, _ in run], ws, home)
+                for (line, kind), execs in zip(run, traces):
+                    result.ran += kind == "all"
+                    result.ran_past_deny += kind == "deny"
+                    why = self._compare(line, execs, ws, home) if kind == "all" else _denied_ran(line, execs)
+                    if why:
                         result.disagreements.append(why)
         finally:
             shutil.rmtree(parent, ignore_errors=True)
@@ -163,6 +176,12 @@ class Oracle:
                 return f"{line!r} executed {argv!r}, which the checker did not see (it saw {seen!r})"
             left.remove(hit)
         return None
+
+
+def _denied_ran(line: str, execs: list[tuple[str, list[str]]]) -> str | None:
+    hit = next((argv for path, argv in execs if os.path.basename(path) in DENIED_PROGRAMS), None)
+    rules = DENY_CONFIG[0]["deny"]
+    return f"{line!r} executed {hit!r} past the deny rules {rules} (bypass mode)" if hit else None
 
 
 def _execs(trace: str) -> list[tuple[str, list[str]]]:

@@ -53,17 +53,19 @@ def test_the_oracle_sees_the_hidden_command_the_old_parse_missed(oracle, monkeyp
     monkeypatch.setattr(bash_parse, "vote", lambda *a, **k: None)
     bash_parse.parse.cache_clear()
     try:
-        result = oracle.check([HIDDEN, "ls -la"])
+        result = oracle.check([HIDDEN, "ls -la", "t\\\nouch PWNED4"])
     finally:
         bash_parse.parse.cache_clear()
-    assert result.ran == 2
-    assert len(result.disagreements) == 1 and "['touch', 'PWNED']" in result.disagreements[0]
+    assert (result.ran, result.ran_past_deny) == (2, 1)
+    assert len(result.disagreements) == 2, result.disagreements
+    assert "executed ['touch', 'PWNED'], which the checker did not see" in result.disagreements[0]
+    assert "executed ['touch', 'PWNED4'] past the deny rules" in result.disagreements[1]
 
 
 def test_every_approved_line_of_the_table_runs_only_what_the_checker_saw(oracle):
     table = list(dict.fromkeys([c[3]["command"] for c in CASES if c[2] == "Bash" and isinstance(
         c[3].get("command"), str) and "{ws" not in c[3]["command"]] + [HIDDEN, *HIDDEN_FAMILY]))
-    result = oracle.check(table)
+    result = oracle.check(table, past_deny=False)  # the table's deny rows say what its deny rules let through
     assert not result.disagreements, "\n".join(result.disagreements)
     assert result.ran >= 50
 
@@ -73,13 +75,14 @@ def test_every_approved_generated_line_runs_only_what_the_checker_saw(oracle):
     start = time.monotonic()
     generated = _generated(int(GENERATED * 1.2))
     assert len(generated) >= GENERATED
-    asked = ran = 0
+    asked = ran = past_deny = 0
     disagreements: list[str] = []
     for i in range(0, len(generated), BATCH):
         result = oracle.check(generated[i:i + BATCH])
-        asked, ran = asked + result.asked, ran + result.ran
+        asked, ran, past_deny = asked + result.asked, ran + result.ran, past_deny + result.ran_past_deny
         disagreements += result.disagreements
-    print(f"\nexecution oracle: {asked} generated lines checked, {ran} approved and run, "
-          f"{time.monotonic() - start:.1f} s")
+    print(f"\nexecution oracle: {asked} generated lines checked, {ran} approved and run, {past_deny} run past "
+          f"the deny rule, {time.monotonic() - start:.1f} s")
     assert not disagreements, "\n".join(disagreements)
     assert ran >= 150, f"only {ran} of {asked} generated lines were approved: the oracle ran too few"
+    assert past_deny >= 150, f"only {past_deny} of {asked} generated lines ran past the deny rule"
