@@ -71,3 +71,11 @@ def test_a_slow_or_broken_shfmt_is_a_problem(monkeypatch, tmp_path):
 def test_a_line_nested_too_deeply_for_the_second_parser_is_a_problem_not_a_crash():
     parsed = parse.__wrapped__("echo " + "$(" * 400 + ")" * 400)
     assert f"{bash_vote.UNCHECKED}: it is nested too deeply" in parsed.problems
+
+
+def test_a_redirection_read_differently_is_named_as_such(monkeypatch):
+    monkeypatch.setattr(bash_vote, "_shfmt", lambda command: {"Type": "File", "Stmts": [
+        {"Cmd": {"Type": "CallExpr", "Args": [{"Parts": [{"Type": "Lit", "Value": "ls"}]}]},
+         "Redirs": [{"Op": ">", "Word": {"Parts": [{"Type": "Lit", "Value": "out"}]}}]}]})
+    problem = bash_vote.vote("ls", parse.__wrapped__("ls").commands, approved=True)
+    assert problem == f"{bash_vote.DISAGREE}: they read the redirections or assignments of `ls` differently"

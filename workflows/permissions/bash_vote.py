@@ -80,7 +80,10 @@ def vote(command: str, commands: tuple[Command, ...], approved: bool) -> str | N
         extra = Counter(s[1] for s in theirs if s[1] and s[1][:1] != ("[",)) - Counter(s[1] for s in ours)
         missing = Counter()
     if extra:
-        return f"{DISAGREE}: shfmt finds {_show(next(iter(extra)), approved)}, tree-sitter-bash does not"
+        sig = next(iter(extra))
+        if approved and any(o[1] == sig[1] for o in ours):
+            return f"{DISAGREE}: they read the redirections or assignments of {_show(sig, True)} differently"
+        return f"{DISAGREE}: shfmt finds {_show(sig, approved)}, tree-sitter-bash does not"
     if missing:
         return f"{DISAGREE}: tree-sitter-bash finds {_show(next(iter(missing)), approved)}, shfmt does not"
     return None
