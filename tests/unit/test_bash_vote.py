@@ -19,6 +19,7 @@ SPLICE_CASES = [
     "e\\\ncho x", "echo a;\\\n#x\necho b", "echo a \\\n#x\necho b", "cat <<E\nfoo\nE\\\nE\necho b",
     "cat <<'E'\nfoo\nE\\\nE\necho b", "ls\\\n#;echo PWNED", "cat <<-E\n\tfoo\\\n\tE\n\tE\necho z",
     "echo \"it's\\\n\" x", "echo $'it\\'s\\\n' y", 'cat <<"E" ; echo a\\\nb\nq\\\nE\necho c',
+    "cat <<<x\necho '\\\nx' # \\\necho y\nx", "cat <<<'E'\necho a\\\nb",
 ]
 
 

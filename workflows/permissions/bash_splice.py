@@ -66,7 +66,11 @@ def splice(src: str) -> str:
             out.append(src[i:end])
             i = end
             continue
-        elif c == "<" and src.startswith("<", i + 1) and not src.startswith("<", i + 2):
+        elif src.startswith("<<<", i):  # a here-string, not a here-document
+            out.append("<<<")
+            i += 3
+            continue
+        elif src.startswith("<<", i):
             i = _heredoc_start(src, i, out, pending)
             continue
         elif c == "\n" and pending:
