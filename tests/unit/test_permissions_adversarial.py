@@ -607,6 +607,15 @@ CASES = [
     (NO_TOUCH, BYPASS, "Bash", B("bash -c 'ls\\\n#;touch PWNED'"), D),
     (NO_TOUCH, BYPASS, "Bash", B("t\\\nouch PWNED"), D),
     (NO_TOUCH, BYPASS, "Bash", B("ls\\\n#\ntouch PWNED"), D),
+    # found while writing the oracle: the redirection of a compound command was dropped, so deny rules on paths
+    # never saw its target
+    (NO_ENV, BYPASS, "Bash", B("{ cat; } < .env"), D),
+    (NO_ENV, BYPASS, "Bash", B("(cat) < .env"), D),
+    (NO_ENV, BYPASS, "Bash", B("if true; then cat; fi < .env"), D),
+    (NO_ENV, BYPASS, "Bash", B("{ cat; } 3< .e?v"), D),
+    ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("{ echo x; } > a.txt"), D),
+    ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("(echo x) >> a.txt"), D),
+    (NO_ENV, BYPASS, "Bash", B("{ cat; } < a.txt"), A),
     # found by the execution oracle: a brace in the words of a command whose words are not paths
     ({}, DEFAULT, "Bash", B("dirname - PWNED {a,b}"), Q),  # bash runs dirname - PWNED a b
     ({}, PLAN, "Bash", B("basename {-a,x}"), Q),

@@ -185,6 +185,8 @@ def _redirected(walk: _Walk, node: Node, *, top: bool, depth: int) -> None:
         walk.commands.append(_command(walk, body, tuple(redirects), top=top, depth=depth))
     else:
         walk.problem("a redirection of a compound command", node)
+        if redirects:  # `{ cat; } < .env`: no words, but Read/Edit deny rules must see the targets
+            walk.commands.append(Command((), (), tuple(redirects), walk.text(node), top=False))
         if body is not None:
             _nested(walk, body, depth + 1)
 
