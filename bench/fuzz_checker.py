@@ -7,8 +7,8 @@ asks the checker about each (default, acceptEdits and plan modes, and default
 with a few allow rules), runs every line it approves without asking the way the
 Bash tool runs it (bash -c in the bwrap sandbox) under ``strace -f -e
 trace=execve`` in a throwaway workspace, and compares the programs executed with
-the ones the checker saw (tests/exec_oracle.py); a line that only a deny rule
-(``Bash(touch:*)`` in bypass mode) let through must execute no touch. Prints every disagreement as it
+the ones the checker saw (tests/exec_oracle.py); a line that only deny rules
+(``Bash(touch:*)``, ``Read(**/.env)`` in bypass mode) let through must execute no touch and open no .env. Prints every disagreement as it
 is found (the command repr'd) and, at the end, lines generated and run per
 second. Exits 1 if any disagreement was found, 2 if the oracle cannot run here
 (bwrap or strace missing), else 0.

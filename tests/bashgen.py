@@ -20,7 +20,8 @@ PROGRAMS = ["ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq", "cut", "t
             "nohup", "xargs", "time -p", "builtin", "then", "do", "{", "[[", "((", "!", "coproc", "let", "[",
             "xargs -0", "env -- ", "sudo", "git status", "git diff --stat", "git log -1"]
 PLAIN = ["a.txt", "src", "sub", "d", "x", "-l", "-n", "-a", "1", "src/x.py", "out.txt", "--", "-", ".", "..",
-         "é", "☃", "𝔘x", "a b", "PWNED", "%s\\n", "-c", "2", "d/y"]
+         "é", "☃", "𝔘x", "a b", "PWNED", "%s\\n", "-c", "2", "d/y", ".env", "sub/.env", ".e?v", "link-env",
+         ".env.example"]
 ODD = ["*", "?", "[ab]", "*.txt", "s*", "{a,b}", "{1..3}", "~", "~/x", "~+", "~-", "~root", "$x", "${HOME}",
        "$(echo a)", "`echo a`", "$((1+2))", "$[1+2]", "#x", "a#b", "x=y", "\\#", "'#'", "!", "^", "%", "@(a)",
        "$'a\\nb'", '$"a"', "a\\ b", "\\", "'", '"', "(", ")", "{", "}", ";", "&", "|", "<", ">", "\u00a0", "\u2028",
@@ -29,7 +30,8 @@ ODD = ["*", "?", "[ab]", "*.txt", "s*", "{a,b}", "{1..3}", "~", "~/x", "~+", "~-
        "--", "$@", "$*", "$#", "$?", "$$", "$!", "$-", "$0", "${#x}", "${x[@]}", "\u00a0x"]
 SEPARATORS = [";", " ; ", "&&", " && ", "||", " || ", "|", " | ", "|&", "&", " & ", "\n", ";\n", "\n\n", " \\\n"]
 REDIRECTS = [" >out.txt", " 2>&1", " <a.txt", " >/dev/null", " 2>/dev/null", " >>log.txt", " <<<w", " 3>&-",
-             " &>out.txt", " >|out.txt", " 1>&2", " <>out.txt", " >&out.txt", "> PWNED"]
+             " &>out.txt", " >|out.txt", " 1>&2", " <>out.txt", " >&out.txt", "> PWNED", " <.env", " 3<.e?v",
+             " <sub/.env"]
 ASSIGNMENTS = ["A=1 ", "LC_ALL=C ", "PATH=/x ", "A='b c' ", "A=$x ", "A=~ ", "A=( ) "]
 COMMENTS = [" # c", " #;touch PWNED", "#x", " # a \\", " #'"]
 INSERTS = ["\\\n", "\\\n", "\\\n", " \\\n", "\\\r\n", "\\\\\n", "#", ";", "\n", "'", '"', "\\", "$", "`", "&",
@@ -88,9 +90,22 @@ def heredoc(draw) -> str:
 
 
 @st.composite
+def compound(draw) -> str:
+    """A group, subshell, if, loop or function around a simple command, often redirected."""
+    inner = draw(simple())
+    form = draw(st.sampled_from(["{{ {}; }}", "({})", "if true; then {}; fi", "while false; do {}; done",
+                                 "for x in a; do {}; done", "case a in a) {};; esac", "f() {{ {}; }}; f", "! {}",
+                                 "time {}", "{{ {} ; }} 2>&1", "( {} ) | cat"]))
+    out = form.format(inner)
+    if draw(st.booleans()):
+        out += draw(st.sampled_from(REDIRECTS))
+    return out
+
+
+@st.composite
 def line(draw) -> str:
     """One Bash tool command: a few simple commands (or a here-document) joined by separators, mutated."""
-    parts = draw(st.lists(st.one_of(simple(), simple(), simple(), heredoc()), min_size=1, max_size=3))
+    parts = draw(st.lists(st.one_of(simple(), simple(), simple(), heredoc(), compound()), min_size=1, max_size=3))
     out = parts[0]
     for part in parts[1:]:
         out += draw(st.sampled_from(SEPARATORS)) + part

@@ -13,9 +13,10 @@ through PATH), a glob word matching one or more arguments it matches, a tilde
 word its expansion. A builtin executes nothing (its level stays in the list:
 ``"time" ls`` runs /usr/bin/time, ``nice echo`` /usr/bin/echo); bash's own exec
 of the line is left out. A program executed that the checker did not see is a
-*disagreement*. A line that only the deny rule ``Bash(touch:*)`` in bypass mode
-lets through runs as well, and must execute no ``touch`` (in any form: a
-wrapper, a nested command, a hidden line).
+*disagreement*. A line that only the deny rules ``Bash(touch:*)`` and
+``Read(**/.env)`` in bypass mode let through runs as well, and must execute no
+``touch`` (in any form: a wrapper, a nested command, a hidden line) and open no
+file named ``.env``.
 
 The oracle proves what runs, not what a program then does: an approved ``cat``
 reading a file is the sandbox's and the path checks' business.
@@ -44,11 +45,13 @@ CONFIGS = [({}, "default"), ({}, "acceptEdits"), ({}, "plan"),
            ({"allow": ["Bash(touch:*)", "Bash(cp:*)", "Bash(echo:*)", "Bash(grep:*)"]}, "default")]
 #: Deny rules in bypass mode: a line they let through must not execute a program they name (issue 25: the
 #: hidden `touch` slipped past `Bash(touch:*)`). Such a line runs too, checked for that alone.
-DENY_CONFIG = ({"deny": ["Bash(touch:*)"]}, "bypassPermissions")
+DENY_CONFIG = ({"deny": ["Bash(touch:*)", "Read(**/.env)"]}, "bypassPermissions")
 DENIED_PROGRAMS = frozenset({"touch"})
+DENIED_FILE = ".env"  # no process of such a line may open a file of this name
 LINE_TIMEOUT = 10
 _EXECVE = re.compile(r'^execve\("((?:\\x[0-9a-f]{2})*)", \[(.*)\]\.{0,3}, .*\) = (-?\d+)')
 _ARG = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
+_OPEN = re.compile(r'^open(?:at2?)?\((?:[^,]*, )?"((?:\\x[0-9a-f]{2})*)".* = (\d+)')
 
 
 def unavailable() -> str | None:
@@ -118,20 +121,20 @@ class Oracle:
                     run.append((line, kind))
             if run:
                 traces = self._run([line for line, _ in run], ws, home)
-                for (line, kind), execs in zip(run, traces):
+                for (line, kind), (execs, opens) in zip(run, traces):
                     result.ran += kind == "all"
                     result.ran_past_deny += kind == "deny"
-                    why = self._compare(line, execs, ws, home) if kind == "all" else _denied_ran(line, execs)
+                    why = self._compare(line, execs, ws, home) if kind == "all" else _denied_ran(line, execs, opens)
                     if why:
                         result.disagreements.append(why)
         finally:
             shutil.rmtree(parent, ignore_errors=True)
         return result
 
-    def _run(self, lines: list[str], ws: str, home: str) -> list[list[tuple[str, list[str]]]]:
+    def _run(self, lines: list[str], ws: str, home: str) -> list[tuple[list[tuple[str, list[str]]], list[str]]]:
         """Run each line under strace in one sandbox launch built as the Bash tool builds it."""
         driver = (f"i=0; while IFS= read -r -d '' c; do cd {shlex.quote(ws)} || exit 97; unset OLDPWD; "
-                  f"timeout -s KILL {LINE_TIMEOUT} strace --seccomp-bpf -f -ff -qq -xx -s 65535 -e trace=execve "
+                  f"timeout -s KILL {LINE_TIMEOUT} strace --seccomp-bpf -f -ff -qq -xx -s 65535 -e trace=execve,open,openat,openat2 "
                   "-o /tmp/oracle/t/$i -- /bin/bash -c \"$c\" </dev/null >/dev/null 2>&1; i=$((i+1)); "
                   "done </tmp/oracle/lines")
         environ = {**os.environ, "HOME": home}  # the home the checker resolved ~ against
@@ -151,13 +154,15 @@ class Oracle:
                 raise RuntimeError(f"the oracle's sandbox exited {proc.returncode}: {err.decode()[-500:]}")
             traces = []
             for i, line in enumerate(lines):
-                execs = []
+                execs, opens = [], []
                 for f in sorted((work / "t").glob(f"{i}.*")):
-                    execs += _execs(f.read_bytes().decode("ascii", "replace"))
+                    text = f.read_bytes().decode("ascii", "replace")
+                    execs += _execs(text)
+                    opens += _opens(text)
                 own = ("/bin/bash", ["/bin/bash", "-c", line])
                 if own in execs:
                     execs.remove(own)
-                traces.append(execs)
+                traces.append((execs, opens))
             return traces
         finally:
             launch.close()
@@ -178,10 +183,29 @@ class Oracle:
         return None
 
 
-def _denied_ran(line: str, execs: list[tuple[str, list[str]]]) -> str | None:
-    hit = next((argv for path, argv in execs if os.path.basename(path) in DENIED_PROGRAMS), None)
+def _denied_ran(line: str, execs: list[tuple[str, list[str]]], opens: list[str]) -> str | None:
     rules = DENY_CONFIG[0]["deny"]
-    return f"{line!r} executed {hit!r} past the deny rules {rules} (bypass mode)" if hit else None
+    if hit := next((argv for path, argv in execs if os.path.basename(path) in DENIED_PROGRAMS), None):
+        return f"{line!r} executed {hit!r} past the deny rules {rules} (bypass mode)"
+    if read := next((p for p in opens if os.path.basename(p) == DENIED_FILE), None):
+        return f"{line!r} opened {read!r} past the deny rules {rules} (bypass mode)"
+    return None
+
+
+#: Programs that read a whole tree of files on their own (``git diff sub`` reads sub/.env): the deny rules
+#: cover the paths a line names, so what these open below a named directory is not the oracle's to judge.
+TREE_READERS = frozenset({"git"})
+
+
+def _opens(trace: str) -> list[str]:
+    """The files opened successfully in one strace -xx output file (one process), but by a tree reader."""
+    out, program = [], "bash"
+    for row in trace.splitlines():
+        if (m := _EXECVE.match(row)) and m.group(3) == "0":
+            program = os.path.basename(_hex(m.group(1)))
+        elif (m := _OPEN.match(row)) and program not in TREE_READERS:
+            out.append(_hex(m.group(1)))
+    return out
 
 
 def _execs(trace: str) -> list[tuple[str, list[str]]]:
