@@ -619,6 +619,8 @@ CASES = [
     # found by the execution oracle: a brace in the words of a command whose words are not paths
     ({}, DEFAULT, "Bash", B("dirname - PWNED {a,b}"), Q),  # bash runs dirname - PWNED a b
     ({}, PLAN, "Bash", B("basename {-a,x}"), Q),
+    ({}, DEFAULT, "Bash", B("grep {a,b} a.txt"), Q),  # the pattern is not a path, but bash makes two words of it
+    ({}, DEFAULT, "Bash", B("grep -e {-r,x} a.txt"), Q),
     ({}, DEFAULT, "Bash", B("wc A=~"), Q),  # bash expands ~ after = in an argument that looks like an assignment
     ({}, PLAN, "Bash", B("cat x=a:~/.ssh/id_rsa"), D),
     ({}, PLAN, "Bash", B("cat x=\"a\":~/.ssh/id_rsa"), D),
