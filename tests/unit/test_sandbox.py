@@ -143,6 +143,14 @@ def test_env_switch_rejects_other_words():
     ("X=1 docker ps", ["docker"], False),
     ("docker ps | sh", ["docker"], False),
     ("'docker' ps", ["docker"], True),
+    # issue 25: bash removes backslash-newline first, so the # is mid-word and touch runs (unsandboxed, if
+    # the line were excluded); the checker's parse and shfmt's must agree before anything is excluded.
+    ("docker ps\\\n#;touch PWNED", ["docker"], False),
+    ("docker\\\n#;touch PWNED", ["docker"], False),
+    ("docker ps\\\n#&&touch PWNED", ["docker"], False),
+    ("docker ps\\\n#|touch PWNED", ["docker"], False),
+    ("d\\\nocker ps", ["docker"], True),  # one word, docker: bash runs docker ps
+    ("docker ps \\\n#;touch PWNED", ["docker"], True),  # a blank before it: a real comment
 ])
 def test_excluded_commands_match_leading_words(command, excluded, expected):
     assert is_excluded(command, excluded) is expected
@@ -171,6 +179,17 @@ def test_off_or_excluded_runs_a_plain_shell(ws, status, settings, environ):
                      environ={"PATH": "/bin", "MAINSAIL_REDIS_URL": "redis://x", **environ})
     assert not launch.sandboxed and launch.argv[-2:] == ["-c", "docker ps"]
     assert launch.env == {"PATH": "/bin", **GIT_SAFE}  # scrubbed all the same
+    launch.close()
+
+
+@pytest.mark.parametrize("command", ["ls\\\n#;touch PWNED", "docker ps\\\n#;touch PWNED"])
+def test_a_command_hidden_behind_a_line_continuation_is_never_excluded(ws, status, monkeypatch, command):
+    """Issue 25: bash runs `ls#` then `touch PWNED`; the excluded `ls` must not carry touch out of the sandbox."""
+    status(True)
+    monkeypatch.setattr(sandbox, "sandboxed_launch", lambda command, **kw: sandbox.Launch(["bwrap", command], {}, True))
+    launch = prepare(command, workspace=str(ws), cwd=str(ws), home="/h",
+                     settings=SandboxSettings(excluded_commands=["ls", "docker"]), environ={"PATH": "/bin"})
+    assert launch.sandboxed
     launch.close()
 
 

@@ -213,6 +213,8 @@ def _path_problem(cmd: Command, words: tuple[Word, ...], reads_only: bool, line:
     """
     name = words[0].value if words else None
     args = list(words[1:])
+    if brace := next((w for w in args if w.brace), None):  # a path or not (a pattern, a string), bash makes
+        return f"{brace.raw} may expand to several words (brace expansion)"  # other words of it
     if name in NO_FILE_ARGS:
         args = []
     elif name in _PATTERN_FIRST and not any(_names_a_pattern(w.value or "") for w in args):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from workflows.permissions import commands, paths
 from workflows.permissions.bash_parse import Command, Parsed, Word, parse
+from workflows.permissions.bash_vote import DISAGREE, UNCHECKED
 from workflows.permissions.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
 from workflows.permissions.rules import (
     EDIT_TOOLS,
@@ -38,7 +39,7 @@ MAX_WALK = 5000
 #: Parse problems after which a name may run something else than it says (a function named ls,
 #: PATH=..., BASH_CMDS[ls]=..., declare -f): for deny rules, the command that runs is unknown.
 _UNKNOWABLE = ("a syntax error", "a control character", "a declaration", "unset", "a variable assignment on its own",
-               "a function definition")
+               "a function definition", DISAGREE, UNCHECKED)
 _CODE_IN_TEXT = ("$(", "`", "${", "$((")
 
 

@@ -11,6 +11,11 @@ command with a problem, in any mode but bypass. The walk still descends into
 those constructs and collects the simple commands inside them, so deny rules
 see ``rm`` in ``echo $(rm x)`` or ``if true; then rm x; fi``.
 
+Before the grammar, bash's line continuations are removed as bash removes them
+(:mod:`~workflows.permissions.bash_splice`); after it, a second parser must
+find the same commands (:mod:`~workflows.permissions.bash_vote`), or the line
+has a problem.
+
 Word values are computed from the grammar's nodes with bash's quote-removal
 rules (backslash escapes, single quotes, the four escapes of double quotes);
 anything bash would expand (an unescaped ``$`` or backtick, a glob character,
@@ -27,6 +32,10 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from workflows.permissions.bash_model import Command, Parsed, Redirect, Word
+from workflows.permissions.bash_splice import splice
+from workflows.permissions.bash_vote import vote
+
 __all__ = ["Command", "Parsed", "Redirect", "Word", "parse"]
 
 MAX_COMMAND_CHARS = 100_000
@@ -40,6 +49,9 @@ _GLOB = set("*?[")
 _BRACE = set("{}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")  # and lone surrogates
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: An argument that looks like an assignment with a ``~`` right after its ``=`` or after a ``:`` (bash
+#: expands those, quoted or not around it: this errs on the side of a problem).
+_ASSIGNMENT_TILDE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(?:.*:)?~", re.S)
 _SEPARATORS = {";", "&", "&&", "||", "|", "|&", "\n"}
 _LIST_NODES = {"program", "list", "pipeline"}
 
@@ -67,81 +79,6 @@ _NAMES = {
     "variable_assignment": "a variable assignment on its own",
     "ERROR": "a syntax error",
 }
-
-
-@dataclass(frozen=True)
-class Word:
-    """One word of a command.
-
-    ``value``: the text after quote removal, or None when bash would expand it
-    (``$x``, ``$(…)``, …). ``glob``, ``brace``:
-    an unquoted ``* ? [`` or ``{ }``. ``tilde``: an unquoted leading ``~``.
-    """
-
-    raw: str
-    value: str | None
-    glob: bool = False
-    brace: bool = False
-    tilde: bool = False
-
-    @property
-    def literal(self) -> bool:
-        """Bash passes this word through as ``value`` (no expansion of any kind but a tilde)."""
-        return self.value is not None and not self.glob and not self.brace
-
-
-@dataclass(frozen=True)
-class Redirect:
-    """``op`` as written (``>``, ``>>``, ``&>``, ``<``, ``>&``, ``<<``, ``<<<``, …) and its target word."""
-
-    op: str
-    fd: str | None
-    target: Word | None  # None for a here-document
-    quoted_heredoc: bool = False
-
-    @property
-    def writes(self) -> bool:
-        return self.op in (">", ">>", ">|", "&>", "&>>", "<>") or (
-            self.op == ">&" and self.target is not None and not _is_fd(self.target))
-
-    @property
-    def reads(self) -> bool:
-        return self.op == "<" or (self.op == "<&" and self.target is not None and not _is_fd(self.target))
-
-
-def _is_fd(word: Word) -> bool:
-    return word.value is not None and (word.value.isdigit() or word.value == "-")
-
-
-@dataclass(frozen=True)
-class Command:
-    """A simple command: leading ``NAME=value`` assignments, words, redirections.
-
-    ``top``: it is a part of the command line itself (joined by ``;`` ``&&`` ``||``
-    ``|`` ``&`` or newlines), not nested inside another construct.
-    """
-
-    words: tuple[Word, ...]
-    assignments: tuple[tuple[str, Word], ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-    text: str = ""
-    top: bool = True
-
-    @property
-    def name(self) -> str | None:
-        return self.words[0].value if self.words and self.words[0].literal else None
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """What :func:`parse` found: every simple command (nested ones with ``top=False``) and the problems."""
-
-    commands: tuple[Command, ...]
-    problems: tuple[str, ...]
-
-    @property
-    def top(self) -> tuple[Command, ...]:
-        return tuple(c for c in self.commands if c.top)
 
 
 @dataclass
@@ -179,7 +116,7 @@ def parse(command: str) -> Parsed:
         return Parsed((), (f"a command of {len(command):,} characters (too long to check)",))
     if m := _CONTROL.search(command):
         return Parsed((), (f"a control character ({m.group()!r}) in the command",))
-    source = command.encode("utf-8", errors="surrogatepass")
+    source = splice(command).encode("utf-8", errors="surrogatepass")
     try:
         tree = _parser().parse(source)
     except Exception as exc:  # the grammar failed: nothing is understood
@@ -189,6 +126,8 @@ def parse(command: str) -> Parsed:
     if root.has_error:
         walk.problem("a syntax error (or a construct the bash grammar reads differently)")
     _statement_list(walk, root, top=True, depth=0)
+    if differs := vote(command, tuple(walk.commands), approved=not walk.problems):
+        walk.problems.append(differs)
     return Parsed(tuple(walk.commands), tuple(walk.problems))
 
 
@@ -246,6 +185,8 @@ def _redirected(walk: _Walk, node: Node, *, top: bool, depth: int) -> None:
         walk.commands.append(_command(walk, body, tuple(redirects), top=top, depth=depth))
     else:
         walk.problem("a redirection of a compound command", node)
+        if redirects:  # `{ cat; } < .env`: no words, but Read/Edit deny rules must see the targets
+            walk.commands.append(Command((), (), tuple(redirects), walk.text(node), top=False))
         if body is not None:
             _nested(walk, body, depth + 1)
 
@@ -289,6 +230,9 @@ def _command(walk: _Walk, node: Node, redirects: tuple[Redirect, ...], *, top: b
             words.append(_word(walk, child, depth))
         else:
             walk.problem(f"the token {child.type!r}", child)
+    for w in words[1:]:
+        if _ASSIGNMENT_TILDE.match(w.raw):  # bash expands it there: `dd of=~/x` writes to the home
+            walk.problem("a ~ after = in an argument (bash expands it)", node)
     if not words:
         walk.problem("a command without a name", node)
     elif not words[0].literal:
