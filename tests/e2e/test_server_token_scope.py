@@ -89,7 +89,7 @@ def test_token_list_shows_the_admin_scope(teams, cluster, tmp_path):
 
 
 def test_a_scoped_tokens_approval_of_a_settings_write_is_refused_and_an_admins_goes_through(teams):
-    srv, _, a, _, team_a, boss = teams
+    srv, fake, a, _, team_a, boss = teams
     settings = a / ".claude" / "settings.json"
     with srv.client(team_a) as mine, srv.client(boss) as admin:
         sid = start(mine, a, "settings please")
@@ -111,22 +111,27 @@ def test_a_scoped_tokens_approval_of_a_settings_write_is_refused_and_an_admins_g
         wait_state(mine, sid, "idle")
         assert settings.read_text() == SANDBOX_OFF
 
-        # The next session of the workspace: team-a may not approve a program reading team b's files there.
-        # (Its token was not made with --trust-project and the server's user never trusted the workspace, so
-        # the sandbox-off setting the admin let in is not applied either: workflows/trust.)
+        # The next session of the workspace: the sandbox-off setting the admin let in is not applied (team-a's
+        # token was not made with --trust-project and the server's user never trusted the workspace:
+        # workflows/trust), so a program runs sandboxed, hiding team b: team-a may approve it, and it reads
+        # nothing of b. Without a usable sandbox the program is not contained, and the approval is refused.
         sid = start(mine, a, "peek at it")
-        refused = mine.post(f"/api/sessions/{sid}/approve", json={})
-        assert refused.status_code == 403 and "team-a" in refused.json()["detail"]
-        assert "admin scope" in refused.json()["detail"] or "outside" in refused.json()["detail"]
+        peek = mine.post(f"/api/sessions/{sid}/approve", json={})
+        if sandbox_status().available:
+            assert peek.status_code == 200, peek.text
+            wait_state(mine, sid, "idle")
+        else:
+            assert peek.status_code == 403 and "team-a" in peek.json()["detail"]
+    assert SECRET not in json.dumps(fake.requests)
 
 
 def test_a_scoped_token_may_not_start_a_session_whose_rules_allow_protected_writes(teams):
     srv, _, a, _, team_a, boss = teams
-    body = {"workspace": str(a), "allowed_tools": ["Bash(python3:*)"]}
+    body = {"workspace": str(a), "allowed_tools": ["Edit"]}  # (a bare Edit rule reaches settings files outside)
     with srv.client(team_a) as mine, srv.client(boss) as admin:
         refused = mine.post("/api/sessions", json=body)
         assert refused.status_code == 403, refused.text
-        assert "admin scope" in refused.json()["detail"] and "Bash(python3:*)" in refused.json()["detail"]
+        assert "admin scope" in refused.json()["detail"] and "Edit" in refused.json()["detail"]
         assert mine.get("/api/sessions").json() == []
         assert admin.post("/api/sessions", json=body).status_code == 201
 
@@ -155,8 +160,8 @@ def test_the_cause_6_attack_fails_end_to_end(teams):
         refused = mine.post(f"/api/sessions/{sid}/approve", json={})
         assert refused.status_code == 403, refused.text
         assert "outside the token's workspaces" in refused.json()["detail"] and str(b) in refused.json()["detail"]
-        # A program: refused while the sandbox leaves protected names writable (today: .mcp.json, .git/);
-        # once it keeps them all, it runs in a sandbox that hides b (the session was started by team-a).
+        # A program: it runs in a sandbox that keeps every protected name read-only and hides b (the session
+        # was started by team-a); refused where no sandbox can contain it.
         sid = start(mine, a, "peek at it")
         peek = mine.post(f"/api/sessions/{sid}/approve", json={})
         assert peek.status_code in (200, 403), peek.text
