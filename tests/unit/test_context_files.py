@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 from datetime import date
 from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git, isolate_git
 from workflows.context_files import (
     DEFAULT_SYSTEM_PROMPT,
     MemoryFile,
@@ -45,22 +45,7 @@ CLOSE = (
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path, monkeypatch):
-    """No global or system git config, and no repository above tmp_path."""
-    empty = tmp_path / "empty.gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
-    # Commits need an identity; these do not make `git config user.name` answer.
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Committer")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "c@example.com")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    isolate_git(tmp_path, monkeypatch)
 
 
 def make_repo(path: Path, user: str | None = "Ada Lovelace", branch: str = "main") -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git, isolate_git
 from workflows import git_state
 from workflows.context_files import git_status, system_context
 from workflows.engine.support import _git_branch
@@ -27,18 +28,7 @@ SECRET_FILE = "secret-name-outside.txt"
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path, monkeypatch):
-    empty = tmp_path / "empty.gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Committer")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "c@example.com")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    isolate_git(tmp_path, monkeypatch)
 
 
 def repo(path: Path, subject: str = "Initial") -> Path:

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git, isolate_git
 from workflows import git_state
 
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path, monkeypatch):
-    empty = tmp_path / "empty.gitconfig"
-    empty.write_text("")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Committer")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "c@example.com")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    isolate_git(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("untracked", ["normal", "all", "no"])
