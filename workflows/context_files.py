@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-import pygit2
 
-from workflows import git_state
 from workflows.memory_access import MemoryAccess
 from workflows.permissions import paths
 
@@ -115,6 +113,10 @@ GIT_LEFT_OUT = "gitStatus: (left out: {why}; Mainsail reads no repository that l
 
 def _snapshot(workspace: str) -> tuple[str, str]:
     """The ``gitStatus: ...`` text and "" , or "" and why the repository was refused ("" for none)."""
+    import pygit2  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+
+    from workflows import git_state
+
     opened = git_state.open_repo(workspace)
     r = opened.repo
     if r is None:
@@ -157,6 +159,8 @@ def _snapshot_within(workspace: str) -> tuple[str, str]:
 
 def is_git_repo(workspace: str) -> bool:
     """Whether ``workspace`` is inside a git work tree Mainsail may read (False for a .git dir or a bare repo)."""
+    from workflows import git_state
+
     return git_state.open_repo(workspace).repo is not None
 
 

@@ -25,7 +25,7 @@ import redis
 import yaml
 from pydantic import Field, ValidationError
 
-from workflows import git_state, keys
+from workflows import keys
 from workflows.exceptions import MemoryRecordError
 from workflows.frontmatter import split_frontmatter, yaml_mapping
 from workflows.valid_text import ValidJson
@@ -209,6 +209,8 @@ def index_markdown(records: list[MemoryRecord]) -> str:
 
 def project_root(workspace: str) -> str:
     """The project a workspace belongs to: its git root, else the workspace itself."""
+    from workflows import git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+
     return git_state.toplevel(workspace) or os.path.realpath(workspace)
 
 

@@ -10,7 +10,6 @@ from datetime import datetime, timezone
 from typing import Callable, NamedTuple
 
 from statemachines import State
-from workflows import git_state
 from workflows.exceptions import (
     LockTimeout,
     RequestClosed,
@@ -263,6 +262,8 @@ def _title(prompt: str) -> str:
 
 def _git_branch(path: str) -> str | None:
     """The workspace's branch, read through libgit2 (no program of the repository runs)."""
+    from workflows import git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+
     return git_state.current_branch(path)
 
 
