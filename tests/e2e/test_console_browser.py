@@ -81,7 +81,7 @@ def watch_errors(page, errors: list[str]) -> None:
 
 def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    token, _ = TokenStore(cluster.store.r).create("alice")
+    token, _ = TokenStore(cluster.store.r).create("alice", admin=True)  # (its session gets a bare Edit rule)
     with FakeMessagesServer(script()) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         cluster.start_worker()

@@ -616,6 +616,17 @@ CASES = [
     ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("{ echo x; } > a.txt"), D),
     ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("(echo x) >> a.txt"), D),
     (NO_ENV, BYPASS, "Bash", B("{ cat; } < a.txt"), A),
+    # found by the 30-minute fuzz: words after a redirection's target (`cat < a.txt .env`) are arguments to bash,
+    # part of the redirection to the grammar; deny rules on paths now see them, and a line whose words the
+    # parsers do not agree on is denied under a Read or Edit deny rule (it asks in the other modes already)
+    (NO_ENV, BYPASS, "Bash", B("cat < a.txt .env"), D),
+    (NO_ENV, BYPASS, "Bash", B("cat a.txt < a.txt .env"), D),
+    (NO_ENV, BYPASS, "Bash", B("cat > out.txt .env"), D),
+    ({"deny": ["Read(**/.env)"]}, BYPASS, "Bash", B('"[" < .env x'), D),
+    ({"deny": ["Bash(touch:*)", "Read(**/.env)"]}, BYPASS, "Bash",
+     B("\"[\"\t<\t$'.env'\t.'.' x ; { \"exec -a x\"  \"1\"# ; } 2>&1;"), D),
+    ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("echo x > b.txt a.txt"), D),
+    (NO_ENV, DEFAULT, "Bash", B("cat < a.txt .env"), D),
     # found by the execution oracle: a brace in the words of a command whose words are not paths
     ({}, DEFAULT, "Bash", B("dirname - PWNED {a,b}"), Q),  # bash runs dirname - PWNED a b
     ({}, PLAN, "Bash", B("basename {-a,x}"), Q),

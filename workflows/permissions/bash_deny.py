@@ -40,6 +40,8 @@ MAX_WALK = 5000
 #: PATH=..., BASH_CMDS[ls]=..., declare -f): for deny rules, the command that runs is unknown.
 _UNKNOWABLE = ("a syntax error", "a control character", "a declaration", "unset", "a variable assignment on its own",
                "a function definition", DISAGREE, UNCHECKED)
+#: Parse problems after which the words of a line are not known for sure: for deny rules on paths too.
+_WORDS_UNKNOWN = ("a syntax error", "a control character", DISAGREE, UNCHECKED)
 _CODE_IN_TEXT = ("$(", "`", "${", "$((")
 
 
@@ -125,7 +127,11 @@ def denied(seen: list[Seen], unsure: list[str], rules: Compiled, ws: str, hm: st
         rule, source = bash_denies[0]
         return _deny(f"the checker cannot tell whether it runs a command the deny rule {rule.raw} names "
                      f"({unsure[0]})", rule_source(rule, source), rule.raw)
-    if rules.of("deny", ("Read", *EDIT_TOOLS)):
+    if path_rules := rules.of("deny", ("Read", *EDIT_TOOLS)):
+        if blind := next((u for u in unsure if u.startswith(_WORDS_UNKNOWN)), None):
+            rule, source = path_rules[0]
+            return _deny(f"the checker cannot tell which paths it names ({blind}), so it cannot tell whether the "
+                         f"deny rule {rule.raw} covers what it reads or writes", rule_source(rule, source), rule.raw)
         return _path_denied(seen, rules, ws, hm)
     return None
 
@@ -156,6 +162,7 @@ def _path_denied(seen: list[Seen], rules: Compiled, ws: str, hm: str) -> Permiss
         targets: list[tuple[Word, bool]] = [(w, writes) for w in s.cmd.words[1:]]
         targets += [(w, False) for _, w in s.cmd.assignments]  # MAGIC=.env file x
         targets += [(r.target, r.writes) for r in s.cmd.redirects if r.target is not None and (r.reads or r.writes)]
+        targets += [(w, writes) for r in s.cmd.redirects for w in r.extra]  # bash's arguments (cat < a .env)
         for word, may_write in targets:
             if word.value is None:
                 return unsure_deny(f"it names {word.raw}, which expands when it runs")

@@ -36,6 +36,9 @@ class Redirect:
     fd: str | None
     target: Word | None  # None for a here-document
     quoted_heredoc: bool = False
+    # Words after the target (``cat < a.txt .env``): the grammar reads them as part of the redirection,
+    # bash as arguments of the command. The line has a problem; deny rules on paths still see them.
+    extra: tuple[Word, ...] = ()
 
     @property
     def writes(self) -> bool:

@@ -263,9 +263,8 @@ def _redirect(walk: _Walk, node: Node, depth: int) -> list[Redirect]:
             return [Redirect(op, fd, Word("-", "-"))]
         if len(targets) != 1:
             walk.problem("a redirection followed by more words (write arguments before redirections)", node)
-            for t in targets:
-                _word(walk, t, depth)
-            return [Redirect(op, fd, None)]
+            words = tuple(_word(walk, t, depth) for t in targets)
+            return [Redirect(op, fd, words[0] if words else None, extra=words[1:])]
         return [Redirect(op, fd, _word(walk, targets[0], depth))]
     if node.type == "herestring_redirect":
         target = node.named_children[-1] if node.named_children else None
