@@ -198,13 +198,21 @@ TREE_READERS = frozenset({"git"})
 
 
 def _opens(trace: str) -> list[str]:
-    """The files opened successfully in one strace -xx output file (one process), but by a tree reader."""
-    out, program = [], "bash"
+    """The files opened successfully in one strace -xx output file (one process), but those a program (not
+    bash) found by listing a directory itself (``diff . sub`` lists both and opens ``./.env``; ``grep -r``):
+    the deny rules cover the paths a line names, and a tree read is the documented limit the sandbox's
+    ``denyRead`` covers (docs/security.md, "Recursive reads"). A directory bash lists to expand a glob
+    does not count, so a file named through a glob (``cat .e?v``, ``< .e*``) is still judged."""
+    out, program, listed = [], "bash", set()
     for row in trace.splitlines():
         if (m := _EXECVE.match(row)) and m.group(3) == "0":
-            program = os.path.basename(_hex(m.group(1)))
+            program, listed = os.path.basename(_hex(m.group(1))), set()
         elif (m := _OPEN.match(row)) and program not in TREE_READERS:
-            out.append(_hex(m.group(1)))
+            path = os.path.normpath(_hex(m.group(1)))
+            if "O_DIRECTORY" in row and program not in ("bash", "sh"):  # (bash's own listings expand globs)
+                listed.add(path)
+            elif (os.path.dirname(path) or ".") not in listed:
+                out.append(path)
     return out
 
 

@@ -86,3 +86,24 @@ def test_every_approved_generated_line_runs_only_what_the_checker_saw(oracle):
     assert not disagreements, "\n".join(disagreements)
     assert ran >= 150, f"only {ran} of {asked} generated lines were approved: the oracle ran too few"
     assert past_deny >= 150, f"only {past_deny} of {asked} generated lines ran past the deny rule"
+
+
+def test_a_file_a_program_found_by_listing_a_directory_is_a_tree_read_but_a_glob_of_bash_is_not(oracle, tmp_path):
+    """The deny half judges the paths a line names (directly or through bash's globs), not what a program
+    found by listing a directory itself (``diff . sub``: the documented recursive-read limit)."""
+    import glob
+    import subprocess
+
+    from tests.exec_oracle import _opens
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".env").write_text("a\n")
+    (tmp_path / "sub" / ".env").write_text("b\n")
+    found = {}
+    for name, line in (("glob", "cat .e?v"), ("tree", "diff . sub"), ("redirect", "cat < .e*"), ("plain", "cat .env")):
+        out = tmp_path / f"trace-{name}"
+        subprocess.run(["strace", "-f", "-ff", "-qq", "-xx", "-e", "trace=execve,open,openat,openat2", "-o",
+                        str(out), "bash", "-c", line], cwd=tmp_path, capture_output=True, check=False)
+        found[name] = [p for f in glob.glob(f"{out}.*") for p in _opens(open(f).read()) if p.endswith(".env")]
+    assert found["glob"] == [".env"] and found["redirect"] == [".env"] and found["plain"] == [".env"]
+    assert found["tree"] == []
