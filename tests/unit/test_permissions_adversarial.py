@@ -627,6 +627,13 @@ CASES = [
      B("\"[\"\t<\t$'.env'\t.'.' x ; { \"exec -a x\"  \"1\"# ; } 2>&1;"), D),
     ({"deny": ["Edit(./a.txt)"]}, BYPASS, "Bash", B("echo x > b.txt a.txt"), D),
     (NO_ENV, DEFAULT, "Bash", B("cat < a.txt .env"), D),
+    # found by the 30-minute fuzz: diff -l (--paginate) runs pr, a program the checker never saw
+    ({}, DEFAULT, "Bash", B("diff -l a.txt b.txt"), Q),
+    ({}, PLAN, "Bash", B("diff --pag a.txt b.txt"), D),
+    ({}, DEFAULT, "Bash", B("diff -ul a.txt b.txt"), Q),
+    ({}, DEFAULT, "Bash", B("diff -u a.txt b.txt"), A),
+    ({}, DEFAULT, "Bash", B("file -z a.txt"), Q),  # may run gzip, xz... to look inside
+    ({}, DEFAULT, "Bash", B("file --uncompress a.txt"), Q),
     # found by the execution oracle: a brace in the words of a command whose words are not paths
     ({}, DEFAULT, "Bash", B("dirname - PWNED {a,b}"), Q),  # bash runs dirname - PWNED a b
     ({}, PLAN, "Bash", B("basename {-a,x}"), Q),

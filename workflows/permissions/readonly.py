@@ -135,9 +135,11 @@ READ_ONLY: dict[str, callable] = {
         "printenv", "locale", "cd", "tr", "expand", "unexpand", "seq", "sleep", "ps", "free",
         "uptime", "file", "less", "more", "type")},
     "rg": _unsafe_options("--pre", "--hostname-bin", "-L", "--follow"),  # following links reads outside
+    "diff": _unsafe_options("-l", "--paginate"),  # passes its output through `pr` (a program it runs)
     "printf": _unsafe_options("-v"),
     "tree": _unsafe_options("-o", "-R", "-l", "--fromfile"),  # -R writes 00Tree.html into every folder
-    "file": _unsafe_options("-C", "--compile"),
+    # -z/-Z look inside compressed files, which libmagic may do by running gzip, xz... (programs it runs)
+    "file": _unsafe_options("-C", "--compile", "-z", "-Z", "--uncompress", "--uncompress-noreport"),
     "date": _unsafe_options("-s", "--set"),  # (-f/-r read files: their paths are checked like any argument)
     "sort": _unsafe_options("-o", "--output", "--compress-program", "-T", "--temporary-directory",
                             "--files0-from"),
