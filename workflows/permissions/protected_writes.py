@@ -26,7 +26,6 @@ permission check with calls those rules would then allow.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from pathlib import Path
@@ -36,7 +35,14 @@ from workflows.models import SessionRecord
 from workflows.permissions import commands, paths
 from workflows.permissions.bash_parse import Command, Word, parse
 from workflows.permissions.evaluate import PATH_TOOLS
-from workflows.permissions.bash_paths import SAFE_DEVICES, Cwds, cd_targets, path_texts, resolve_all
+from workflows.permissions.bash_paths import (
+    SAFE_DEVICES,
+    Cwds,
+    cd_targets,
+    may_match_protected,
+    path_texts,
+    resolve_all,
+)
 from workflows.permissions.rules import EDIT_TOOLS, Decision
 
 __all__ = ["PROTECTED_NAMES", "always_problem", "is_protected", "protected_write", "parts",
@@ -76,7 +82,7 @@ def settings_files(rec: SessionRecord) -> set[str]:
 
 def is_protected(path: str, rec: SessionRecord, files: set[str] | None = None) -> bool:
     """Whether resolved ``path`` is protected for session ``rec`` (see the module docstring)."""
-    if paths.protected(path, _area(rec), _home(rec)) or os.path.basename(path).lower() == ".mcp.json":
+    if paths.protected(path, _area(rec), _home(rec)):  # (.mcp.json included, at any depth)
         return True
     return path in (settings_files(rec) if files is None else files)
 
@@ -184,8 +190,7 @@ def _part(cmd: Command, command: str, rec: SessionRecord, cwds: Cwds, hm: str, f
 
 def _word(word: Word, rec: SessionRecord, cwds: Cwds, hm: str, files: set[str]) -> str | None:
     """Why a path this word names may be protected (or cannot be known), or None."""
-    if word.glob and any(fnmatch.fnmatchcase(name, seg) for seg in (word.value or "").split("/")
-                         for name in (".git", ".claude", ".mainsail", ".mcp.json")):
+    if word.glob and may_match_protected(word.value or ""):
         return f"{word.raw}, which may match a protected path"
     found = word_paths(word, cwds, hm)
     if isinstance(found, str):
