@@ -121,7 +121,7 @@ def render_conversation(entries: list, max_chars: int = TRANSCRIPT_MAX_CHARS) ->
                 continue
             for b in content:
                 if isinstance(b, ToolResultBlock):
-                    body = b.content if isinstance(b.content, str) else str(b.content)
+                    body = b.text  # an image or a PDF is named, not pasted
                     if len(body) > RESULT_PREVIEW_CHARS:
                         body = body[:RESULT_PREVIEW_CHARS] + f" [... {len(body) - RESULT_PREVIEW_CHARS:,} more chars]"
                     tag = "error" if b.is_error else "result"
@@ -427,7 +427,7 @@ def _run_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
                 results = []
                 for tu in uses:
                     out = fork.handle(tu.name, tu.input, state, cancel)
-                    block = {"type": "tool_result", "tool_use_id": tu.id, "content": out.content}
+                    block = {"type": "tool_result", "tool_use_id": tu.id, "content": out.blocks or out.content}
                     if out.is_error:
                         block["is_error"] = True
                     results.append(block)

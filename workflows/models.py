@@ -56,17 +56,41 @@ class ToolUseBlock(_Model):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class MediaSource(_Model):
+    type: Literal["base64"] = "base64"
+    media_type: str
+    data: str
+
+
+class ImageBlock(_Model):
+    """An image (Read of a PNG, JPEG, GIF or WebP file: workflows.tools.media), inside a tool_result."""
+
+    type: Literal["image"] = "image"
+    source: MediaSource
+
+
+class DocumentBlock(_Model):
+    """A PDF (Read of a .pdf file: workflows.tools.media), inside a tool_result."""
+
+    type: Literal["document"] = "document"
+    source: MediaSource
+
+
+ResultContent = Annotated[Union[TextBlock, ImageBlock, DocumentBlock], Field(discriminator="type")]
+
+
 class ToolResultBlock(_Model):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
-    content: str | list[TextBlock] = ""
+    content: str | list[ResultContent] = ""
     is_error: bool = False
 
     @property
     def text(self) -> str:
+        """The result's text; an image or a PDF in it is named in brackets (``[image/png]``)."""
         if isinstance(self.content, str):
             return self.content
-        return "".join(b.text for b in self.content)
+        return "\n".join(b.text if isinstance(b, TextBlock) else f"[{b.source.media_type}]" for b in self.content)
 
 
 class ThinkingBlock(_Model):

@@ -72,6 +72,24 @@ def estimate_tokens(obj) -> int:
     return (len(text) + 3) // 4
 
 
+#: What an image costs at most (Claude Code's limit for a 2000x2000 image), and a PDF's page, about.
+IMAGE_TOKENS = 1_600
+PDF_TOKENS_PER_KB = 30
+
+
+def media_tokens(blocks: list[dict] | None) -> int:
+    """A rough count for a tool result's images and PDFs (``ToolOutput.blocks``): their base64 is not text."""
+    total = 0
+    for b in blocks or ():
+        if b.get("type") == "image":
+            total += IMAGE_TOKENS
+        elif b.get("type") == "document":
+            total += max(IMAGE_TOKENS, len(b["source"]["data"]) * 3 // 4 // 1024 * PDF_TOKENS_PER_KB)
+        else:
+            total += estimate_tokens(b.get("text", ""))
+    return total
+
+
 def describe_usage(tokens: int, model: str, autocompact_pct: float | None = None) -> str:
     """One line for `/status` and `mainsail show`: used of window, and what is next."""
     t = thresholds(model, autocompact_pct)

@@ -249,7 +249,7 @@ def test_huge_offset_and_limit(ws, ctx):
 def test_a_huge_line_is_not_read_whole(ws, ctx, monkeypatch):
     f = ws / "min.js"
     f.write_bytes(b"x" * 3_000_000 + b"\nsecond\nthird")
-    out = run_tool("Read", {"file_path": str(f)}, ctx)
+    out = run_tool("Read", {"file_path": str(f), "limit": 3}, ctx)  # without a limit: over 256 KB, refused
     lines = out.content.splitlines()
     assert lines[0].startswith("     1\t" + "x" * 2000 + "... [line truncated: about ")
     assert lines[1:] == ["     2\tsecond", "     3\tthird"]

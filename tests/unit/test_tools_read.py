@@ -121,7 +121,7 @@ def test_binary_file(ws, ctx):
     f.write_bytes(b"abc\x00def" * 10)
     out = run_tool("Read", {"file_path": str(f)}, ctx)
     assert out.is_error
-    assert "cannot be read as text" in out.content
+    assert "cannot read binary files" in out.content
     assert ctx.files_read.get(str(f)) is None
 
 
@@ -171,7 +171,7 @@ def test_tool_schemas_stable_order_and_shape():
     assert [s["name"] for s in tool_schemas(["Write", "Read"])] == ["Read", "Write"]
     read = next(s for s in schemas if s["name"] == "Read")
     props = read["input_schema"]["properties"]
-    assert set(props) == {"file_path", "offset", "limit"}
+    assert set(props) == {"file_path", "offset", "limit", "pages"}
     assert read["input_schema"]["required"] == ["file_path"]
     assert read["input_schema"]["additionalProperties"] is False
     assert props["file_path"]["description"]

@@ -46,7 +46,7 @@ from workflows.models import (
 from workflows.registry import hold_value
 from workflows.settings import Settings
 from workflows.store import Store
-from workflows.tokens import estimate_tokens
+from workflows.tokens import estimate_tokens, media_tokens
 from workflows.tools.base import ToolOutput
 
 
@@ -223,8 +223,9 @@ class CommitCore:
     def _add_tool_result(self, tx: _Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
         if tx.rec.command is not None and self.command_output(tx, tool_use_id, output):
             return  # a custom command's line: its result goes into the command's prompt (workflows.engine.commands)
-        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.content, is_error=output.is_error)
-        tx.rec.context_added += estimate_tokens(output.content)
+        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.blocks or output.content,
+                                is_error=output.is_error)
+        tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
         self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
                                 origin="tool_result", display=output.display or None, step_id=step_id))
 

@@ -142,6 +142,9 @@ class ToolOutput(BaseModel):
     content: str
     is_error: bool = False
     display: str = ""
+    # Content blocks the model gets instead of ``content`` (Read of an image or a PDF: workflows.tools.media),
+    # in the Messages API's shape; ``content`` then says in a line what they hold, for hooks and front ends.
+    blocks: list[dict[str, Any]] | None = None
     # A model call the tool made (WebFetch, WebSearch): charged to the session with the result.
     usage: Usage | None = None
     model: str | None = None

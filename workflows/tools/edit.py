@@ -3,6 +3,9 @@
 The rules live in two functions that MultiEdit (:mod:`workflows.tools.multi_edit`) shares:
 :func:`load_for_edit` (which files may be edited, and their text) and :func:`replace` (one
 replacement: not found, not unique, nothing to change).
+
+The file is decoded and written back by :mod:`workflows.tools.text_file`: its encoding and every
+byte the edit does not change are kept, and the lines an edit adds to a CRLF file end in CRLF.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
-from workflows.tools.files import directory_error, missing_file_error, read_regular, stat_or_none
-from workflows.tools.read import BINARY_SNIFF_BYTES, cat_n, cut_line, looks_binary, split_lines
-from workflows.tools.write import check_read_and_fresh, count_lines, write_text
+from workflows.tools.files import directory_error, missing_file_error, stat_or_none
+from workflows.tools.read import cat_n, cut_line, split_lines
+from workflows.tools.text_file import TextFile, read_text, with_newline, write_text
+from workflows.tools.write import check_read_and_fresh, count_lines
 
 SNIPPET_CONTEXT = 4
 SNIPPET_MAX_LINES = 60
@@ -39,8 +43,9 @@ def snippet(content: str, pos: int, inserted: str) -> str:
     return cat_n([cut_line(line) for line in lines[lo : hi + 1]], lo + 1)
 
 
-def load_for_edit(path: Path, ctx: ToolContext) -> str | None:
-    """The text of ``path`` for an edit, or None when no file is there (an edit may create it).
+def load_for_edit(path: Path, ctx: ToolContext) -> TextFile | None:
+    """The text of ``path`` for an edit, and its encoding; None when no file is there (an edit may
+    create it).
 
     Raises:
         ToolError: a directory, a notebook, a file not read in this session or changed since,
@@ -54,10 +59,7 @@ def load_for_edit(path: Path, ctx: ToolContext) -> str | None:
     if st is None:
         return None
     check_read_and_fresh(path, ctx)
-    raw, _ = read_regular(path, ctx, MAX_EDIT_BYTES, action="edit")
-    if looks_binary(raw[:BINARY_SNIFF_BYTES]):
-        raise ToolError(f"{path} appears to be a binary file and cannot be edited as text.")
-    return raw.decode("utf-8", errors="replace")
+    return read_text(path, ctx, MAX_EDIT_BYTES, action="edit")
 
 
 class Replaced(NamedTuple):
@@ -69,11 +71,12 @@ class Replaced(NamedTuple):
     inserted: str
 
 
-def replace(content: str, old: str, new: str, replace_all: bool) -> Replaced:
+def replace(content: str, old: str, new: str, replace_all: bool, newline: str = "\n") -> Replaced:
     """Edit's rules for replacing ``old`` with ``new`` in ``content``.
 
     An empty ``old`` fills an empty (or blank) file. A file with CRLF line ends matches ``old``
-    written with LF, as Read showed it.
+    written with LF, as Read showed it. ``newline``: the file's line end (``text_file.dominant_newline``);
+    with CRLF, the lines ``new`` brings end in CRLF (unless ``old`` matched bare LFs as written).
 
     Raises:
         ToolError: ``old`` equals ``new``, is not found, or is found more than once without
@@ -92,9 +95,11 @@ def replace(content: str, old: str, new: str, replace_all: bool) -> Replaced:
     count = content.count(old)
     if count == 0 and "\r\n" in content and "\n" in old:
         # Read shows CRLF files without the CRs; match them the way the model saw them.
-        old = old.replace("\r\n", "\n").replace("\n", "\r\n")
-        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+        old = with_newline(old, "\r\n")
+        new = with_newline(new, "\r\n")
         count = content.count(old)
+    elif newline == "\r\n" and "\n" not in old.replace("\r\n", ""):
+        new = with_newline(new, "\r\n")
     if count == 0:
         raise ToolError(f"String to replace not found in file.\nString: {shown}")
     if count > 1 and not replace_all:
@@ -148,11 +153,11 @@ class EditTool(Tool):
         path = ctx.resolve(args.file_path, "file_path")
         if args.old_string == args.new_string:
             raise ToolError(NO_CHANGES)
-        content = load_for_edit(path, ctx)
-        if content is None:
+        loaded = load_for_edit(path, ctx)
+        if loaded is None:
             return create(path, args.old_string, args.new_string, ctx)
-        done = replace(content, args.old_string, args.new_string, args.replace_all)
-        write_text(path, done.text, ctx)
+        done = replace(loaded.text, args.old_string, args.new_string, args.replace_all, loaded.newline)
+        write_text(path, done.text, ctx, loaded)
         head = f"The file {path} has been updated."
         if args.replace_all and done.count > 1:
             head += f" All {done.count} occurrences were replaced."

@@ -63,6 +63,16 @@ def os_error(action: str, path: Path | str, exc: OSError) -> ToolError:
     return ToolError(f"Cannot {action} {path}: {exc.strerror or exc}")
 
 
+def format_size(n: int) -> str:
+    """Bytes as Claude Code writes them in its messages: ``426 bytes``, ``294.4KB``, ``4.9MB``."""
+    size = float(n)
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024:
+            return f"{n} bytes" if unit == "bytes" else f"{size:.1f}".removesuffix(".0") + unit
+        size /= 1024
+    return f"{size:.1f}".removesuffix(".0") + "GB"
+
+
 def stat_or_none(path: Path | str) -> os.stat_result | None:
     """``os.stat`` of ``path`` (following links), or None when nothing is there.
 

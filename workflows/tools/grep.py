@@ -18,7 +18,8 @@ from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import read_regular, stat_or_none
 from workflows.tools.glob import GlobMatcher, _split_top, glob_regex, newest_first, readable, walk_files
-from workflows.tools.read import looks_binary, split_lines
+from workflows.tools import text_file
+from workflows.tools.read import split_lines
 from workflows.tools.regex import LineSearcher
 
 MAX_LINE_CHARS = 2000
@@ -62,9 +63,10 @@ def _read_text(real: str, ctx: ToolContext) -> str | None:
         raw, _ = read_regular(Path(real), ctx, MAX_FILE_BYTES)
     except ToolError:
         return None
-    if looks_binary(raw):
+    try:  # decoded as Read and Edit decode it; binary (NUL bytes) is skipped
+        return text_file.decode(raw, real).text
+    except ToolError:
         return None
-    return raw.decode("utf-8", errors="replace")
 
 
 class _FileFilter:

@@ -15,7 +15,7 @@ from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.edit import load_for_edit, replace
 from workflows.tools.files import missing_file_error
-from workflows.tools.write import write_text
+from workflows.tools.text_file import write_text
 
 #: How much of each old_string and new_string the result repeats.
 SHOWN_CHARS = 200
@@ -80,13 +80,14 @@ class MultiEditTool(Tool):
 
     def run(self, args: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
-        original = load_for_edit(path, ctx)
-        if original is None and args.edits[0].old_string != "":
+        loaded = load_for_edit(path, ctx)
+        if loaded is None and args.edits[0].old_string != "":
             raise missing_file_error(path, ctx)
-        text = apply_edits(original or "", args.edits)
+        original = loaded.text if loaded is not None else None
+        text = apply_edits(original or "", args.edits, loaded.newline if loaded is not None else "\n")
         if original is not None and text == original:
             raise ToolError(UNCHANGED)
-        write_text(path, text, ctx)
+        write_text(path, text, ctx, loaded)
         n = len(args.edits)
         lines = [f"{i}. Replaced \"{_cut(e.old_string)}\" with \"{_cut(e.new_string)}\""
                  for i, e in enumerate(args.edits, start=1)]
@@ -96,8 +97,8 @@ class MultiEditTool(Tool):
                           display=f"Updated {path.name}{created} ({n} edit{'' if n == 1 else 's'})")
 
 
-def apply_edits(text: str, edits: list[EditOperation]) -> str:
-    """``text`` after every edit in turn.
+def apply_edits(text: str, edits: list[EditOperation], newline: str = "\n") -> str:
+    """``text`` after every edit in turn (``newline``: the file's line end, see :func:`~workflows.tools.edit.replace`).
 
     Raises:
         ToolError: an edit breaks one of Edit's rules on the text before it (the message is
@@ -110,7 +111,7 @@ def apply_edits(text: str, edits: list[EditOperation]) -> str:
         if wanted and any(wanted in earlier for earlier in inserted):
             raise ToolError(OVERLAP + where)
         try:
-            text = replace(text, edit.old_string, edit.new_string, edit.replace_all).text
+            text = replace(text, edit.old_string, edit.new_string, edit.replace_all, newline).text
         except ToolError as exc:
             raise ToolError(f"{exc}{where}") from None
         inserted.append(edit.new_string)

@@ -17,7 +17,8 @@ from workflows.exceptions import ToolError
 from workflows.tools import notebook
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.files import directory_error, stat_or_none
-from workflows.tools.write import MODIFIED, NOT_READ, write_text
+from workflows.tools.text_file import write_text
+from workflows.tools.write import MODIFIED, NOT_READ
 
 NOT_A_NOTEBOOK = ("File must be a Jupyter notebook (.ipynb file). For editing other file types, use the Edit "
                   "tool.")

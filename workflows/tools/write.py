@@ -1,7 +1,9 @@
 """Write: create a file, or overwrite one the session has read (and that has not changed since).
 
 The file is replaced in one step (:func:`~workflows.tools.files.write_atomic`):
-a failed write never leaves it truncated or half-written.
+a failed write never leaves it truncated or half-written. An existing file keeps its encoding
+(:mod:`workflows.tools.text_file`: its byte-order mark, UTF-16, a legacy 8-bit encoding); the content's
+line endings are written as given, as Claude Code writes them.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
-from workflows.tools.files import directory_error, stat_or_none, write_atomic
+from workflows.tools.files import directory_error, stat_or_none
+from workflows.tools.text_file import TextFile, read_text, write_text
 
+#: Write keeps the encoding of an existing file up to this size (it is loaded to detect it).
+MAX_ENCODING_BYTES = 64 * 1024 * 1024
 NOT_READ = "File has not been read yet. Read it first before writing to it."
 MODIFIED = (
     "File has been modified since read, either by the user or by a linter. "
@@ -34,23 +39,6 @@ def check_read_and_fresh(path: Path, ctx: ToolContext) -> None:
     st = stat_or_none(path)
     if st is None or st.st_mtime > seen:  # deleted since the read counts as modified
         raise ToolError(MODIFIED)
-
-
-def write_text(path: Path, content: str, ctx: ToolContext) -> None:
-    """Write ``content`` as UTF-8, byte for byte (no newline translation), and record the read.
-
-    Raises:
-        ToolError: the content cannot be encoded (nothing is touched then), or the
-            write failed (the old file is left as it was).
-    """
-    try:
-        data = content.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ToolError(
-            f"Cannot write {path}: the content holds {exc.object[exc.start:exc.end]!r} at character "
-            f"{exc.start}, which is not valid Unicode text. Remove it."
-        ) from None
-    ctx.files_read.set(str(path), write_atomic(path, data, ctx))
 
 
 def count_lines(content: str) -> int:
@@ -89,9 +77,11 @@ class WriteTool(Tool):
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise directory_error(path)
         existed = st is not None
+        like = None
         if existed:
             check_read_and_fresh(path, ctx)
-        write_text(path, args.content, ctx)
+            like = _encoding_of(path, ctx)
+        write_text(path, args.content, ctx, like)
         n = count_lines(args.content)
         content = (
             f"The file {path} has been updated."
@@ -101,3 +91,12 @@ class WriteTool(Tool):
         return ToolOutput(
             content=content, display=f"Wrote {n} line{'' if n == 1 else 's'} to {path.name}"
         )
+
+
+def _encoding_of(path: Path, ctx: ToolContext) -> TextFile | None:
+    """The existing file, to write the new content in its encoding; None (UTF-8) for one that is not text
+    (binary, too large to load): the new content replaces it whole."""
+    try:
+        return read_text(path, ctx, MAX_ENCODING_BYTES, action="write")
+    except ToolError:
+        return None
