@@ -110,6 +110,7 @@ def post_tool(rec: SessionRecord, call: ToolCall, tool_input: dict, output: Tool
         notes.append(f"PostToolUse:{call.name} hook feedback:\n{outcome.reason}")
     notes += [f"PostToolUse:{call.name} hook additional context: {c}" for c in outcome.context]
     if notes:
+        blocks = [*output.blocks, *({"type": "text", "text": n} for n in notes)] if output.blocks else None
         output = ToolOutput(content="\n\n".join([output.content, *notes]), is_error=output.is_error,
-                            display=output.display)
+                            display=output.display, blocks=blocks)
     return output, outcome

@@ -311,7 +311,7 @@ def _output(path: object, shown: list[str], start: int, total: int, whole: bool)
 
 def _partial(path: object, shown: list[str], total: int, tokens: int) -> ToolOutput:
     """The first lines of a whole-file read over :data:`MAX_TOKENS`, and Claude Code's note on paging on."""
-    budget, n = MAX_TOKENS * 4, 0
+    budget, n = MAX_TOKENS * 4 - 1000, 0  # (room for the note)
     for line in shown:  # a line costs its text, the number's 6 columns, a TAB and a newline
         budget -= len(line) + 8
         if budget < 0:
