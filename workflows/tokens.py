@@ -67,9 +67,24 @@ def thresholds(model: str, autocompact_pct: float | None = None) -> Thresholds:
 
 
 def estimate_tokens(obj) -> int:
-    """A rough count for text not yet measured by the API: four characters a token."""
-    text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
-    return (len(text) + 3) // 4
+    """A rough count for text not yet measured by the API: four characters a token (an image or a PDF
+    in a JSON-like ``obj`` counts as :func:`media_tokens` says, not as its base64)."""
+    if isinstance(obj, str):
+        return (len(obj) + 3) // 4
+    media: list[dict] = []
+    text = json.dumps(_without_media(obj, media), default=str)
+    return (len(text) + 3) // 4 + media_tokens(media)
+
+
+def _without_media(obj, media: list[dict]):
+    if isinstance(obj, dict):
+        if obj.get("type") in ("image", "document") and isinstance(obj.get("source"), dict):
+            media.append(obj)
+            return None
+        return {k: _without_media(v, media) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_without_media(v, media) for v in obj]
+    return obj
 
 
 #: What an image costs at most (Claude Code's limit for a 2000x2000 image), and a PDF's page, about.
@@ -84,7 +99,7 @@ def media_tokens(blocks: list[dict] | None) -> int:
         if b.get("type") == "image":
             total += IMAGE_TOKENS
         elif b.get("type") == "document":
-            total += max(IMAGE_TOKENS, len(b["source"]["data"]) * 3 // 4 // 1024 * PDF_TOKENS_PER_KB)
+            total += max(IMAGE_TOKENS, len(b["source"].get("data", "")) * 3 // 4 // 1024 * PDF_TOKENS_PER_KB)
         else:
             total += estimate_tokens(b.get("text", ""))
     return total

@@ -158,3 +158,20 @@ def test_an_image_result_is_stored_and_sent_as_blocks():
     sent = back.message.to_api()["content"][0]
     assert sent["content"] == blocks
     assert back.message.content[0].text == "[image/png]"  # compaction and the memory fork read this, not base64
+
+
+def test_compaction_and_the_memory_fork_count_and_render_an_image_by_what_it_is():
+    """Compaction's keep-or-summarise count and the memory fork's transcript text do not choke on base64."""
+    from workflows.forks import render_conversation
+    from workflows.models import AssistantMessage, AssistantEntry, ToolUseBlock
+    from workflows.tokens import estimate_tokens
+
+    data = "A" * 4_000_000
+    use = AssistantEntry(session_id="s", message=AssistantMessage(content=[
+        ToolUseBlock(id="t1", name="Read", input={"file_path": "/ws/shot.png"})]))
+    result = UserEntry(session_id="s", origin="tool_result", message=Message(role="user", content=[
+        ToolResultBlock(tool_use_id="t1", content=[
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}])]))
+    assert estimate_tokens(result.message.model_dump(mode="json")) < 2_000
+    text = render_conversation([use, result])
+    assert "Read result: [image/png]" in text and "AAAA" not in text
