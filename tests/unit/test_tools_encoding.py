@@ -157,3 +157,18 @@ def test_detect_order():
     assert text_file.detect(b"\xe9", "f").codec == text_file.LEGACY
     assert text_file.dominant_newline("a\r\nb\r\nc\n") == "\r\n"
     assert text_file.dominant_newline("a\r\nb\nc\n") == "\n"
+
+
+def test_notebook_edit_keeps_a_notebooks_encoding(ws, ctx):
+    import json
+
+    f = ws / "nb.ipynb"
+    nb = {"cells": [{"cell_type": "code", "id": "a1", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": ["x = 'é'\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    f.write_bytes(codecs.BOM_UTF16_LE + json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-16-le"))
+    assert "x = 'é'" in run_tool("Read", {"file_path": str(f)}, ctx).content
+    out = run_tool("NotebookEdit", {"notebook_path": str(f), "cell_id": "a1", "new_source": "y = 'ü'"}, ctx)
+    assert not out.is_error, out.content
+    raw = f.read_bytes()
+    assert raw.startswith(codecs.BOM_UTF16_LE)
+    assert json.loads(raw[2:].decode("utf-16-le"))["cells"][0]["source"] == ["y = 'ü'"]

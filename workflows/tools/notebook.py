@@ -7,7 +7,8 @@ Python), followed by the text of its outputs. NotebookEdit names cells by those 
 
 Writing keeps the file as it was written: its indentation (Jupyter's is one space), its key
 order, whether non-ASCII characters were escaped, its final newline, a byte-order mark and CRLF
-line ends; a cell's source stays a list of lines or a string, as it was.
+line ends, and its encoding (:mod:`workflows.tools.text_file`); a cell's source stays a list of lines or a
+string, as it was.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from workflows.exceptions import ToolError
 from workflows.tools.base import ToolContext
+from workflows.tools import text_file
 from workflows.tools.files import read_regular
 
 #: The largest notebook Read and NotebookEdit load (it is parsed whole).
@@ -48,6 +50,7 @@ class Notebook:
     data: dict[str, Any]
     text: str
     mtime: float = 0.0
+    file: text_file.TextFile | None = None  # its encoding (text_file): NotebookEdit writes it back alike
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -73,14 +76,15 @@ def load(path: Path, ctx: ToolContext, action: str = "read") -> Notebook:
         ToolError: missing, unreadable, over :data:`MAX_NOTEBOOK_BYTES`, not JSON, or not a notebook.
     """
     raw, st = read_regular(path, ctx, MAX_NOTEBOOK_BYTES, action=action)
-    text = raw.decode("utf-8", errors="replace")
+    loaded = text_file.decode(raw, path, action)
+    text = loaded.text
     try:
         data = json.loads(text.removeprefix("\ufeff"))
     except ValueError:
         raise ToolError(NOT_JSON) from None
     if not valid(data):
         raise ToolError(NOT_NOTEBOOK)
-    return Notebook(data, text, st.st_mtime)
+    return Notebook(data, text, st.st_mtime, loaded)
 
 
 def valid(data: Any) -> bool:

@@ -100,7 +100,7 @@ class NotebookEditTool(Tool):
         else:
             _replace(nb.cells[index], args.new_source, args.cell_type)
             content, what = f"Updated cell {args.cell_id} with {args.new_source}", f"Updated cell {args.cell_id}"
-        write_text(path, notebook.dump(nb), ctx)
+        write_text(path, notebook.dump(nb), ctx, nb.file)
         return ToolOutput(content=content, display=f"{what} of {path.name}")
 
 
