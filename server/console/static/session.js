@@ -85,7 +85,8 @@
 
   function resultText(block) {
     if (typeof block.content === "string") return block.content;
-    return (block.content || []).map((b) => b.text || "").join("");
+    // An image or a PDF (Read: workflows/tools/media.py) is named by its type, as ToolResultBlock.text names it.
+    return (block.content || []).map((b) => b.text || (b.source ? "[" + b.source.media_type + "]" : "")).join("\n");
   }
 
   function toolResult(entry) {
