@@ -2,7 +2,7 @@
 
 Claude Code's limits (2.1.332): a Read with no ``limit`` of a file over 256 KB is refused; a result over
 25,000 tokens is refused when a range was asked for, and cut to its first lines with a note when the
-whole file was; a requested range is cut at 3.2 MB of text. Binary formats are refused by their
+whole file was; a range whose lines hold over 3.2 MB is refused. Binary formats are refused by their
 extension (images and PDFs are read by :mod:`workflows.tools.media`), other files by their NUL bytes.
 Text is decoded by :mod:`workflows.tools.text_file` (its byte-order mark, UTF-8, else Windows-1252),
 exactly as Edit decodes it.
@@ -110,7 +110,7 @@ def read_window(fh: BinaryIO, start: int, limit: int, ctx: ToolContext, bom: byt
             raise_if_cancelled(ctx, "Read")
         if total >= start:
             raw_lines.append((raw, hidden))
-            size += len(raw) + hidden
+            size += len(raw)  # (what is kept: a long line's skipped part is not shown)
             if size > MAX_SELECTED_BYTES:
                 raise ToolError(f"The requested line range contains over {format_size(MAX_SELECTED_BYTES)} of "
                                 "text, more than a read can return. Use a smaller limit \u2014 or, if a single line "

@@ -93,7 +93,8 @@ class Encoding:
                 f"Cannot write {path}: it is {self.label} text, and {char!r} (U+{ord(char):04X}) at character "
                 f"{exc.start} has no byte in that encoding, so nothing was written. Write the character another "
                 "way (an escape the file's language understands), or ask the user whether to convert the file "
-                "to UTF-8 first (iconv)."
+                "to UTF-8 first (iconv). To replace the whole file with new UTF-8 text anyway, delete it first, "
+                "then Write it."
             ) from None
         return self.bom + body
 
