@@ -23,11 +23,13 @@ window.Mainsail = (function () {
   // (workflows/edit_preview.py); this only shows them.
   function diff(text, note) {
     const pre = el("pre", "diff");
-    for (const line of text ? String(text).split("\n") : []) {
-      const cls = /^(\+\+\+|---)/.test(line) ? "file" : line[0] === "+" ? "add" : line[0] === "-" ? "del"
+    const lines = text ? String(text).split("\n") : [];
+    const headed = lines.length > 1 && lines[0].startsWith("--- ") && lines[1].startsWith("+++ ");
+    lines.forEach((line, i) => {
+      const cls = headed && i < 2 ? "file" : line[0] === "+" ? "add" : line[0] === "-" ? "del"
         : line.startsWith("@@") ? "hunk" : "ctx";
       pre.append(el("span", cls, visible(line) + "\n"));
-    }
+    });
     if (note) pre.append(el("span", "note", "(" + note + ")\n"));
     return pre;
   }
