@@ -212,7 +212,7 @@ def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
             click.secho(f"(session {sid[:8]} is idle{'; saving memory' if extracting else ''})", dim=True)
             return
         ensure_worker(rt, settings, sid=sid)
-        note = None if rt.worker is not None else unserved_note(rt.store, rt.store.get_session(sid))
+        note = None if rt.worker is not None else unserved_note(rt.store, rt.store.get_session(sid), watching=True)
         if note:
             r.close()
             click.secho(note, fg="yellow", err=True)

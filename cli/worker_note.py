@@ -40,12 +40,16 @@ def start_command(queues: list[str]) -> str:
     return f"mainsail worker -Q {','.join(sorted(set(DEFAULT_QUEUES) | set(queues)))}"
 
 
-def unserved_note(store, rec: SessionRecord, live: set[str] | None = None) -> str | None:
-    """One sentence when ``rec`` is working and no live worker consumes its queue; None otherwise."""
+def unserved_note(store, rec: SessionRecord, live: set[str] | None = None, *, watching: bool = False) -> str | None:
+    """One sentence when ``rec`` is working and no live worker consumes its queue; None otherwise.
+
+    ``watching``: said by a ``watch`` that runs no worker (``MAINSAIL_EMBEDDED_WORKER=false``)."""
     missing = unserved_queues(store, rec, live)
     if not missing:
         return None
     queues = ", ".join(missing)
-    return (f"Session {rec.id[:8]} is {rec.state.value} but no live worker consumes its queue{'s' if len(missing) > 1 else ''} "
-            f"{queues}: nothing happens until one runs. Start one: `{start_command(missing)}` "
-            f"(or `mainsail watch {rec.id[:8]}`, which runs one while it watches).")
+    also = ("MAINSAIL_EMBEDDED_WORKER=false, so this watch runs none" if watching
+            else f"or `mainsail watch {rec.id[:8]}`, which runs one while it watches")
+    return (f"Session {rec.id[:8]} is {rec.state.value} but no live worker consumes its "
+            f"queue{'s' if len(missing) > 1 else ''} {queues}: nothing happens until one runs. Start one: "
+            f"`{start_command(missing)}` ({also}).")

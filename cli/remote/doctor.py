@@ -15,6 +15,8 @@ from server.api.status import version as cli_version
 from workflows.exceptions import ConfigurationError
 from workflows.settings import load_settings
 
+#: The mark of a check not run (it counts neither as fine nor as a problem).
+SKIP = "-"
 SKIPPED = ("local checks (Redis, workers, API key, sandbox of this machine) skipped: MAINSAIL_SERVER is set, so "
            "commands run on the server; unset it to check this machine")
 
@@ -26,7 +28,7 @@ def doctor() -> None:
 def server_checks() -> list[Check]:
     """The checks of the server MAINSAIL_SERVER names, with MAINSAIL_TOKEN."""
     settings = load_settings()
-    checks = [Check(OK, "Local", SKIPPED)]
+    checks = [Check(SKIP, "Local", SKIPPED)]
     try:
         url = check_server_url(settings.server or "", settings.allow_http)
     except ConfigurationError as exc:

@@ -54,6 +54,12 @@ def test_the_inbox_shows_the_diff_and_no_always_where_none_is_offered(cluster, w
         assert diff.locator(".hunk").count() == 1 and diff.locator(".file").count() == 2
         assert item.locator("button.always").count() == 1
         page.screenshot(path=str(ARTIFACTS / "approvals-diff.png"), full_page=True)
+        session = context.new_page()  # the session page shows the same diff under its request
+        session.goto(f"{server}/sessions/{sid}")
+        ask = session.locator("#transcript .ask pre.diff")
+        ask.wait_for(timeout=WAIT_MS)
+        assert ask.locator(".add").filter(has_text="return a + b").text_content() == "+    return a + b\n"
+        session.close()
         item.locator("button.approve").click()
         page.locator("#status").filter(has_text="Approved Edit").wait_for(timeout=WAIT_MS)
 

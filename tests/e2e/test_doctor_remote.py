@@ -11,7 +11,7 @@ from workflows.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 
-SKIPPED = "✓ Local        local checks (Redis, workers, API key, sandbox of this machine) skipped: MAINSAIL_SERVER is set"
+SKIPPED = "- Local        local checks (Redis, workers, API key, sandbox of this machine) skipped: MAINSAIL_SERVER is set"
 
 
 def doctor(cluster, workspace, server: str, token: str | None):

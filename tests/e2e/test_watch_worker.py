@@ -35,15 +35,15 @@ def test_a_session_nobody_serves_is_said_and_watch_runs_a_worker(cluster, worksp
         assert submitted.returncode == 0, submitted.stderr
         sid = cluster.wait_state("querying")
         note = (f"Session {sid[:8]} is querying but no live worker consumes its queue model: nothing happens "
-                f"until one runs. Start one: `mainsail worker` (or `mainsail watch {sid[:8]}`, which runs one")
+                f"until one runs. Start one: `mainsail worker`")
         shown = cluster.mainsail("show", sid[:8], "--no-transcript", cwd=workspace)
-        assert note in shown.stdout, shown.stdout
+        assert f"{note} (or `mainsail watch {sid[:8]}`, which runs one while it watches)." in shown.stdout, shown.stdout
         listed = cluster.mainsail("sessions", cwd=workspace)
         assert note in listed.stdout, listed.stdout
 
         # Opted out (the cluster's MAINSAIL_EMBEDDED_WORKER=false): watch runs none, and says why nothing moves.
         opted_out = cluster.mainsail("watch", sid[:8], cwd=workspace, background=True)
-        read_until(opted_out.stderr, note)
+        read_until(opted_out.stderr, f"{note} (MAINSAIL_EMBEDDED_WORKER=false, so this watch runs none).")
         opted_out.terminate()
         opted_out.wait(30)
         assert cluster.store.get_session(sid).state.value == "querying"
