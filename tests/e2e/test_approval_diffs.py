@@ -71,3 +71,23 @@ def test_a_call_without_always_lists_no_always_and_refuses_one(cluster, workspac
         assert (decision.decision, decision.rules_added) == ("allow", [])
         assert len(entries(cluster, PermissionRequestEntry)) == 1
         assert (workspace / "when.txt").exists()
+
+
+def test_the_interactive_prompt_shows_the_diff_and_offers_no_always_where_none_is(cluster, workspace):
+    script = Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]),
+                           Turn(tool_uses=[ToolUse(name="Edit", input=EDIT)]),
+                           Turn(tool_uses=[ToolUse(name="Bash", input={"command": UNRULY})]), Turn(text="Both done.")])
+    with FakeMessagesServer(script) as server:
+        cluster.env["ANTHROPIC_BASE_URL"] = server.url
+        cluster.start_worker()
+        proc = cluster.mainsail(cwd=workspace, background=True, stdin=subprocess.PIPE)  # interactive mode
+        stdout, stderr = proc.communicate("Fix it\ny\na\ny\n/exit\n", timeout=120)
+        assert proc.returncode == 0 and "Traceback" not in stdout + stderr, stdout + stderr
+        calc = (workspace / "calc.py").resolve()
+        assert f"⚡ Edit: calc.py\n  (a)lways adds: Edit\n    --- a{calc}\n    +++ b{calc}\n" in stderr, stderr
+        assert "    -    return a - b\n    +    return a + b\n" in stderr
+        assert f"⚡ Bash: {UNRULY}\n  (a)lways is not offered" in stderr
+        assert "(a)lways is not offered for this call: answer y or n" in stderr
+        assert [(d.decision, d.rules_added) for d in entries(cluster, PermissionDecisionEntry)] == [
+            ("allow", []), ("allow", [])]
+        assert "Both done." in stdout and (workspace / "when.txt").exists()
