@@ -14,10 +14,11 @@ any failure to decide) gets no diff, and a note that says why (fail closed).
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import NamedTuple
 
-from workflows.exceptions import MainsailError, ToolError
+from workflows.exceptions import ToolError
 from workflows.permissions.prompt import visible
 from workflows.tools.read import BINARY_SNIFF_BYTES, looks_binary
 
@@ -27,6 +28,10 @@ DIFF_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 MAX_DIFF_LINES = 120
 #: A file larger than this is not read for a diff (the request is made while the session is locked).
 MAX_PREVIEW_BYTES = 2 * 1024 * 1024
+#: Changed lines past which two versions are not compared line by line (difflib is quadratic at worst).
+MAX_COMPARED_LINES = 4000
+#: A hunk's header, whose line numbers :func:`_hunks` moves past the lines set aside.
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 #: Characters kept of one diff line.
 MAX_LINE_CHARS = 300
 
@@ -60,7 +65,7 @@ def preview(rec, tool_name: str, tool_input: dict) -> Preview:
             new = _new_text(tool_name, tool_input, old)
     except ToolError as exc:
         return Preview(note=f"diff not shown: {_first_line(str(exc))}")
-    except (MainsailError, OSError, ValueError) as exc:  # fail closed: no diff, and why
+    except Exception as exc:  # noqa: BLE001 - fail closed: no diff, and why; the request is still asked
         return Preview(note=f"diff not shown: {type(exc).__name__}: {_first_line(str(exc))}")
     return unified(name, old, new)
 
@@ -69,16 +74,36 @@ def unified(name: str, old: str | None, new: str) -> Preview:
     """The unified diff from ``old`` (None: no file yet) to ``new``, cut at :data:`MAX_DIFF_LINES`."""
     a = _lines(old or "")
     b = _lines(new)
-    lines = list(difflib.unified_diff(a, b, "/dev/null" if old is None else f"a{name}", f"b{name}",
-                                      n=3, lineterm=""))
-    if not lines:
+    if a == b:
         return Preview(note="no change: the file already reads like this")
+    lines = ["--- /dev/null" if old is None else f"--- a{name}", f"+++ b{name}", *_hunks(a, b)]
     shown = [visible(line[:MAX_LINE_CHARS] + ("…" if len(line) > MAX_LINE_CHARS else "")) for line in
              lines[:MAX_DIFF_LINES]]
     note = ""
     if len(lines) > MAX_DIFF_LINES:
         note = f"diff cut: {len(lines) - MAX_DIFF_LINES} more lines not shown ({len(lines)} in all)"
     return Preview("\n".join(shown), note)
+
+
+def _hunks(a: list[str], b: list[str]) -> list[str]:
+    """The hunks from ``a`` to ``b`` (3 lines of context), quick for any size: the lines both share at the
+    start and the end are set aside first (an edit's change is local), and a changed middle too large
+    to compare line by line (:data:`MAX_COMPARED_LINES`) is one hunk of removed then added lines."""
+    same_head = 0
+    while same_head < min(len(a), len(b)) and a[same_head] == b[same_head]:
+        same_head += 1
+    same_tail = 0
+    while same_tail < min(len(a), len(b)) - same_head and a[-1 - same_tail] == b[-1 - same_tail]:
+        same_tail += 1
+    lo = max(0, same_head - 3)
+    keep_tail = max(0, same_tail - 3)
+    a_mid, b_mid = a[lo:len(a) - keep_tail], b[lo:len(b) - keep_tail]
+    if len(a_mid) + len(b_mid) > MAX_COMPARED_LINES:
+        head = f"@@ -{lo + 1 if a_mid else lo},{len(a_mid)} +{lo + 1 if b_mid else lo},{len(b_mid)} @@"
+        return [head, *("-" + line for line in a_mid), *("+" + line for line in b_mid)]
+    out = list(difflib.unified_diff(a_mid, b_mid, n=3, lineterm=""))[2:]  # (its own header names no file)
+    return [_HUNK.sub(lambda m: f"@@ -{int(m[1]) + lo}{m[2] or ''} +{int(m[3]) + lo}{m[4] or ''} @@", line, count=1)
+            if line.startswith("@@") else line for line in out]
 
 
 def _lines(text: str) -> list[str]:

@@ -104,3 +104,48 @@ def test_always_is_offered_by_one_rule_and_an_always_answer_without_it_is_refuse
     (req,) = engine.store.get_session(sid).pending_requests()  # nothing was decided
     assert req.id == entry.request_id
     assert engine.decide_request(sid, entry.request_id, True) is not None
+
+
+def apply(a: list[str], diff: str) -> list[str]:
+    """``a`` with the hunks of unified ``diff`` applied (its context and removed lines checked)."""
+    import re
+
+    out, pos = [], 0
+    for hunk in filter(None, re.split(r"^(?=@@ )", diff.split("\n", 2)[2], flags=re.M)):
+        head, *body = hunk.rstrip("\n").split("\n")
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@$", head)
+        start = int(m[1]) - (1 if m[2] != "0" else 0)
+        out, pos = out + a[pos:start], start
+        for line in body:
+            if line[0] in " -":
+                assert a[pos] == line[1:], (a, diff)
+                pos += 1
+            if line[0] in " +":
+                out.append(line[1:])
+    return out + a[pos:]
+
+
+def test_a_diff_applies_to_the_old_text_to_give_the_new_one_and_a_large_file_is_diffed_where_it_changed():
+    import random
+
+    from workflows.edit_preview import unified
+
+    rng = random.Random(26)
+    for _ in range(500):
+        a = [rng.choice("abcde") for _ in range(rng.randint(1, 30))]
+        b = list(a)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(b) + 1)
+            if rng.random() < 0.5 or not b:
+                b.insert(i, rng.choice("xyzab"))
+            else:
+                del b[min(i, len(b) - 1)]
+        if a != b:
+            assert apply(a, unified("/f", "".join(x + "\n" for x in a), "".join(x + "\n" for x in b)).diff) == b
+    big = [f"line {i}" for i in range(60_000)]
+    changed = big[:30_000] + ["changed"] + big[30_001:]
+    shown = unified("/f", "\n".join(big) + "\n", "\n".join(changed) + "\n")
+    assert shown.diff.split("\n")[2:] == ["@@ -29998,7 +29998,7 @@", " line 29997", " line 29998", " line 29999",
+                                          "-line 30000", "+changed", " line 30001", " line 30002", " line 30003"]
+    rewritten = unified("/f", "\n".join(big) + "\n", "".join(f"new {i}\n" for i in range(60_000)))
+    assert rewritten.diff.split("\n")[2] == "@@ -1,60000 +1,60000 @@" and rewritten.note.startswith("diff cut:")
