@@ -5,8 +5,9 @@ The dispatch is here and only here: :func:`route` is given each command as the r
 up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 
 - for the commands in :data:`ROUTED` (submit, watch, sessions, show, send, cancel, compact,
-  export, pending, approve, deny, doctor): a copy of the command, with the same options and arguments, whose callback calls
-  the API (cli/remote/verbs.py, cli/remote/watch.py), printing what the local command prints;
+  export, pending, approve, deny, doctor): a copy of the command, with the same options and arguments,
+  whose callback calls the API (cli/remote/verbs.py, cli/remote/watch.py, cli/remote/doctor.py),
+  printing what the local command prints (doctor: the server's checks instead of this machine's);
 - for the groups in :data:`ROUTED_GROUPS` (schedule): a copy of the group whose every subcommand is
   routed so (cli/remote/schedules.py);
 - for the commands in :data:`NO_REDIS` (fsm, mcp): the command as it is (they need no Redis);

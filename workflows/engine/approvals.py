@@ -19,13 +19,13 @@ from workflows.engine.support import (
     find_request,
     retry_on_conflict,
 )
+from workflows.edit_preview import preview
 from workflows.exceptions import (
     AlwaysNotOffered,
     RequestClosed,
     RequestNotFound,
     SessionNotFound,
 )
-from workflows.edit_preview import preview
 from workflows.mcp.catalog import find_tool
 from workflows.metrics import DECISION_BUCKETS, TALLY
 from workflows.models import (
