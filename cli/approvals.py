@@ -6,11 +6,12 @@ import time
 
 import click
 
+from cli.diff_view import echo_diff
 from cli.readonly import existing_runtime
 from tasks.dispatch import dispatch
 from workflows.engine.approvals import request_of
 from workflows.models import PermissionRequest
-from workflows.permissions import prompt_text
+from workflows.permissions import always_offered, prompt_text
 
 
 def _ago(t: float) -> str:
@@ -35,12 +36,15 @@ def pending() -> None:
 
 def print_request(sid: str, req: PermissionRequest, prompt: str, title: str, agent_type: str | None,
                   parent: str | None) -> None:
-    """One request of ``pending``: the call as a person must see it (``prompt``), whose it is, how to answer."""
+    """One request of ``pending``: the call as a person must see it (``prompt``, an edit's diff), whose it is,
+    how to answer ("--always" only when it is offered)."""
     expires = f" · auto-deny in {max(0, int(req.expires_at - time.time()))}s" if req.expires_at else ""
     click.echo(click.style(f"{sid[:8]}  {req.id}  ", bold=True) + prompt)
     whose = f"sub-agent {agent_type} of session {parent[:8]}: " if parent else ""
+    echo_diff(req.diff, req.diff_note, err=False)
     click.echo(f"    {req.reason} · waiting {_ago(req.created_at)}{expires} · {whose}{title}")
-    click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}   |   "
+    always = f"   |   mainsail approve {sid[:8]} {req.id} --always" if always_offered(req.always) else ""
+    click.echo(click.style(f"    mainsail approve {sid[:8]} {req.id}{always}   |   "
                            f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
 
 

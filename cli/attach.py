@@ -1,8 +1,8 @@
 """Submitting a prompt and staying attached until the run ends (shared by run and demo).
 
 While attached, each permission request is asked at the terminal:
-the whole call (every line of a command) and the rules "(a)lways" would add,
-then ``(y)es / (n)o / (a)lways``. Typing anything else denies the
+the whole call (every line of a command), an edit's diff, and the rules "(a)lways" would add,
+then ``(y)es / (n)o / (a)lways`` (``(y)es / (n)o`` when no rule can cover the call). Typing anything else denies the
 call and passes the text to the model. The question is durable: the same
 request can be answered from another shell (``mainsail approve``), and the
 prompt notices.
@@ -18,13 +18,14 @@ from typing import TextIO
 import click
 
 from cli.connect import Runtime
+from cli.diff_view import echo_diff
 from cli.render import Renderer, follow
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
-from workflows.permissions import prompt_text
+from workflows.permissions import always_offered, answer_choices, prompt_text
 
 YES = {"y", "yes"}
 NO = {"n", "no"}
@@ -85,21 +86,29 @@ class Prompter:
             whose = "" if asker == self.sid else f"(sub-agent {asker[:8]}) "
             click.echo(click.style("⚡ ", fg="yellow") + whose + prompt_text(req.tool, req.input, req.always),
                        err=True)
-            click.echo(click.style("  (y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
+            echo_diff(req.diff, req.diff_note)
+            click.echo(click.style("  " + answer_choices(req.always), bold=True) + " ", nl=False, err=True)
         else:
             self._explain(req)
 
     def _explain(self, req: PermissionRequestEntry) -> None:
         click.echo("⚡ Waiting for approval of " + prompt_text(req.tool, req.input, req.always), err=True)
+        echo_diff(req.diff, req.diff_note)
         asker = self.asker.get(req.request_id, self.sid)[:8]
+        always = " [--always]" if always_offered(req.always) else ""
         click.echo(f"  (request {req.request_id}) Answer from any shell: mainsail approve {asker} "
-                   f"{req.request_id} [--always]  or  mainsail deny {asker} {req.request_id} -m '...'",
+                   f"{req.request_id}{always}  or  mainsail deny {asker} {req.request_id} -m '...'",
                    err=True)
 
     def _answer(self, req: PermissionRequestEntry, text: str) -> None:
         low = text.lower()
         if not text:
             self._ask(req)
+            return
+        if low in ALWAYS and not always_offered(req.always):
+            click.echo(click.style("  (a)lways is not offered for this call: answer y or n (or say what to do "
+                                   "instead). ", fg="yellow") + click.style(answer_choices(req.always), bold=True)
+                       + " ", nl=False, err=True)
             return
         approve = low in YES or low in ALWAYS
         try:

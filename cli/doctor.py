@@ -45,8 +45,15 @@ class Found:
 
 @click.command("doctor")
 def doctor() -> None:
-    """Check Redis, workers, the API key and the OS sandbox; say what to fix."""
-    checks = run_checks(load_settings())
+    """Check Redis, workers, the API key and the OS sandbox; say what to fix.
+
+    With MAINSAIL_SERVER set: the server (reachable, version), the token (valid, scopes), and what the
+    server reports about its Redis, workers and key (cli/remote/doctor.py); the local checks are skipped."""
+    report(run_checks(load_settings()))
+
+
+def report(checks: list[Check]) -> None:
+    """Print one line per check and the tally; exit 1 when any check is ✗."""
     for check in checks:
         click.echo(f"{check.status} {check.name:<12} {check.message}")
     failed = sum(c.status == FAIL for c in checks)

@@ -14,6 +14,7 @@ from typing import Callable
 from rich.console import Console
 from rich.text import Text
 
+from cli.diff_view import diff_text
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
 from workflows.entry_read import read_entry
@@ -167,6 +168,7 @@ class Renderer:
             self._end_line()
             if self.show_requests:
                 self.console.print(Text.assemble(("⚡ ", "yellow"), prompt_text(e.tool, e.input, e.always),
+                                                 diff_text(e.diff, e.diff_note),
                                                  (f"\n  waiting for approval (request {e.request_id})", "dim")))
         elif isinstance(e, PermissionDecisionEntry):
             if e.decided_by in ("user", "timeout") or e.rules_added:
@@ -221,6 +223,7 @@ class Renderer:
         elif isinstance(e, PermissionRequestEntry) and self.show_requests:
             self._end_line()
             self.console.print(Text.assemble(pad, ("⚡ ", "yellow"), prompt_text(e.tool, e.input, e.always),
+                                             diff_text(e.diff, e.diff_note, pad=pad + "  "),
                                              (f"\n{pad}  sub-agent {child[:8]} waits for approval "
                                               f"(request {e.request_id})", "dim")))
         elif isinstance(e, ResultEntry):

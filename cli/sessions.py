@@ -18,6 +18,7 @@ from cli.connect import Runtime, ensure_worker
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
+from cli.worker_note import unserved_note
 from statemachines import State
 from tasks.dispatch import dispatch
 from workflows.engine.support import cancel_message
@@ -76,6 +77,9 @@ def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -
     else:
         rows = [(0, rec) for rec in rows]
     print_table(rows, rt.store.inbox_lengths([r.id for _, r in rows]))
+    live = rt.store.live_queues()
+    for note in filter(None, (unserved_note(rt.store, rec, live) for _, rec in rows)):
+        click.secho(note, fg="yellow")
 
 
 def print_table(rows: list[tuple[int, SessionRecord]], queued: dict[str, int]) -> None:
@@ -162,6 +166,9 @@ def show(session: str, no_transcript: bool) -> None:
     rec = rt.store.get_session(sid)
     for line in describe(rec, rt.store.inbox(sid)):
         click.echo(line)
+    note = unserved_note(rt.store, rec)
+    if note:
+        click.secho(note, fg="yellow")
     if no_transcript:
         return
     click.echo("")
@@ -175,9 +182,19 @@ def show(session: str, no_transcript: bool) -> None:
 @click.argument("session")
 @click.option("-f", "--follow", "forever", is_flag=True, help="Keep watching after the session goes idle.")
 def watch(session: str, forever: bool) -> None:
-    """Replay a session's transcript and follow it live; Ctrl-C detaches (it never cancels)."""
-    rt = existing_runtime(what=f"no session {session!r} to watch", code=1)
-    sid = rt.store.resolve_session(session)
+    """Replay a session's transcript and follow it live; Ctrl-C detaches (it never cancels).
+
+    While it follows, a worker runs in this process when no live one serves the session's queues, as
+    for ``run`` (``MAINSAIL_EMBEDDED_WORKER=false``: never; then it says when nothing serves them)."""
+    settings = load_settings()
+    rt = existing_runtime(settings, what=f"no session {session!r} to watch", code=1)
+    try:
+        _watch(rt, settings, rt.store.resolve_session(session), forever)
+    finally:
+        rt.close()  # this command's worker (if any) hands over
+
+
+def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
     r = Renderer(Console(highlight=False, soft_wrap=True))
 
     def done(e) -> bool:
@@ -194,11 +211,18 @@ def watch(session: str, forever: bool) -> None:
             extracting = rt.store.get_session(sid).state is State.EXTRACTING
             click.secho(f"(session {sid[:8]} is idle{'; saving memory' if extracting else ''})", dim=True)
             return
+        ensure_worker(rt, settings, sid=sid)
+        note = None if rt.worker is not None else unserved_note(rt.store, rt.store.get_session(sid), watching=True)
+        if note:
+            r.close()
+            click.secho(note, fg="yellow", err=True)
         follow(rt.store, sid, on_entry=r.entry, on_delta=r.delta, after=rows[-1][0] if rows else None, stop=done,
                on_child=r.child_entry)
     except KeyboardInterrupt:
         r.close()
-        click.echo(f"\nDetached from session {sid[:8]}; it goes on.", err=True)
+        where = ("it goes on wherever a worker serves it (this command's own worker hands over as it leaves)"
+                 if rt.worker else "it goes on")
+        click.echo(f"\nDetached from session {sid[:8]}; {where}.", err=True)
         sys.exit(130)
     r.close()
 

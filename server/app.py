@@ -24,6 +24,7 @@ from server.auth import Caller, require_reader
 from statemachines import InvalidTransition
 from workflows.engine import Engine
 from workflows.exceptions import (
+    AlwaysNotOffered,
     AmbiguousSession,
     BypassDisabled,
     ConfigurationError,
@@ -45,7 +46,7 @@ log = logging.getLogger("mainsail.server")
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
     ((BypassDisabled, ScopeMissing), 403),
-    ((AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
+    ((AlwaysNotOffered, AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
     ((StoreUnavailable, LockTimeout), 503),
     ((TokenError, ConfigurationError), 400),
 ]

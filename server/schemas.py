@@ -44,7 +44,8 @@ class Decision(BaseModel):
     """Approve or deny a pending request; ``request`` may be left out when only one waits."""
 
     request: str | None = None
-    always: bool = Field(default=False, description="Approve: also allow later calls like this one.")
+    always: bool = Field(default=False, description="Approve: also allow later calls like this one (a 409 when "
+                                                    "the request offers no \"always\": see always_offered).")
     message: str | None = Field(default=None, description="Deny: tell the model why, or what to do instead.")
 
 
@@ -127,6 +128,9 @@ class PendingRequest(BaseModel):
     parent_session_id: str | None = None
     agent_type: str | None = None
     prompt: str
+    #: Whether "always" is offered (workflows.permissions.always_offered): when not, an approval with
+    #: ``always`` is refused with a 409 and the console shows no Always button.
+    always_offered: bool = False
     request: PermissionRequest
 
 

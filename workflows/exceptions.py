@@ -18,6 +18,7 @@ Hierarchy::
     ├── StepNotFound                a task named a step the ledger does not hold
     ├── RequestNotFound             no pending permission request matches (or several do)
     ├── RequestClosed               the request was already decided, or superseded by a cancel
+    ├── AlwaysNotOffered            an "always" answer to a request that offers none (approve it once)
     ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
     ├── ScopeMissing                an API token lacks the admin scope for what it asked (a protected write)
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
@@ -92,6 +93,11 @@ class RequestNotFound(MainsailError):
 
 class RequestClosed(MainsailError):
     """The permission request was already decided, or a cancel superseded it."""
+
+
+class AlwaysNotOffered(MainsailError):
+    """An "always" answer to a permission request that offers none (no rule can cover the call safely):
+    it is approved once or denied, never silently approved once for an "always"."""
 
 
 class BypassDisabled(MainsailError):

@@ -234,6 +234,8 @@ class PermissionRequestEntry(_Entry):
     reason: str = ""  # the rule or mode that asked
     expires_at: float | None = None
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, as shown to the person
+    diff: str = ""  # see PermissionRequest
+    diff_note: str = ""
     kind: Literal["permission", "hook"] = "permission"  # see PermissionRequest
     callbacks: list[str] = Field(default_factory=list)
     hook_input: dict[str, Any] | None = None
@@ -484,6 +486,10 @@ class PermissionRequest(_Model):
     summary: str = ""
     reason: str = ""
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, computed when it asked
+    #: What an edit would change (Edit, MultiEdit, Write, NotebookEdit): a unified diff made from the file
+    #: as it was when the call asked (workflows.edit_preview), and a note (cut, or why no diff is shown).
+    diff: str = ""
+    diff_note: str = ""
     #: "permission": a person decides; "hook": the SDK client runs its PreToolUse ``callbacks`` on
     #: ``hook_input`` first (approving it from a shell skips them, denying it refuses the call).
     kind: Literal["permission", "hook"] = "permission"

@@ -58,6 +58,7 @@ from workflows.models import (
     ResultEntry,
 )
 from workflows.permissions.bypass import effective_mode
+from workflows.permissions.prompt import always_offered
 
 EOF = object()
 
@@ -265,7 +266,9 @@ class StreamServer:
             elif answer.get("behavior") == "allow":
                 try:
                     steps = engine.decide_request(sid, e.request_id, True, by="user",
-                                                  always=bool(answer.get("updatedPermissions")),
+                                                  # (no suggestions were sent when none is offered)
+                                                  always=bool(answer.get("updatedPermissions"))
+                                                  and always_offered(e.always),
                                                   updated_input=answer.get("updatedInput"))
                 except ToolInputError as exc:
                     steps = engine.decide_request(sid, e.request_id, False, by="user",

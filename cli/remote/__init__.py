@@ -5,12 +5,12 @@ The dispatch is here and only here: :func:`route` is given each command as the r
 up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 
 - for the commands in :data:`ROUTED` (submit, watch, sessions, show, send, cancel, compact,
-  export, pending, approve, deny): a copy of the command, with the same options and arguments, whose callback calls
-  the API (cli/remote/verbs.py, cli/remote/watch.py), printing what the local command prints;
+  export, pending, approve, deny, doctor): a copy of the command, with the same options and arguments,
+  whose callback calls the API (cli/remote/verbs.py, cli/remote/watch.py, cli/remote/doctor.py),
+  printing what the local command prints (doctor: the server's checks instead of this machine's);
 - for the groups in :data:`ROUTED_GROUPS` (schedule): a copy of the group whose every subcommand is
   routed so (cli/remote/schedules.py);
-- for the commands in :data:`NO_REDIS` (fsm, doctor, mcp): the command as it is (they need no
-  Redis; doctor reports on this machine);
+- for the commands in :data:`NO_REDIS` (fsm, mcp): the command as it is (they need no Redis);
 - for every other command (run, interactive mode, worker, memory, token, serve, import...): a copy
   that refuses with a message saying what to use instead, unless ``MAINSAIL_REDIS_URL`` is set too
   (an admin on the server's machine): silently starting a private Redis on a teammate's laptop would
@@ -39,11 +39,12 @@ ROUTED = {
     "sessions": "cli.remote.listing:sessions",
     "show": "cli.remote.listing:show",
     "watch": "cli.remote.watch:watch",
+    "doctor": "cli.remote.doctor:doctor",
 }
 #: Group name -> "module:MAPPING" of subcommand name -> its remote version.
 ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}
 #: Commands that need no Redis: they work as before.
-NO_REDIS = frozenset({"fsm", "doctor", "mcp"})
+NO_REDIS = frozenset({"fsm", "mcp"})
 
 SERVER_NOTE = ("Through MAINSAIL_SERVER, this command calls the team server's HTTP API; paths (--cwd, --add-dir, "
                "--workspace) are directories on the SERVER's machine, sent as given.")

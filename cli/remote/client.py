@@ -71,8 +71,9 @@ class Client:
 
     def __init__(self, url: str, token: str, *, transport: httpx.BaseTransport | None = None) -> None:
         self.display_url = url
+        auth = {"Authorization": f"Bearer {token}"} if token else {}  # none: the server answers 401 (doctor)
         self._http = httpx.Client(base_url=url, transport=transport, follow_redirects=False,
-                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+                                  headers={**auth, "Accept": "application/json"},
                                   timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     def __enter__(self) -> Self:

@@ -5,6 +5,9 @@ An approval by a token without the admin scope of a call that may write ``.claud
 token's approval of a call reaching outside its workspaces, are refused with a 403
 (:meth:`server.auth.Caller.check_approval`); the console's inbox buttons post here too.
 
+An "always" answer to a request that offers none (:func:`workflows.permissions.always_offered`) is
+refused with a 409 by the engine, before anything is decided.
+
 A decision records the token that made it (``token:NAME``) in the request and the transcript's
 decision entry, so a team can see who let a command run.
 """
@@ -19,7 +22,7 @@ from server.schemas import Decided, Decision, PendingRequest
 from tasks.dispatch import dispatch
 from workflows.api_tokens import TokenStore
 from workflows.engine.approvals import request_of
-from workflows.permissions import prompt_text
+from workflows.permissions import always_offered, prompt_text
 
 router = APIRouter(tags=["approvals"])
 
@@ -35,7 +38,8 @@ def pending(request: Request, caller: Caller = Depends(require_reader)):  # noqa
         for req in rec.pending_requests():
             out.append(PendingRequest(session_id=rec.id, session_title=rec.title, workspace=rec.workspace,
                                       parent_session_id=rec.parent_session_id, agent_type=rec.agent_type,
-                                      prompt=prompt_text(req.tool, req.input, req.always), request=req))
+                                      prompt=prompt_text(req.tool, req.input, req.always),
+                                      always_offered=always_offered(req.always), request=req))
     return sorted(out, key=lambda p: p.request.created_at)
 
 

@@ -19,7 +19,9 @@ from workflows.engine.support import (
     find_request,
     retry_on_conflict,
 )
+from workflows.edit_preview import preview
 from workflows.exceptions import (
+    AlwaysNotOffered,
     RequestClosed,
     RequestNotFound,
     SessionNotFound,
@@ -36,7 +38,7 @@ from workflows.models import (
     ToolCall,
     ToolCallStatus,
 )
-from workflows.permissions import Decision, always_rules, decide, summary
+from workflows.permissions import Decision, always_offered, always_rules, decide, summary
 from workflows.tools.base import ToolOutput
 
 
@@ -44,11 +46,14 @@ class Approvals:
     """Permission requests: asking a person (no worker waits), settling their answer or its timeout."""
 
     def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
-        """The durable question about ``call`` (run with ``tool_input``) for a person."""
+        """The durable question about ``call`` (run with ``tool_input``) for a person; an edit's with the
+        diff it would make in the file as it is now."""
+        shown = preview(rec, call.name, tool_input)
         return PermissionRequest(
             id=_request_id(rec), tool_use_id=call.tool_use_id, tool=call.name, input=tool_input, epoch=rec.epoch,
             summary=summary(call.name, tool_input), reason=reason, always=always_rules(call.name, tool_input),
             expires_at=(time.time() + rec.approval_timeout_seconds) if rec.approval_timeout_seconds else None,
+            diff=shown.diff, diff_note=shown.note,
         )
 
     def _ask(self, tx: _Tx, asked: list[PermissionRequest]) -> None:
@@ -62,7 +67,8 @@ class Approvals:
             self._add(tx, PermissionRequestEntry(
                 session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
                 input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
-                always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input))
+                always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input,
+                diff=req.diff, diff_note=req.diff_note))
             if req.expires_at:
                 tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
 
@@ -81,11 +87,17 @@ class Approvals:
         Raises:
             RequestNotFound: no such request, or several pending and none named.
             RequestClosed: already decided, or superseded by a cancel.
+            AlwaysNotOffered: ``always`` for a request that offers no "always" rule.
             ToolInputError: ``updated_input`` is not valid input for the tool.
         """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             req = find_request(rec, request)
+            if approve and always and not always_offered(req.always):
+                raise AlwaysNotOffered(
+                    f"Request {req.id} of session {sid[:8]} ({req.tool}: {req.summary}) does not offer "
+                    "\"always\": no rule can cover this call safely. It is still pending: approve it once "
+                    "(without always) or deny it.")
             if approve and updated_input is not None and updated_input != req.input:
                 find_tool(self.store, rec, req.tool).validate(updated_input)
                 req.input = updated_input
@@ -125,6 +137,7 @@ class Approvals:
                                                decision="allow" if approve else "deny", by=by))
         req.decided_at = time.time()
         req.message = message
+        req.diff = ""  # shown while it waited (the transcript's request entry keeps it): the record stays small
         tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
         call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
         added: list[str] = []

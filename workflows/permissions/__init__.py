@@ -21,8 +21,8 @@ Modules:
 
 from workflows.permissions.decide import decide, read_denied_for
 from workflows.permissions.evaluate import evaluate
-from workflows.permissions.prompt import always_rules, prompt_text, summary
+from workflows.permissions.prompt import always_offered, always_rules, answer_choices, prompt_text, summary
 from workflows.permissions.rules import Decision, PermissionResult
 
-__all__ = ["Decision", "PermissionResult", "always_rules", "decide", "evaluate", "prompt_text", "read_denied_for",
-           "summary"]
+__all__ = ["Decision", "PermissionResult", "always_offered", "always_rules", "answer_choices", "decide", "evaluate",
+           "prompt_text", "read_denied_for", "summary"]

@@ -3,7 +3,8 @@
 :func:`always_rules` is computed once, when the request is made, stored with
 the request and shown in the prompt, so the rules added are exactly the rules
 the person saw. A command the checker does not fully understand gets none:
-"(a)lways" then approves it once.
+"(a)lways" is then not offered (:func:`always_offered`, which every surface asks: the CLI's
+prompt, the console's buttons, and the engine, which refuses such an answer).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from workflows.permissions import commands
 from workflows.permissions.bash_parse import parse
 from workflows.permissions.rules import EDIT_TOOLS, RuleSyntaxError, parse_rule
 
-__all__ = ["always_rules", "prompt_text", "summary"]
+__all__ = ["always_offered", "always_rules", "answer_choices", "prompt_text", "summary", "visible"]
 
 _SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
 
@@ -61,6 +62,17 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
         if rule and rule not in out:
             out.append(rule)
     return out
+
+
+def always_offered(always: list[str]) -> bool:
+    """Whether "(a)lways" is offered for a request whose "always" rules (computed when it asked) are
+    ``always``: the one answer every surface (prompt, ``pending``, console, API, engine) goes by."""
+    return bool(always)
+
+
+def answer_choices(always: list[str]) -> str:
+    """The answers a prompt lists: ``(y)es / (n)o``, and ``/ (a)lways`` only when it is offered."""
+    return "(y)es / (n)o / (a)lways" if always_offered(always) else "(y)es / (n)o"
 
 
 def _part_rule(cmd) -> str | None:
@@ -128,7 +140,7 @@ def summary(tool_name: str, tool_input: dict) -> str:
     return _cut(text)
 
 
-def _visible(text: str) -> str:
+def visible(text: str) -> str:
     """Control characters made visible, so a terminal shows exactly what would run."""
     return "".join(c if c in "\n\t" or (c.isprintable() and c not in "\u202e\u202d\u2066\u2067\u2068\u2069")
                    else repr(c)[1:-1] for c in text)
@@ -139,14 +151,14 @@ def prompt_text(tool_name: str, tool_input: dict, always: list[str]) -> str:
     "(a)lways" would add."""
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     if tool_name == "Bash":
-        body = _visible(str(tool_input.get("command", "")))
+        body = visible(str(tool_input.get("command", "")))
         lines = body.split("\n")
         shown = lines[0] if len(lines) == 1 else "\n".join("    " + line for line in lines)
         head = f"Bash: {shown}" if len(lines) == 1 else f"Bash ({len(lines)} lines):\n{shown}"
     else:
-        head = f"{tool_name}: {_visible(summary(tool_name, tool_input))}"
-    if always:
+        head = f"{tool_name}: {visible(summary(tool_name, tool_input))}"
+    if always_offered(always):
         tail = "(a)lways adds: " + ", ".join(always)
     else:
-        tail = "(a)lways is not offered: this call is approved one at a time"
+        tail = "(a)lways is not offered: no rule can cover this call safely, so it is approved one at a time"
     return f"{head}\n  {tail}"

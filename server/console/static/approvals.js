@@ -1,4 +1,5 @@
-// The approvals inbox: Approve / Always / Deny (with a message) through the API; the list refreshes
+// The approvals inbox: each request with its diff (an edit's), Approve / Always (only where the server
+// says it is offered) / Deny (with a message) through the API; the list refreshes
 // every few seconds, keeping the items still pending (and what was typed into them) in place.
 "use strict";
 
@@ -20,10 +21,13 @@
     const message = M.el("input", "deny-message");
     message.type = "text";
     message.placeholder = "Why not, or what to do instead";
-    actions.append(M.el("button", "approve", "Approve"), " ", M.el("button", "always", "Always"), " ", message, " ",
-                   M.el("button", "deny danger", "Deny"));
+    actions.append(M.el("button", "approve", "Approve"), " ");
+    if (p.always_offered) actions.append(M.el("button", "always", "Always"), " ");  // as the server says
+    actions.append(message, " ", M.el("button", "deny danger", "Deny"));
     for (const b of actions.querySelectorAll("button")) b.type = "button";
-    li.append(where, M.el("pre", "prompt", p.prompt), actions);
+    li.append(where, M.el("pre", "prompt", p.prompt));
+    if (p.request.diff || p.request.diff_note) li.append(M.diff(p.request.diff, p.request.diff_note));
+    li.append(actions);
     return li;
   }
 
@@ -53,6 +57,11 @@
       for (const b of li.querySelectorAll("button")) b.disabled = false;
     }
     await refresh();
+  }
+
+  // The page's own items: their diffs coloured as refresh() colours the ones it adds.
+  for (const pre of list.querySelectorAll("pre.diff[data-diff]")) {
+    pre.replaceWith(M.diff(pre.dataset.diff, pre.dataset.note));
   }
 
   list.addEventListener("click", (ev) => {

@@ -18,6 +18,22 @@ window.Mainsail = (function () {
     return node;
   }
 
+  // A unified diff (lines starting "+", "-", "@@", "---"/"+++", " ") as a <pre class="diff">, each line
+  // coloured by its mark, then its note (cut, or why no diff is shown). The server makes the diffs
+  // (workflows/edit_preview.py); this only shows them.
+  function diff(text, note) {
+    const pre = el("pre", "diff");
+    const lines = text ? String(text).split("\n") : [];
+    const headed = lines.length > 1 && lines[0].startsWith("--- ") && lines[1].startsWith("+++ ");
+    lines.forEach((line, i) => {
+      const cls = headed && i < 2 ? "file" : line[0] === "+" ? "add" : line[0] === "-" ? "del"
+        : line.startsWith("@@") ? "hunk" : "ctx";
+      pre.append(el("span", cls, visible(line) + "\n"));
+    });
+    if (note) pre.append(el("span", "note", "(" + note + ")\n"));
+    return pre;
+  }
+
   function money(usd) {
     return usd === null || usd === undefined ? "?" : "$" + Number(usd).toFixed(4);
   }
@@ -75,5 +91,5 @@ window.Mainsail = (function () {
     return tick;
   }
 
-  return { visible, el, money, ago, status, api, every, signIn };
+  return { visible, el, diff, money, ago, status, api, every, signIn };
 })();

@@ -47,12 +47,12 @@
     return node;
   }
 
-  // -/+ lines of an edit, as a unified diff reads.
+  // -/+ lines of an edit's input, shown as a unified diff reads (M.diff, as the inbox shows its diffs).
   function diff(oldText, newText) {
-    const pre = M.el("pre", "diff");
-    if (oldText !== null) for (const line of String(oldText || "").split("\n")) pre.append(M.el("span", "del", "-" + line + "\n"));
-    for (const line of String(newText || "").split("\n")) pre.append(M.el("span", "add", "+" + line + "\n"));
-    return pre;
+    const lines = [];
+    if (oldText !== null) for (const line of String(oldText || "").split("\n")) lines.push("-" + line);
+    for (const line of String(newText || "").split("\n")) lines.push("+" + line);
+    return M.diff(lines.join("\n"));
   }
 
   function callBody(name, input) {
@@ -157,6 +157,7 @@
     const box = M.el("div", "ask");
     const what = e.tool === "Bash" ? M.visible((e.input || {}).command || "") : summary(e.tool, e.input);
     box.append(M.el("span", "dot", "⚡ "), e.tool + ": ", M.el("code", null, what));
+    if (e.diff || e.diff_note) box.append(M.diff(e.diff, e.diff_note));  // the file as it was when it asked
     const note = M.el("div", "dim", "waiting for approval (request " + e.request_id + ") · ");
     const link = M.el("a", null, "open the inbox");
     link.href = "/approvals";
