@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from workflows.exceptions import ToolError
 from workflows.permissions.prompt import visible
-from workflows.tools.read import BINARY_SNIFF_BYTES, looks_binary
+from workflows.tools.text_file import decode, dominant_newline
 
 #: The tools whose approval shows a diff.
 DIFF_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
@@ -134,7 +134,7 @@ def _read_refused(rec, path: Path) -> str:
 
 
 def _current_text(path: Path, ctx) -> str | None:
-    """The file's text now, None when there is no file.
+    """The file's text now (decoded as the tools decode it: ``text_file``), None when there is no file.
 
     Raises:
         ToolError: a directory, not a regular file, too large to preview, binary, or unreadable.
@@ -144,9 +144,7 @@ def _current_text(path: Path, ctx) -> str | None:
     if stat_or_none(path) is None:
         return None
     raw, _ = read_regular(path, ctx, MAX_PREVIEW_BYTES, action="preview")
-    if looks_binary(raw[:BINARY_SNIFF_BYTES]):
-        raise ToolError(f"{path} is a binary file")
-    return raw.decode("utf-8", errors="replace")
+    return decode(raw, path, action="preview").text
 
 
 def _new_text(tool_name: str, tool_input: dict, old: str | None) -> str:
@@ -166,11 +164,11 @@ def _new_text(tool_name: str, tool_input: dict, old: str | None) -> str:
             if old_s:
                 raise ToolError("the file does not exist, so the edit would fail")
             return new_s
-        return replace(old, old_s, new_s, bool(tool_input.get("replace_all"))).text
+        return replace(old, old_s, new_s, bool(tool_input.get("replace_all")), dominant_newline(old)).text
     edits = MultiEditInput.model_validate(tool_input).edits
     if old is None and edits[0].old_string != "":
         raise ToolError("the file does not exist, so the edit would fail")
-    return apply_edits(old or "", edits)
+    return apply_edits(old or "", edits, dominant_newline(old or ""))
 
 
 def _notebook_change(path: Path, tool_input: dict, ctx) -> tuple[str | None, str, str]:

@@ -149,3 +149,15 @@ def test_a_diff_applies_to_the_old_text_to_give_the_new_one_and_a_large_file_is_
                                           "-line 30000", "+changed", " line 30001", " line 30002", " line 30003"]
     rewritten = unified("/f", "\n".join(big) + "\n", "".join(f"new {i}\n" for i in range(60_000)))
     assert rewritten.diff.split("\n")[2] == "@@ -1,60000 +1,60000 @@" and rewritten.note.startswith("diff cut:")
+
+
+def test_the_diff_of_a_latin1_crlf_file_shows_its_characters_as_the_edit_reads_them(engine, ws):
+    """The preview decodes as Edit does (workflows.tools.text_file): no U+FFFD, CRLF lines added as CRLF."""
+    rec = engine.create_session(str(ws))
+    (ws / "fr.txt").write_bytes("été\r\nhiver\r\n".encode("latin-1"))
+    shown = preview(rec, "Edit", {"file_path": "fr.txt", "old_string": "hiver", "new_string": "hiver\nprintemps"})
+    assert "\ufffd" not in shown.diff and " été" in shown.diff
+    assert shown.diff.endswith("\n hiver\n+printemps") and shown.note == ""
+    (ws / "bin.dat").write_bytes(b"\0\1\2")
+    refused = preview(rec, "Write", {"file_path": "bin.dat", "content": "x"})
+    assert refused.diff == "" and "binary" in refused.note
