@@ -83,6 +83,10 @@ class RewindRefused(MainsailError):
     """A rewind was refused: the message is not one to rewind to, or files changed since the session's last edit
     of them (``--force`` restores them anyway); the message says which and how to go on."""
 
+    def __init__(self, message: str, changed: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.changed = changed or []  # the files that changed since the session's last edit of them
+
 
 class LockTimeout(MainsailError):
     """The session lock could not be acquired in time."""

@@ -60,8 +60,8 @@ class Rewinding:
         """Rewind session ``sid`` to before its user message ``to`` (a uuid from :meth:`rewind_points`).
 
         ``code``: files changed since by its edit tools go back to their checkpoints (created ones are deleted);
-        ``conversation``: the model forgets the message and what followed it (one of the two at least). ``force``: restore files that
-        changed since the session's last edit of them all the same.
+        ``conversation``: the model forgets the message and what followed it (one of the two at least).
+        ``force``: restore files that changed since the session's last edit of them all the same.
 
         Raises:
             SessionBusy: the session is running (or waiting for a permission).
@@ -89,8 +89,9 @@ class Rewinding:
             require_idle(rec, "rewind")
         queued = self.store.inbox(sid)
         if queued:
-            raise RewindRefused(f"Cannot rewind session {sid[:8]}: {len(queued)} message(s) are queued to run next. "
-                                f"Let them run, or drop them (`mainsail cancel --clear {sid[:8]}`, /clear-queue).")
+            raise RewindRefused(f"Cannot rewind session {sid[:8]}: {len(queued)} message(s) are queued to run "
+                                f"next. Let them run, or drop them (/clear-queue, `mainsail cancel --clear "
+                                f"{sid[:8]}`).")
         entries = self.store.entries(sid)
         target = next((e for e in rewind_points(entries) if e.uuid == to), None)
         if target is None:
@@ -112,7 +113,7 @@ class Rewinding:
                 f"Cannot rewind the code of session {rec.id[:8]}: {len(moved)} file(s) changed since the session last "
                 f"edited them (by you, another program or a Bash command): {', '.join(moved)}. Restoring would "
                 "overwrite those changes. Nothing was changed. Use --force to restore them anyway, or --conversation "
-                "to rewind only the conversation.")
+                "to rewind only the conversation.", changed=moved)
         return changes
 
     def _commit_rewind(self, rec: SessionRecord, entries: list, target: UserEntry, changes: list[FileChange],
