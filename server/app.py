@@ -32,6 +32,7 @@ from workflows.exceptions import (
     MainsailError,
     RequestClosed,
     RequestNotFound,
+    RewindRefused,
     ScopeMissing,
     SessionBusy,
     SessionNotFound,
@@ -45,7 +46,7 @@ log = logging.getLogger("mainsail.server")
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
     ((BypassDisabled, ScopeMissing), 403),
-    ((AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
+    ((AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition, RewindRefused), 409),
     ((StoreUnavailable, LockTimeout), 503),
     ((TokenError, ConfigurationError), 400),
 ]

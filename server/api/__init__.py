@@ -2,12 +2,13 @@
 
 from fastapi import APIRouter
 
-from server.api import approvals, schedules, sessions, stream
+from server.api import approvals, rewind, schedules, sessions, stream
 
 router = APIRouter(prefix="/api")
 router.include_router(sessions.router)
 router.include_router(approvals.router)
 router.include_router(stream.router)
 router.include_router(schedules.router)
+router.include_router(rewind.router)
 
 __all__ = ["router"]
