@@ -133,3 +133,35 @@ def test_a_file_over_the_cap_is_named_and_left(engine, ws, settings):
     done = engine.rewind(sid, engine.rewind_points(sid)[1].uuid)
     assert (ws / "a.txt").read_text() == "v2\n" and not (ws / "b.txt").exists()
     assert done.entry.skipped and "over the checkpoint cap" in done.entry.skipped[0]
+
+
+def test_slash_rewind_picks_a_message_then_what_to_restore(engine, ws, capsys):
+    from cli.connect import Runtime
+    from cli.interactive import Interactive
+    from tests.unit.test_interactive_loop import Lines
+
+    sid, _, _ = two_turns(engine, ws)
+    (ws / "a.txt").write_text("changed by hand\n")
+    ui = Interactive(Runtime(url="", engine=engine), engine.settings, ws, Lines("/rewind", "2", "1", "y"), sid)
+    ui.loop()
+    out = capsys.readouterr().out
+    assert "  1. " in out and "one  (edits 1 file)" in out and "two  (edits 2 files)" in out
+    assert "1. Restore code and conversation" in out
+    assert "These files changed since the session last edited them" in out
+    assert "Rewound the code and conversation" in out and "Your message was:\ntwo" in out
+    assert (ws / "a.txt").read_text() == "v1\n" and not (ws / "b.txt").exists()
+    assert [p.message.text() for p in engine.rewind_points(sid)] == ["one"]
+
+
+def test_slash_rewind_can_be_left_without_a_change(engine, ws, capsys):
+    from cli.connect import Runtime
+    from cli.interactive import Interactive
+    from tests.unit.test_interactive_loop import Lines
+
+    sid, _, _ = two_turns(engine, ws)
+    (ws / "a.txt").write_text("changed by hand\n")
+    Interactive(Runtime(url="", engine=engine), engine.settings, ws, Lines("/rewind", "2", "3", "n", "/rewind", ""),
+                sid).loop()
+    out = capsys.readouterr().out
+    assert out.count("Nothing was rewound.") == 2
+    assert (ws / "a.txt").read_text() == "changed by hand\n" and len(engine.rewind_points(sid)) == 2
