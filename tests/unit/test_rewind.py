@@ -165,3 +165,44 @@ def test_slash_rewind_can_be_left_without_a_change(engine, ws, capsys):
     out = capsys.readouterr().out
     assert out.count("Nothing was rewound.") == 2
     assert (ws / "a.txt").read_text() == "changed by hand\n" and len(engine.rewind_points(sid)) == 2
+
+
+def test_a_sub_agents_edits_are_checkpointed_for_its_parents_message(engine, ws):
+    from tests.fakeapi import assistant_turns, first_prompt
+
+    def turn(body: dict) -> Turn:
+        last = body["messages"][-1]["content"]
+        if first_prompt(body).startswith("child job"):
+            if assistant_turns(body):
+                return Turn(text="child done")
+            return Turn(tool_uses=[ToolUse(name="Write", input={"file_path": str(ws / "c.txt"), "content": "c\n"})])
+        if any(b.get("type") == "tool_result" for b in last):
+            return Turn(text="Done.")
+        return Turn(tool_uses=[ToolUse(id="toolu_t1", name="Task", input={
+            "description": "write c", "prompt": "child job", "subagent_type": "general-purpose"})])
+
+    rec = engine.create_session(str(ws), model=scripted_model(turn), permission_mode="bypassPermissions",
+                                auto_memory=False)
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "delegate"))
+    inline.drain()
+    assert (ws / "c.txt").read_text() == "c\n"
+    (point,) = engine.rewind_points(rec.id)
+    done = engine.rewind(rec.id, point.uuid)
+    assert done.entry.deleted == [str(ws / "c.txt")] and not (ws / "c.txt").exists()
+
+
+def test_session_notes_that_covered_a_message_taken_back_are_dropped(engine, ws):
+    from workflows.engine.support import _Tx
+
+    sid, _, _ = two_turns(engine, ws)
+    entries = engine.store.entries(sid)
+    rec = engine.store.get_session(sid)
+    rec.memory_covers = entries[-1].uuid  # the notes saw the second turn
+    tx = _Tx(rec)
+    tx.memory_doc = "# Notes\nedited a.txt to v2"
+    engine._commit(tx)
+    engine.rewind(sid, engine.rewind_points(sid)[1].uuid, code=False)
+    rec = engine.store.get_session(sid)
+    assert engine.store.session_memory(sid) == "" and rec.memory_covers is None
+    assert rec.context_tokens > 0 and rec.context_added == 0
