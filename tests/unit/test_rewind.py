@@ -204,5 +204,5 @@ def test_session_notes_that_covered_a_message_taken_back_are_dropped(engine, ws)
     engine._commit(tx)
     engine.rewind(sid, engine.rewind_points(sid)[1].uuid, code=False)
     rec = engine.store.get_session(sid)
-    assert engine.store.session_memory(sid) == "" and rec.memory_covers is None
+    assert not engine.store.session_memory(sid) and rec.memory_covers is None
     assert rec.context_tokens > 0 and rec.context_added == 0
