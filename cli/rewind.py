@@ -26,11 +26,11 @@ CHOICES = [("both", "Restore code and conversation"), ("conversation", "Restore 
            ("code", "Restore code")]
 
 
-def _when(e: UserEntry) -> str:
+def _when(timestamp: str) -> str:
     try:
-        t = datetime.fromisoformat(e.timestamp.replace("Z", "+00:00")).astimezone()
+        t = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone()
     except ValueError:
-        return e.timestamp
+        return timestamp
     return t.strftime("%H:%M:%S" if t.date() == datetime.now().astimezone().date() else "%Y-%m-%d %H:%M")
 
 
@@ -45,11 +45,12 @@ def point_lines(store, sid: str, points: list[UserEntry]) -> list[str]:
     for p in points:
         pipe.hlen(keys.file_checkpoints(sid, p.uuid))
     edited = pipe.execute() if points else []
-    out = []
-    for i, (p, n) in enumerate(zip(points, edited), 1):
-        files = f"  (edits {n} file{'s' if n != 1 else ''})" if n else ""
-        out.append(f"{i:>3}. {_when(p)}  {_one_line(message_text(p))}{files}")
-    return out
+    return [point_line(i, p.timestamp, message_text(p), n) for i, (p, n) in enumerate(zip(points, edited), 1)]
+
+
+def point_line(number: int, timestamp: str, text: str, files: int) -> str:
+    edits = f"  (edits {files} file{'s' if files != 1 else ''})" if files else ""
+    return f"{number:>3}. {_when(timestamp)}  {_one_line(text)}{edits}"
 
 
 def report(sid: str, number: int, done: Rewound) -> list[str]:

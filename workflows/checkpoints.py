@@ -37,7 +37,7 @@ from pathlib import Path
 from redis.exceptions import RedisError
 
 from workflows import keys
-from workflows.exceptions import ToolError
+from workflows.exceptions import SessionNotFound, ToolError
 from workflows.permissions import paths
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
@@ -114,7 +114,7 @@ def for_call(store, rec, max_bytes: int) -> Checkpoints | None:
     if rec.parent_session_id:
         try:
             parent = store.get_session(rec.parent_session_id)
-        except Exception:  # (the parent was removed: nothing could rewind it)
+        except SessionNotFound:  # (the parent was removed: nothing could rewind it)
             return None
         sid, turn = parent.id, parent.run_prompt_uuid
     if not turn:

@@ -83,3 +83,28 @@ def test_rewind_refuses_to_overwrite_a_file_changed_since_unless_forced(cluster,
         forced = cluster.mainsail("rewind", sid[:8], "--to", "1", "--code", "--force", cwd=workspace)
         assert forced.returncode == 0, forced.stderr
         assert not (workspace / "notes.txt").exists()
+
+
+def test_a_teammate_rewinds_through_the_team_server(cluster, workspace, tmp_path):
+    from tests.e2e.test_remote_cli import Server
+
+    with FakeMessagesServer(model(workspace)) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
+        cluster.start_worker()
+        for prompt in ("first message", "second message"):
+            resume = ("--resume", cluster.session_id()) if prompt.startswith("second") else ()
+            out = cluster.mainsail("run", "-p", "--permission-mode", "acceptEdits", *resume, prompt, cwd=workspace)
+            assert out.returncode == 0, out.stderr
+        sid = cluster.session_id()
+        server = Server(cluster, tmp_path)
+        server.start()
+        listed = server.mainsail("rewind", sid[:8], "--list")
+        assert listed.returncode == 0, listed.stderr
+        assert "second message  (edits 2 files)" in listed.stdout.splitlines()[1]
+        done = server.mainsail("rewind", sid[:8], "--to", "2", "--code")
+        assert done.returncode == 0, done.stderr
+        assert "Rewound the code of session" in done.stdout and f"deleted  {workspace / 'extra.txt'}" in done.stdout
+        assert (workspace / "notes.txt").read_text() == "version one\n" and not (workspace / "extra.txt").exists()
+        again = server.mainsail("rewind", sid[:8], "--to", "5")
+        assert again.returncode == 1 and "there is no message 5" in again.stderr

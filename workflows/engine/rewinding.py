@@ -15,6 +15,7 @@ covered a message taken back; an update running on them is superseded, so it can
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from statemachines import State
@@ -100,8 +101,6 @@ class Rewinding:
         return rec, entries, target
 
     def _plan_code(self, rec: SessionRecord, entries: list, target: UserEntry, force: bool) -> list[FileChange]:
-        import os
-
         changes = plan_restore(self.store.r, rec.id, turns_from(self.store.r, rec.id, entries, target.uuid))
         todo = [c for c in changes if c.action in ("write", "delete")]
         if todo and not os.path.isdir(rec.workspace):
