@@ -5,7 +5,7 @@ The dispatch is here and only here: :func:`route` is given each command as the r
 up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 
 - for the commands in :data:`ROUTED` (submit, watch, sessions, show, send, cancel, compact,
-  export, pending, approve, deny, rewind): a copy of the command, with the same options and arguments, whose callback calls
+  export, pending, approve, deny): a copy of the command, with the same options and arguments, whose callback calls
   the API (cli/remote/verbs.py, cli/remote/watch.py), printing what the local command prints;
 - for the groups in :data:`ROUTED_GROUPS` (schedule): a copy of the group whose every subcommand is
   routed so (cli/remote/schedules.py);
@@ -39,7 +39,7 @@ ROUTED = {
     "sessions": "cli.remote.listing:sessions",
     "show": "cli.remote.listing:show",
     "watch": "cli.remote.watch:watch",
-    "rewind": "cli.remote.rewind:rewind",
+    "rewind": "cli.remote.rewind:rewind",  # (cli/remote/rewind.py)
 }
 #: Group name -> "module:MAPPING" of subcommand name -> its remote version.
 ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}
