@@ -152,6 +152,25 @@ def rewind_cmd(session: str, list_: bool, to: int | None, mode: str, force: bool
         rt.close()
 
 
+def rewind_files(engine, sid: str, message_id) -> dict:
+    """The Agent SDK's ``rewind_files`` control request (``ClaudeSDKClient.rewind_files(uuid)``): the files back to
+    before that user message (its ``uuid`` as the stream gave it); the conversation stays.
+
+    Raises:
+        ControlError: the session is busy, the message is not one to rewind to, or files changed since.
+    """
+    from cli.headless.control import ControlError
+    from workflows.exceptions import MainsailError
+
+    if not isinstance(message_id, str) or not message_id:
+        raise ControlError("rewind_files needs user_message_id: the uuid of a user message of this session.")
+    try:
+        done = engine.rewind(sid, message_id, code=True, conversation=False)
+    except MainsailError as exc:
+        raise ControlError(str(exc)) from None
+    return {"restored": done.entry.restored, "deleted": done.entry.deleted, "skipped": done.entry.skipped}
+
+
 def interactive_commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
     """``/rewind`` for the interactive command table."""
 

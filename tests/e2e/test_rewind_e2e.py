@@ -108,3 +108,38 @@ def test_a_teammate_rewinds_through_the_team_server(cluster, workspace, tmp_path
         assert (workspace / "notes.txt").read_text() == "version one\n" and not (workspace / "extra.txt").exists()
         again = server.mainsail("rewind", sid[:8], "--to", "5")
         assert again.returncode == 1 and "there is no message 5" in again.stderr
+
+
+def test_the_agent_sdks_rewind_files_restores_the_code(cluster, workspace):
+    import asyncio
+
+    sdk = pytest.importorskip("claude_agent_sdk")
+    from tests.e2e.conftest import MAINSAIL
+
+    with FakeMessagesServer(model(workspace)) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
+        cluster.start_worker()
+        opts = sdk.ClaudeAgentOptions(cli_path=MAINSAIL, cwd=str(workspace), env=dict(cluster.env),
+                                      permission_mode="acceptEdits", enable_file_checkpointing=True,
+                                      extra_args={"replay-user-messages": None})
+
+        async def go():
+            prompts = {}
+            async with sdk.ClaudeSDKClient(opts) as client:
+                for prompt in ("first message", "second message"):
+                    await client.query(prompt)
+                    async for m in client.receive_response():
+                        if isinstance(m, sdk.UserMessage) and m.uuid:
+                            text = m.content if isinstance(m.content, str) else "".join(
+                                getattr(b, "text", "") for b in m.content)
+                            prompts[text] = m.uuid
+                assert (workspace / "notes.txt").read_text() == "version two\n"
+                await client.rewind_files(prompts["second message"])
+                restored = (workspace / "notes.txt").read_text()
+                with pytest.raises(Exception, match="not one of the messages"):
+                    await client.rewind_files("no-such-message")
+            return restored
+
+        assert asyncio.run(asyncio.wait_for(go(), 120)) == "version one\n"
+        assert not (workspace / "extra.txt").exists()
