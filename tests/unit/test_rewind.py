@@ -206,3 +206,24 @@ def test_session_notes_that_covered_a_message_taken_back_are_dropped(engine, ws)
     rec = engine.store.get_session(sid)
     assert not engine.store.session_memory(sid) and rec.memory_covers is None
     assert rec.context_tokens > 0 and rec.context_added == 0
+
+
+def test_a_write_run_twice_keeps_the_checkpoint_of_its_first_attempt(engine, ws):
+    """At-least-once execution: a Write whose worker died after writing runs again; the file's checkpoint for
+    the message is still what was there before the first attempt (absent here), not the first attempt's content."""
+    import threading
+
+    from workflows.models import ToolCall
+    from workflows.tool_step import execute_call
+    from workflows.tools import get_tool
+
+    sid, _, _ = two_turns(engine, ws)
+    rec = engine.store.get_session(sid)
+    call = ToolCall(tool_use_id="toolu_retry", name="Write", input={"file_path": str(ws / "z.txt"), "content": "z\n"})
+    for _ in range(2):
+        execute_call(engine, rec, call, get_tool("Write"), threading.Event(), None)
+    assert (ws / "z.txt").read_text() == "z\n"
+    snap = json.loads(engine.store.r.hget(keys.file_checkpoints(sid, rec.run_prompt_uuid), str(ws / "z.txt")))
+    assert snap == {"state": "absent"}
+    done = engine.rewind(sid, rec.run_prompt_uuid, conversation=False)
+    assert str(ws / "z.txt") in done.entry.deleted and not (ws / "z.txt").exists()
