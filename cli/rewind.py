@@ -2,7 +2,8 @@
 user messages (with its time), then rewind the code, the conversation, or both to before it.
 
 The work is the engine's (:mod:`workflows.engine.rewinding`); this module lists, asks and prints. Files are
-restored by this process, so it runs where the session's workspace is (a teammate on a team server cannot).
+restored by this process, so it runs where the session's workspace is; through ``MAINSAIL_SERVER`` the server
+does it (:mod:`cli.remote.rewind`). Also the Agent SDK's ``rewind_files`` control request (:func:`rewind_files`).
 """
 
 from __future__ import annotations
