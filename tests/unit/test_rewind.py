@@ -37,6 +37,24 @@ def script(ws: Path):
     return turn
 
 
+class Lines:
+    """The interactive loop's line reader, reading scripted lines (None at their end)."""
+
+    tty = False
+
+    def __init__(self, *lines: str) -> None:
+        self.lines = list(lines)
+
+    def prompt(self, text: str = "> ") -> str | None:
+        return self.lines.pop(0) if self.lines else None
+
+    def fileno(self) -> int:
+        raise OSError("no terminal")
+
+    def readline(self) -> str:
+        return ""
+
+
 def two_turns(engine, ws):
     model = scripted_model(script(ws))
     rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
@@ -138,7 +156,6 @@ def test_a_file_over_the_cap_is_named_and_left(engine, ws, settings):
 def test_slash_rewind_picks_a_message_then_what_to_restore(engine, ws, capsys):
     from cli.connect import Runtime
     from cli.interactive import Interactive
-    from tests.unit.test_interactive_loop import Lines
 
     sid, _, _ = two_turns(engine, ws)
     (ws / "a.txt").write_text("changed by hand\n")
@@ -156,7 +173,6 @@ def test_slash_rewind_picks_a_message_then_what_to_restore(engine, ws, capsys):
 def test_slash_rewind_can_be_left_without_a_change(engine, ws, capsys):
     from cli.connect import Runtime
     from cli.interactive import Interactive
-    from tests.unit.test_interactive_loop import Lines
 
     sid, _, _ = two_turns(engine, ws)
     (ws / "a.txt").write_text("changed by hand\n")
