@@ -226,8 +226,10 @@ class Interactive:
             "/quit": (self.cmd_exit, ""),
         }
         from cli.interactive_habits import commands
+        from cli.rewind import interactive_commands
 
         self.commands.update(commands(self))
+        self.commands.update(interactive_commands(self))
 
     @property
     def engine(self):

@@ -126,6 +126,7 @@ def _register() -> None:
         housekeeping,
         mcp,
         memory,
+        rewind,
         run,
         schedule,
         serve,
@@ -158,6 +159,7 @@ def _register() -> None:
     cli.add_command(token.token)
     cli.add_command(schedule.schedule)
     cli.add_command(beat.beat)
+    cli.add_command(rewind.rewind_cmd)
 
 
 _register()

@@ -26,6 +26,7 @@ from workflows.models import (
     PermissionDecisionEntry,
     PermissionRequestEntry,
     ResultEntry,
+    RewindEntry,
     SystemEntry,
     UserEntry,
 )
@@ -186,6 +187,9 @@ class Renderer:
         elif isinstance(e, ResultEntry):
             self._end_line()
             self.console.print(closing_line(e))
+        elif isinstance(e, RewindEntry):
+            self._end_line()
+            self.console.print(Text(rewind_line(e), style="yellow"))
 
     def _memory_note(self, e: SystemEntry) -> None:
         cost = f" · {money(e.cost_usd)}, {tokens(e.usage):,} tokens" if e.usage is not None else ""
@@ -249,6 +253,14 @@ def hook_line(e: HookEntry) -> tuple[str, str]:
     if not detail and verdict == "ok":
         return "", style  # a hook that ran, said nothing and decided nothing: nothing to show
     return f"  ⎿  {what}: {verdict}" + (f": {' '.join(detail.split())}" if detail else ""), style
+
+
+def rewind_line(e: RewindEntry) -> str:
+    """``⏪ Rewound the code and conversation to before "fix it" (1 file restored, 1 deleted)``."""
+    what = " and ".join(p for p, on in (("code", e.code), ("conversation", e.conversation)) if on)
+    prompt = " ".join(e.prompt.split())
+    files = f" ({len(e.restored)} file(s) restored, {len(e.deleted)} deleted)" if e.code else ""
+    return f"⏪ Rewound the {what} to before \"{prompt[:60]}\"{files}"
 
 
 def closing_line(e: ResultEntry) -> Text:

@@ -33,6 +33,7 @@ from workflows.exceptions import (
     MainsailError,
     RequestClosed,
     RequestNotFound,
+    RewindRefused,
     ScopeMissing,
     SessionBusy,
     SessionNotFound,
@@ -46,7 +47,8 @@ log = logging.getLogger("mainsail.server")
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
     ((BypassDisabled, ScopeMissing), 403),
-    ((AlwaysNotOffered, AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition), 409),
+    ((AlwaysNotOffered, AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition,
+      RewindRefused), 409),
     ((StoreUnavailable, LockTimeout), 503),
     ((TokenError, ConfigurationError), 400),
 ]

@@ -7,8 +7,9 @@ change; the store's entry cache keeps them), and the system blocks and tool
 definitions once per process for each distinct input, so a step's cost does
 not grow with the transcript. Those cached dicts are shared: nothing here
 mutates them (the cache breakpoints go on copies). After a compaction, the model
-sees the summary in place of everything before the last boundary (the
-transcript itself keeps everything). The user context (memory files and the
+sees the summary in place of everything before the last boundary, and a
+``/rewind`` of the conversation takes back the message it names and what
+followed it (the transcript itself keeps everything). The user context (memory files and the
 date, computed once at the session's start) leads the first user message as
 a reminder block. Cache breakpoints sit on the system prompt, the tool list
 and the newest message, so each turn reads the previous turn's prefix from
@@ -26,6 +27,7 @@ from workflows.models import (
     AssistantEntry,
     CompactBoundaryEntry,
     Message,
+    RewindEntry,
     SessionRecord,
     SummaryEntry,
     ToolResultBlock,
@@ -48,12 +50,39 @@ CONTINUE = (
 
 
 def model_view(entries: list) -> list:
-    """The entries the model sees: after the last compact boundary, the summary first (mended around an
-    entry that could not be read: :func:`workflows.entry_read.mend`)."""
+    """The entries the model sees: without what a rewind took back (:func:`unrewound`), then after the last
+    compact boundary, the summary first (mended around an entry that could not be read:
+    :func:`workflows.entry_read.mend`)."""
     kinds = list(map(type, entries))  # (a C loop: this runs at every model call)
+    if RewindEntry in kinds:
+        entries = unrewound(entries, kinds)
+        kinds = list(map(type, entries))
     if UnreadableEntry in kinds:
         return mend(_view(entries, kinds))
     return _view(entries, kinds)
+
+
+def unrewound(entries: list, kinds: list | None = None) -> list:
+    """``entries`` without the stretches conversation rewinds took back: each :class:`RewindEntry` drops the
+    message it names and everything after it, up to itself. A rewind whose message is not in what is left
+    (an import that kept another branch) changes nothing; the rewind entries themselves are left out."""
+    kinds = kinds if kinds is not None else list(map(type, entries))
+    live: list = []
+    start = 0
+    while True:
+        try:
+            at = kinds.index(RewindEntry, start)  # (C: only the rewinds are visited in Python)
+        except ValueError:
+            live.extend(entries[start:])
+            return live
+        live.extend(entries[start:at])
+        rewind = entries[at]
+        if rewind.conversation:
+            for i in range(len(live) - 1, -1, -1):  # (from the end: a rewind names a recent message)
+                if live[i].uuid == rewind.to:
+                    del live[i:]
+                    break
+        start = at + 1
 
 
 def _view(entries: list, kinds: list) -> list:

@@ -14,6 +14,7 @@ Hierarchy::
     ├── AmbiguousSession            a prefix matches several sessions
     ├── SessionBusy                 the operation needs an idle session
     ├── ContextFull                 the context is past the blocking limit: compact first
+    ├── RewindRefused               a /rewind cannot go there (no such message) or would overwrite changes
     ├── LockTimeout                 another writer held the session lock too long
     ├── StepNotFound                a task named a step the ledger does not hold
     ├── RequestNotFound             no pending permission request matches (or several do)
@@ -77,6 +78,15 @@ class SessionBusy(MainsailError):
 
 class ContextFull(MainsailError):
     """A new prompt would not fit: the context is past the blocking limit and auto-compact is off."""
+
+
+class RewindRefused(MainsailError):
+    """A rewind was refused: the message is not one to rewind to, or files changed since the session's last edit
+    of them (``--force`` restores them anyway); the message says which and how to go on."""
+
+    def __init__(self, message: str, changed: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.changed = changed or []  # the files that changed since the session's last edit of them
 
 
 class LockTimeout(MainsailError):

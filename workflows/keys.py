@@ -97,6 +97,26 @@ def session_mcp_tools(sid: str, digest: str) -> str:
     return f"{session(sid)}:mcp:{_check('digest', digest)}"
 
 
+def file_turns(sid: str) -> str:
+    """Hash of user-message uuid -> when its first file checkpoint was taken (workflows/checkpoints.py)."""
+    return f"{session(sid)}:file-turns"
+
+
+def file_checkpoints(sid: str, turn: str) -> str:
+    """Hash of path -> the file as it was before that user message's first edit of it (JSON; first write wins)."""
+    return f"{session(sid)}:file-history:{_check('message', turn)}"
+
+
+def file_heads(sid: str) -> str:
+    """Hash of path -> sha256 of what the session's edit tools last wrote there (to see changes made since)."""
+    return f"{session(sid)}:file-heads"
+
+
+def file_blob(sid: str, digest: str) -> str:
+    """A checkpointed file's bytes, named by their sha256 (written once, shared by every checkpoint of them)."""
+    return f"{session(sid)}:file-blob:{_check('digest', digest)}"
+
+
 def session_subkeys(sid: str) -> str:
     """SCAN pattern of every key under a session (``session:{sid}:*``; ids hold no glob characters)."""
     return f"{session(sid)}:*"

@@ -284,6 +284,21 @@ class SummaryEntry(_Entry):
     summary: str
 
 
+class RewindEntry(_Entry):
+    """A ``/rewind`` to before the user message ``to`` (workflows/engine/rewinding.py): with ``conversation``,
+    the model no longer sees that message nor anything after it up to here (the transcript keeps it all);
+    with ``code``, the files the session's edit tools changed since went back to their checkpoints."""
+
+    type: Literal["rewind"] = "rewind"
+    to: str  # the uuid of the user message rewound to (it and what follows are taken back)
+    conversation: bool = True
+    code: bool = False
+    prompt: str = ""  # the text of that message, so a front door can offer it again
+    restored: list[str] = Field(default_factory=list)  # files written back to their checkpoint
+    deleted: list[str] = Field(default_factory=list)  # files created since, removed
+    skipped: list[str] = Field(default_factory=list)  # "path: why" for files a code rewind left as they are
+
+
 class ResultEntry(_Entry):
     """The end of a run (a submit until idle): what a script or a watcher needs."""
 
@@ -312,7 +327,7 @@ class ResultEntry(_Entry):
 
 Entry = Annotated[
     Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
-          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry],
+          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry, RewindEntry],
     Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)

@@ -113,6 +113,11 @@ class Settings(BaseSettings):
         default=100_000, gt=0,
         description="An MCP tool result past this is saved in the workspace; the model gets a preview and the path.")
 
+    checkpoint_max_bytes: int = Field(
+        default=2 * 1024 * 1024, ge=0,
+        description="Files up to this size are checkpointed before an edit tool changes them (/rewind); a larger "
+        "one is not kept, and a rewind names it as not restored (0: no content is kept; created files are still "
+        "noted).")
     max_turns: int | None = Field(default=None, ge=1, description="Stop a session after this many model turns.")
     auto_compact: bool = Field(default=True, description="Compact automatically past the threshold.")
     autocompact_pct_override: float | None = Field(

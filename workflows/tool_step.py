@@ -22,6 +22,7 @@ import threading
 import time
 from typing import NamedTuple
 
+from workflows import checkpoints
 from workflows.engine import Engine
 from workflows.engine.support import unknown_outcome
 from workflows.engine.turn import runs_early
@@ -36,6 +37,7 @@ from workflows.memory import ProjectMemory
 from workflows.model_client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
 from workflows.permissions import Decision, decide, read_denied_for, sandbox
+from workflows.permissions.rules import EDIT_TOOLS
 from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput
@@ -132,6 +134,8 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
         mcp=McpCaller(rec, settings) if mcp else None,
         quick_bytes=QUICK_BYTES if quick else None,
         git_writes=git_writes(call, rec, tool),
+        checkpoints=(checkpoints.for_call(store, rec, settings.checkpoint_max_bytes)
+                     if call.name in EDIT_TOOLS else None),  # for /rewind
     )
     try:
         output = run_tool(call.name, call.input, ctx, tool=tool)

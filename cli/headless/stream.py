@@ -132,6 +132,7 @@ class StreamServer:
             "set_permission_mode": self._set_mode,
             "set_model": self._set_model,
             "get_context_usage": self._context_usage,
+            "rewind_files": self._rewind_files,  # (cli/rewind.py)
         })
         self.submitted = 0
         self.results = 0
@@ -349,6 +350,12 @@ class StreamServer:
     def _context_usage(self, request: dict) -> dict:
         rec = self.rt.store.get_session(self.sid)
         return context_usage(rec.model, self.rt.engine.context_size(rec))
+
+    def _rewind_files(self, request: dict) -> dict:
+        """The SDK's ``rewind_files``: the files back to before that user message (the code only, as Claude Code)."""
+        from cli.rewind import rewind_files
+
+        return rewind_files(self.rt.engine, self.sid, request.get("user_message_id"))
 
 
 __all__ = ["StreamServer", "callback_hooks", "permission_suggestions"]

@@ -40,6 +40,7 @@ ROUTED = {
     "show": "cli.remote.listing:show",
     "watch": "cli.remote.watch:watch",
     "doctor": "cli.remote.doctor:doctor",
+    "rewind": "cli.remote.rewind:rewind",  # (cli/remote/rewind.py)
 }
 #: Group name -> "module:MAPPING" of subcommand name -> its remote version.
 ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}

@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from server.api import approvals, schedules, sessions, status, stream
+from server.api import approvals, rewind, schedules, sessions, status, stream
 
 router = APIRouter(prefix="/api")
 router.include_router(sessions.router)
@@ -10,5 +10,6 @@ router.include_router(approvals.router)
 router.include_router(stream.router)
 router.include_router(schedules.router)
 router.include_router(status.router)
+router.include_router(rewind.router)
 
 __all__ = ["router"]

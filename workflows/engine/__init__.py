@@ -11,6 +11,7 @@
 - :mod:`~workflows.engine.commands`: custom slash commands (their ``!`` lines and ``@`` files run first);
 - :mod:`~workflows.engine.compacting` and :mod:`~workflows.engine.forks`: compaction and memory forks;
 - :mod:`~workflows.engine.subagents`: Task calls as child sessions, and their answers coming back;
+- :mod:`~workflows.engine.rewinding`: ``/rewind`` of the conversation, the code (file checkpoints), or both;
 - :mod:`workflows.hooks.commits`: hooks' outcomes;
 - :mod:`workflows.mcp.commits`: finding a session's MCP servers and their tools before its prompt.
 
@@ -23,6 +24,7 @@ from workflows.engine.commit import CommitCore
 from workflows.engine.compacting import Compacting
 from workflows.engine.forks import MemoryForks
 from workflows.engine.ledger import StepLedger
+from workflows.engine.rewinding import Rewinding
 from workflows.engine.sessions import SessionVerbs
 from workflows.engine.subagents import SubagentLogic
 from workflows.engine.support import (  # noqa: F401  (the engine's public names)
@@ -43,5 +45,5 @@ from workflows.mcp.commits import McpCommits
 
 
 class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, CommandRuns, Compacting, MemoryForks,
-             HookCommits, McpCommits, CommitCore):
+             HookCommits, McpCommits, Rewinding, CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

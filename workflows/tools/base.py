@@ -86,6 +86,9 @@ class ToolContext:
     # A git-only Bash line a rule or a person approved (workflows.tool_step.git_writes): its sandbox leaves
     # .git writable (but .git/config and .git/hooks); every other command sees .git read-only.
     git_writes: bool = False
+    # The file checkpoints of /rewind (workflows.checkpoints.Checkpoints): every file write keeps the file as
+    # it was first; None: nothing is kept (tests, the scripted demo, a rewind's own restore).
+    checkpoints: Any = None
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))

@@ -162,7 +162,12 @@ def write_atomic(path: Path, data: bytes, ctx: ToolContext) -> float:
         raise os_error("write", path, exc) from None
     try:
         old = _check_target(path, dir_fd)
-        return _replace(path, data, dir_fd, old)
+        if ctx.checkpoints is not None:  # the file as it was, kept for /rewind before it changes
+            ctx.checkpoints.before(path)
+        mtime = _replace(path, data, dir_fd, old)
+        if ctx.checkpoints is not None:
+            ctx.checkpoints.after(path, data)
+        return mtime
     except OSError as exc:
         raise os_error("write", path, exc) from None
     finally:

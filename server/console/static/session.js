@@ -182,6 +182,9 @@
         refreshSoon();
         break;
       case "compact_boundary": add(M.el("div", "system info", "── conversation compacted (" + e.trigger + ") ──")); break;
+      case "rewind": add(M.el("div", "system warning", "⏪ rewound the " +
+        [e.code && "code", e.conversation && "conversation"].filter(Boolean).join(" and ") +
+        " to before “" + e.prompt.slice(0, 60) + "”")); break;
       case "result": result(e); break;
       default: break;
     }
