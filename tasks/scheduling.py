@@ -17,7 +17,7 @@ from workflows.exceptions import InvalidSchedule
 from workflows.schedules import cron
 from workflows.schedules.firing import Fired, fire
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import ScheduleStore
+from workflows.schedules.store import BrokenSchedule, ScheduleStore
 from workflows.session_setup import session_options
 
 
@@ -76,9 +76,10 @@ def check_options(settings, schedule: Schedule, token=None, trust: str | None = 
                     token=token, mode_given_by="the schedule's permission_mode", trust=trust)
 
 
-def remove(engine, settings, schedule_id: str) -> Schedule:
+def remove(engine, settings, schedule_id: str) -> Schedule | BrokenSchedule:
+    """Remove a schedule (a broken record too: that is how one is got rid of)."""
     store = ScheduleStore(engine.store.r)
-    schedule = store.get(schedule_id)
+    schedule = store.record(schedule_id)
     beat.ensure_configured(settings)
     beat.delete_entry(schedule.id)
     store.delete(schedule.id)
