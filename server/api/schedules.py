@@ -8,13 +8,15 @@ bypassPermissions (403); the sessions of a schedule a token added are held to th
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field, field_validator
 
-from server.api.common import engine
+from server.api.common import engine, reach
 from server.auth import Caller, require_reader, require_writer
+from server.schemas import problems
 from tasks import scheduling
 from workflows.exceptions import BypassDisabled, ConfigurationError, ScheduleBroken, ScheduleNotFound
 from workflows.schedules import (
@@ -25,10 +27,11 @@ from workflows.schedules import (
     ScheduleStore,
     SessionOptions,
 )
+from workflows.models import PathText
 from workflows.schedules.firing import continued_session, require_token_may_continue
 from workflows.settings import get_settings
 
-router = APIRouter(tags=["schedules"])
+router = APIRouter(tags=["schedules"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)
 WRITER = Depends(require_writer)
 
@@ -37,7 +40,7 @@ class NewSchedule(BaseModel):
     """``POST /api/schedules``: run ``prompt`` in ``workspace`` at each time of ``cron`` (UTC)."""
 
     cron: str = Field(description="Five cron fields in UTC ('0 3 * * *'), or @hourly, @daily, @weekly...")
-    workspace: str = Field(description="Absolute path of the workspace on the workers' machines.")
+    workspace: PathText = Field(description="Absolute path of the workspace on the workers' machines.")
     prompt: str = Field(min_length=1)
     name: str | None = None
     mode: RunMode = Field(default=RunMode.FRESH, description="continue: each firing continues the last session.")
@@ -117,12 +120,12 @@ def get_schedule(schedule: str, request: Request, caller: Caller = READER):
 def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
     """Add a schedule; it first fires at its cron's next time. Its sessions are made as
     ``POST /api/sessions`` makes one; a call that would ask waits for a decision."""
-    ws = scheduling.check_workspace(body.workspace)
-    caller.check_workspace(ws)
+    # The token's scope first, then the disk: a restricted token learns nothing of other directories.
+    ws = scheduling.check_workspace(reach(caller, os.path.expanduser(body.workspace), body.options.add_dirs))
     s = Schedule(name=body.name or " ".join(body.prompt.split()[:5])[:40], cron=body.cron, workspace=ws,
                  prompt=body.prompt, mode=body.mode, options=body.options, enabled=body.enabled,
                  created_by=caller.decided_by)
-    s = scheduling.add(engine(request), get_settings(), s, token=caller.token)
+    s = scheduling.add(engine(request), get_settings(), s, token=caller.token, check_dir=caller.check_workspace)
     return _view(s, ScheduleStore(engine(request).store.r))
 
 

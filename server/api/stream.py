@@ -33,12 +33,13 @@ from starlette.concurrency import run_in_threadpool
 from server.api.common import engine, visible_session
 from server.api.hub import BLOCK_MS, Overflow, hub_of
 from server.auth import Caller, require_reader
+from server.schemas import problems
 from statemachines import State
 from workflows import keys
 from workflows.entry_read import entry_text, field_text
 from workflows.store import stream_entries
 
-router = APIRouter(tags=["live"])
+router = APIRouter(tags=["live"], responses=problems(403, 404, 409))
 _EVENT_ID = re.compile(r"\A(([0-9]{1,20})-([0-9]{1,20}))(?:\.([0-9]{1,6}))?\Z")  # [0-9]: \d matches any script's digits
 _MAX_PART = 2**64 - 1
 #: How often an open stream checks that its token was not revoked.
@@ -54,15 +55,18 @@ def parse_event_id(value: str | None) -> tuple[str, int | None]:
 
     Raises:
         HTTPException: 400 when ``value`` is not an id this stream could have sent (Redis would refuse
-            it, e.g. a part above 2**64 - 1); the message quotes at most 40 characters of it.
+            it, e.g. a part above 2**64 - 1, or the largest id, after which no entry can ever come); the
+            message quotes at most 40 characters of it.
     """
     if not value or not value.strip():
         return "0-0", None
     m = _EVENT_ID.match(value.strip())
-    if not m or max(int(m.group(2)), int(m.group(3))) > _MAX_PART:
+    parts = (int(m.group(2)), int(m.group(3))) if m else None
+    if not parts or max(parts) > _MAX_PART or parts == (_MAX_PART, _MAX_PART):
         shown = value if len(value) <= 40 else value[:40] + "..."
-        raise HTTPException(400, f"Invalid event id {shown!r}: give the id of an event this stream sent "
-                                 "(like 1700000000000-0 or 1700000000000-0.1).")
+        why = "no entry can come after the largest id" if parts == (_MAX_PART, _MAX_PART) else \
+            "give the id of an event this stream sent"
+        raise HTTPException(400, f"Invalid event id {shown!r}: {why} (like 1700000000000-0 or 1700000000000-0.1).")
     return m.group(1), int(m.group(4)) if m.group(4) is not None else None
 
 
