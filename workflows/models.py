@@ -697,3 +697,10 @@ class SessionRecord(_Model):
     def saving_memory(self) -> bool:
         """A memory fork (session-memory update or extraction) is running for this session."""
         return bool(self.memory_step or self.extract_step)
+
+    def memory_pending(self) -> bool:
+        """The memory of the work done is not committed yet: the extraction after a final answer runs
+        (``extracting``), or a memory fork (extraction or session-memory update) has a step. The one
+        test of it: the CLI waits for memory (``wait_for_memory``), and the API's ``until_idle`` ends
+        a stream, only once this is False."""
+        return self.state is State.EXTRACTING or self.saving_memory()

@@ -10,7 +10,8 @@
 - ``delta`` events (``{"step", "attempt", "text"}``, no id): a reply's text as the model streams it, from the
   moment of connecting; ephemeral, the ``entry`` that records the whole reply follows.
 - ``child`` events (``{"session", "id", "entry"}``, no id): entries of the session's sub-agents.
-- ``end``: with ``?until_idle=true``, once the session is idle with nothing queued (the stream then
+- ``end``: with ``?until_idle=true``, once the session is idle with its memory committed (the
+  extraction after a final answer, and any memory fork, done) and nothing queued (the stream then
   closes; ``mainsail watch`` through a server uses it).
 
 A watcher holds no thread and no Redis connection while it waits: one reader per followed stream
@@ -80,7 +81,8 @@ def _entry_event(sid: str, row: str, raw: str | bytes, index: int, count: int) -
 async def events(session: str, request: Request, caller: Caller = Depends(require_reader),  # noqa: B008
                  after: str | None = Query(None, description="An event id: send what came after it."),
                  deltas: bool = Query(True, description="Also send the model's text as it streams."),
-                 until_idle: bool = Query(False, description="End once the session is idle with nothing queued.")):
+                 until_idle: bool = Query(False, description="End once the session is idle, its memory committed, "
+                                                             "nothing queued.")):
     """Follow a session live (Server-Sent Events; see the module's notes for the events)."""
     rec = await run_in_threadpool(visible_session, request, caller, session)
     last, seen = parse_event_id(request.headers.get("last-event-id") or after)
@@ -170,7 +172,10 @@ def _child_events(child: str, items):
 
 
 def _idle(store, sid: str) -> bool:
-    return store.get_session(sid).state in (State.IDLE, State.EXTRACTING) and not store.inbox(sid)
+    """Really idle: no turn runs, its memory is committed (the test ``mainsail -p`` waits on:
+    :meth:`SessionRecord.memory_pending`), and nothing is queued."""
+    rec = store.get_session(sid)
+    return rec.state is State.IDLE and not rec.memory_pending() and not store.inbox(sid)
 
 
 def _running_children(store, sid: str) -> list[str]:
