@@ -65,9 +65,9 @@ def parse_event_id(value: str | None) -> tuple[str, int | None]:
     parts = (int(m.group(2)), int(m.group(3))) if m else None
     if not parts or max(parts) > _MAX_PART or parts == (_MAX_PART, _MAX_PART):
         shown = value if len(value) <= 40 else value[:40] + "..."
-        why = "no entry can come after the largest id" if parts == (_MAX_PART, _MAX_PART) else \
-            "give the id of an event this stream sent"
-        raise HTTPException(400, f"Invalid event id {shown!r}: {why} (like 1700000000000-0 or 1700000000000-0.1).")
+        why = "no entry can come after the largest id; give" if parts == (_MAX_PART, _MAX_PART) else "give"
+        raise HTTPException(400, f"Invalid event id {shown!r}: {why} the id of an event this stream sent (like "
+                                 "1700000000000-0 or 1700000000000-0.1).")
     return m.group(1), int(m.group(4)) if m.group(4) is not None else None
 
 

@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 
 from server.app import create_app
 from tasks.app import configure
-from workflows.api_tokens import TokenStore
+from tests.integration.test_api_edges import tokens  # noqa: F401 (a fixture: a token for all, one for a workspace)
 from workflows.engine import Engine
 from workflows.store import Store
 
@@ -45,14 +45,6 @@ def app(real_redis, redis_server, settings, monkeypatch):
     monkeypatch.setenv("MAINSAIL_REDIS_URL", redis_server.url)
     configure(redis_server.url)  # what a route dispatches goes to this test's Redis (no worker runs it)
     return create_app(Engine(Store(real_redis), settings), aredis=None)
-
-
-@pytest.fixture
-def tokens(real_redis, tmp_path) -> dict[str, dict]:
-    (tmp_path / "theirs").mkdir()
-    store = TokenStore(real_redis)
-    return {"all": {"Authorization": f"Bearer {store.create('fuzz-all')[0]}"},
-            "scoped": {"Authorization": f"Bearer {store.create('fuzz-scoped', workspaces=[str(tmp_path / 'theirs')])[0]}"}}
 
 
 #: The schema as the server serves it (its routes do not depend on the engine), an operation per test.
