@@ -202,11 +202,8 @@ def wait_for_memory(rt: Runtime, sid: str, *, quiet: bool = False, timeout: floa
     """
     import time
 
-    from statemachines import State
-
     def busy() -> bool:
-        rec = rt.store.get_session(sid)
-        return rec.state is State.EXTRACTING or bool(rec.memory_step or rec.extract_step)
+        return rt.store.get_session(sid).memory_pending()
 
     if not busy():
         return

@@ -13,7 +13,7 @@ from cli.connect import Runtime, connect
 from cli.run import permission_options
 from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
-from workflows.schedules import RunMode, Schedule, ScheduleRun, ScheduleStore, SessionOptions
+from workflows.schedules import BrokenSchedule, RunMode, Schedule, ScheduleRun, ScheduleStore, SessionOptions
 from workflows.settings import load_settings
 
 
@@ -82,21 +82,29 @@ def print_added(s: Schedule, next_at: datetime | None) -> None:
 def list_schedules() -> None:
     """List schedules: next run (UTC), last run and its session."""
     rt, settings = _connect()
-    print_list([(s, scheduling.next_run(settings, s)) for s in ScheduleStore(rt.store.r).all()])
+    print_list([(s, None if isinstance(s, BrokenSchedule) else scheduling.next_run(settings, s))
+                for s in ScheduleStore(rt.store.r).records()])
 
 
-def print_list(rows: list[tuple[Schedule, scheduling.NextRun]]) -> None:
-    """The schedules' table: each with its next run."""
+def print_list(rows: list[tuple[Schedule | BrokenSchedule, scheduling.NextRun | None]]) -> None:
+    """The schedules' table: each with its next run; a broken record marked so, and why under the table."""
     if not rows:
         click.echo('No schedules. Add one with `mainsail schedule add "0 3 * * *" --cwd REPO "prompt"`.')
         return
     click.echo(f"{'ID':<9} {'NAME':<20} {'CRON':<15} {'NEXT RUN (UTC)':<25} {'LAST RUN':<17} {'LAST SESSION':<13} "
                "WORKSPACE")
+    broken = [s for s, _ in rows if isinstance(s, BrokenSchedule)]
     for s, nxt in rows:
+        if isinstance(s, BrokenSchedule):
+            click.echo(f"{s.id[:8]:<9} {s.name[:20]:<20} {s.cron[:15]:<15} {'BROKEN (never fires)':<25} {'-':<17} "
+                       f"{'-':<13} {s.workspace or '-'}")
+            continue
         shown = "disabled" if not s.enabled else f"{nxt.at:%Y-%m-%d %H:%M}" + (" overdue" if nxt.overdue else "")
         last = _utc(s.last_fired_at) + (" failed" if s.last_error else "")
         click.echo(f"{s.id[:8]:<9} {s.name[:20]:<20} {s.cron:<15} {shown:<25} {last:<17} "
                    f"{(s.last_session_id or '-')[:8]:<13} {s.workspace}")
+    for s in broken:
+        click.echo(s.problem(), err=True)
 
 
 @schedule.command("show")
@@ -133,7 +141,7 @@ def rm(schedule_id: str) -> None:
     print_removed(scheduling.remove(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id)))
 
 
-def print_removed(s: Schedule) -> None:
+def print_removed(s: Schedule | BrokenSchedule) -> None:
     click.echo(f"Removed schedule {s.id[:8]} ({s.name}).")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -118,8 +118,17 @@ def create_app(engine: Engine, aredis, *, title: str = "Mainsail", max_body: int
     return app
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """A body over the limit, found while it is read: an ``HTTPException``, so that FastAPI's body
+    reading passes it on as it is (any other error there becomes its 400 "error parsing the body")."""
+
+    def __init__(self, max_body: int) -> None:
+        super().__init__(413, _too_large_detail(max_body), headers={"Connection": "close"})
+
+
+def _too_large_detail(max_body: int) -> str:
+    return (f"The request body is over the server's limit of {max_body} bytes (or its Content-Length is not "
+            "a number).")
 
 
 class Guard:
@@ -148,7 +157,7 @@ class Guard:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_body:
-                raise _TooLarge
+                raise _TooLarge(self.max_body)
             return message
 
         async def marked_send(message):
@@ -166,8 +175,7 @@ class Guard:
                 await self._too_large(scope, send)
 
     async def _too_large(self, scope, send) -> None:
-        response = JSONResponse({"detail": f"The request body is over the server's limit of {self.max_body} "
-                                           "bytes (or its Content-Length is not a number)."}, status_code=413,
+        response = JSONResponse({"detail": _too_large_detail(self.max_body)}, status_code=413,
                                 headers={"Cache-Control": "no-store", "Connection": "close"})
         await response(scope, None, send)
 

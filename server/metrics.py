@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from server.auth import Caller, require_reader
+from server.schemas import problems
 from statemachines import State
 from workflows import keys
 from workflows.metrics import DECISION_BUCKETS, STEP_BUCKETS, parse_field, read
@@ -134,7 +135,8 @@ def _histograms(counts: dict[str, float]):
         yield family
 
 
-@router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}, **problems(401, 413, 503)})
 def metrics(request: Request, caller: Caller = Depends(require_reader)) -> Response:  # noqa: B008
     """Prometheus text format (every figure read from Redis now)."""
     registry = CollectorRegistry(auto_describe=False)

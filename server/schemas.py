@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from statemachines import State
-from workflows.models import PermissionMode, PermissionRequest, SessionOptions, SessionRecord, Usage
+from workflows.models import PathText, PermissionMode, PermissionRequest, SessionOptions, SessionRecord, Usage
 from workflows.permissions.bypass import effective_mode
 
 
@@ -20,7 +20,7 @@ class NewSession(SessionOptions):
 
     model_config = ConfigDict(extra="ignore")
 
-    workspace: str = Field(description="Absolute path of the session's workspace on the server's machine.")
+    workspace: PathText = Field(description="Absolute path of the session's workspace on the server's machine.")
     prompt: str | None = None
 
 
@@ -152,16 +152,57 @@ class Done(BaseModel):
     state: State
 
 
+class Problem(BaseModel):
+    """An error: what is wrong and what to do about it (the words the CLI prints for the same error)."""
+
+    detail: str
+
+
+class FieldProblem(BaseModel):
+    loc: list[str | int] = Field(description="Where: 'body', 'query', 'path' or 'header', then the field's path.")
+    msg: str
+    type: str
+
+
+class InvalidRequest(Problem):
+    """A 422: the request does not match this schema; ``detail`` sums up ``errors`` (never the input)."""
+
+    errors: list[FieldProblem]
+
+
+#: What each error status of the API means (every answer but a 500 is documented; a 500 names no internals).
+_MEANING = {
+    400: "The request cannot be acted on as asked (a workspace that is not a directory, a wrong cron, a bad id).",
+    401: "No API token, or an unknown or revoked one.",
+    403: "The token may not do this (read-only, another workspace, bypassPermissions without --allow-bypass).",
+    404: "No such session or schedule, or one this token may not see (the same answer).",
+    409: "Not now: the session is busy, the prefix matches several, the request was already decided.",
+    413: "The request body is over the server's limit (1 MiB by default).",
+    422: "The request does not match this schema.",
+    503: "The server cannot reach its Redis right now; try again shortly.",
+}
+
+
+def problems(*codes: int) -> dict:
+    """The OpenAPI ``responses`` of these error statuses (for a router's or a route's ``responses``)."""
+    return {code: {"model": InvalidRequest if code == 422 else Problem, "description": _MEANING[code]}
+            for code in codes}
+
+
 __all__ = [
     "Cancel",
     "Compact",
     "Decided",
     "Decision",
     "Done",
+    "FieldProblem",
+    "InvalidRequest",
     "Message",
     "NewSession",
     "PendingRequest",
+    "Problem",
     "SessionDetail",
     "SessionSummary",
     "TranscriptPage",
+    "problems",
 ]

@@ -27,7 +27,7 @@ from tasks.app import app, broker_ssl
 from workflows import keys
 from workflows.schedules import cron
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import ScheduleStore
+from workflows.schedules.store import BrokenSchedule, ScheduleStore
 
 log = logging.getLogger("mainsail.beat")
 
@@ -98,10 +98,26 @@ def ensure_configured(settings) -> None:
         configure_beat(url, settings)
 
 
+class SafeEntry(RedBeatSchedulerEntry):
+    """redbeat's entry, except that one whose stored definition cannot be read is reported as missing
+    (logged; redbeat then drops it from its due set, and a beat's start re-creates it from its
+    schedule): one bad entry must not stop the beat's tick for every other schedule."""
+
+    @classmethod
+    def from_key(cls, key, app=None):
+        try:
+            return super().from_key(key, app=app)
+        except KeyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (whatever the decoder raised: the entry is unreadable)
+            log.error("beat: skipping the entry %s, which cannot be read (%s: %s)", key, type(exc).__name__, exc)
+            raise KeyError(key) from exc
+
+
 def entry_last_run(schedule_id: str) -> datetime | None:
-    """The beat's last run of a schedule's entry (None: no entry, or it never ran)."""
+    """The beat's last run of a schedule's entry (None: no entry, it never ran, or it cannot be read)."""
     try:
-        return _utc(RedBeatSchedulerEntry.from_key(_entry_key(schedule_id), app=app).last_run_at)
+        return _utc(SafeEntry.from_key(_entry_key(schedule_id), app=app).last_run_at)
     except KeyError:
         return None
 
@@ -112,7 +128,12 @@ def reconcile(store: ScheduleStore) -> None:
     schedule is gone or disabled goes. Existing entries keep their last run."""
     from redbeat.schedulers import get_redis
 
-    schedules = {s.id: s for s in store.all()}
+    schedules = {}
+    for s in store.records():
+        if isinstance(s, BrokenSchedule):  # skipped, said, and the others go on
+            log.error("beat: skipping it: %s", s.problem())
+        else:
+            schedules[s.id] = s
     client = get_redis(app)
     schedule_key = app.redbeat_conf.schedule_key
     for key in client.zrange(schedule_key, 0, -1):
@@ -127,7 +148,10 @@ def reconcile(store: ScheduleStore) -> None:
 
 
 class Scheduler(RedBeatScheduler):
-    """redbeat's scheduler, whose firing messages say when their run was due (``due_at``)."""
+    """redbeat's scheduler, whose firing messages say when their run was due (``due_at``), and which
+    skips an entry it cannot read (:class:`SafeEntry`)."""
+
+    Entry = SafeEntry
 
     def setup_schedule(self):
         super().setup_schedule()
@@ -159,6 +183,7 @@ def run_beat(settings, loglevel: str = "INFO") -> None:
 
 __all__ = [
     "FIRE_TASK",
+    "SafeEntry",
     "Scheduler",
     "configure_beat",
     "delete_entry",

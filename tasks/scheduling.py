@@ -17,7 +17,7 @@ from workflows.exceptions import InvalidSchedule
 from workflows.schedules import cron
 from workflows.schedules.firing import Fired, fire
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import ScheduleStore
+from workflows.schedules.store import BrokenSchedule, ScheduleStore
 from workflows.session_setup import session_options
 
 
@@ -34,9 +34,10 @@ def check_workspace(raw: str) -> str:
     return path
 
 
-def add(engine, settings, schedule: Schedule, token=None, trust: str | None = None) -> Schedule:
+def add(engine, settings, schedule: Schedule, token=None, trust: str | None = None, check_dir=None) -> Schedule:
     """Check and keep a new schedule; it first fires at its cron's next time. ``token``: the API
-    token adding it (see :func:`check_options`). ``trust``: its maker vouches for the workspace's own
+    token adding it, ``check_dir``: its check of each directory the sessions would reach (see
+    :func:`check_options`). ``trust``: its maker vouches for the workspace's own
     settings (``--trust-project``); so does a token made with it: the schedule carries the content hash
     trusted now (``trusted_hash``), and its firings apply those settings while the hash is the same.
 
@@ -47,7 +48,7 @@ def add(engine, settings, schedule: Schedule, token=None, trust: str | None = No
         BypassDisabled: its sessions would run in bypassPermissions, and ``token`` may not.
     """
     schedule.workspace = check_workspace(schedule.workspace)
-    check_options(settings, schedule, token, trust)
+    check_options(settings, schedule, token, trust, check_dir)
     if trust or (token is not None and token.trust_project and token.allows_workspace(schedule.workspace)):
         from workflows.trust.gated import project_gated
 
@@ -58,11 +59,13 @@ def add(engine, settings, schedule: Schedule, token=None, trust: str | None = No
     return schedule
 
 
-def check_options(settings, schedule: Schedule, token=None, trust: str | None = None) -> None:
+def check_options(settings, schedule: Schedule, token=None, trust: str | None = None, check_dir=None) -> None:
     """Check a schedule's options as a firing would apply them now (settings files included).
 
     ``token``: an API token acting on it (adding, running, enabling): it must be allowed what its
-    sessions would do (bypassPermissions needs ``--allow-bypass``).
+    sessions would do (bypassPermissions needs ``--allow-bypass``). ``check_dir``: called with each
+    directory the sessions would reach besides the workspace (``add_dirs`` and the settings files'
+    ``additionalDirectories``), resolved; it raises for one the caller may not use.
 
     Raises:
         SettingsError, McpConfigError: the workspace's settings files (or the options) are wrong.
@@ -70,15 +73,19 @@ def check_options(settings, schedule: Schedule, token=None, trust: str | None = 
     """
     opts = schedule.options
     checked = settings.model_copy(update={"model": opts.model}) if opts.model else settings
-    session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
-                    allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
-                    add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace,
-                    token=token, mode_given_by="the schedule's permission_mode", trust=trust)
+    perms, _ = session_options(Path(schedule.workspace), checked, permission_mode=opts.permission_mode,
+                               allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
+                               add_dirs=opts.add_dirs, fallback_model=opts.fallback_model, cwd=schedule.workspace,
+                               token=token, mode_given_by="the schedule's permission_mode", trust=trust)
+    if check_dir is not None:
+        for extra in perms.get("additional_directories") or []:
+            check_dir(extra)
 
 
-def remove(engine, settings, schedule_id: str) -> Schedule:
+def remove(engine, settings, schedule_id: str) -> Schedule | BrokenSchedule:
+    """Remove a schedule (a broken record too: that is how one is got rid of)."""
     store = ScheduleStore(engine.store.r)
-    schedule = store.get(schedule_id)
+    schedule = store.record(schedule_id)
     beat.ensure_configured(settings)
     beat.delete_entry(schedule.id)
     store.delete(schedule.id)

@@ -56,6 +56,10 @@ class InvalidSchedule(ConfigurationError):
     """A schedule's cron expression, workspace or session options are wrong; the message says which."""
 
 
+class ScheduleBroken(InvalidSchedule):
+    """A schedule's stored record cannot be read (e.g. a cron saved before it was refused); it does not fire."""
+
+
 class ScheduleNotFound(MainsailError):
     """No schedule matches the id or prefix given (or several do)."""
 

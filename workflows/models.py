@@ -15,7 +15,7 @@ import uuid as _uuid
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from statemachines import State
 from workflows import valid_text
@@ -552,6 +552,17 @@ class AgentDefinition(_Model):
     source: str = "built-in"  # built-in, project, user, flag (a file's path where it came from a file)
 
 
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("a path cannot hold a NUL byte (\\x00): no file name has one")
+    return value
+
+
+#: A path a client gives (the API's workspaces and added directories): text without a NUL byte, which
+#: the operating system refuses in any path (refused here, with the field named, before the disk is asked).
+PathText = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": "^[^\\x00]*$"})]
+
+
 class SessionOptions(BaseModel):
     """A new session's options, as ``mainsail submit``'s flags: the API's new sessions and each session a
     schedule starts (workflows/session_setup.py applies them)."""
@@ -564,7 +575,7 @@ class SessionOptions(BaseModel):
     max_budget_usd: float | None = Field(default=None, gt=0)
     allowed_tools: list[str] = Field(default_factory=list)
     disallowed_tools: list[str] = Field(default_factory=list)
-    add_dirs: list[str] = Field(default_factory=list)
+    add_dirs: list[PathText] = Field(default_factory=list)
     approval_timeout_seconds: float | None = Field(default=None, gt=0)
     fallback_model: str | None = None
     system_prompt: str | None = None
@@ -731,3 +742,10 @@ class SessionRecord(_Model):
     def saving_memory(self) -> bool:
         """A memory fork (session-memory update or extraction) is running for this session."""
         return bool(self.memory_step or self.extract_step)
+
+    def memory_pending(self) -> bool:
+        """The memory of the work done is not committed yet: the extraction after a final answer runs
+        (``extracting``), or a memory fork (extraction or session-memory update) has a step. The one
+        test of it: the CLI waits for memory (``wait_for_memory``), and the API's ``until_idle`` ends
+        a stream, only once this is False."""
+        return self.state is State.EXTRACTING or self.saving_memory()

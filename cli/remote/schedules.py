@@ -16,15 +16,18 @@ from cli import schedule as local
 from cli.remote.client import open_client
 from cli.remote.listing import server_path
 from tasks.scheduling import NextRun
-from workflows.schedules import Schedule, ScheduleRun
+from workflows.schedules import BrokenSchedule, Schedule, ScheduleRun
 
 
 def _path(schedule_id: str, *rest: str) -> str:
     return "/".join(["/api/schedules", quote(schedule_id, safe=""), *rest])
 
 
-def _schedule(view: dict) -> tuple[Schedule, NextRun]:
-    """A ``ScheduleView``: the schedule and when it fires next."""
+def _schedule(view: dict) -> tuple[Schedule | BrokenSchedule, NextRun | None]:
+    """A ``ScheduleView``: the schedule and when it fires next (a broken record: what the server said of it)."""
+    if view.get("broken"):
+        return BrokenSchedule(view["id"], view["broken"], view.get("name") or "", view.get("cron") or "",
+                              view.get("workspace") or ""), None
     at = view.get("next_run")
     return Schedule.model_validate(view), NextRun(datetime.fromisoformat(at) if at else None,
                                                    bool(view.get("overdue")))
@@ -66,6 +69,8 @@ def show(schedule_id: str) -> None:
     with open_client() as client:
         view = client.get(_path(schedule_id))
     s, nxt = _schedule(view)
+    if isinstance(s, BrokenSchedule):
+        raise click.ClickException(s.problem())
     local.print_show(s, nxt.at, [ScheduleRun.model_validate(r) for r in view.get("runs") or []][:10])
 
 

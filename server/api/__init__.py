@@ -3,8 +3,10 @@
 from fastapi import APIRouter
 
 from server.api import approvals, rewind, schedules, sessions, status, stream
+from server.schemas import problems
 
-router = APIRouter(prefix="/api")
+# Every route: the errors any request may get (each router adds its own: 403, 404, 409).
+router = APIRouter(prefix="/api", responses=problems(400, 401, 413, 422, 503))
 router.include_router(sessions.router)
 router.include_router(approvals.router)
 router.include_router(stream.router)

@@ -18,13 +18,13 @@ from fastapi import APIRouter, Depends, Request
 
 from server.api.common import engine, visible_session
 from server.auth import Caller, require_reader, require_writer
-from server.schemas import Decided, Decision, PendingRequest
+from server.schemas import Decided, Decision, PendingRequest, problems
 from tasks.dispatch import dispatch
 from workflows.api_tokens import TokenStore
 from workflows.engine.approvals import request_of
 from workflows.permissions import always_offered, prompt_text
 
-router = APIRouter(tags=["approvals"])
+router = APIRouter(tags=["approvals"], responses=problems(403, 404, 409))
 
 
 @router.get("/approvals", response_model=list[PendingRequest])

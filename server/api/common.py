@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import Request
 
 from server.auth import Caller
 from workflows import keys
 from workflows.engine import Engine
-from workflows.exceptions import AmbiguousSession, SessionNotFound
+from workflows.exceptions import AmbiguousSession, MainsailError, SessionNotFound
 from workflows.models import SessionRecord
+
+
+class BadRequest(MainsailError):
+    """A request the server cannot act on as asked (a 400): a workspace that is not a directory on
+    the server's machine, a malformed page id, a message with nothing to do."""
+
+
+def reach(caller: Caller, workspace: str, add_dirs=()) -> str:
+    """``workspace`` resolved, once ``caller``'s token may use it and each of ``add_dirs`` (resolved
+    from it): checked before the disk is looked at (beyond resolving links), so that a token restricted
+    to workspaces learns nothing about directories outside them, not even whether they exist. What
+    exists is the caller's next check.
+
+    Raises:
+        BadRequest: ``workspace`` is not an absolute path.
+        HTTPException: 403, a directory outside the token's workspaces.
+    """
+    if not os.path.isabs(workspace):
+        raise BadRequest(f"Workspace {workspace!r} is not an absolute path: give the directory's full path on the "
+                         "server's machine.")
+    ws = os.path.realpath(workspace)
+    caller.check_workspace(ws)
+    for extra in add_dirs:
+        caller.check_workspace(os.path.realpath(os.path.join(ws, os.path.expanduser(extra))))
+    return ws
 
 
 def engine(request: Request) -> Engine:
@@ -51,4 +78,4 @@ def _not_found(session: str) -> str:
     return f"No session {shown!r}. List the sessions this token may see with GET /api/sessions."
 
 
-__all__ = ["engine", "visible_session"]
+__all__ = ["BadRequest", "engine", "reach", "visible_session"]

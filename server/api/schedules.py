@@ -8,26 +8,30 @@ bypassPermissions (403); the sessions of a schedule a token added are held to th
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from server.api.common import engine
+from server.api.common import engine, reach
 from server.auth import Caller, require_reader, require_writer
+from server.schemas import problems
 from tasks import scheduling
-from workflows.exceptions import BypassDisabled, ConfigurationError, ScheduleNotFound
+from workflows.exceptions import BypassDisabled, ConfigurationError, ScheduleBroken, ScheduleNotFound
 from workflows.schedules import (
+    BrokenSchedule,
     RunMode,
     Schedule,
     ScheduleRun,
     ScheduleStore,
     SessionOptions,
 )
+from workflows.models import PathText
 from workflows.schedules.firing import continued_session, require_token_may_continue
 from workflows.settings import get_settings
 
-router = APIRouter(tags=["schedules"])
+router = APIRouter(tags=["schedules"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)
 WRITER = Depends(require_writer)
 
@@ -36,7 +40,7 @@ class NewSchedule(BaseModel):
     """``POST /api/schedules``: run ``prompt`` in ``workspace`` at each time of ``cron`` (UTC)."""
 
     cron: str = Field(description="Five cron fields in UTC ('0 3 * * *'), or @hourly, @daily, @weekly...")
-    workspace: str = Field(description="Absolute path of the workspace on the workers' machines.")
+    workspace: PathText = Field(description="Absolute path of the workspace on the workers' machines.")
     prompt: str = Field(min_length=1)
     name: str | None = None
     mode: RunMode = Field(default=RunMode.FRESH, description="continue: each firing continues the last session.")
@@ -45,11 +49,20 @@ class NewSchedule(BaseModel):
 
 
 class ScheduleView(Schedule):
-    """A schedule, when it runs next, and its latest runs (newest first)."""
+    """A schedule, when it runs next, and its latest runs (newest first). A stored record that cannot
+    be read is listed too, with ``broken`` saying why (and only what could be read of it)."""
 
+    prompt: str = ""
     next_run: datetime | None = None
     overdue: bool = Field(default=False, description="Its run is past due: no beat has sent it yet.")
     runs: list[ScheduleRun] = Field(default_factory=list)
+    broken: str | None = Field(default=None, description="Why its stored record cannot be read: it never fires; "
+                                                         "remove it (DELETE) and add it again.")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:  # a view shows the stored text, a broken record's too
+        return value
 
 
 class RunStarted(BaseModel):
@@ -57,33 +70,49 @@ class RunStarted(BaseModel):
     session_id: str
 
 
-def _view(s: Schedule, store: ScheduleStore, runs: int = 5) -> ScheduleView:
+def _view(s: Schedule | BrokenSchedule, store: ScheduleStore, runs: int = 5) -> ScheduleView:
+    if isinstance(s, BrokenSchedule):
+        return ScheduleView(id=s.id, name=s.name, cron=s.cron, workspace=s.workspace, enabled=False, created_at=0,
+                            broken=s.reason, runs=store.runs(s.id, runs))
     nxt = scheduling.next_run(get_settings(), s)
     return ScheduleView(**s.model_dump(), next_run=nxt.at, overdue=nxt.overdue, runs=store.runs(s.id, runs))
 
 
-def _visible(request: Request, caller: Caller, schedule: str) -> tuple[Schedule, ScheduleStore]:
+def _sees(caller: Caller, s: Schedule | BrokenSchedule) -> bool:
+    """A broken record whose workspace cannot be read: only a token for every workspace sees it."""
+    return caller.token.allows_workspace(s.workspace) if s.workspace else not caller.token.workspaces
+
+
+def _found(request: Request, caller: Caller, schedule: str) -> tuple[Schedule | BrokenSchedule, ScheduleStore]:
     store = ScheduleStore(engine(request).store.r)
     try:
-        s = store.get(store.resolve(schedule))
+        s = store.record(store.resolve(schedule))
     except ScheduleNotFound as exc:
         raise HTTPException(404, str(exc)) from None
-    if not caller.token.allows_workspace(s.workspace):
+    if not _sees(caller, s):
         raise HTTPException(404, f"No schedule {schedule!r} visible to token {caller.name!r}.")
+    return s, store
+
+
+def _visible(request: Request, caller: Caller, schedule: str) -> tuple[Schedule, ScheduleStore]:
+    """The schedule ``schedule`` names, readable (a broken one: ``ScheduleBroken``, a 400 naming the fix)."""
+    s, store = _found(request, caller, schedule)
+    if isinstance(s, BrokenSchedule):
+        raise ScheduleBroken(s.problem())
     return s, store
 
 
 @router.get("/schedules", response_model=list[ScheduleView])
 def list_schedules(request: Request, caller: Caller = READER):
-    """The schedules of the workspaces this token may see, oldest first."""
+    """The schedules of the workspaces this token may see, oldest first (broken records marked)."""
     store = ScheduleStore(engine(request).store.r)
-    return [_view(s, store) for s in store.all() if caller.token.allows_workspace(s.workspace)]
+    return [_view(s, store) for s in store.records() if _sees(caller, s)]
 
 
 @router.get("/schedules/{schedule}", response_model=ScheduleView)
 def get_schedule(schedule: str, request: Request, caller: Caller = READER):
     """One schedule (id, unique id prefix or name) and its latest runs."""
-    s, store = _visible(request, caller, schedule)
+    s, store = _found(request, caller, schedule)
     return _view(s, store, runs=50)
 
 
@@ -91,19 +120,19 @@ def get_schedule(schedule: str, request: Request, caller: Caller = READER):
 def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
     """Add a schedule; it first fires at its cron's next time. Its sessions are made as
     ``POST /api/sessions`` makes one; a call that would ask waits for a decision."""
-    ws = scheduling.check_workspace(body.workspace)
-    caller.check_workspace(ws)
+    # The token's scope first, then the disk: a restricted token learns nothing of other directories.
+    ws = scheduling.check_workspace(reach(caller, os.path.expanduser(body.workspace), body.options.add_dirs))
     s = Schedule(name=body.name or " ".join(body.prompt.split()[:5])[:40], cron=body.cron, workspace=ws,
                  prompt=body.prompt, mode=body.mode, options=body.options, enabled=body.enabled,
                  created_by=caller.decided_by)
-    s = scheduling.add(engine(request), get_settings(), s, token=caller.token)
+    s = scheduling.add(engine(request), get_settings(), s, token=caller.token, check_dir=caller.check_workspace)
     return _view(s, ScheduleStore(engine(request).store.r))
 
 
 @router.delete("/schedules/{schedule}", status_code=204)
 def remove_schedule(schedule: str, request: Request, caller: Caller = WRITER):
-    """Remove a schedule (its sessions stay)."""
-    s, _ = _visible(request, caller, schedule)
+    """Remove a schedule (its sessions stay), a broken one too."""
+    s, _ = _found(request, caller, schedule)
     scheduling.remove(engine(request), get_settings(), s.id)
 
 

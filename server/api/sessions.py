@@ -13,7 +13,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from server.api.common import engine, visible_session
+from server.api.common import BadRequest, engine, reach, visible_session
 from server.api.stream import parse_event_id
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import (
@@ -25,13 +25,14 @@ from server.schemas import (
     SessionDetail,
     SessionSummary,
     TranscriptPage,
+    problems,
 )
 from statemachines import State
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.api_tokens import TokenStore
 from workflows.engine.support import cancel_message
-from workflows.exceptions import MainsailError
+from workflows.models import PathText
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.session_setup import session_options
 from workflows.settings import get_settings
@@ -40,19 +41,14 @@ from workflows.store import stream_entries
 from workflows.transcript_io import export_jsonl
 from workflows.valid_text import valid_str
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)
 WRITER = Depends(require_writer)
 
 
-class BadRequest(MainsailError):
-    """A request the server cannot act on as asked (a 400): a workspace that is not a directory on
-    the server's machine, a malformed page id, a message with nothing to do."""
-
-
 @router.get("/sessions", response_model=list[SessionSummary])
 def list_sessions(request: Request, caller: Caller = READER, state: State | None = None,
-                  workspace: str | None = None, limit: int = Query(50, ge=1, le=10_000),
+                  workspace: PathText | None = None, limit: int = Query(50, ge=1, le=10_000),
                   children: bool = Query(False, description="Also list sub-agents (child sessions).")):
     """Sessions, newest activity first."""
     store = engine(request).store
@@ -92,15 +88,7 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
     for a decision (``/api/approvals``). bypassPermissions (asked for, or the settings' defaultMode)
     needs a token made with ``--allow-bypass`` (else 403); where the workspace's or the server user's
     settings files disable it, the session starts in the next mode with a warning, as at a terminal."""
-    if not os.path.isabs(body.workspace):
-        raise BadRequest(f"Workspace {body.workspace!r} is not an absolute path: give the directory's full "
-                         "path on the server's machine.")
-    ws = Path(os.path.realpath(body.workspace))
-    # The token's workspaces are checked before the disk is looked at, so that a restricted token
-    # learns nothing about directories outside them (not even whether they exist).
-    caller.check_workspace(str(ws))
-    for extra in body.add_dirs:
-        caller.check_workspace(os.path.realpath(os.path.join(ws, os.path.expanduser(extra))))
+    ws = Path(reach(caller, body.workspace, body.add_dirs))  # the token's scope before the disk
     if not ws.is_dir():
         raise BadRequest(f"Workspace {body.workspace!r} is not an existing directory on the server (give an "
                          "absolute path on the server's machine).")

@@ -10,7 +10,8 @@
 - ``delta`` events (``{"step", "attempt", "text"}``, no id): a reply's text as the model streams it, from the
   moment of connecting; ephemeral, the ``entry`` that records the whole reply follows.
 - ``child`` events (``{"session", "id", "entry"}``, no id): entries of the session's sub-agents.
-- ``end``: with ``?until_idle=true``, once the session is idle with nothing queued (the stream then
+- ``end``: with ``?until_idle=true``, once the session is idle with its memory committed (the
+  extraction after a final answer, and any memory fork, done) and nothing queued (the stream then
   closes; ``mainsail watch`` through a server uses it).
 
 A watcher holds no thread and no Redis connection while it waits: one reader per followed stream
@@ -33,12 +34,13 @@ from starlette.concurrency import run_in_threadpool
 from server.api.common import engine, visible_session
 from server.api.hub import BLOCK_MS, Overflow, hub_of
 from server.auth import Caller, require_reader
+from server.schemas import problems
 from statemachines import State
 from workflows import keys
 from workflows.entry_read import entry_text, field_text
 from workflows.store import stream_entries
 
-router = APIRouter(tags=["live"])
+router = APIRouter(tags=["live"], responses=problems(403, 404, 409))
 _EVENT_ID = re.compile(r"\A(([0-9]{1,20})-([0-9]{1,20}))(?:\.([0-9]{1,6}))?\Z")  # [0-9]: \d matches any script's digits
 _MAX_PART = 2**64 - 1
 #: How often an open stream checks that its token was not revoked.
@@ -54,15 +56,18 @@ def parse_event_id(value: str | None) -> tuple[str, int | None]:
 
     Raises:
         HTTPException: 400 when ``value`` is not an id this stream could have sent (Redis would refuse
-            it, e.g. a part above 2**64 - 1); the message quotes at most 40 characters of it.
+            it, e.g. a part above 2**64 - 1, or the largest id, after which no entry can ever come); the
+            message quotes at most 40 characters of it.
     """
     if not value or not value.strip():
         return "0-0", None
     m = _EVENT_ID.match(value.strip())
-    if not m or max(int(m.group(2)), int(m.group(3))) > _MAX_PART:
+    parts = (int(m.group(2)), int(m.group(3))) if m else None
+    if not parts or max(parts) > _MAX_PART or parts == (_MAX_PART, _MAX_PART):
         shown = value if len(value) <= 40 else value[:40] + "..."
-        raise HTTPException(400, f"Invalid event id {shown!r}: give the id of an event this stream sent "
-                                 "(like 1700000000000-0 or 1700000000000-0.1).")
+        why = "no entry can come after the largest id; give" if parts == (_MAX_PART, _MAX_PART) else "give"
+        raise HTTPException(400, f"Invalid event id {shown!r}: {why} the id of an event this stream sent (like "
+                                 "1700000000000-0 or 1700000000000-0.1).")
     return m.group(1), int(m.group(4)) if m.group(4) is not None else None
 
 
@@ -76,7 +81,8 @@ def _entry_event(sid: str, row: str, raw: str | bytes, index: int, count: int) -
 async def events(session: str, request: Request, caller: Caller = Depends(require_reader),  # noqa: B008
                  after: str | None = Query(None, description="An event id: send what came after it."),
                  deltas: bool = Query(True, description="Also send the model's text as it streams."),
-                 until_idle: bool = Query(False, description="End once the session is idle with nothing queued.")):
+                 until_idle: bool = Query(False, description="End once the session is idle, its memory committed, "
+                                                             "nothing queued.")):
     """Follow a session live (Server-Sent Events; see the module's notes for the events)."""
     rec = await run_in_threadpool(visible_session, request, caller, session)
     last, seen = parse_event_id(request.headers.get("last-event-id") or after)
@@ -166,7 +172,10 @@ def _child_events(child: str, items):
 
 
 def _idle(store, sid: str) -> bool:
-    return store.get_session(sid).state in (State.IDLE, State.EXTRACTING) and not store.inbox(sid)
+    """Really idle: no turn runs, its memory is committed (the test ``mainsail -p`` waits on:
+    :meth:`SessionRecord.memory_pending`), and nothing is queued."""
+    rec = store.get_session(sid)
+    return rec.state is State.IDLE and not rec.memory_pending() and not store.inbox(sid)
 
 
 def _running_children(store, sid: str) -> list[str]:

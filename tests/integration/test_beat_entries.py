@@ -70,3 +70,27 @@ def test_the_message_says_when_its_run_was_due(beat_redis, ws):
     now = datetime(2026, 11, 24, 3, 2, 10, tzinfo=UTC)
     assert beat.due_at(entry, now) == datetime(2026, 11, 24, 2, 59, tzinfo=UTC).timestamp()  # the first missed
     assert beat.due_at(entry, last + timedelta(seconds=1)) == (last + timedelta(seconds=1)).timestamp()
+
+
+def test_an_entry_that_cannot_be_read_is_skipped_not_fatal(beat_redis, ws, caplog):
+    s = add(beat_redis, ws)
+    beat.save_entry(s, time.time() - 300)
+    beat_redis.hset(f"mainsail-celery:redbeat:{s.id}", "definition", "{not json")
+    assert beat.entry_last_run(s.id) is None
+    with pytest.raises(KeyError):  # redbeat's tick drops a KeyError entry and goes on with the others
+        beat.Scheduler.Entry.from_key(f"mainsail-celery:redbeat:{s.id}", app=app)
+    assert "cannot be read" in caplog.text
+
+
+def test_start_up_skips_a_broken_record_and_says_so(beat_redis, ws, caplog):
+    import json
+
+    from workflows import keys
+
+    good = add(beat_redis, ws)
+    beat_redis.set(keys.schedule("bad"), json.dumps({"id": "bad", "name": "feb", "cron": "0 0 31 2 *",
+                                                     "workspace": str(ws), "prompt": "x"}))
+    beat_redis.zadd(keys.schedules(), {"bad": 0})
+    beat.reconcile(ScheduleStore(beat_redis))
+    assert score(beat_redis, good.id) is not None and score(beat_redis, "bad") is None
+    assert "beat: skipping it: Schedule bad (feb) is stored broken" in caplog.text

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from workflows import keys
-from workflows.exceptions import InvalidSchedule, ScheduleNotFound
+from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.models import SystemEntry, UserEntry
 from workflows.schedules import cron
 from workflows.schedules.firing import fire
 from workflows.schedules.models import RunMode, Schedule, SessionOptions
-from workflows.schedules.store import ScheduleStore
+from workflows.schedules.store import BrokenSchedule, ScheduleStore
 
 
 def at(h: int, m: int, s: int = 0, day: int = 24) -> datetime:
@@ -41,6 +41,9 @@ def test_cron_expressions_are_normalised(expr, normal):
     ("0 3 * *", "it needs 5 fields"),
     ("", "it needs 5 fields"),
     ("@reboot", "it needs 5 fields"),
+    ("0 0 31 2 *", "it can never fire: its day-of-month field '31'"),  # each field right, no such day
+    ("0 0 30 2 *", "it can never fire: its day-of-month field '30'"),
+    ("0 0 31 4,6,9,11 *", "month field '4,6,9,11'"),
 ])
 def test_a_bad_cron_expression_is_refused_naming_the_field(expr, names):
     with pytest.raises(InvalidSchedule) as exc:
@@ -92,6 +95,38 @@ def test_an_ambiguous_prefix_lists_the_matches(fake_redis, ws):
     with pytest.raises(ScheduleNotFound, match=r"matches 2 schedules: abc-1 \(one\), abc-2 \(two\)"):
         store.resolve("abc")
     assert store.resolve("abc-1") == a.id
+
+
+def test_a_day_some_month_has_is_accepted():
+    assert cron.next_after("0 0 29 2 *", at(0, 0)) == datetime(2028, 2, 29, tzinfo=UTC)
+    assert cron.parse("0 0 31 2,3 *") == "0 0 31 2,3 *"
+
+
+def write_broken(r, sid: str, raw: str) -> None:
+    r.set(keys.schedule(sid), raw)
+    r.zadd(keys.schedules(), {sid: 0})
+
+
+def test_a_broken_record_is_reported_and_the_others_still_read(fake_redis, ws, engine, settings):
+    store = ScheduleStore(engine.store.r)
+    good = store.add(make(ws, name="good"))
+    write_broken(engine.store.r, "bad-cron", json.dumps({"id": "bad-cron", "name": "feb", "cron": "0 0 31 2 *",
+                                                         "workspace": str(ws), "prompt": "x"}))
+    write_broken(engine.store.r, "bad-json", "{not json")
+    records = store.records()
+    assert [s.id for s in records] == ["bad-cron", "bad-json", good.id]  # (created 0: first)
+    assert [s.id for s in store.all()] == [good.id]
+    feb, garbled = records[0], records[1]
+    assert isinstance(feb, BrokenSchedule) and (feb.name, feb.cron, feb.workspace) == ("feb", "0 0 31 2 *", str(ws))
+    assert "it can never fire" in feb.reason
+    assert garbled.name == "" and "Invalid JSON" in garbled.reason
+    assert store.resolve("feb") == "bad-cron"  # found, so it can be removed
+    with pytest.raises(ScheduleBroken, match=r"Schedule bad-cron \(feb\) is stored broken: .*mainsail schedule rm"):
+        store.get("bad-cron")
+    fired = fire(engine, settings, "bad-cron", at(3, 0).timestamp())
+    assert fired.session_id is None and fired.skipped.startswith("broken: Schedule bad-cron (feb) is stored broken")
+    store.delete("bad-cron")
+    assert [s.id for s in store.records()] == ["bad-json", good.id]
 
 
 # ------------------------------------------------------------------ firing

@@ -21,7 +21,8 @@ from workflows.models import SystemEntry, entry_json
     ("1700000000000-0.0", ("1700000000000-0", 0)),
     ("1700000000000-2.17", ("1700000000000-2", 17)),
     ("0-0", ("0-0", None)),
-    (f"{2**64 - 1}-{2**64 - 1}", (f"{2**64 - 1}-{2**64 - 1}", None)),
+    (f"{2**64 - 1}-{2**64 - 2}", (f"{2**64 - 1}-{2**64 - 2}", None)),
+    (f"{2**64 - 2}-{2**64 - 1}", (f"{2**64 - 2}-{2**64 - 1}", None)),
 ])
 def test_ids_this_stream_sends_are_read_back(value, expected):
     assert parse_event_id(value) == expected
@@ -36,6 +37,15 @@ def test_anything_else_is_a_400_naming_the_id(value):
     with pytest.raises(HTTPException) as err:
         parse_event_id(value)
     assert err.value.status_code == 400 and "Invalid event id" in err.value.detail
+
+
+@pytest.mark.parametrize("value", [f"{2**64 - 1}-{2**64 - 1}", f"{2**64 - 1}-{2**64 - 1}.0"])
+def test_the_largest_id_is_a_400_as_nothing_can_follow_it(value):
+    # Redis refuses "after" it (an exclusive range from it): a 500, and as Last-Event-ID a stream that
+    # aborted on every reconnection.
+    with pytest.raises(HTTPException) as err:
+        parse_event_id(value)
+    assert err.value.status_code == 400 and "no entry can come after the largest id" in err.value.detail
 
 
 def test_a_long_bad_id_is_not_echoed_whole():

@@ -3,6 +3,6 @@
 
 from workflows.schedules.cron import parse as parse_cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun, SessionOptions
-from workflows.schedules.store import ScheduleStore
+from workflows.schedules.store import BrokenSchedule, ScheduleStore
 
-__all__ = ["RunMode", "Schedule", "ScheduleRun", "ScheduleStore", "SessionOptions", "parse_cron"]
+__all__ = ["BrokenSchedule", "RunMode", "Schedule", "ScheduleRun", "ScheduleStore", "SessionOptions", "parse_cron"]

@@ -33,7 +33,8 @@ def parse(expr: str) -> str:
     """``expr`` checked and normalised (five fields, single spaces; a shortcut expanded).
 
     Raises:
-        InvalidSchedule: not five fields, or a field Celery's crontab refuses; the message names it.
+        InvalidSchedule: not five fields, a field Celery's crontab refuses, or fields that name no day at
+            all (the 31st of February): it could never fire. The message names the field.
     """
     text = " ".join(str(expr or "").split())
     text = SHORTCUTS.get(text.lower(), text)
@@ -49,6 +50,12 @@ def parse(expr: str) -> str:
         except (ValueError, TypeError, IndexError, KeyError) as exc:
             raise InvalidSchedule(f"Invalid cron expression {expr!r}: its {shown} field {value!r} is wrong "
                                   f"({exc}); {_EXAMPLE}.") from None
+    try:  # each field is right alone; together they may name no day at all ('0 0 31 2 *')
+        crontab(**dict(zip(FIELDS, parts)))
+    except ValueError:
+        raise InvalidSchedule(f"Invalid cron expression {expr!r}: it can never fire: its day-of-month field "
+                              f"{parts[2]!r} is a day no month of its month field {parts[3]!r} has; give a "
+                              f"day those months have, {_EXAMPLE}.") from None
     return text
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflows.exceptions import InvalidSchedule, MainsailError, SessionNotFound
+from workflows.exceptions import InvalidSchedule, MainsailError, ScheduleBroken, SessionNotFound
 from workflows.models import StepRecord, SystemEntry, new_id
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.schedules import cron
@@ -40,7 +40,7 @@ class Fired:
     schedule_id: str
     session_id: str | None = None
     steps: list[StepRecord] = field(default_factory=list)
-    skipped: str | None = None  # why nothing started: "duplicate", "disabled", "removed", "failed: ..."
+    skipped: str | None = None  # why nothing started: "duplicate", "disabled", "removed", "broken: ...", "failed: ..."
     note: str | None = None
 
 
@@ -150,6 +150,9 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
     with store.lock(schedule_id, wait=LOCK_WAIT_SECONDS):
         try:
             schedule = store.get(schedule_id)
+        except ScheduleBroken as exc:  # a record that cannot be read: this one is skipped, the others fire
+            log.error("schedule %s not fired: %s", schedule_id[:8], exc)
+            return Fired(schedule_id, skipped=f"broken: {exc}")
         except MainsailError:
             return Fired(schedule_id, skipped="removed")
         if not schedule.enabled and not manual:

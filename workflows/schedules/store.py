@@ -8,10 +8,13 @@ time) and ``...:fired:{slot}`` (a firing's claim, ``SET NX``).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from workflows import keys
-from workflows.exceptions import ScheduleNotFound
+from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.schedules.models import Schedule, ScheduleRun
 
 #: Firings kept per schedule for ``schedule list`` and the API.
@@ -35,6 +38,53 @@ class Firing:
         return json.dumps({"session_id": self.session_id, "submitted": self.submitted})
 
 
+@dataclass
+class BrokenSchedule:
+    """A stored schedule record that cannot be read as a schedule (a cron that can never fire, saved
+    before it was refused; a record written by hand or by another version): ``reason`` says why. It is
+    listed marked broken, skipped by the beat, and can be removed; it never keeps the others from
+    being listed or fired. ``name``, ``cron`` and ``workspace``: what could be read of them ("" if not)."""
+
+    id: str
+    reason: str
+    name: str = ""
+    cron: str = ""
+    workspace: str = ""
+
+    @classmethod
+    def of(cls, schedule_id: str, raw, reason: str) -> BrokenSchedule:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        data = data if isinstance(data, dict) else {}
+
+        def text(name: str) -> str:
+            value = data.get(name)
+            return value if isinstance(value, str) and "\x00" not in value else ""
+
+        ws = text("workspace")
+        return cls(schedule_id, reason, text("name"), text("cron"), ws if os.path.isabs(ws) else "")
+
+    def problem(self) -> str:
+        """What is wrong and what to do, in the words the CLI and the API show."""
+        return (f"Schedule {self.id[:8]}{f' ({self.name})' if self.name else ''} is stored broken: {self.reason} "
+                f"It does not fire; remove it (`mainsail schedule rm {self.id[:8]}`) and add it again.")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()) + "."
+    return str(exc)
+
+
+def _read(schedule_id: str, raw) -> Schedule | BrokenSchedule:
+    try:
+        return Schedule.model_validate_json(raw)
+    except (ValidationError, InvalidSchedule, ValueError) as exc:
+        return BrokenSchedule.of(schedule_id, raw, _reason(exc))
+
+
 class ScheduleStore:
     """The schedules of one Redis."""
 
@@ -54,19 +104,40 @@ class ScheduleStore:
         return schedule
 
     def get(self, schedule_id: str) -> Schedule:
+        """The schedule ``schedule_id``.
+
+        Raises:
+            ScheduleNotFound: there is none.
+            ScheduleBroken: its stored record cannot be read (the message says why and what to do).
+        """
+        found = self.record(schedule_id)
+        if isinstance(found, BrokenSchedule):
+            raise ScheduleBroken(found.problem())
+        return found
+
+    def record(self, schedule_id: str) -> Schedule | BrokenSchedule:
+        """The schedule ``schedule_id``, or what is wrong with its stored record.
+
+        Raises:
+            ScheduleNotFound: there is none.
+        """
         raw = self.r.get(keys.schedule(schedule_id))
         if raw is None:
             raise ScheduleNotFound(f"No schedule {schedule_id!r}. List them with `mainsail schedule list`.")
-        return Schedule.model_validate_json(raw)
+        return _read(schedule_id, raw)
 
     def ids(self) -> list[str]:
         return [_s(x) for x in self.r.zrange(keys.schedules(), 0, -1)]
 
-    def all(self) -> list[Schedule]:
-        """Every schedule, oldest first."""
+    def records(self) -> list[Schedule | BrokenSchedule]:
+        """Every schedule, oldest first; a record that cannot be read is there as a :class:`BrokenSchedule`."""
         ids = self.ids()
         raws = self.r.mget([keys.schedule(i) for i in ids]) if ids else []
-        return [Schedule.model_validate_json(raw) for raw in raws if raw is not None]
+        return [_read(i, raw) for i, raw in zip(ids, raws) if raw is not None]
+
+    def all(self) -> list[Schedule]:
+        """Every schedule that can be read, oldest first (the broken ones: :meth:`records`)."""
+        return [s for s in self.records() if isinstance(s, Schedule)]
 
     def resolve(self, prefix: str) -> str:
         """The one schedule id starting with ``prefix`` (or named ``prefix``).
@@ -75,7 +146,7 @@ class ScheduleStore:
             ScheduleNotFound: nothing matches, or several do (the message lists them).
         """
         prefix = (prefix or "").strip()
-        schedules = self.all()
+        schedules = self.records()  # a broken one too: it must be found to be removed
         for match in ([s for s in schedules if s.id == prefix], [s for s in schedules if s.name == prefix],
                       [s for s in schedules if prefix and s.id.startswith(prefix)]):
             if len(match) == 1:
@@ -133,4 +204,4 @@ class ScheduleStore:
                                                                              0, limit - 1)]
 
 
-__all__ = ["FIRING_TTL_SECONDS", "RUNS_KEPT", "Firing", "ScheduleStore"]
+__all__ = ["FIRING_TTL_SECONDS", "RUNS_KEPT", "BrokenSchedule", "Firing", "ScheduleStore"]
