@@ -10,13 +10,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, model_validator
 
 from server.api.common import engine, visible_session
+from server.schemas import problems
 from server.auth import Caller, require_reader, require_writer
 from statemachines import State
 from workflows import keys
 from workflows.engine.rewinding import BASH_NOTE, message_text
 from workflows.exceptions import RewindRefused
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)
 WRITER = Depends(require_writer)
 
