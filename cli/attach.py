@@ -150,10 +150,15 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
         if stream is not None:
             stream.child_entry(child, e)
 
+    def on_link(child: str, call: str | None) -> None:  # a sub-agent's Task call, before its entries
+        for shown in (r, stream):
+            if shown is not None:
+                shown.link_child(child, call)
+
     try:
         result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,
                         poll=prompter.poll, stop=lambda e: isinstance(e, ResultEntry) and ours["started"],
-                        on_child=on_child)
+                        on_child=on_child, on_link=on_link)
     except KeyboardInterrupt:
         if r:
             r.close()
