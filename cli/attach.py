@@ -191,7 +191,8 @@ def finish(result: ResultEntry, print_mode: bool) -> None:
 
 
 def wait_for_memory(rt: Runtime, sid: str, *, quiet: bool = False, timeout: float = 30.0) -> None:
-    """Before a command with an in-process worker exits: let the session's memory forks finish.
+    """Before a command with an in-process worker exits: let the session's memory forks (and its title
+    call, workflows/titles.py) finish.
 
     Without this, they would wait for the next worker (their steps are durable, so
     nothing is lost either way; this only saves the wait). Ctrl-C stops waiting.
@@ -199,13 +200,23 @@ def wait_for_memory(rt: Runtime, sid: str, *, quiet: bool = False, timeout: floa
     import time
 
     from statemachines import State
+    from workflows.exceptions import StepNotFound
+
+    def naming(rec) -> bool:
+        try:
+            return bool(rec.title_step) and not rt.store.get_step(sid, rec.title_step).finished
+        except StepNotFound:
+            return False
 
     def busy() -> bool:
         rec = rt.store.get_session(sid)
-        return rec.state is State.EXTRACTING or bool(rec.memory_step or rec.extract_step)
+        return rec.state is State.EXTRACTING or bool(rec.memory_step or rec.extract_step) or naming(rec)
 
     if not busy():
         return
+    rec = rt.store.get_session(sid)
+    if not (rec.state is State.EXTRACTING or rec.saving_memory()):
+        quiet = True  # only the title is on its way: nothing to say
     if not quiet:
         click.echo(click.style("Saving memory…", dim=True), err=True)
     deadline = time.monotonic() + timeout

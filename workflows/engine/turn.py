@@ -354,6 +354,7 @@ class TurnLogic:
         text = text or ""
         self._add_result(tx, "success", text)
         result = tx.entries[-1]
+        self._ask_title(tx)
         if tx.rec.state is State.EXTRACTING:
             self._begin_extraction(tx)
             result.memory_saving = bool(tx.rec.extract_step or tx.rec.memory_step)
@@ -385,6 +386,9 @@ class TurnLogic:
             return
         if step.background and step.kind is StepKind.HOOK:
             self.background_hook_failed(tx, step, error)
+            return
+        if step.kind is StepKind.TITLE:  # the session keeps its prompt as its title
+            self._title_done(tx, step, None, error)
             return
         if step.background:
             self._fork_failed(tx, step, error)
