@@ -102,8 +102,10 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
             await feed.add(live_key, None)
         await feed.add(log_key, last)
         children: dict[str, tuple[str, str]] = {}  # child log key -> (child session id, its Task call's id)
+        known: set[str] = set()  # every sub-agent followed so far (a finished one is never sent twice)
         for child, call in await run_in_threadpool(_running_children, store, sid, last == "0-0"):
             children[keys.log(child)] = (child, call)
+            known.add(child)
             await feed.add(keys.log(child), "0-0")
         first = True
         recheck = time.monotonic() + TOKEN_RECHECK_SECONDS
@@ -139,9 +141,9 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                             yield _entry_event(sid, row, raw, i, len(raws))
                             new_children = new_children or '"name":"Task"' in raw
             if new_children:
-                followed = {child for child, _ in children.values()}
-                for child, call in await run_in_threadpool(_new_children, store, sid, followed):
+                for child, call in await run_in_threadpool(_new_children, store, sid, set(known)):
                     children[keys.log(child)] = (child, call)
+                    known.add(child)
                     await feed.add(keys.log(child), "0-0")
             if idle:
                 yield {"event": "end", "data": json.dumps({"session": sid})}
