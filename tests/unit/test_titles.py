@@ -12,7 +12,7 @@ from workflows.titles import SYSTEM, clean_title, title_request
 
 
 def titled(engine: Engine) -> Engine:
-    return Engine(engine.store, engine.settings.model_copy(update={"session_titles": True}))
+    return Engine(engine.store, engine.settings.model_copy(update={"session_titles": True, "session_memory": False}))
 
 
 def run(engine, ws, script: Script, *prompts: str):
@@ -39,6 +39,7 @@ def test_the_small_model_names_the_session_after_its_first_turn_once(engine, ws)
     assert "Assistant: The add() test fails: it subtracts." in asked[0]["messages"][0]["content"]
     assert len(api.requests) == 2  # the session's own turns: the title call is not one of them
     assert rec.cost_by_kind.get("title") is not None and rec.usage_by_kind["title"].output_tokens > 0
+    assert rec.run_memory_usage.output_tokens == 0  # beside the runs: not shown as a run's memory cost
 
 
 def test_a_failed_title_call_keeps_the_prompt_as_the_title(engine, ws):

@@ -32,7 +32,7 @@ class TitleLogic:
 
         def apply(tx: _Tx, step: StepRecord) -> None:
             if usage is not None:
-                self._charge(tx, usage, duration_ms, run=False, kind="title", model=model)
+                self._charge(tx, usage, duration_ms, run=None, kind="title", model=model)
             self._title_done(tx, step, title, error)
 
         return self._step_event(sid, step_id, owner, apply)
