@@ -128,3 +128,22 @@ def test_show_nests_each_sub_agents_lines_under_its_own_task_call(engine, ws):
         assert out[i + 2].startswith("      ⎿  ")
         assert out[i + 3].startswith("    ✓ sub-agent ")
     assert {out[i + 1] for i in task_lines} == {"    ⏺ Read(calc.py)", "    ⏺ Read(notes.md)"}
+
+
+def test_stream_json_gives_each_same_prompt_child_its_own_task_call_id():
+    from cli.output import StreamJson
+
+    lines: list[str] = []
+    stream = StreamJson(lines.append)
+    stream.entry(_task_reply("parent", "/ws"))
+    stream.link_child("kid2", "toolu_b")  # as the feed links them, from the children's records
+    stream.link_child("kid1", "toolu_a")
+    for kid in ("kid1", "kid2"):
+        stream.child_entry(kid, UserEntry(session_id=kid, message={"role": "user", "content": "list the files"}))
+    stream.child_entry("kid2", _child_call("kid2", "/ws", "/ws/b.py"))
+    stream.child_entry("kid1", _child_call("kid1", "/ws", "/ws/a.py"))
+    import json
+
+    calls = {json.loads(line)["message"]["content"][0]["input"]["file_path"]: json.loads(line)["parent_tool_use_id"]
+             for line in lines if json.loads(line)["type"] == "assistant" and json.loads(line).get("parent_tool_use_id")}
+    assert calls == {"/ws/a.py": "toolu_a", "/ws/b.py": "toolu_b"}
