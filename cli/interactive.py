@@ -357,7 +357,7 @@ class Interactive:
             with esc:
                 return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
                               poll=poll, on_child=lambda child, e: (prompter.on_child(child, e),
-                                                                    r.child_entry(child, e)))
+                                                                    r.child_entry(child, e)), on_link=r.link_child)
         except KeyboardInterrupt:
             r.close()
             if prompter.current is not None:
