@@ -38,14 +38,15 @@ def small_model(rec: SessionRecord) -> str:
 
 
 def first_exchange(entries) -> tuple[str, str]:
-    """The first prompt of a transcript and the first text the model answered it with."""
+    """The first prompt of a transcript and the model's last text before the next prompt (its answer)."""
     prompt = answer = ""
     for e in entries:
-        if not prompt and isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+        if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox"):
+            if prompt:
+                break
             prompt = e.message.text()
         elif prompt and isinstance(e, AssistantEntry) and e.message.text().strip():
             answer = e.message.text()
-            break
     return prompt, answer
 
 

@@ -7,7 +7,7 @@ from tests.inline import Inline, api_of, scripted_model
 from workflows.engine import Engine
 from workflows.memory import fork_kind
 from workflows.models import StepKind, StepStatus
-from workflows.scripted import Script, ScriptError, Turn
+from workflows.scripted import Script, ScriptError, ToolUse, Turn
 from workflows.titles import SYSTEM, clean_title, title_request
 
 
@@ -27,7 +27,9 @@ def run(engine, ws, script: Script, *prompts: str):
 
 def test_the_small_model_names_the_session_after_its_first_turn_once(engine, ws):
     engine = titled(engine)
-    script = Script(turns=[Turn(text="The add() test fails: it subtracts."), Turn(text="Fixed.")],
+    read = ToolUse(name="Read", input={"file_path": "calc.py"})
+    script = Script(turns=[Turn(text="Looking.", tool_uses=[read]), Turn(text="The add() test fails: it subtracts."),
+                           Turn(text="Fixed.")],
                     title=[Turn(text='"Fix failing add test in calc.py."')])
     rec, inline, api = run(engine, ws, script, "why does   the test\nfail? " + "x" * 80, "fix it")
     assert rec.title == "Fix failing add test in calc.py"
@@ -37,7 +39,7 @@ def test_the_small_model_names_the_session_after_its_first_turn_once(engine, ws)
     assert len(asked) == 1 and asked[0]["system"] == SYSTEM
     assert "User: why does   the test\nfail?" in asked[0]["messages"][0]["content"]
     assert "Assistant: The add() test fails: it subtracts." in asked[0]["messages"][0]["content"]
-    assert len(api.requests) == 2  # the session's own turns: the title call is not one of them
+    assert len(api.requests) == 3  # the session's own turns: the title call is not one of them
     assert rec.cost_by_kind.get("title") is not None and rec.usage_by_kind["title"].output_tokens > 0
     assert rec.run_memory_usage.output_tokens == 0  # beside the runs: not shown as a run's memory cost
 
