@@ -147,3 +147,39 @@ def test_stream_json_gives_each_same_prompt_child_its_own_task_call_id():
     calls = {json.loads(line)["message"]["content"][0]["input"]["file_path"]: json.loads(line)["parent_tool_use_id"]
              for line in lines if json.loads(line)["type"] == "assistant" and json.loads(line).get("parent_tool_use_id")}
     assert calls == {"/ws/a.py": "toolu_a", "/ws/b.py": "toolu_b"}
+
+
+def test_the_resume_picker_shows_each_sessions_age_and_turns_and_no_sub_agents(engine, ws, capsys):
+    from types import SimpleNamespace
+
+    from cli.interactive_habits import pick_recent
+
+    model = scripted_model(_same_prompt_family(ws))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "split the work"))
+    inline.drain()
+    asked: list[str] = []
+    chosen = pick_recent(SimpleNamespace(store=engine.store), ws, lambda q: asked.append(q) or "1")
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if rec.id[:8] in line]
+    assert "split the work" in row and "s ago" in row and "2 turns" in row and row.rstrip().endswith("idle"), row
+    assert out.count(" turn") == 1, out  # the sub-agents (same workspace) are not offered
+    assert chosen == rec.id and asked
+
+
+def test_a_resume_recaps_the_whole_conversation_compactly(engine, ws, capsys):
+    from cli.interactive import recap
+
+    model = scripted_model(_same_prompt_family(ws))
+    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "split the work"))
+    inline.drain()
+    inline.dispatch(engine.submit(rec.id, "and now?"))
+    inline.drain()
+    recap(engine.store, rec.id)
+    out = capsys.readouterr().out
+    assert out.index("> split the work") < out.index("⏺ Task(look around)") < out.index("> and now?"), out
+    assert "    ⏺ Read(calc.py)" in out and "all done" in out
+    assert "✓ session" not in out and "state" not in out  # compact: no closing lines, no state changes
