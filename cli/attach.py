@@ -159,10 +159,15 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
         if stream is not None:
             stream.child_entry(child, e)
 
+    def on_link(child: str, call: str | None) -> None:  # a sub-agent's Task call, before its entries
+        for shown in (r, stream):
+            if shown is not None:
+                shown.link_child(child, call)
+
     try:
         result = follow(rt.store, sid, on_entry=on_entry, on_delta=(r.delta if r else None), after=after,
                         poll=prompter.poll, stop=lambda e: isinstance(e, ResultEntry) and ours["started"],
-                        on_child=on_child)
+                        on_child=on_child, on_link=on_link)
     except KeyboardInterrupt:
         if r:
             r.close()
@@ -195,18 +200,32 @@ def finish(result: ResultEntry, print_mode: bool) -> None:
 
 
 def wait_for_memory(rt: Runtime, sid: str, *, quiet: bool = False, timeout: float = 30.0) -> None:
-    """Before a command with an in-process worker exits: let the session's memory forks finish.
+    """Before a command with an in-process worker exits: let the session's memory forks (and its title
+    call, workflows/titles.py) finish.
 
     Without this, they would wait for the next worker (their steps are durable, so
     nothing is lost either way; this only saves the wait). Ctrl-C stops waiting.
     """
     import time
 
+    from statemachines import State
+    from workflows.exceptions import StepNotFound
+
+    def naming(rec) -> bool:
+        try:
+            return bool(rec.title_step) and not rt.store.get_step(sid, rec.title_step).finished
+        except StepNotFound:
+            return False
+
     def busy() -> bool:
-        return rt.store.get_session(sid).memory_pending()
+        rec = rt.store.get_session(sid)
+        return rec.memory_pending() or naming(rec)
 
     if not busy():
         return
+    rec = rt.store.get_session(sid)
+    if not (rec.state is State.EXTRACTING or rec.saving_memory()):
+        quiet = True  # only the title is on its way: nothing to say
     if not quiet:
         click.echo(click.style("Saving memory…", dim=True), err=True)
     deadline = time.monotonic() + timeout

@@ -47,6 +47,7 @@ class Batch:
     deltas: list[dict[str, str]] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
     children: list[tuple[str, str]] = field(default_factory=list)  # (sub-agent session id, entry JSON)
+    links: list[tuple[str, str | None]] = field(default_factory=list)  # (sub-agent session id, its Task call's id)
     items: list[tuple[str, object]] = field(default_factory=list)
 
 
@@ -54,7 +55,7 @@ class Feed:
     """Session ``sid``'s transcript after ``after`` (the start when None), and its text deltas if ``deltas``."""
 
     def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False,
-                 children: bool = False) -> None:
+                 children: bool = False, children_shown: set[str] | None = None) -> None:
         self.store = store
         self.sid = sid
         self.deltas = deltas
@@ -62,10 +63,11 @@ class Feed:
         # when a Task call shows up until each child's result (child log key -> (child id, last id)).
         self.children = children
         self.child_logs: dict[str, tuple[str, str]] = {}
-        self.followed: set[str] = set()
+        self.followed: set[str] = set(children_shown or ())  # (a replay showed these already)
+        self.links: list[tuple[str, str | None]] = []  # sub-agents found since the last batch, with their Task call
         if children:  # sub-agents at work already (a Task call before ``after``): followed from their start
             try:
-                self._add_children(running_only=True)
+                self._add_children(running_only=children_shown is None)
             except (redis.RedisError, OSError):
                 pass
         self.log_key, self.live_key = keys.log(sid), keys.live(sid)
@@ -96,6 +98,7 @@ class Feed:
         rows = self.store.tail(streams, block_ms=max(1, block_ms))
         self.backoff = 0.1
         batch = Batch()
+        batch.links, self.links = self.links, []
         ordered: list[tuple[tuple[int, int], int, str, object]] = []
         for key, items in rows:
             if not items:
@@ -123,19 +126,20 @@ class Feed:
         batch.items = [(kind, payload) for _, _, kind, payload in ordered]
         if self.children and any('"name":"Task"' in raw for raw in batch.entries):
             self._add_children()
+            batch.links, self.links = batch.links + self.links, []
         return batch
 
     def _add_children(self, running_only: bool = False) -> None:
         """Follow the sub-agents the session started since the last look (a Task call was seen)."""
         from statemachines import State
 
-        for child in self.store.get_session(self.sid).children:
-            if child in self.followed:
+        new = [c for c in self.store.get_session(self.sid).children if c not in self.followed]
+        for child in self.store.get_sessions(new) if new else []:
+            if running_only and child.state is State.IDLE:
                 continue
-            if running_only and self.store.get_session(child).state is State.IDLE:
-                continue
-            self.followed.add(child)
-            self.child_logs[keys.log(child)] = (child, "0-0")
+            self.followed.add(child.id)
+            self.child_logs[keys.log(child.id)] = (child.id, "0-0")
+            self.links.append((child.id, child.parent_tool_use_id))
 
     def next(self, wait_ms: int) -> Batch | None:
         """A read of up to ``wait_ms``; None when Redis did not answer (after a backoff, 0.1 s doubling to 1 s)."""
@@ -180,7 +184,7 @@ class FeedThread(threading.Thread):
                 if not self._closed.is_set():
                     self._batches.put(exc)
                 return
-            if (batch.entries or batch.deltas or batch.children) and not self._closed.is_set():
+            if (batch.entries or batch.deltas or batch.children or batch.links) and not self._closed.is_set():
                 self._batches.put(batch)
 
     def next(self, wait_ms: int) -> Batch | None:

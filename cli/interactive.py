@@ -46,7 +46,7 @@ from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.exceptions import MainsailError, StoreUnavailable
-from workflows.hooks.session_hooks import is_entry_of_prompt, starts_run
+from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.mcp.config import fresh
 from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
@@ -359,7 +359,7 @@ class Interactive:
             with esc:
                 return follow(self.store, sid, on_entry=on_entry, on_delta=r.delta, after=after, stop=stop,
                               poll=poll, on_child=lambda child, e: (prompter.on_child(child, e),
-                                                                    r.child_entry(child, e)))
+                                                                    r.child_entry(child, e)), on_link=r.link_child)
         except KeyboardInterrupt:
             r.close()
             if prompter.current is not None:
@@ -577,18 +577,12 @@ def announce(rec: SessionRecord, headline: str | None = None) -> None:
 
 
 def recap(store, sid: str) -> None:
-    """Show the session's last exchange (from its last prompt), so you know where it stands."""
-    entries = store.entries(sid)
-    start = None
-    for i in range(len(entries) - 1, -1, -1):
-        if starts_run(entries[i]):
-            start = i
-            break
-    if start is None:
-        return
+    """Show the conversation so far, compactly (prompts, the model's text, tool lines; cli/replay.py),
+    so you know where it stands, as Claude Code does on a resume."""
+    from cli.replay import replay
+
     r = Renderer(show_prompts=True, show_requests=True)
-    for e in entries[start:]:
-        r.entry(e)
+    replay(store, sid, r, compact=True)
     r.close()
 
 

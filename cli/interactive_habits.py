@@ -116,11 +116,13 @@ def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str
     """``mainsail --resume`` with no id: list this workspace's recent sessions and ask which; None: a new one."""
     import os
 
+    from cli.interactive import _ago
+
     ws = os.path.realpath(workspace)
     recent = []
     for sid in rt.store.session_ids(limit=10_000):
         rec = rt.store.get_session(sid)
-        if rec.workspace == ws:
+        if rec.workspace == ws and not rec.parent_session_id:  # (a sub-agent is resumed through its parent)
             recent.append(rec)
             if len(recent) >= 10:
                 break
@@ -129,7 +131,9 @@ def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str
         return None
     click.echo(f"Recent sessions in {ws}:")
     for i, rec in enumerate(recent, 1):
-        click.echo(f"  {i:>2}. {rec.id[:8]}  {(rec.title or '(no messages)')[:40]:<40}  {rec.state.value}")
+        turns = f"{rec.turns} turn{'s' if rec.turns != 1 else ''}"
+        click.echo(f"  {i:>2}. {rec.id[:8]}  {(rec.title or '(no messages)')[:40]:<40}  {_ago(rec.updated_at):>16}  "
+                   f"{turns:>9}  {rec.state.value}")
     choice = (prompt("Resume which? (number or id prefix; Enter starts a new session) ") or "").strip()
     if not choice:
         return None

@@ -236,10 +236,16 @@ class StreamJson:
             self.stop_reason = None
         return lines
 
+    def link_child(self, child: str, tool_use_id: str | None) -> None:
+        """Sub-agent ``child`` runs Task call ``tool_use_id`` (from its session record): two calls with one
+        prompt are then told apart."""
+        if tool_use_id:
+            self.child_calls[child] = tool_use_id
+
     def child_entry(self, child: str, e) -> list[dict]:
         """A sub-agent's entry as Claude Code streams it: its prompt, replies and tool results, each with its
         Task call's id in ``parent_tool_use_id`` and the main session's id; never its result line."""
-        if isinstance(e, UserEntry) and e.origin == "prompt":
+        if isinstance(e, UserEntry) and e.origin == "prompt" and not self.child_calls.get(child):
             self.child_calls[child] = self.task_prompts.get(e.message.text())
         if not isinstance(e, (AssistantEntry, UserEntry)):
             return []

@@ -17,6 +17,7 @@ from rich.text import Text
 from cli.diff_view import diff_text
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
+from workflows.agents.labels import TaskLabels
 from workflows.entry_read import read_entry
 from workflows.mcp.tools import is_mcp_name
 from workflows.mcp.tools import summary as mcp_summary
@@ -36,7 +37,23 @@ from workflows.tools import REGISTRY
 from workflows.valid_text import repair_note
 
 
-def _summary(name: str, tool_input: dict) -> str:
+#: Input fields that name a file or directory: shown relative to the session's directory when inside it.
+PATH_KEYS = ("file_path", "notebook_path", "path", "pattern")
+
+
+def shown_path(path: str, cwd: str) -> str:
+    """``path`` as Claude Code shows it: relative to ``cwd`` when it is inside it, else as given."""
+    if not cwd or not path.startswith("/"):
+        return path
+    base = cwd.rstrip("/") or "/"
+    if path == base:
+        return "."
+    if path.startswith(base + "/" if base != "/" else "/"):
+        return path[len(base):].lstrip("/") or "."
+    return path
+
+
+def _summary(name: str, tool_input: dict, cwd: str = "") -> str:
     tool = REGISTRY.get(name)
     if tool is not None:
         s = tool.summary(tool_input)
@@ -44,6 +61,8 @@ def _summary(name: str, tool_input: dict) -> str:
         s = mcp_summary(tool_input)
     else:
         s = ""
+    if cwd and name != "Bash" and isinstance(tool_input, dict) and any(tool_input.get(k) == s for k in PATH_KEYS):
+        s = shown_path(s, cwd)
     s = " ".join(s.split())
     return s if len(s) <= 80 else s[:77] + "..."
 
@@ -67,8 +86,12 @@ class Renderer:
         self.streamed: dict[str, int] = {}  # step id -> attempt whose text was shown
         self.shown: dict[str, str] = {}  # step id -> the text its deltas showed
         self.calls: dict[str, str] = {}  # tool_use id -> "Name(arg)" when a turn made several calls
-        self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its description (names its sub-agent)
-        self.child_labels: dict[str, str] = {}  # sub-agent session id -> its Task's description
+        self.tasks = TaskLabels()  # Task call id -> its sub-agent's label, unique in the session
+        self.task_prompts: dict[str, list[str]] = {}  # a Task call's prompt -> the ids of calls not yet linked
+        self.child_calls: dict[str, str] = {}  # sub-agent session id -> the id of its Task call
+        # Replay: called with a Task call's id right after its line is shown (prints its sub-agent's lines).
+        self.nest: Callable[[str], None] | None = None
+        self.nested = False  # a replay: a sub-agent's lines come right under its Task call (no label needed)
         self._mid_line = False
         self._held: list[SystemEntry] = []  # background notes that came while a reply was streaming
 
@@ -135,14 +158,18 @@ class Renderer:
             uses = e.message.tool_uses()
             for tu in uses:
                 shown = _shown_name(tu.name)
-                label = f"{shown}({_summary(tu.name, tu.input)})"
+                if tu.name == "Task":
+                    label = f"{shown}({self.tasks.add(tu.id, tu.input.get('description'))})"
+                    self.task_prompts.setdefault(str(tu.input.get("prompt")), []).append(tu.id)
+                else:
+                    label = f"{shown}({_summary(tu.name, tu.input, e.cwd)})"
                 if len(uses) > 1:  # results may arrive in any order: say whose each is
                     self.calls[tu.id] = label
                 self.console.print(Text.assemble(("⏺ ", "cyan"), (shown, "bold"), label[len(shown):]))
                 if tu.name == "TodoWrite":
                     self._checklist(tu.input)
-                if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
-                    self.task_prompts[tu.input["prompt"]] = str(tu.input.get("description") or "")
+                if tu.name == "Task" and self.nest is not None:
+                    self.nest(tu.id)
         elif isinstance(e, UserEntry):
             self._end_line()
             if e.origin == "tool_result":
@@ -206,18 +233,29 @@ class Renderer:
         self._end_line()
         self.console.print(Text(f"  ⎿  {e.content}"[:160], style="dim"))
 
+    def link_child(self, child: str, tool_use_id: str | None) -> None:
+        """Sub-agent ``child`` runs Task call ``tool_use_id`` (from its session record)."""
+        if tool_use_id and child not in self.child_calls:
+            self.child_calls[child] = tool_use_id
+            for waiting in self.task_prompts.values():
+                if tool_use_id in waiting:
+                    waiting.remove(tool_use_id)
+
     def child_entry(self, child: str, e) -> None:
         """A sub-agent's entry, indented under its Task call: its tool calls, their results, its asks, its end."""
         if isinstance(e, UserEntry) and e.origin == "prompt":
-            self.child_labels[child] = self.task_prompts.get(e.message.text(), "") or child[:8]
+            if child not in self.child_calls:  # no link given: the first unlinked Task call with this prompt
+                waiting = self.task_prompts.get(e.message.text()) or []
+                if waiting:
+                    self.child_calls[child] = waiting.pop(0)
             return
-        label = self.child_labels.get(child, child[:8])
-        pad = f"    [{label[:30]}] " if len(self.child_labels) > 1 else "    "
+        label = self.tasks.get(self.child_calls.get(child)) or child[:8]
+        pad = f"    [{label}] " if len(self.tasks.labels) > 1 and not self.nested else "    "
         if isinstance(e, AssistantEntry):
             for tu in e.message.tool_uses():
                 self._end_line()
-                self.console.print(Text.assemble(pad, ("⏺ ", "cyan"), (tu.name, "bold"),
-                                                 f"({_summary(tu.name, tu.input)})"))
+                self.console.print(Text.assemble(pad, ("⏺ ", "cyan"), (_shown_name(tu.name), "bold"),
+                                                 f"({_summary(tu.name, tu.input, e.cwd)})"))
         elif isinstance(e, UserEntry) and e.origin == "tool_result":
             block = e.message.blocks()[0]
             line = e.display or (block.text.splitlines() or [""])[0]
@@ -287,6 +325,8 @@ def follow(
     poll: Callable[[], None] | None = None,
     on_silence: Callable[[float], None] | None = None,
     on_child: Callable[[str, object], None] | None = None,
+    on_link: Callable[[str, str | None], None] | None = None,
+    children_shown: set[str] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
@@ -299,11 +339,15 @@ def follow(
     by default it says, on stderr, what the session waits for after a few quiet seconds
     (cli/standby.py), and a command keeping a worker on standby also keeps this session's
     queues served. ``on_child`` (if given) gets ``(child session id, entry)`` for each entry of
-    the session's sub-agents (Task calls), read in the same blocking reads.
+    the session's sub-agents (Task calls), read in the same blocking reads; ``on_link`` (if given) gets
+    ``(child session id, its Task call's id)`` when a sub-agent is first seen, before its entries.
+    ``children_shown``: sub-agents a replay showed already (cli/replay.py); every other one is followed
+    from its start, running or not (without it: those running now, and those started from now on).
     """
     if on_silence is None:
         on_silence = _wait_notes(store, sid)
-    feed = Feed(store, sid, after=after, deltas=on_delta is not None, children=on_child is not None)
+    feed = Feed(store, sid, after=after, deltas=on_delta is not None, children=on_child is not None,
+                children_shown=children_shown)
     if poll is not None:
         feed = FeedThread(feed)
         feed.start()
@@ -314,8 +358,10 @@ def follow(
         while True:
             wait = block_ms if deadline is None else max(1, min(block_ms, int((deadline - time.monotonic()) * 1000)))
             batch = feed.next(wait)
-            if batch is not None and (batch.entries or batch.deltas or batch.children):
+            if batch is not None and (batch.entries or batch.deltas or batch.children or batch.links):
                 heard = time.monotonic()
+                for child, call in batch.links if on_link is not None else ():
+                    on_link(child, call)
                 for child, raw in batch.children:
                     on_child(child, read_entry(child, raw))
                 for kind, item in batch.items:  # deltas and entries in the order they happened

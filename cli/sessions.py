@@ -18,6 +18,7 @@ from cli.connect import Runtime, ensure_worker
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
+from cli.replay import replay
 from cli.worker_note import unserved_note
 from statemachines import State
 from tasks.dispatch import dispatch
@@ -173,8 +174,7 @@ def show(session: str, no_transcript: bool) -> None:
         return
     click.echo("")
     r = Renderer(Console(highlight=False, soft_wrap=True))
-    for e in rt.store.entries(sid):
-        r.entry(e)
+    replay(rt.store, sid, r)
     r.close()
 
 
@@ -204,8 +204,7 @@ def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
 
     try:
         rows = rt.store.read_log(sid)
-        for _, e in rows:
-            r.entry(e)
+        shown = replay(rt.store, sid, r, [e for _, e in rows], finished_only=True)
         if not forever and _idle(rt, sid):
             r.close()
             extracting = rt.store.get_session(sid).state is State.EXTRACTING
@@ -217,7 +216,7 @@ def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
             r.close()
             click.secho(note, fg="yellow", err=True)
         follow(rt.store, sid, on_entry=r.entry, on_delta=r.delta, after=rows[-1][0] if rows else None, stop=done,
-               on_child=r.child_entry)
+               on_child=r.child_entry, on_link=r.link_child, children_shown=shown)
     except KeyboardInterrupt:
         r.close()
         where = ("it goes on wherever a worker serves it (this command's own worker hands over as it leaves)"

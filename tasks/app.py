@@ -24,6 +24,7 @@ TASK_FOR_KIND = {
     "hook": "mainsail.tools.hook",
     "report": "mainsail.model.report",
     "mcp": "mainsail.tools.mcp",
+    "title": "mainsail.model.title",
 }
 
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).

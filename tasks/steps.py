@@ -102,6 +102,12 @@ def discover_mcp(sid: str, step_id: str) -> str:
     return _run(sid, step_id)
 
 
+@app.task(name="mainsail.model.title")
+def name_session(sid: str, step_id: str) -> str:
+    """One session title: the small model names the session after its first turn (workflows.titles)."""
+    return _run(sid, step_id)
+
+
 @app.task(name="mainsail.model.compact")
 def compact(sid: str, step_id: str) -> str:
     """One compaction of a session (a summary call, or its memory document)."""

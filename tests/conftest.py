@@ -270,12 +270,14 @@ def fake_redis():
 
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
-    """Settings with no credentials and a private data dir."""
+    """Settings with no credentials and a private data dir. No title steps: engine tests follow a session's
+    steps one by one; the title step after a first turn is tested on its own (tests/unit/test_titles.py)."""
     for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "MAINSAIL_REDIS_URL", "MAINSAIL_MODEL"):
         monkeypatch.delenv(var, raising=False)
     from workflows.settings import load_settings
 
-    return load_settings(data_dir=tmp_path / "data", lease_seconds=2.0, pickup_timeout_seconds=5.0)
+    return load_settings(data_dir=tmp_path / "data", lease_seconds=2.0, pickup_timeout_seconds=5.0,
+                         session_titles=False)
 
 
 @pytest.fixture

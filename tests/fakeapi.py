@@ -10,7 +10,9 @@ SDK in worker subprocesses can reach it through ``ANTHROPIC_BASE_URL``::
 
 Endpoints: ``POST /v1/messages`` (streaming SSE with chunked transfer encoding,
 one flush per event, or JSON), ``POST /v1/messages/count_tokens``, and the
-controls ``GET /_requests`` (JSON list of the bodies received; ``?all=1`` with the memory forks'), ``POST /_script``
+controls ``GET /_requests`` (JSON list of the bodies received; ``?all=1`` with the side calls': the
+memory forks' and session titles', which a script answers with its ``session_memory``, ``extract`` and
+``title`` turns, never with its ``turns``), ``POST /_script``
 (replace the script with a JSON Script body) and ``POST /_reset`` (forget
 requests and served errors).
 

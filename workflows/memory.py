@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError
 from workflows import keys
 from workflows.exceptions import MemoryRecordError
 from workflows.frontmatter import split_frontmatter, yaml_mapping
+from workflows.titles import TITLE_MARK
 from workflows.valid_text import ValidJson
 
 # =========================================================================== session memory: when
@@ -111,7 +112,9 @@ EXTRACT_MARK = "You are Mainsail's memory extraction agent."
 
 
 def fork_kind(body: dict) -> str | None:
-    """``"session_memory"`` or ``"extract"`` for a memory fork's Messages API request, else None."""
+    """``"session_memory"`` or ``"extract"`` for a memory fork's Messages API request, ``"title"`` for a
+    session title's (workflows/titles.py), else None."""
+
     system = body.get("system")
     if isinstance(system, list) and system and isinstance(system[0], dict):
         system = system[0].get("text")
@@ -121,6 +124,8 @@ def fork_kind(body: dict) -> str | None:
         return "session_memory"
     if system.startswith(EXTRACT_MARK):
         return "extract"
+    if system.startswith(TITLE_MARK):  # not a memory fork, but a side call all the same (workflows.titles)
+        return "title"
     return None
 
 

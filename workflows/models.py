@@ -370,10 +370,11 @@ class StepKind(str, enum.Enum):
     AGENT = "agent"  # a Task call's wait for its child session: running, no lease, owned by the child
     REPORT = "report"  # a child session's final answer, taken to its parent's Task call (workflows.engine.subagents)
     MCP = "mcp"  # connecting the session's MCP servers and listing their tools, on the tools queue
+    TITLE = "title"  # the small model names the session after its first turn (workflows.titles), in the background
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
-BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT})
+BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT, StepKind.TITLE})
 
 #: Hook events whose step runs beside the session (fire-and-forget: nothing waits for its verdict).
 BACKGROUND_HOOK_EVENTS = frozenset({"Notification", "SessionEnd"})
@@ -534,6 +535,7 @@ COST_KINDS = {
     "memory": "session memory",
     "extract": "memory extraction",
     "subagent": "sub-agents",
+    "title": "session title",
     "web": "web fetch & search",  # WebFetch's small-model answer, WebSearch's search call  # child sessions' calls, rolled up when each reports (workflows.engine.subagents)
 }
 
@@ -596,6 +598,7 @@ class SessionRecord(_Model):
     workspace: str
     git_branch: str | None = None
     title: str = ""
+    title_step: str | None = None  # the title step asked for after the first turn (asked once: workflows.titles)
     tools_queue: str = "tools"
     max_turns: int | None = None
     rules: RuleSet = Field(default_factory=RuleSet)  # settings files + flags at start, plus "always" answers

@@ -140,6 +140,8 @@ class Script(BaseModel):
     # None: the default fork behaviour (:func:`default_fork_turn`).
     session_memory: list[Turn] | None = None
     extract: list[Turn] | None = None
+    # The session title's answer (workflows/titles.py); None: the first prompt, as the title it replaces.
+    title: list[Turn] | None = None
 
     @classmethod
     def from_file(cls, path: str | Path) -> Script:
@@ -576,6 +578,7 @@ def demo_turn(body: dict) -> Turn:
 
 _NOTES_PATH = re.compile(r'file_path "([^"]+)"')
 _FIRST_PROMPT = re.compile(r"^User: (.+)$", re.M)
+_TITLE_PROMPT = re.compile(r"<conversation>\nUser: (.*?)\n\nAssistant: ", re.S)
 
 
 def default_fork_turn(kind: str, body: dict, index: int) -> Turn:
@@ -584,6 +587,10 @@ def default_fork_turn(kind: str, body: dict, index: int) -> Turn:
     The session-memory fork writes the first prompt it sees into "Current State",
     then stops; the extraction saves nothing. Both are one or two turns.
     """
+    if kind == "title":  # the title a session has before it: its first prompt on one line
+        asked = _TITLE_PROMPT.search(_block_text((body.get("messages") or [{}])[0].get("content")))
+        line = " ".join(asked.group(1).split()) if asked else ""
+        return Turn(text=line if len(line) <= 60 else line[:57] + "...", stop_reason="end_turn")
     if kind == "session_memory" and index == 0:
         messages = body.get("messages") or [{}]
         prompt = _block_text(messages[0].get("content"))

@@ -135,6 +135,8 @@ class Settings(BaseSettings):
         default=None, gt=0, description="Deny a permission request nobody answered in this time."
     )
     session_memory: bool = Field(default=True, description="Keep a running session summary (a background fork).")
+    session_titles: bool = Field(
+        default=True, description="After a session's first turn, ask the small model for its title (else: the prompt).")
     quick_tools: bool = Field(
         default=True,
         description="A model step whose worker serves the tools queue runs the reply's quick calls (Read) "

@@ -143,6 +143,10 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
         return run_hook_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.MCP:
         return run_discovery_step(engine, rec, step, owner)
+    if step.kind is StepKind.TITLE:
+        from workflows.titles import run_title_step
+
+        return run_title_step(engine, rec, step, owner, cancel)
     if step.kind is StepKind.COMPACT:
         from workflows.compaction import run_compaction
 

@@ -159,7 +159,7 @@ class StreamServer:
                 follow(self.rt.store, self.sid, on_entry=self._on_entry,
                        on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
                        poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted,
-                       on_child=self._on_child)
+                       on_child=self._on_child, on_link=self.out.link_child)
             except _ClientGone:
                 click.echo(f"mainsail: the client closed its input while session {self.sid[:8]} waited for its "
                            f"answer; the request stays open: answer it with `mainsail pending` and `mainsail "

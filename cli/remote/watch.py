@@ -50,6 +50,7 @@ class _Screen:
             return
         entry = read_entry(data.get("session") or "", data["entry"], data.get("id"))
         if ev.event == "child":
+            self.r.link_child(data["session"], data.get("call"))  # (the Task call it runs: its label)
             self.r.child_entry(data["session"], entry)
             return
         self.r.entry(entry)

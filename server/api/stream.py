@@ -9,7 +9,9 @@
   and repeats nothing (the browser's EventSource sends ``Last-Event-ID`` by itself).
 - ``delta`` events (``{"step", "attempt", "text"}``, no id): a reply's text as the model streams it, from the
   moment of connecting; ephemeral, the ``entry`` that records the whole reply follows.
-- ``child`` events (``{"session", "id", "entry"}``, no id): entries of the session's sub-agents.
+- ``child`` events (``{"session", "id", "call", "entry"}``, no id): entries of the session's sub-agents;
+  ``call`` is the id of the Task call the sub-agent runs (the console nests its lines there). A stream
+  from the start also sends the sub-agents that finished already, from their start.
 - ``end``: with ``?until_idle=true``, once the session is idle with its memory committed (the
   extraction after a final answer, and any memory fork, done) and nothing queued (the stream then
   closes; ``mainsail watch`` through a server uses it).
@@ -105,9 +107,11 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
         if deltas:
             await feed.add(live_key, None)
         await feed.add(log_key, last)
-        children: dict[str, str] = {}  # child log key -> child session id
-        for child in await run_in_threadpool(_running_children, store, sid):
-            children[keys.log(child)] = child
+        children: dict[str, tuple[str, str]] = {}  # child log key -> (child session id, its Task call's id)
+        known: set[str] = set()  # every sub-agent followed so far (a finished one is never sent twice)
+        for child, call in await run_in_threadpool(_running_children, store, sid, last == "0-0"):
+            children[keys.log(child)] = (child, call)
+            known.add(child)
             await feed.add(keys.log(child), "0-0")
         first = True
         recheck = time.monotonic() + TOKEN_RECHECK_SECONDS
@@ -130,7 +134,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                         yield event
                 elif key in children:
                     done = False
-                    for event in _child_events(children[key], items):
+                    for event in _child_events(*children[key], items):
                         yield event
                         done = done or '"type":"result"' in event["data"]
                     if done:  # the sub-agent finished: stop following it
@@ -143,8 +147,9 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                             yield _entry_event(sid, row, raw, i, len(raws))
                             new_children = new_children or '"name":"Task"' in raw
             if new_children:
-                for child in await run_in_threadpool(_new_children, store, sid, set(children.values())):
-                    children[keys.log(child)] = child
+                for child, call in await run_in_threadpool(_new_children, store, sid, set(known)):
+                    children[keys.log(child)] = (child, call)
+                    known.add(child)
                     await feed.add(keys.log(child), "0-0")
             if idle:
                 yield {"event": "end", "data": json.dumps({"session": sid})}
@@ -164,11 +169,12 @@ def _deltas(items):
                                                          "text": f.get("text", "")})}
 
 
-def _child_events(child: str, items):
+def _child_events(child: str, call: str, items):
     for row, f in items:
         for i, raw in enumerate(stream_entries(f)):
             entry = entry_text(child, raw, _s(row), i)
-            yield {"event": "child", "data": f'{{"session":"{child}","id":"{_s(row)}","entry":{entry}}}'}
+            yield {"event": "child", "data": f'{{"session":"{child}","id":"{_s(row)}","call":{json.dumps(call)},'
+                                             f'"entry":{entry}}}'}
 
 
 def _idle(store, sid: str) -> bool:
@@ -178,10 +184,13 @@ def _idle(store, sid: str) -> bool:
     return rec.state is State.IDLE and not rec.memory_pending() and not store.inbox(sid)
 
 
-def _running_children(store, sid: str) -> list[str]:
+def _running_children(store, sid: str, finished_too: bool = False) -> list[tuple[str, str]]:
+    """The session's sub-agents at work (``finished_too``: all of them), with their Task call's id."""
     rec = store.get_session(sid)
-    return [c.id for c in store.get_sessions(rec.children) if c.state is not State.IDLE]
+    return [(c.id, c.parent_tool_use_id or "") for c in store.get_sessions(rec.children)
+            if finished_too or c.state is not State.IDLE]
 
 
-def _new_children(store, sid: str, followed: set[str]) -> list[str]:
-    return [c for c in store.get_session(sid).children if c not in followed]
+def _new_children(store, sid: str, followed: set[str]) -> list[tuple[str, str]]:
+    new = [c for c in store.get_session(sid).children if c not in followed]
+    return [(c.id, c.parent_tool_use_id or "") for c in store.get_sessions(new)]

@@ -115,7 +115,8 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 
     # The switch is in the store, in the next request, and in the per-model accounting.
     assert rec.model == HAIKU
-    assert set(rec.usage_by_model) == {SONNET, HAIKU}
+    assert set(rec.usage_by_model) == {SONNET, HAIKU, rec.sent_model("haiku")}  # (+ the title: the small model)
+    assert rec.usage_by_kind["title"].input_tokens > 0
     assert request_for(server, "Second question")["model"] == HAIKU
     assert {b["model"] for b in server.requests[:2]} == {SONNET}
     assert f"Total cost:            ${rec.cost_usd:.4f}" in cost_after

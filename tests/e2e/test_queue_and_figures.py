@@ -116,24 +116,29 @@ def test_the_json_result_the_closing_line_and_show_agree(cluster, workspace, api
 
     def settled():
         rec = cluster.store.get_session(sid)
-        return rec.state.value == "idle" and not rec.saving_memory()
+        titled = rec.title_step and cluster.store.get_step(sid, rec.title_step).finished
+        return rec.state.value == "idle" and not rec.saving_memory() and titled
 
-    wait_for(settled, 30, what="the memory extraction")
+    wait_for(settled, 30, what="the memory extraction and the title")
     rec = cluster.store.get_session(sid)
     forks = [e for e in cluster.store.entries(sid) if isinstance(e, SystemEntry) and e.usage is not None]
     assert forks and all(e.cost_usd > 0 for e in forks)
     fork_tokens = sum(e.usage.total for e in forks)
     fork_cost = sum(e.cost_usd for e in forks)
+    # the session's title: a call of the small model beside the runs, in the session's totals only
+    title_tokens, title_cost = rec.usage_by_kind["title"].total, rec.cost_by_kind["title"]
 
     show = cluster.mainsail("show", sid[:8], cwd=workspace).stdout
     assert shown_row(show, "main loop") == (main_tokens, round(data["total_cost_usd"], 4))
     assert shown_row(show, "memory extraction") == (fork_tokens, round(fork_cost, 4))
-    assert shown_row(show, "claude-sonnet-4-5") == (rec.usage.total, round(rec.cost_usd, 4))
-    assert rec.usage.total == main_tokens + fork_tokens
-    assert rec.cost_usd == pytest.approx(data["total_cost_usd"] + fork_cost)
+    assert shown_row(show, "session title") == (title_tokens, round(title_cost, 4))
+    assert shown_row(show, "claude-sonnet-4-5") == (rec.usage.total - title_tokens, round(rec.cost_usd - title_cost, 4))
+    assert rec.usage.total == main_tokens + fork_tokens + title_tokens
+    assert rec.cost_usd == pytest.approx(data["total_cost_usd"] + fork_cost + title_cost)
     assert f"cost        ${rec.cost_usd:.4f}" in show
     assert (f"last run    ${data['total_cost_usd']:.4f} · {main_tokens:,} tokens (+ memory ${fork_cost:.4f}, "
-            f"{fork_tokens:,} tokens; ${rec.cost_usd:.4f} · {rec.usage.total:,} tokens in all)") in show
+            f"{fork_tokens:,} tokens; ${rec.cost_usd - title_cost:.4f} · {rec.usage.total - title_tokens:,} tokens "
+            "in all)") in show
     # The transcript's closing line says what the json said, and names the memory as saving.
     assert (f"✓ session {sid[:8]} · 2 turns · {main_tokens:,} tokens · ${data['total_cost_usd']:.4f} "
             "(+ memory: saving)") in show

@@ -39,11 +39,12 @@ from workflows.engine.support import (  # noqa: F401  (the engine's public names
     find_request,
     require_idle,
 )
+from workflows.engine.titles import TitleLogic
 from workflows.engine.turn import TurnLogic
 from workflows.hooks.commits import HookCommits
 from workflows.mcp.commits import McpCommits
 
 
 class Engine(SessionVerbs, StepLedger, TurnLogic, SubagentLogic, Approvals, CommandRuns, Compacting, MemoryForks,
-             HookCommits, McpCommits, Rewinding, CommitCore):
+             TitleLogic, HookCommits, McpCommits, Rewinding, CommitCore):
     """Applies events to sessions. Holds the store and settings, no session state."""

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory",
-                  StepKind.EXTRACT: "memory", StepKind.REPORT: "model"}
+                  StepKind.EXTRACT: "memory", StepKind.REPORT: "model", StepKind.TITLE: "model"}
 
 
 INTERRUPTED = "[Request interrupted by user for tool use]"

@@ -108,12 +108,13 @@ class TurnLogic:
 
         return self._step_event(sid, step_id, owner, apply)
 
-    def _charge(self, tx: _Tx, usage: Usage, duration_ms: int, *, run: bool = True, kind: str | None = None,
+    def _charge(self, tx: _Tx, usage: Usage, duration_ms: int, *, run: bool | None = True, kind: str | None = None,
                 model: str | None = None) -> float | None:
         """Add a call's usage and cost to the session's totals, per model and per kind of call.
 
         ``run``: a call of the run's main loop (a model turn or a compaction), counted in the
-        run's figures; otherwise a memory fork, counted in the run's memory figures.
+        run's figures; False: a memory fork, counted in the run's memory figures; None: a call beside
+        the runs (the session's title), in the session's totals only.
         ``kind`` (a key of :data:`COST_KINDS`) defaults to ``compact`` while compacting,
         ``main`` for other run calls and ``memory`` for forks. ``model``: the id the call sent
         (default: what the session's model resolves to now). A model without a price makes the
@@ -137,7 +138,7 @@ class TurnLogic:
             rec.run_cost_usd = add_cost(rec.run_cost_usd, cost)
             rec.run_api_ms += duration_ms
             _add_to(rec.run_usage_by_model, rec.run_cost_by_model, model, usage, cost)
-        else:
+        elif run is False:
             rec.run_memory_usage = rec.run_memory_usage + usage
             rec.run_memory_cost_usd = add_cost(rec.run_memory_cost_usd, cost)
         return cost
@@ -354,6 +355,7 @@ class TurnLogic:
         text = text or ""
         self._add_result(tx, "success", text)
         result = tx.entries[-1]
+        self._ask_title(tx)
         if tx.rec.state is State.EXTRACTING:
             self._begin_extraction(tx)
             result.memory_saving = bool(tx.rec.extract_step or tx.rec.memory_step)
@@ -385,6 +387,9 @@ class TurnLogic:
             return
         if step.background and step.kind is StepKind.HOOK:
             self.background_hook_failed(tx, step, error)
+            return
+        if step.kind is StepKind.TITLE:  # the session keeps its prompt as its title
+            self._title_done(tx, step, None, error)
             return
         if step.background:
             self._fork_failed(tx, step, error)

@@ -19,19 +19,42 @@
   const recorded = new Set();
   const SUMMARY_KEYS = ["file_path", "notebook_path", "pattern", "command", "path", "url", "query", "description",
                         "bash_id", "shell_id"];
+  const PATH_KEYS = ["file_path", "notebook_path", "path", "pattern"];
+  const agentLines = new Map();  // Task call id -> the <div> its sub-agent's lines go in
+  const early = new Map();       // Task call id -> sub-agent lines that came before the call's own line
+  const labels = new Set();      // the Task labels given so far (two calls with one description: "x", "x #2")
 
   function oneLine(text, max) {
     const s = M.visible(String(text).split(/\s+/).join(" ").trim());
     return s.length <= max ? s : s.slice(0, max - 3) + "...";
   }
 
-  function summary(name, input) {
+  // A path inside the session's directory, relative to it (as Claude Code shows it); others as given.
+  function shownPath(path, cwd) {
+    const base = String(cwd || "").replace(/\/+$/, "");
+    if (!base || typeof path !== "string" || !path.startsWith("/")) return path;
+    if (path === base) return ".";
+    return path.startsWith(base + "/") ? path.slice(base.length + 1) || "." : path;
+  }
+
+  function summary(name, input, cwd) {
     input = input && typeof input === "object" ? input : {};
     if (name === "TodoWrite" && Array.isArray(input.todos)) return input.todos.length + " todos";
     for (const key of SUMMARY_KEYS) {
-      if (key in input) return oneLine(input[key], 80);
+      if (key in input) {
+        const value = name !== "Bash" && PATH_KEYS.includes(key) ? shownPath(input[key], cwd) : input[key];
+        return oneLine(value, 80);
+      }
     }
     return "";
+  }
+
+  function taskLabel(input) {
+    const base = oneLine((input && input.description) || "sub-agent", 80);
+    let label = base;
+    for (let n = 2; labels.has(label); n++) label = base + " #" + n;
+    labels.add(label);
+    return label;
   }
 
   function shownName(name) {
@@ -71,16 +94,26 @@
     return body;
   }
 
-  function toolCall(tu, into) {
+  function toolCall(tu, cwd) {
     const details = M.el("details", "call");
     details.dataset.tool = tu.name;
+    details.dataset.call = tu.id;
     const head = M.el("summary");
     const shown = shownName(tu.name);
-    head.append(M.el("span", "dot", "⏺ "), M.el("strong", null, shown), "(" + summary(tu.name, tu.input) + ")");
+    const arg = tu.name === "Task" ? taskLabel(tu.input) : summary(tu.name, tu.input, cwd);
+    head.append(M.el("span", "dot", "⏺ "), M.el("strong", null, shown), "(" + arg + ")");
     head.append(M.el("span", "outcome"));
     details.append(head, callBody(tu.name, tu.input || {}));
+    if (tu.name === "Task") {  // its sub-agent's lines go here, under the call (open while it works)
+      const box = M.el("div", "agent-lines");
+      details.append(box);
+      details.open = true;
+      agentLines.set(tu.id, box);
+      for (const line of early.get(tu.id) || []) box.append(line);
+      early.delete(tu.id);
+    }
     calls.set(tu.id, details);
-    (into || out).append(details);
+    out.append(details);
   }
 
   function resultText(block) {
@@ -124,7 +157,7 @@
       } else partial.remove();
     } else if (body) add(M.el("div", "text", body));
     const uses = Array.isArray(entry.message.content) ? entry.message.content.filter((b) => b.type === "tool_use") : [];
-    for (const tu of uses) toolCall(tu);
+    for (const tu of uses) toolCall(tu, entry.cwd);
     if (uses.length) out.lastChild.scrollIntoView({ block: "nearest" });
   }
 
@@ -194,20 +227,38 @@
     }
   }
 
-  function child(sessionId, e) {
-    const pad = "[sub-agent " + sessionId.slice(0, 8) + "] ";
+  // A sub-agent's line: inside its Task call's block (kept until the call's line comes, if it is first);
+  // at the end of the transcript, with the sub-agent's id, when its call is not known.
+  function childLine(sessionId, call, node) {
+    const box = call ? agentLines.get(call) : null;
+    if (box) {
+      const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+      box.append(node);
+      if (atBottom) node.scrollIntoView({ block: "end" });
+    } else if (call) {
+      if (!early.has(call)) early.set(call, []);
+      early.get(call).push(node);
+    } else {
+      node.prepend("[sub-agent " + sessionId.slice(0, 8) + "] ");
+      add(node);
+    }
+  }
+
+  function child(sessionId, call, e) {
+    const line = (cls, text) => childLine(sessionId, call, M.el("div", cls, text));
     if (e.type === "assistant" && Array.isArray(e.message.content)) {
       for (const tu of e.message.content.filter((b) => b.type === "tool_use")) {
-        add(M.el("div", "child", pad + "⏺ " + tu.name + "(" + summary(tu.name, tu.input) + ")"));
+        line("child", "⏺ " + shownName(tu.name) + "(" + summary(tu.name, tu.input, e.cwd) + ")");
       }
     } else if (e.type === "user" && e.origin === "tool_result") {
       const block = (Array.isArray(e.message.content) ? e.message.content : [])[0] || {};
-      add(M.el("div", "child dim", pad + "  ⎿  " + (e.display || resultText(block).split("\n")[0] || "").slice(0, 150)));
+      line(block.is_error ? "child error" : "child dim",
+        "  ⎿  " + (e.display || resultText(block).split("\n")[0] || "").slice(0, 150));
     } else if (e.type === "permission_request") {
-      add(M.el("div", "child ask", pad + "⚡ " + e.tool + ": " + summary(e.tool, e.input) + " (waits for approval)"));
+      line("child ask", "⚡ " + e.tool + ": " + summary(e.tool, e.input, e.cwd) + " (waits for approval)");
     } else if (e.type === "result") {
-      add(M.el("div", "child dim", pad + (e.is_error ? "✗ " + e.subtype : "✓ answered") + " · " + e.num_turns + " turns · " +
-        M.money(e.total_cost_usd)));
+      line("child dim", (e.is_error ? "✗ " + e.subtype : "✓ answered") + " · " + e.num_turns + " turns · " +
+        M.money(e.total_cost_usd));
     }
   }
 
@@ -242,7 +293,7 @@
     source.addEventListener("open", () => { live.textContent = "Live."; });
     source.addEventListener("entry", (ev) => entry(JSON.parse(ev.data).entry));
     source.addEventListener("delta", (ev) => delta(JSON.parse(ev.data)));
-    source.addEventListener("child", (ev) => { const d = JSON.parse(ev.data); child(d.session, d.entry); });
+    source.addEventListener("child", (ev) => { const d = JSON.parse(ev.data); child(d.session, d.call, d.entry); });
     source.addEventListener("error", () => {
       if (source.readyState === EventSource.CLOSED) {
         live.textContent = "The live stream closed (signed out, or the session is gone). Reload the page.";
