@@ -207,7 +207,7 @@ def test_kill_shell_stops_the_whole_group(ctx):
     assert out.display == f"Shell {shell_id} killed"
     assert gone(mark, 6)
     text = output(ctx, shell_id)
-    assert text.startswith("<status>killed</status>\n\n<exit_code>143</exit_code>") and "<note>" not in text
+    assert text.startswith("<status>killed</status>\n\n<exit_code>143</exit_code>") and "<note>" not in text, text
     again = run_tool("KillShell", {"shell_id": shell_id}, ctx)
     assert again.is_error and again.content == f"Shell {shell_id} is not running, so cannot be killed (status: killed)"
 
