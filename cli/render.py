@@ -7,6 +7,7 @@ ids seen, never ``$``, so nothing written between two reads is lost (cli/feed.py
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import Callable
@@ -52,6 +53,9 @@ def _shown_name(name: str) -> str:
         return name
     server, _, tool = name[len("mcp__"):].partition("__")
     return f"{server} - {tool} (MCP)"
+
+
+BASH_LINES_SHOWN = 20  # lines of a bash-mode command's output printed (all of it goes into the conversation)
 
 
 class Renderer:
@@ -151,7 +155,10 @@ class Renderer:
                     line = f"{owner}: {line}"
                 style = "red" if getattr(block, "is_error", False) else "dim"
                 self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
-            elif self.show_prompts and e.command is None:  # (a command's prompt: its start entry showed it)
+            elif e.origin == "synthetic" and e.message.text().startswith("<bash-stdout>"):
+                self._bash_output(e.message.text())
+            elif self.show_prompts and e.command is None and e.origin != "synthetic":
+                # (a command's prompt: its start entry showed it)
                 self.console.print(Text(f"> {e.message.text()}", style="bold"))
         elif isinstance(e, SystemEntry) and e.subtype == "command":
             self._command_entry(e)
@@ -190,8 +197,24 @@ class Renderer:
         text = e.content.rstrip(".") if cost else e.content
         self.console.print(Text(f"✎ {text}{cost}", style="dim"))
 
+    def _bash_output(self, text: str) -> None:
+        """Bash mode's output (``<bash-stdout>…</bash-stdout><bash-stderr>…</bash-stderr>``), its first lines."""
+        self._end_line()
+        body = re.sub(r"</?bash-(stdout|stderr)>", "", text).rstrip("\n")
+        lines = body.splitlines() or ["(no output)"]
+        for line in lines[:BASH_LINES_SHOWN]:
+            self.console.print(Text(f"  ⎿  {line}"[:200], style="dim"))
+        if len(lines) > BASH_LINES_SHOWN:
+            self.console.print(Text(f"  ⎿  … {len(lines) - BASH_LINES_SHOWN} more lines (in the conversation)",
+                                    style="dim"))
+
     def _command_entry(self, e: SystemEntry) -> None:
         """A custom command's start (``/review a.py``: shown as a prompt) or one of its lines that ran."""
+        if e.content.startswith("<bash-input>"):  # bash mode (!cmd): shown as typed
+            if self.show_prompts:
+                self._end_line()
+                self.console.print(Text(f"! {e.content[len('<bash-input>'):-len('</bash-input>')]}", style="bold"))
+            return
         if e.content.startswith("/"):
             if self.show_prompts:
                 self._end_line()
