@@ -191,9 +191,11 @@ class Interactive:
             "/exit": (self.cmd_exit, "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)"),
             "/quit": (self.cmd_exit, ""),
         }
+        from cli import repl_commands
         from cli.interactive_habits import commands
 
         self.commands.update(commands(self))
+        self.commands.update(repl_commands.commands(self))
 
     @property
     def engine(self):
@@ -236,9 +238,15 @@ class Interactive:
         line = line.strip()
         if not line:
             return
+        from cli import repl_commands
+
         try:
             if self.is_command(line):
                 self.command(line)
+            elif line.startswith("!"):
+                repl_commands.bash(self, line)
+            elif self.is_local(line):
+                repl_commands.note(self, line)
             else:
                 self.turn(line)
         except KeyboardInterrupt:  # in a command (e.g. the /resume choice): drop it
@@ -262,7 +270,7 @@ class Interactive:
     @staticmethod
     def is_local(line: str) -> bool:
         """``# note``: saved to a memory file by this terminal; nothing of the session runs."""
-        return line.startswith("#") and len(line) > 1 and not line.startswith("#!")
+        return line.startswith("#") and len(line.strip("# ")) > 0 and not line.startswith("#!") and "\n" not in line
 
     @staticmethod
     def is_command(line: str) -> bool:
@@ -417,8 +425,11 @@ class Interactive:
                 click.echo(f"  {name:<13} {text}")
         for line in custom_help(self.store.commands(self.sid), self.commands):
             click.echo(line)
-        click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab at the prompt cycles the permission "
-                   "mode; Ctrl-C or Ctrl-D at the prompt leaves.")
+        click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab cycles the permission mode; \\+Enter "
+                   "or Alt+Enter starts a new line; Tab completes /commands and @files; Ctrl-C or Ctrl-D at the "
+                   "prompt leaves. On a terminal, what you type while a turn runs is queued and runs next.")
+        click.echo("!COMMAND runs COMMAND in the workspace (bash mode: its output joins the conversation); "
+                   "# NOTE saves NOTE to CLAUDE.md; @FILE attaches a file to your message.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
 
     def cmd_clear_queue(self, arg: str) -> None:

@@ -35,6 +35,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 
 from cli.interactive_habits import SHOWN, next_mode
+from cli.repl_commands import bash_prompt
 from cli.repl_complete import ReplCompleter
 from statemachines import State
 from tasks.dispatch import dispatch
@@ -347,6 +348,11 @@ class TerminalFront:
         if self.ui.is_local(text):  # ``# note``: nothing of the session runs
             self.ui.handle(text)
             return
+        if text.startswith("!"):
+            text = bash_prompt(text)
+            if text is None:
+                self.ui.handle("!")  # (says how)
+                return
         self.queue_message(text)
 
 
