@@ -19,6 +19,8 @@ import termios
 import fcntl
 import time
 
+import pyte
+
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r")
 
 SHIFT_TAB = "\x1b[Z"
@@ -37,6 +39,8 @@ class Term:
         self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
                                      start_new_session=True, close_fds=True)
         os.close(slave)
+        self.screen = pyte.Screen(cols, rows)
+        self._stream = pyte.ByteStream(self.screen)
         self.raw = b""
         self.mark = 0  # expect() searches from here on
 
@@ -53,6 +57,7 @@ class Term:
         except OSError:  # the program ended
             return False
         self.raw += data
+        self._stream.feed(data)
         for _ in range(data.count(b"\x1b[6n")):  # the cursor position, as a terminal answers it
             os.write(self.master, b"\x1b[1;1R")
         return bool(data)
@@ -72,6 +77,20 @@ class Term:
             if time.monotonic() > deadline or (self.proc.poll() is not None and not self._read(0)):
                 raise AssertionError(f"timed out waiting for {text!r}; the screen printed:\n{self.text[-4000:]}")
             self._read(0.1)
+
+    @property
+    def display(self) -> str:
+        """What the terminal shows now, line by line."""
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def expect_screen(self, text: str, timeout: float = 60.0) -> str:
+        """Wait until the screen shows ``text`` (a redrawn toolbar, a completion, a draft); the screen then."""
+        deadline = time.monotonic() + timeout
+        while text not in self.display:
+            if time.monotonic() > deadline or (self.proc.poll() is not None and not self._read(0)):
+                raise AssertionError(f"timed out waiting for {text!r} on the screen:\n{self.display}")
+            self._read(0.1)
+        return self.display
 
     def drain(self, timeout: float = 30.0) -> str:
         """Read until the program ends; everything it printed."""
