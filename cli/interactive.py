@@ -3,12 +3,12 @@
 Each line you type is a prompt: it is submitted to the session and the turn is
 streamed until it ends; permission requests are asked on the same terminal
 (``(y)es / (n)o / (a)lways``). A line starting with ``/`` is a command (type
-``/help``). Keys:
+``/help``); ``!cmd`` runs a command and ``# note`` saves a memory line (cli/repl_commands.py).
+Keys:
 
-- Ctrl-C while the session works interrupts the turn (the session is cancelled:
+- Esc or Ctrl-C while the session works interrupts the turn (the session is cancelled:
   its running tool is stopped and every open tool call gets an "interrupted"
-  result) and returns to the prompt. Esc cannot be read in line mode; Ctrl-C is
-  the interrupt key here.
+  result) and returns to the prompt.
 - Ctrl-C or Ctrl-D at the prompt leaves; the session stays in Redis and
   ``mainsail --resume ID`` (or ``--continue``) picks it up again.
 

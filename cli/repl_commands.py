@@ -98,8 +98,9 @@ def context(ui: "Interactive") -> None:
     mcp = [t for t in request["tools"] if t["name"] in mcp_names]
     memory = estimate_tokens(rec.user_context) if rec.user_context else 0
     messages = estimate_tokens(request["messages"]) - memory
-    parts = [("System prompt", estimate_tokens(request["system"])), ("System tools", estimate_tokens(own)),
-             ("MCP tools", estimate_tokens(mcp)), ("Memory files", memory), ("Messages", max(0, messages))]
+    parts = [("System prompt", estimate_tokens(request["system"])), ("System tools", estimate_tokens(own) if own else 0),
+             ("MCP tools", estimate_tokens(mcp) if mcp else 0), ("Memory files", memory),
+             ("Messages", max(0, messages))]
     total = sum(n for _, n in parts)
     window = model_limits(model)[0]
     pct = ui.settings.autocompact_pct_override
