@@ -58,6 +58,17 @@ def _shown_name(name: str) -> str:
 BASH_LINES_SHOWN = 20  # lines of a bash-mode command's output printed (all of it goes into the conversation)
 
 
+def todo_lines(todos: list) -> list[str]:
+    """A todo list's checklist lines (``☒ Run the tests``), its dicts read loosely (the model's input may be
+    invalid)."""
+    from types import SimpleNamespace
+
+    from workflows.tools.todo import checklist
+
+    return checklist([SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
+                                      status=t.get("status")) for t in todos if isinstance(t, dict)])
+
+
 class Renderer:
     """Prints entries and deltas: streamed text, ``⏺ Tool(arg)`` lines, short results."""
 
@@ -97,16 +108,10 @@ class Renderer:
 
     def _checklist(self, tool_input: dict) -> None:
         """TodoWrite's list, as Claude Code shows it (the model's input, checked loosely: it may be invalid)."""
-        from types import SimpleNamespace
-
-        from workflows.tools.todo import checklist
-
         todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
         if not isinstance(todos, list):
             return
-        items = [SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
-                                 status=t.get("status")) for t in todos if isinstance(t, dict)]
-        for line in checklist(items):
+        for line in todo_lines(todos):
             self.console.print(Text(f"  ⎿  {line}"[:160], style="bold" if line.startswith("◐") else "dim"))
 
     def entry(self, e) -> None:

@@ -209,19 +209,15 @@ def hooks(ui: "Interactive") -> None:
 
 
 def todos(ui: "Interactive") -> None:
-    from types import SimpleNamespace
-
-    from workflows.tools.todo import checklist
+    from cli.render import todo_lines
 
     rec = ui.record()
     if not rec.todos:
         click.echo("No todos: the model has not written a todo list in this session.")
         return
-    items = [SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
-                             status=t.get("status")) for t in rec.todos]
-    done = sum(1 for t in items if t.status == "completed")
-    click.echo(f"Todos ({done} of {len(items)} done):")
-    for line in checklist(items):
+    done = sum(1 for t in rec.todos if t.get("status") == "completed")
+    click.echo(f"Todos ({done} of {len(rec.todos)} done):")
+    for line in todo_lines(rec.todos):
         click.echo(f"  {line}")
 
 
