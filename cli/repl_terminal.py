@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import queue
 import sys
+import termios
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 #: Commands that change which session this terminal is on, or need it idle: while a turn runs they are refused
 #: with a note (type them again when it ends), never queued behind it.
-IDLE_ONLY = {"/clear", "/resume", "/compact", "/init", "/add-dir", "/export"}
+IDLE_ONLY = {"/clear", "/resume", "/compact", "/init", "/add-dir"}
 
 
 class Detached(Exception):
@@ -95,6 +97,25 @@ class _Lines:
 
     def flush(self) -> None:
         pass
+
+
+@contextmanager
+def _typed_ahead():
+    """While a line's command runs (between two prompts), keys typed are kept for the next prompt as typed:
+    not echoed in the middle of the output, and Ctrl-D not eaten as the terminal's end of input. Ctrl-C still
+    interrupts (the terminal's signal)."""
+    fd = sys.stdin.fileno() if sys.stdin.isatty() else None
+    if fd is None:
+        yield
+        return
+    saved = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~(termios.ECHO | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 class TerminalFront:
@@ -313,7 +334,8 @@ class TerminalFront:
                     if line is None:
                         break
                     try:
-                        self.line(line)
+                        with _typed_ahead():
+                            self.line(line)
                     except Exit:
                         break
                     self.refresh()

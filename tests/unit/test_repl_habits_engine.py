@@ -19,7 +19,7 @@ def test_bash_mode_adds_the_output_to_the_conversation_without_a_model_call(engi
     run(engine, sid, "<bash-input>echo hello && echo oops >&2</bash-input>")
     assert api_of(model).requests == []
     rec = engine.store.get_session(sid)
-    assert rec.state is State.IDLE and rec.command is None
+    assert rec.state is State.IDLE and rec.command is None and rec.title == "!echo hello && echo oops >&2"
     texts = [e.message.text() for e in entries(engine, sid, UserEntry)]
     assert texts[0] == "<bash-input>echo hello && echo oops >&2</bash-input>"
     assert texts[1].startswith("<bash-stdout>hello") and "oops" in texts[1]
