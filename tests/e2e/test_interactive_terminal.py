@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
-from tests.pty_term import ALT_ENTER, CTRL_D, ESC, SHIFT_TAB, TAB, Term
+from tests.pty_term import ALT_ENTER, CTRL_C, CTRL_D, ESC, SHIFT_TAB, TAB, Term
 from workflows.models import StepKind, StepStatus, UserEntry
 from workflows.scripted import ToolUse, Turn
 
@@ -224,3 +224,19 @@ def test_the_new_slash_commands(cluster, workspace, tmp_path, term):
     assert "> Say hi" in (workspace / "chat.txt").read_text()
     assert cluster.store.get_session(cluster.session_id()).additional_directories == [str(extra)]
     leave(t)
+
+
+def test_ctrl_c_interrupts_a_turn_and_at_an_idle_prompt_leaves(cluster, workspace, term):
+    t = term("--permission-mode", "bypassPermissions")
+    t.send("Hold it\r")
+    sid = hold_running(cluster)
+    t.send("kept draft")
+    t.send(CTRL_C)
+    t.expect("Interrupted.")
+    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 30, what="the cancel")
+    t.expect_screen("> kept draft")  # Ctrl-C during a turn stops the turn, not the draft
+    t.send("\x15")  # (clear the line)
+    t.expect_screen("(shift+tab to cycle)")
+    t.send(CTRL_C)
+    t.expect("Bye.")
+    assert t.proc.wait(30) == 0
