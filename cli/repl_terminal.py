@@ -74,7 +74,10 @@ class _Interrupts:
         pass
 
     def lines(self) -> None:
-        pass
+        """A permission question is open: Esc or Ctrl-C interrupts the turn all the same (as Ctrl-C does in
+        line mode), and leaving stops following."""
+        if self.pressed():
+            raise KeyboardInterrupt
 
     def pressed(self) -> bool:
         if self.front.detach.is_set():

@@ -240,3 +240,20 @@ def test_ctrl_c_interrupts_a_turn_and_at_an_idle_prompt_leaves(cluster, workspac
     t.send(CTRL_C)
     t.expect("Bye.")
     assert t.proc.wait(30) == 0
+
+
+def test_esc_at_an_open_question_interrupts_the_turn_and_ctrl_d_there_leaves(cluster, workspace, term):
+    t = term()
+    t.send("Run the writer\r")
+    t.expect("(y)es / (n)o / (a)lways")
+    t.send(ESC)
+    t.expect("Interrupted.")
+    sid = cluster.session_id()
+    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 30, what="the cancel")
+    assert not (workspace / "approved.txt").exists()
+    t.send("Run it again\r")
+    t.expect("(y)es / (n)o / (a)lways")
+    t.send(CTRL_D)  # leave with the question open: the session keeps it (answerable with mainsail approve)
+    t.expect("goes on without this terminal")
+    assert t.proc.wait(30) == 0
+    assert cluster.store.get_session(sid).state.value == "awaiting_permission"
