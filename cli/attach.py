@@ -94,8 +94,8 @@ class Prompter:
             whose = "" if asker == self.sid else f"(sub-agent {asker[:8]}) "
             click.echo(click.style("⚡ ", fg="yellow") + whose + prompt_text(req.tool, req.input, req.always),
                        err=True)
-            click.echo(click.style("  (y)es / (n)o / (a)lways", bold=True) + " ", nl=self.answers is not None,
-                       err=True)
+            if self.answers is None:  # (interactive mode's editor shows the choices as its prompt)
+                click.echo(click.style("  (y)es / (n)o / (a)lways", bold=True) + " ", nl=False, err=True)
         else:
             self._explain(req)
 
