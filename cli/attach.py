@@ -13,7 +13,7 @@ from __future__ import annotations
 import select
 import sys
 from collections import deque
-from typing import TextIO
+from typing import Callable, TextIO
 
 import click
 
@@ -35,8 +35,12 @@ ALWAYS = {"a", "always"}
 class Prompter:
     """Asks for each permission request on ``stdin``; without input, says how to answer elsewhere."""
 
-    def __init__(self, rt: Runtime, sid: str, *, stdin: TextIO | None = None, interactive: bool = True) -> None:
+    def __init__(self, rt: Runtime, sid: str, *, stdin: TextIO | None = None, interactive: bool = True,
+                 answers: Callable[[], str | None] | None = None) -> None:
         self.rt = rt
+        #: Where answers come from instead of ``stdin`` (interactive mode's line editor: the next line typed
+        #: while a question is open), None when nothing was typed yet.
+        self.answers = answers
         self.sid = sid
         self.stdin = stdin or sys.stdin
         self.interactive = interactive
@@ -66,6 +70,11 @@ class Prompter:
             self._ask(self.current)
         if self.current is None or not self.interactive:
             return
+        if self.answers is not None:
+            line = self.answers()
+            if line is not None:
+                self._answer(self.current, line.strip())
+            return
         try:
             ready, _, _ = select.select([self.stdin], [], [], 0)
         except (ValueError, OSError):  # no selectable stdin
@@ -87,7 +96,8 @@ class Prompter:
             click.echo(click.style("⚡ ", fg="yellow") + whose + prompt_text(req.tool, req.input, req.always),
                        err=True)
             echo_diff(req.diff, req.diff_note)
-            click.echo(click.style("  " + answer_choices(req.always), bold=True) + " ", nl=False, err=True)
+            if self.answers is None:  # (interactive mode's editor shows the choices as its prompt)
+                click.echo(click.style("  " + answer_choices(req.always), bold=True) + " ", nl=False, err=True)
         else:
             self._explain(req)
 

@@ -3,17 +3,18 @@
 Each line you type is a prompt: it is submitted to the session and the turn is
 streamed until it ends; permission requests are asked on the same terminal
 (``(y)es / (n)o / (a)lways``). A line starting with ``/`` is a command (type
-``/help``). Keys:
+``/help``); ``!cmd`` runs a command and ``# note`` saves a memory line (cli/repl_commands.py).
+Keys:
 
-- Ctrl-C while the session works interrupts the turn (the session is cancelled:
+- Esc or Ctrl-C while the session works interrupts the turn (the session is cancelled:
   its running tool is stopped and every open tool call gets an "interrupted"
-  result) and returns to the prompt. Esc cannot be read in line mode; Ctrl-C is
-  the interrupt key here.
+  result) and returns to the prompt.
 - Ctrl-C or Ctrl-D at the prompt leaves; the session stays in Redis and
   ``mainsail --resume ID`` (or ``--continue``) picks it up again.
 
-On a terminal lines are read with ``input()`` (readline editing and history);
-otherwise stdin is read line by line without buffering, so a script can be
+On a terminal lines are read with prompt_toolkit, which stays open while a turn runs
+(cli/repl_terminal.py: typing meanwhile queues the next message, Shift+Tab, multi-line,
+completion); otherwise stdin is read line by line without buffering, so a script can be
 piped in and the permission prompt still sees the answers it holds.
 """
 
@@ -113,45 +114,6 @@ class LineReader:
         return line
 
 
-def _setup_readline(history: Path, commands: Callable[[], list[str]]) -> Callable[[], None]:
-    """Line editing, history (kept in ``history``) and Tab completion of slash commands (``commands()``: the
-    names offered now, custom commands included)."""
-    try:
-        import readline
-    except ImportError:  # no readline on this platform: plain input()
-        return lambda: None
-    try:
-        readline.read_history_file(history)
-    except OSError:
-        pass
-    readline.set_history_length(1000)
-
-    def complete(text: str, state: int) -> str | None:
-        line = readline.get_line_buffer()
-        if not line.startswith("/") or " " in line:
-            return None
-        if state == 0:
-            complete.matches = [c + " " for c in commands() if c.startswith(text)]
-        matches = complete.matches
-        return matches[state] if state < len(matches) else None
-
-    readline.set_completer_delims(" \t\n")
-    readline.set_completer(complete)
-    readline.parse_and_bind("tab: complete")
-    from cli.interactive_habits import bind_shift_tab
-
-    bind_shift_tab(readline)
-
-    def save() -> None:
-        try:
-            history.parent.mkdir(parents=True, exist_ok=True)
-            readline.write_history_file(history)
-        except OSError:
-            pass
-
-    return save
-
-
 # ====================================================================== formatting
 
 
@@ -211,6 +173,10 @@ class Interactive:
         self.workspace = Path(os.path.realpath(workspace))
         self.reader = reader
         self.sid = sid or ""
+        #: On a terminal, the prompt_toolkit front (cli/repl_terminal.py) that runs turns in the background.
+        self.front = None
+        #: The permission prompter of the turn being followed (its open question takes the next line typed).
+        self.prompter: Prompter | None = None
         self.commands: dict[str, tuple[Callable[[str], None], str]] = {
             "/help": (self.cmd_help, "this list"),
             "/status": (self.cmd_status, "the session: id, state, title, model, mode, workspace, turns, tokens, cost"),
@@ -225,11 +191,13 @@ class Interactive:
             "/exit": (self.cmd_exit, "leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)"),
             "/quit": (self.cmd_exit, ""),
         }
+        from cli import repl_commands
         from cli.interactive_habits import commands
         from cli.rewind import interactive_commands
 
         self.commands.update(commands(self))
         self.commands.update(interactive_commands(self))
+        self.commands.update(repl_commands.commands(self))
 
     @property
     def engine(self):
@@ -256,24 +224,40 @@ class Interactive:
             if line is None:
                 self._goodbye()
                 return
-            line = line.strip()
-            if not line:
-                continue
             try:
-                if self.is_command(line):
-                    self.command(line)
-                else:
-                    self.turn(line)
+                self.handle(line)
             except Exit:
                 self._goodbye()
                 return
-            except KeyboardInterrupt:  # in a command (e.g. the /resume choice): drop it
-                click.echo("\n(cancelled)")
-            except (MainsailError, InvalidTransition, click.ClickException) as exc:
-                _error(exc.format_message() if isinstance(exc, click.ClickException) else exc)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                _error(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? "
-                                        "Check MAINSAIL_REDIS_URL."))
+
+    def handle(self, line: str) -> None:
+        """One line typed at the prompt: a command, a habit (``!cmd``, ``# note``) or a prompt; errors are said
+        and the loop goes on.
+
+        Raises:
+            Exit: the line leaves (``/exit``).
+        """
+        line = line.strip()
+        if not line:
+            return
+        from cli import repl_commands
+
+        try:
+            if self.is_command(line):
+                self.command(line)
+            elif line.startswith("!"):
+                repl_commands.bash(self, line)
+            elif self.is_local(line):
+                repl_commands.note(self, line)
+            else:
+                self.turn(line)
+        except KeyboardInterrupt:  # in a command (e.g. the /resume choice): drop it
+            click.echo("\n(cancelled)")
+        except (MainsailError, InvalidTransition, click.ClickException) as exc:
+            _error(exc.format_message() if isinstance(exc, click.ClickException) else exc)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            _error(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? "
+                                    "Check MAINSAIL_REDIS_URL."))
 
     def _goodbye(self) -> None:
         try:
@@ -284,6 +268,11 @@ class Interactive:
             click.echo(f"Bye. Resume this session with: mainsail --resume {rec.id[:8]}")
         else:
             click.echo("Bye.")
+
+    @staticmethod
+    def is_local(line: str) -> bool:
+        """``# note``: saved to a memory file by this terminal; nothing of the session runs."""
+        return line.startswith("#") and len(line.strip("# ")) > 0 and not line.startswith("#!") and "\n" not in line
 
     @staticmethod
     def is_command(line: str) -> bool:
@@ -312,16 +301,32 @@ class Interactive:
     # ------------------------------------------------------------------ a turn
 
     def turn(self, text: str) -> ResultEntry | None:
-        """Submit ``text`` and stream the session until that prompt's run ends.
+        """Submit ``text`` and stream the session until that prompt's run ends (on a terminal: in the
+        background, the prompt staying open: cli/repl_terminal.py).
 
         Ctrl-C or Esc cancels the session's running turn and returns (None).
         """
+        if self.front is not None:
+            self.front.start(text)
+            return None
+        return self.follow_turn(text)
+
+    def follow_turn(self, text: str, more: Callable[[ResultEntry], bool] | None = None,
+                    seen: Callable[[object], None] | None = None,
+                    submitted: Callable[[], None] | None = None) -> ResultEntry | None:
+        """Submit ``text`` and follow the session until its run ends, or (``more``) until ``more(result)``
+        says no further run of this terminal's waits. ``seen`` gets every entry, ``submitted()`` is called
+        once ``text`` is in the session. Interrupted: None."""
         sid = self.sid
         rec = self.record()
         busy = rec.state not in (State.IDLE, State.EXTRACTING)  # extracting: a message runs at once
         # A busy session: replay its current run, so its open permission requests are asked too.
         after = _run_start_id(self.store, sid) if busy else _last_id(self.store, sid)
-        steps = self.engine.submit(sid, text)
+        try:
+            steps = self.engine.submit(sid, text)
+        finally:
+            if submitted is not None:
+                submitted()
         dispatch(steps)
         inbox = self.store.inbox(sid)
         queued = valid_str(text) in inbox  # (as the inbox holds it: workflows/valid_text.py)
@@ -330,8 +335,11 @@ class Interactive:
             before = f" and the {ahead} queued before it" if ahead else ""
             click.echo(f"Session {sid[:8]} is busy ({self.record().state.value}); your message runs after "
                        f"its current turn{before}. Ctrl-C interrupts it; /clear-queue drops the queue.", err=True)
-        r = Renderer(show_prompts=queued, show_requests=False)
-        prompter = Prompter(self.rt, sid, stdin=self.reader, interactive=True)
+        console = getattr(self.reader, "console", None)
+        r = Renderer(console() if console else None, show_prompts=queued, show_requests=False)
+        prompter = Prompter(self.rt, sid, stdin=self.reader, interactive=True,
+                            answers=getattr(self.reader, "answers", None))
+        self.prompter = prompter
         mine = False
 
         def on_entry(e) -> None:
@@ -340,11 +348,14 @@ class Interactive:
             r.entry(e)
             if is_entry_of_prompt(e, text):
                 mine = True
+                r.show_prompts = True  # the prompts that run after it (queued meanwhile) are shown as turns
+            if seen is not None:
+                seen(e)
 
         def stop(e) -> bool:
-            return isinstance(e, ResultEntry) and mine
+            return isinstance(e, ResultEntry) and mine and (more is None or not more(e))
 
-        esc = EscWatch.of(self.reader)
+        esc = self.reader.interrupts() if hasattr(self.reader, "interrupts") else EscWatch.of(self.reader)
 
         def poll() -> None:
             if prompter.current is None and not prompter.queue:
@@ -366,6 +377,8 @@ class Interactive:
                 click.echo("", err=True)  # close the open permission prompt line
             self.interrupt(text if queued else None)
             return None
+        finally:
+            self.prompter = None
 
     def cmd_compact(self, arg: str) -> None:
         """Compact now (from idle); the model sees the summary from the next prompt on."""
@@ -391,6 +404,8 @@ class Interactive:
         try:
             if queued_text is not None:  # our message had not started: do not leave it queued
                 self.store.r.lrem(keys.inbox(sid), 1, queued_text)
+            for text in (self.front.take_queued() if self.front is not None else []):
+                self.store.r.lrem(keys.inbox(sid), 1, valid_str(text))  # typed meanwhile: back to the draft
             stopped = self.engine.stop(sid, "Interrupted by user")
             dispatch(stopped.steps)
         finally:
@@ -412,8 +427,11 @@ class Interactive:
                 click.echo(f"  {name:<13} {text}")
         for line in custom_help(self.store.commands(self.sid), self.commands):
             click.echo(line)
-        click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab at the prompt cycles the permission "
-                   "mode; Ctrl-C or Ctrl-D at the prompt leaves.")
+        click.echo("Keys: Esc or Ctrl-C interrupts a running turn; Shift+Tab cycles the permission mode; \\+Enter "
+                   "or Alt+Enter starts a new line; Tab completes /commands and @files; Ctrl-C or Ctrl-D at the "
+                   "prompt leaves. On a terminal, what you type while a turn runs is queued and runs next.")
+        click.echo("!COMMAND runs COMMAND in the workspace (bash mode: its output joins the conversation); "
+                   "# NOTE saves NOTE to CLAUDE.md; @FILE attaches a file to your message.")
         click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
 
     def cmd_clear_queue(self, arg: str) -> None:
@@ -675,7 +693,6 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
     sessions first (``mainsail --resume`` with no id)."""
     settings = load_settings(model=model, auto_memory=False if no_memory else None)
     rt = connect(settings, dispatching=True)
-    save_history: Callable[[], None] = lambda: None
     try:
         if pick:
             from cli.interactive_habits import pick_recent
@@ -693,12 +710,17 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
         reader = LineReader()
         ui = Interactive(rt, settings, workspace, reader, sid, extra_settings=extra_settings)
         if reader.tty:
-            save_history = _setup_readline(settings.data_dir / "history", ui.command_names)
-            click.echo(click.style("Type a message, or /help. Esc or Ctrl-C interrupts a turn; Shift+Tab cycles the "
-                                   "permission mode; Ctrl-D leaves.", dim=True))
+            from cli.repl_terminal import TerminalFront
+
+            ui.front = TerminalFront(ui, settings.data_dir / "history")
+            ui.reader = ui.front
+            click.echo(click.style("Type a message, or /help; type on while a turn runs to queue the next. Esc or "
+                                   "Ctrl-C interrupts a turn; Shift+Tab cycles the permission mode; \\+Enter or "
+                                   "Alt+Enter for a new line; !cmd runs a command, # note saves a memory, @ "
+                                   "mentions a file; Ctrl-D leaves.", dim=True))
         if first_prompt:
             ui.turn(first_prompt)
-        ui.loop()
+        (ui.front or ui).loop()
         end_session(rt, ui.sid, "prompt_input_exit")
         if rt.worker is not None:
             saving = rt.store.get_session(ui.sid).saving_memory()
@@ -706,7 +728,6 @@ def run_interactive(*, resume: str | None, continue_: bool, fork: bool, model: s
             if saving:
                 click.secho(memory_saved_line(rt.store.get_session(ui.sid)), dim=True)
     finally:
-        save_history()
         rt.close()
 
 

@@ -97,19 +97,21 @@ def doctor() -> None:
         click.echo(f"{check.status} {check.name:<12} {check.message}")
 
 
-def cycle_mode(ui: "Interactive") -> None:
+def next_mode(ui: "Interactive") -> PermissionMode:
+    """Shift+Tab: switch the session to the next permission mode of the cycle; that mode."""
     from workflows.permissions.bypass import effective_mode
 
     current = effective_mode(ui.record())  # a bypassPermissions disabled since is left out of the cycle
     order = CYCLE + ([current] if current not in CYCLE else [])
     nxt = order[(order.index(current) + 1) % len(order)]
     ui.engine.update_limits(ui.sid, permission_mode=nxt)
+    return nxt
+
+
+def cycle_mode(ui: "Interactive") -> None:
+    """The hidden command that cycles the mode in line mode (on a terminal, Shift+Tab cycles it in place)."""
+    nxt = next_mode(ui)
     click.echo(click.style(SHOWN[nxt], fg="yellow") + click.style("  (shift+tab to cycle)", dim=True))
-
-
-def bind_shift_tab(readline) -> None:
-    """Shift+Tab (``ESC [ Z``) replaces the line with the mode-cycling command and enters it."""
-    readline.parse_and_bind(rf'"\e[Z": "\C-a\C-k{CYCLE_COMMAND}\C-m"')
 
 
 def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str | None:
@@ -142,4 +144,4 @@ def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str
     return rt.store.resolve_session(choice)
 
 
-__all__ = ["INIT_PROMPT", "bind_shift_tab", "commands", "cycle_mode", "pick_recent"]
+__all__ = ["INIT_PROMPT", "commands", "cycle_mode", "next_mode", "pick_recent"]

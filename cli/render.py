@@ -7,6 +7,7 @@ ids seen, never ``$``, so nothing written between two reads is lost (cli/feed.py
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import Callable
@@ -75,6 +76,20 @@ def _shown_name(name: str) -> str:
     return f"{server} - {tool} (MCP)"
 
 
+BASH_LINES_SHOWN = 20  # lines of a bash-mode command's output printed (all of it goes into the conversation)
+
+
+def todo_lines(todos: list) -> list[str]:
+    """A todo list's checklist lines (``☒ Run the tests``), its dicts read loosely (the model's input may be
+    invalid)."""
+    from types import SimpleNamespace
+
+    from workflows.tools.todo import checklist
+
+    return checklist([SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
+                                      status=t.get("status")) for t in todos if isinstance(t, dict)])
+
+
 class Renderer:
     """Prints entries and deltas: streamed text, ``⏺ Tool(arg)`` lines, short results."""
 
@@ -118,16 +133,10 @@ class Renderer:
 
     def _checklist(self, tool_input: dict) -> None:
         """TodoWrite's list, as Claude Code shows it (the model's input, checked loosely: it may be invalid)."""
-        from types import SimpleNamespace
-
-        from workflows.tools.todo import checklist
-
         todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
         if not isinstance(todos, list):
             return
-        items = [SimpleNamespace(content=str(t.get("content", "")), activeForm=str(t.get("activeForm", "")),
-                                 status=t.get("status")) for t in todos if isinstance(t, dict)]
-        for line in checklist(items):
+        for line in todo_lines(todos):
             self.console.print(Text(f"  ⎿  {line}"[:160], style="bold" if line.startswith("◐") else "dim"))
 
     def entry(self, e) -> None:
@@ -180,7 +189,10 @@ class Renderer:
                     line = f"{owner}: {line}"
                 style = "red" if getattr(block, "is_error", False) else "dim"
                 self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
-            elif self.show_prompts and e.command is None:  # (a command's prompt: its start entry showed it)
+            elif e.origin == "synthetic" and e.message.text().startswith("<bash-stdout>"):
+                self._bash_output(e.message.text())
+            elif self.show_prompts and e.command is None and e.origin != "synthetic":
+                # (a command's prompt: its start entry showed it)
                 self.console.print(Text(f"> {e.message.text()}", style="bold"))
         elif isinstance(e, SystemEntry) and e.subtype == "command":
             self._command_entry(e)
@@ -223,8 +235,24 @@ class Renderer:
         text = e.content.rstrip(".") if cost else e.content
         self.console.print(Text(f"✎ {text}{cost}", style="dim"))
 
+    def _bash_output(self, text: str) -> None:
+        """Bash mode's output (``<bash-stdout>…</bash-stdout><bash-stderr>…</bash-stderr>``), its first lines."""
+        self._end_line()
+        body = re.sub(r"</?bash-(stdout|stderr)>", "", text).rstrip("\n")
+        lines = body.splitlines() or ["(no output)"]
+        for line in lines[:BASH_LINES_SHOWN]:
+            self.console.print(Text(f"  ⎿  {line}"[:200], style="dim"))
+        if len(lines) > BASH_LINES_SHOWN:
+            self.console.print(Text(f"  ⎿  … {len(lines) - BASH_LINES_SHOWN} more lines (in the conversation)",
+                                    style="dim"))
+
     def _command_entry(self, e: SystemEntry) -> None:
         """A custom command's start (``/review a.py``: shown as a prompt) or one of its lines that ran."""
+        if e.content.startswith("<bash-input>"):  # bash mode (!cmd): shown as typed
+            if self.show_prompts:
+                self._end_line()
+                self.console.print(Text(f"! {e.content[len('<bash-input>'):-len('</bash-input>')]}", style="bold"))
+            return
         if e.content.startswith("/"):
             if self.show_prompts:
                 self._end_line()

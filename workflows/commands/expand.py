@@ -23,8 +23,8 @@ import shlex
 
 from workflows.commands.models import CommandDefinition, CommandLine, CommandRun
 
-__all__ = ["CommandError", "MAX_FILE_REFS", "MAX_SHELL_LINES", "expand", "parse_invocation", "prompt_blocks",
-           "split_args", "substitute"]
+__all__ = ["CommandError", "MAX_FILE_REFS", "MAX_SHELL_LINES", "attached_files", "bash_mode", "bash_mode_texts",
+           "expand", "mentions", "parse_invocation", "prompt_blocks", "split_args", "substitute"]
 
 MAX_SHELL_LINES = 20  # ``!`…``` lines in one command
 MAX_FILE_REFS = 20  # ``@path`` references in one command (its text and its arguments)
@@ -99,6 +99,48 @@ def expand(definition: CommandDefinition, typed: str, args: str) -> CommandRun:
                       allowed_tools=list(definition.allowed_tools), model=definition.model, path=definition.path)
 
 
+_BASH_INPUT = re.compile(r"\A<bash-input>(.*)</bash-input>\Z", re.S)
+
+
+def bash_mode(typed: str) -> CommandRun | None:
+    """Claude Code's bash mode (``!cmd`` in interactive mode, sent as ``<bash-input>cmd</bash-input>``, the
+    transcript's own shape): a run of one Bash call; None for any other prompt."""
+    m = _BASH_INPUT.match(typed.strip())
+    if m is None or not m.group(1).strip():
+        return None
+    command = m.group(1).strip()
+    return CommandRun(kind="bash", name="", typed=typed.strip(), texts=[""],
+                      lines=[CommandLine(kind="bash", pattern=f"!{command}", tool_input={"command": command})])
+
+
+def mentions(typed: str) -> CommandRun | None:
+    """A plain prompt's ``@path`` mentions (Claude Code attaches each file, read with Read, before the prompt);
+    None when it names none. At most :data:`MAX_FILE_REFS`: the rest stay words."""
+    refs = list(dict.fromkeys(file_refs(typed)))[:MAX_FILE_REFS]
+    if not refs:
+        return None
+    return CommandRun(kind="mention", name="", typed=typed, texts=[typed],
+                      lines=[CommandLine(kind="file", pattern=f"@{ref}", tool_input={"file_path": ref})
+                             for ref in refs])
+
+
+def bash_mode_texts(run: CommandRun) -> tuple[str, str]:
+    """What bash mode adds to the conversation, as Claude Code's transcript holds it: the input, the output."""
+    line = run.lines[0]
+    out, err = ("", line.output or "") if line.error is not None else (line.output or "", "")
+    return (f"<bash-input>{line.tool_input.get('command', '')}</bash-input>",
+            f"<bash-stdout>{out}</bash-stdout><bash-stderr>{err}</bash-stderr>")
+
+
+def attached_files(run: CommandRun) -> list[str]:
+    """The reminders of the files a run attached (read without error), in order."""
+    blocks = []
+    for line in run.lines:
+        if line.kind == "file" and line.error is None and line.output is not None:
+            blocks += read_reminders(str(line.tool_input.get("file_path", "")), line.output)
+    return blocks
+
+
 def file_refs(text: str) -> list[str]:
     """The paths ``@`` names in ``text``, in order (trailing punctuation is not part of an unquoted one)."""
     out = []
@@ -122,10 +164,7 @@ def prompt_blocks(run: CommandRun) -> list[str]:
     texts = run.texts
     bash = [line for line in run.lines if line.kind == "bash"]
     body = texts[0] + "".join((line.output or "") + text for line, text in zip(bash, texts[1:]))
-    blocks = []
-    for line in run.lines:
-        if line.kind == "file" and line.error is None and line.output is not None:
-            blocks += read_reminders(str(line.tool_input.get("file_path", "")), line.output)
+    blocks = attached_files(run)
     tags = f"<command-message>{run.name}</command-message>\n<command-name>/{run.name}</command-name>\n"
     if run.args:
         tags += f"<command-args>{run.args}</command-args>\n"

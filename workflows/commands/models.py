@@ -52,8 +52,14 @@ class CommandLine(_Model):
 
 class CommandRun(_Model):
     """A command invoked by a prompt (``/name args``), held in the session record from the run's start until
-    its prompt is sent: its ``!`` lines and ``@`` references run first, as calls on the tools worker."""
+    its prompt is sent: its ``!`` lines and ``@`` references run first, as calls on the tools worker.
 
+    The same run carries interactive mode's two habits (``kind``): ``mention``, a plain prompt whose ``@path``
+    words attach files (each a Read call; one that cannot be attached is left out with a warning), and
+    ``bash``, Claude Code's bash mode (``<bash-input>cmd</bash-input>``: one Bash call whose output joins the
+    conversation, without a model call)."""
+
+    kind: Literal["command", "mention", "bash"] = "command"
     name: str
     typed: str  # the prompt as submitted: "/review src/a.py"
     args: str = ""

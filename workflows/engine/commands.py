@@ -25,6 +25,8 @@ failed for pattern "!`…`": …``) as a ``success`` result without a model call
 
 from __future__ import annotations
 
+import os
+
 from workflows import keys
 from workflows.commands import (
     CommandError,
@@ -34,6 +36,7 @@ from workflows.commands import (
     parse_invocation,
     prompt_blocks,
 )
+from workflows.commands.expand import attached_files, bash_mode, bash_mode_texts, mentions
 from workflows.engine.support import _Tx
 from workflows.exceptions import ToolInputError
 from workflows.hooks.config import HookEvent
@@ -71,12 +74,15 @@ class CommandRuns:
         """The command ``prompt`` invokes, with its arguments in place (None: a plain prompt). Marks the run's
         start and gives the run the command's model and allowed tools."""
         rec = tx.rec
+        if rec.parent_session_id:
+            return None
+        if (bash := bash_mode(prompt)) is not None:  # interactive mode's !cmd
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="command", content=prompt))
+            return bash
         parsed = parse_invocation(prompt)
-        if parsed is None or rec.parent_session_id:
-            return None
-        definition = self.store.command(rec.id, parsed[0])
+        definition = self.store.command(rec.id, parsed[0]) if parsed is not None else None
         if definition is None:
-            return None
+            return mentions(prompt)  # a plain prompt: its @ mentions (None: it has none)
         self._add(tx, SystemEntry(session_id=rec.id, subtype="command", content=prompt))
         try:
             run = expand(definition, prompt, parsed[1])
@@ -100,6 +106,10 @@ class CommandRuns:
         run.context = list(context)
         if run.failure is None:
             calls, asked = self._line_calls(rec, run)
+        for line in run.lines:
+            if run.kind == "mention" and line.error is not None and line.tool_use_id == "":
+                self._add(tx, SystemEntry(session_id=rec.id, subtype="warning",
+                                          content=f"{line.pattern} was not attached: {line.error}"))
         if run.failure is not None:
             self._command_failed(tx)
             return
@@ -119,7 +129,6 @@ class CommandRuns:
         calls, asked = [], []
         bash_lines = sum(1 for line in run.lines if line.kind == "bash")
         for i, line in enumerate(run.lines):
-            line.tool_use_id = f"cmd_{new_id().replace('-', '')[:24]}"
             name = "Bash" if line.kind == "bash" else "Read"
             why = (self._check_file(rec, line) if line.kind == "file" else None)
             tool_input = line.tool_input
@@ -136,9 +145,13 @@ class CommandRuns:
                     "where you can answer (interactive mode)")
             if perm is not None and perm.decision is Decision.ASK and line.kind == "file":
                 why = perm.reason or "it would need approval"  # an @ file is attached without asking, or not at all
+            if why is not None and run.kind == "mention":  # a mention that cannot be attached stays a word
+                line.error = why
+                continue
             if why is not None:
                 run.failure = refusal(line.kind, line.pattern, why)
                 return [], []
+            line.tool_use_id = f"cmd_{new_id().replace('-', '')[:24]}"
             call = ToolCall(tool_use_id=line.tool_use_id, name=name, input=tool_input, prelude=True,
                             batch=i if line.kind == "bash" else bash_lines)
             if perm.decision is Decision.ASK:
@@ -154,6 +167,8 @@ class CommandRuns:
             path = paths.resolve(raw, cwd=rec.workspace, home=rec.home)
         except paths.Unresolvable as exc:
             return f"{exc}."
+        if rec.command is not None and rec.command.kind == "mention" and not os.path.isfile(path):
+            return "no such file"
         if not paths.inside(path, paths.WorkArea(rec.workspace, rec.additional_directories)):
             return (f"{path} is outside the workspace {rec.workspace}. A command attaches only files in the "
                     "workspace (or an added directory); name one there, or ask the model to Read it (it asks)")
@@ -169,6 +184,10 @@ class CommandRuns:
         if line is None:
             return False
         first = (output.display or next(iter(output.content.splitlines()), ""))[:120]
+        if run.kind == "bash":  # bash mode: the output joins the conversation, failing or not
+            line.output = output.content
+            line.error = output.content if output.is_error else None
+            return True
         if line.kind == "file" and output.is_error:
             line.error = output.content
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning",
@@ -221,6 +240,19 @@ class CommandRuns:
         """Every line ran: the prompt, the context its UserPromptSubmit hooks gave, and the model call."""
         rec = tx.rec
         run, rec.command = rec.command, None
+        if run.kind == "bash":
+            self._bash_mode_done(tx, run)
+            return
+        if run.kind == "mention":
+            attached = attached_files(run)
+            if attached:  # before the prompt, as Claude Code puts them (one user message with it)
+                self._add(tx, UserEntry(session_id=rec.id, origin="synthetic", message=Message(
+                    role="user", content=[TextBlock(text=b) for b in attached])))
+                rec.context_added += estimate_tokens("".join(attached))
+            self._add_prompt(tx, run.typed)
+            self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
+            self._next_model_call(tx)
+            return
         blocks = prompt_blocks(run)
         entry = UserEntry(session_id=rec.id, message=Message(role="user", content=[TextBlock(text=b) for b in blocks]),
                           command=run.typed)
@@ -229,6 +261,19 @@ class CommandRuns:
         rec.context_added += estimate_tokens("".join(blocks))
         self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
         self._next_model_call(tx)
+
+
+    def _bash_mode_done(self, tx: _Tx, run) -> None:
+        """Bash mode's command ran: its input and output join the conversation (the model sees them with the next
+        prompt) and the run ends without a model call, as in Claude Code."""
+        rec = tx.rec
+        typed, output = bash_mode_texts(run)
+        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=typed), command=run.typed))
+        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=output), origin="synthetic"))
+        rec.context_added += estimate_tokens(typed + output)
+        self._fire(tx, "halt")
+        self._add_result(tx, "success", run.lines[0].output or "")
+        self._after_idle(tx)
 
 
 def _nobody(perm) -> str:

@@ -256,6 +256,8 @@ def require_idle(rec: SessionRecord, action: str) -> None:
 
 
 def _title(prompt: str) -> str:
+    if prompt.startswith("<bash-input>") and prompt.endswith("</bash-input>"):  # bash mode: as it was typed
+        prompt = "!" + prompt[len("<bash-input>"):-len("</bash-input>")]
     line = " ".join(prompt.split())
     return line if len(line) <= 60 else line[:57] + "..."
 

@@ -68,7 +68,8 @@ def starts_run(entry) -> bool:
     """Whether ``entry`` is where a run's own entries begin: its prompt, or a custom command's start."""
     if isinstance(entry, UserEntry):
         return entry.origin in ("prompt", "inbox") and entry.command is None
-    return isinstance(entry, SystemEntry) and entry.subtype == "command" and entry.content.startswith("/")
+    return isinstance(entry, SystemEntry) and entry.subtype == "command" and entry.content.startswith(("/",
+                                                                                                     "<bash-input>"))
 
 
 def context_text(event: HookEvent, text: str) -> str:
