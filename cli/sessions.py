@@ -14,6 +14,7 @@ from datetime import datetime
 import click
 from rich.console import Console
 
+from cli.attach import wait_for_memory
 from cli.connect import Runtime, ensure_worker
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
@@ -224,6 +225,8 @@ def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
         click.echo(f"\nDetached from session {sid[:8]}; {where}.", err=True)
         sys.exit(130)
     r.close()
+    if rt.worker is not None:
+        wait_for_memory(rt, sid)  # as run does: the memory its own worker started is saved before it leaves
 
 
 def _idle(rt: Runtime, sid: str) -> bool:
