@@ -24,7 +24,10 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Mainsail's configuration. Every field reads ``MAINSAIL_<NAME>`` unless noted."""
 
-    model_config = SettingsConfigDict(env_prefix="MAINSAIL_", extra="ignore", populate_by_name=True)
+    # An empty variable is an unset one (``env_ignore_empty``): docker-compose's ``X: ${X:-}`` passes "" for
+    # everything the host leaves unset, and "" is never a useful URL, key, model or number.
+    model_config = SettingsConfigDict(env_prefix="MAINSAIL_", extra="ignore", populate_by_name=True,
+                                      env_ignore_empty=True)
 
     redis_url: str | None = Field(
         default=None,
@@ -57,7 +60,7 @@ class Settings(BaseSettings):
     )
     redis_server_bin: str = Field(
         default="redis-server",
-        description="The binary for the embedded Redis; empty: use an in-process fakeredis server instead.",
+        description="The binary for the embedded Redis; `none`: use an in-process fakeredis server instead.",
     )
     model: str = Field(default="claude-sonnet-4-5", description="Model for new sessions.")
     anthropic_api_key: str | None = Field(

@@ -113,7 +113,7 @@ def test_demo_on_a_bare_machine_starts_an_embedded_redis_and_a_worker(bare_env, 
 
 
 def test_demo_without_a_redis_binary_uses_fakeredis_and_warns(bare_env, tmp_path):
-    out = mainsail(dict(bare_env, MAINSAIL_REDIS_SERVER_BIN="", MAINSAIL_DEBUG="1"), "demo", "--workspace", str(tmp_path / "d"))
+    out = mainsail(dict(bare_env, MAINSAIL_REDIS_SERVER_BIN="none", MAINSAIL_DEBUG="1"), "demo", "--workspace", str(tmp_path / "d"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Nothing survives this command" in out.stderr
     assert "fakeredis: !!!" not in out.stderr, "the in-process server refused a command"
