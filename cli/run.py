@@ -28,6 +28,7 @@ from workflows.mcp.sources import McpFlags, read_mcp_config
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import resumed_mode
 from workflows.permissions.settings_files import load_permission_settings
+from workflows.model_lifecycle import lifecycle_note
 from workflows.pricing import known_price, unknown_price_note
 from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
 from workflows.session_setup import session_options as new_session_options
@@ -128,14 +129,14 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
         rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                        auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
-        warn_unpriced(rec)
+        warn_about_model(rec)
         read_commands(rt, rec.id)
         return rec.id
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                       max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
                       fallback_model=fallback_model, mcp=mcp, extra_settings=extra_settings)
-    warn_unpriced(rec)
+    warn_about_model(rec)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
     read_commands(rt, sid)
@@ -152,11 +153,14 @@ def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: P
     return settings.model
 
 
-def warn_unpriced(rec) -> None:
-    """Say once, at the start, that the session's model has no price (its cost will show as unknown)."""
+def warn_about_model(rec) -> None:
+    """Say once, at the start, that the session's model has no price (its cost will show as unknown), or is
+    near or past its end of life (workflows/model_lifecycle.py)."""
     sent = rec.sent_model()
     if not known_price(sent):
         click.secho(f"Warning: {unknown_price_note(sent)}", fg="yellow", err=True)
+    if note := lifecycle_note(sent):
+        click.secho(f"Warning: {note}", fg="yellow", err=True)
 
 
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),

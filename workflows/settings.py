@@ -62,7 +62,10 @@ class Settings(BaseSettings):
         default="redis-server",
         description="The binary for the embedded Redis; `none`: use an in-process fakeredis server instead.",
     )
-    model: str = Field(default="claude-sonnet-4-5", description="Model for new sessions.")
+    model: str = Field(
+        default="default",
+        description="Model for new sessions. The default is Claude Code's (2.1.332, with an API key): the `default` "
+        "alias, which is opus (claude-opus-5-5, or ANTHROPIC_DEFAULT_OPUS_MODEL).")
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "MAINSAIL_ANTHROPIC_API_KEY")
     )
