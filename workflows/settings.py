@@ -50,9 +50,11 @@ class Settings(BaseSettings):
         description="Workers send Celery task events and answer remote control, for Flower (off by default: "
         "every task then publishes a few more messages to Redis; docs/metrics.md).",
     )
-    local_redis_url: str = Field(
-        default="redis://127.0.0.1:6379/0",
-        description="Tried when MAINSAIL_REDIS_URL is unset, before starting an embedded Redis.",
+    local_redis_url: str | None = Field(
+        default=None,
+        description="A Redis tried when MAINSAIL_REDIS_URL is unset, before the embedded one. Unset: none, not "
+        "even localhost:6379: a Redis found there is another application's (often without a password, so "
+        "anyone on the machine could read the sessions or queue commands), never used unless named.",
     )
     redis_ca_file: Path | None = Field(
         default=None,

@@ -46,7 +46,7 @@ def no_traceback(out):
 def test_run_without_an_api_key_says_how_to_set_one(bare_env, tmp_path):
     out = mainsail(bare_env, "run", "hello", cwd=tmp_path)
     assert out.returncode == 1
-    assert "No API key for model 'claude-sonnet-4-5'" in out.stderr
+    assert "No API key for model 'default'" in out.stderr
     assert "ANTHROPIC_API_KEY" in out.stderr and "ANTHROPIC_BASE_URL" in out.stderr
     assert "mainsail demo" in out.stderr
     no_traceback(out)
