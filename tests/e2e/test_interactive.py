@@ -2,7 +2,7 @@
 lines on its stdin, real worker processes, real Redis and a fake Messages API.
 
 The fake model answers each prompt by name ("Answer to: <prompt>"), reads calc.py
-for a prompt starting "Fix", runs ``sleep 30`` for one starting "Slow" and writes
+for a prompt starting "Fix", runs ``sleep 600`` (which only an interrupt ends) for one starting "Slow" and writes
 approved.txt with Bash for one starting "Run".
 """
 
@@ -12,7 +12,6 @@ import json
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -26,6 +25,9 @@ pytestmark = pytest.mark.e2e
 
 SONNET, HAIKU = "claude-sonnet-4-5", "claude-haiku-4-5"
 COMMAND = "echo approved > approved.txt"
+#: How long a wait for an event may take before the test fails: only a broken run reaches it (a loaded
+#: machine is slow, never wrong), so it is generous; no test here waits for a time window.
+EVENT_LIMIT = 120
 
 
 def reply(body: dict) -> Turn:
@@ -40,11 +42,11 @@ def reply(body: dict) -> Turn:
     if text.startswith("Run"):
         return Turn(text="Writing it.", tool_uses=[ToolUse(name="Bash", input={"command": COMMAND})])
     if text.startswith("Slow"):
-        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "sleep 30"})])
+        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "sleep 600"})])
     return Turn(text=f"Answer to: {text}")
 
 
-def interactive(cluster, workspace, lines: str, *args: str, timeout: float = 60):
+def interactive(cluster, workspace, lines: str, *args: str, timeout: float = EVENT_LIMIT):
     proc = cluster.mainsail(*args, cwd=workspace, background=True, stdin=subprocess.PIPE)
     stdout, stderr = proc.communicate(lines, timeout=timeout)
     assert "Traceback" not in stdout + stderr, stdout + stderr
@@ -199,15 +201,18 @@ def test_resume_switches_sessions(cluster, workspace, api):
 
 
 def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, workspace, api):
-    started = time.monotonic()
+    # Events, not windows: the command (sleep 600) can only end by the interrupt, so its INTERRUPTED result
+    # proves the Ctrl-C; each wait below ends when its event happens (the limits only bound a broken run).
     proc = cluster.mainsail("--permission-mode", "bypassPermissions", cwd=workspace, background=True,
                             stdin=subprocess.PIPE)
     proc.stdin.write("Slow command please\n")
     proc.stdin.flush()
     try:
-        sid = cluster.wait_state("running_tools", timeout=15)
+        sid = cluster.wait_state("running_tools", timeout=EVENT_LIMIT)
         wait_for(lambda: any(st.kind is StepKind.TOOL and st.status is StepStatus.RUNNING
-                             for st in cluster.store.steps(sid)), 10, what="the Bash step to run")
+                             for st in cluster.store.steps(sid)), EVENT_LIMIT, what="the Bash step to run")
+        wait_for(lambda: subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True).returncode == 0,
+                 EVENT_LIMIT, what="the command to start")
     except AssertionError:
         proc.kill()
         out, err = proc.communicate()
@@ -215,11 +220,10 @@ def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, w
         state = [(x[:8], cluster.store.get_session(x).state.value) for x in ids]
         raise AssertionError(f"{state}\n{out}\n{err}\n" + (cluster.tmp / "worker-0.log").read_text()) from None
     proc.send_signal(signal.SIGINT)
-    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 10, what="the cancel")
-    stdout, stderr = proc.communicate("/status\n/exit\n", timeout=15)
+    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", EVENT_LIMIT, what="the cancel")
+    stdout, stderr = proc.communicate("/status\n/exit\n", timeout=EVENT_LIMIT)
     assert proc.returncode == 0, stdout + stderr
     assert "Traceback" not in stdout + stderr
-    assert time.monotonic() - started < 20, "the turn was not interrupted"
     s = sections(stdout)
     assert "Interrupted." in s["Slow command please"][0]
     assert "state       idle" in s["/status"][0]
