@@ -23,7 +23,7 @@ from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 
-SONNET, HAIKU = "claude-sonnet-4-5", "claude-haiku-4-5"
+DEFAULT, SENT, HAIKU = "default", "claude-opus-5-5", "claude-haiku-4-5"  # the default model, and what it sends
 COMMAND = "echo approved > approved.txt"
 #: How long a wait for an event may take before the test fails: only a broken run reaches it (a loaded
 #: machine is slow, never wrong), so it is generous; no test here waits for a time window.
@@ -97,7 +97,7 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
     assert stdout.startswith(f"New session {sid[:8]} in {workspace.resolve()}\n")
     first, second = s["/status"]
     assert f"session     {sid}" in first and "state       idle" in first
-    assert f"model       {SONNET}" in first and "permissions bypassPermissions" in first
+    assert f"model       {DEFAULT}" in first and "permissions bypassPermissions" in first
     assert "turns       0" in first and "cost        $0.0000" in first
 
     (turn,) = s["Fix calc.py"]
@@ -107,8 +107,8 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 
     cost_before, cost_after = s["/cost"]
     assert "Total cost:" in cost_before and "Total duration (API):" in cost_before
-    assert SONNET in cost_before and HAIKU not in cost_before
-    assert f"Model set to {HAIKU} (was {SONNET})." in s["/model claude-haiku-4-5"][0]
+    assert SENT in cost_before and HAIKU not in cost_before
+    assert f"Model set to {HAIKU} (was {DEFAULT})." in s["/model claude-haiku-4-5"][0]
     assert f"model       {HAIKU}" in second and "turns       2" in second and "title       Fix calc.py" in second
     assert "Permission mode: bypassPermissions" in s["/permissions"][0]
     assert "Bash(npm test:*)  from --allowedTools" in s["/permissions"][0]
@@ -117,11 +117,11 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 
     # The switch is in the store, in the next request, and in the per-model accounting.
     assert rec.model == HAIKU
-    assert set(rec.usage_by_model) == {SONNET, HAIKU}
+    assert set(rec.usage_by_model) == {SENT, HAIKU}
     assert request_for(server, "Second question")["model"] == HAIKU
-    assert {b["model"] for b in server.requests[:2]} == {SONNET}
+    assert {b["model"] for b in server.requests[:2]} == {SENT}
     assert f"Total cost:            ${rec.cost_usd:.4f}" in cost_after
-    assert SONNET in cost_after and HAIKU in cost_after
+    assert SENT in cost_after and HAIKU in cost_after
     assert f"${rec.cost_by_model[HAIKU]:.4f}" in cost_after
     assert stdout.rstrip().endswith(f"Bye. Resume this session with: mainsail --resume {sid[:8]}")
 
