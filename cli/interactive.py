@@ -473,7 +473,7 @@ class Interactive:
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
         now = self.record()
         click.echo(f"Model set to {describe_model(arg, now.sent_model())} (was {rec.model}){note}.")
-        warn_about_model(now)
+        warn_about_model(now, lifecycle=False)  # the transcript says it at the next call
 
     def cmd_permissions(self, arg: str) -> None:
         rec = self.record()
@@ -632,7 +632,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
                                dim=True))
-        warn_about_model(rec)
+        warn_about_model(rec, lifecycle=False)  # the transcript says it at its first call
         read_commands(rt, rec.id)
         return rec.id
     rec = rt.store.get_session(sid)

@@ -30,3 +30,13 @@ def test_a_deprecated_model_is_said_once_on_stderr_and_in_the_stream(cluster, wo
         (sid,) = {m["session_id"] for m in map(json.loads, out.stdout.splitlines()) if "session_id" in m}
         show = cluster.mainsail("show", sid[:8], cwd=workspace)  # the transcript, as run and watch show it
         assert show.stdout.count("warning: Model claude-sonnet-4-5 ") == 1, show.stdout
+
+
+def test_run_shows_it_once_in_its_transcript_not_twice(cluster, workspace):
+    with FakeMessagesServer(Script(turns=[Turn(text="ok")])) as server:
+        cluster.env.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-test")
+        cluster.start_worker()
+        out = cluster.mainsail("run", "--model", "claude-sonnet-4-5", "hello", cwd=workspace)
+        assert out.returncode == 0, out.stderr
+        assert (out.stdout + out.stderr).count("Model claude-sonnet-4-5 ") == 1, out.stdout + out.stderr
+        assert "warning: Model claude-sonnet-4-5 " in out.stdout
