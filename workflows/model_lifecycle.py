@@ -11,18 +11,36 @@ or an SDK without the list, means no note: never a failure.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import importlib.util
 import re
+import sys
+from pathlib import Path
 
 #: Where the SDK's list lives (a private module: read defensively).
 SDK_TABLE = "anthropic._data.DEPRECATED_MODELS"
 
 
 def _table() -> dict[str, str]:
+    """The SDK's list, read from its file without importing the SDK (a second of a CLI's start-up)."""
+    module = sys.modules.get("anthropic._data.deprecated_models") or _load_table_module()
+    table = getattr(module, "DEPRECATED_MODELS", None)
+    return dict(table) if isinstance(table, dict) else {}
+
+
+@functools.lru_cache(maxsize=1)
+def _load_table_module():
     try:
-        from anthropic._data import DEPRECATED_MODELS
-    except ImportError:
-        return {}
-    return dict(DEPRECATED_MODELS) if isinstance(DEPRECATED_MODELS, dict) else {}
+        spec = importlib.util.find_spec("anthropic")  # finds the package; does not import it
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(next(iter(spec.submodule_search_locations))) / "_data" / "deprecated_models.py"
+        table_spec = importlib.util.spec_from_file_location("_mainsail_sdk_deprecated_models", path)
+        module = importlib.util.module_from_spec(table_spec)
+        table_spec.loader.exec_module(module)
+        return module
+    except (ImportError, OSError, SyntaxError, AttributeError):
+        return None
 
 
 def end_of_life(model: str) -> dt.date | None:
