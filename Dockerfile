@@ -17,5 +17,15 @@ COPY server server
 # EXTRAS=flower adds Flower (the compose file's optional `flower` profile builds its image so).
 ARG EXTRAS=""
 RUN pip install --no-cache-dir ".${EXTRAS:+[$EXTRAS]}"
+# Not root: a process the sandbox or the checker let through gets an unprivileged user, not the container's
+# root. /workspaces (the compose file's `workspaces` volume: a new named volume takes this folder's owner)
+# and the user's home (the data dir, MCP and Claude Code settings) are its own.
+RUN useradd --create-home --uid 10001 --user-group mainsail \
+    && mkdir -p /workspaces && chown mainsail:mainsail /workspaces
+USER mainsail
+ENV HOME=/home/mainsail
+# A worker's health (the image's default command): one of this container's workers is registered in Redis
+# and renews its registration. docker-compose.yml sets the server's, the beat's and Flower's own.
+HEALTHCHECK --interval=15s --timeout=10s --start-period=30s --retries=3 CMD ["python", "-m", "cli.health", "worker"]
 ENTRYPOINT []
 CMD ["mainsail", "worker"]

@@ -1,11 +1,14 @@
 """Finding Redis and a worker, so that a newcomer's first command just works.
 
 Redis, in order: ``MAINSAIL_REDIS_URL`` (must answer), a Redis on
-``MAINSAIL_LOCAL_REDIS_URL`` (default localhost:6379), the embedded server
+``MAINSAIL_LOCAL_REDIS_URL`` when it is set, the embedded server
 this machine started before (its URL, with its password, is kept under the
 data dir, readable by this user only), a new private ``redis-server`` (AOF on,
 a random password, bound to 127.0.0.1, data under the data dir), and, without
 the binary, an in-process fakeredis server, with a warning that nothing survives.
+Whatever answers on localhost:6379 is not tried unless named: it is some other application's
+Redis, often without a password. A command using a Redis other than ``MAINSAIL_REDIS_URL``
+says which on stderr (:func:`say_which`).
 
 Any URL may carry credentials (``redis://user:pass@host:port/db``,
 ``redis://:pass@...``) or ask for TLS (``rediss://``); a URL shown in a message
@@ -168,13 +171,21 @@ def resolve_redis_url(settings: Settings) -> str:
     """
     if settings.redis_url:
         return configured_url(settings)
-    problem = probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3)
-    if problem is None:
-        return settings.local_redis_url
-    # Something answers there but refuses us: say why, in case that Redis was meant.
-    why = None if problem.kind == "unreachable" else str(redis_error(settings.local_redis_url, problem,
-                                                                     "MAINSAIL_REDIS_URL"))
+    why = None
+    if settings.local_redis_url:
+        problem = probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3)
+        if problem is None:
+            return say_which(settings.local_redis_url, "MAINSAIL_LOCAL_REDIS_URL")
+        # Something answers there but refuses us: say why, in case that Redis was meant.
+        why = None if problem.kind == "unreachable" else str(redis_error(settings.local_redis_url, problem,
+                                                                         "MAINSAIL_REDIS_URL"))
     return _embedded(settings, why)
+
+
+def say_which(url: str, what: str) -> str:
+    """Say on stderr which Redis a command uses when it is not ``MAINSAIL_REDIS_URL``; ``url``."""
+    _note(f"mainsail: using {what} at {mask_url(url)}; MAINSAIL_REDIS_URL is unset (set it to use another Redis).")
+    return url
 
 
 _fake_server = None
@@ -212,7 +223,7 @@ def _embedded(settings: Settings, why: str | None = None) -> str:
         pass  # not ours to change; the URL file itself is still made private
     url = _reuse_embedded(url_file)
     if url:
-        return url
+        return say_which(url, f"the embedded Redis (data in {url_file.parent})")
     binary = shutil.which(settings.redis_server_bin) if settings.redis_server_bin else None
     if binary:
         if why:
@@ -396,11 +407,11 @@ def existing_redis_url(settings: Settings) -> str | None:
     """
     if settings.redis_url:
         return configured_url(settings)
-    if probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
-        return settings.local_redis_url
+    if settings.local_redis_url and probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
+        return say_which(settings.local_redis_url, "MAINSAIL_LOCAL_REDIS_URL")
     embedded = read_embedded_url(settings)
     if embedded and probe(embedded, timeout=0.5) is None:
-        return embedded
+        return say_which(embedded, f"the embedded Redis (data in {embedded_url_file(settings).parent})")
     return None
 
 

@@ -112,7 +112,7 @@ def find_redis(settings: Settings) -> tuple[Found | None, Check | None]:
         if problem:
             return None, Check(FAIL, "Redis", str(redis_error(settings.redis_url, problem)))
         return Found(settings.redis_url, "MAINSAIL_REDIS_URL"), None
-    if probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
+    if settings.local_redis_url and probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
         return Found(settings.local_redis_url, "MAINSAIL_LOCAL_REDIS_URL"), None
     embedded = read_embedded_url(settings)
     if embedded and probe(embedded, timeout=0.5) is None:
@@ -130,7 +130,8 @@ def check_redis(found: Found, client: redis.Redis) -> Check:
 
 
 def _nothing_answers(settings: Settings) -> str:
-    where = f"nothing answers at {mask_url(settings.local_redis_url)} and no embedded Redis is running"
+    where = (f"nothing answers at {mask_url(settings.local_redis_url)} and no embedded Redis is running"
+             if settings.local_redis_url else "MAINSAIL_REDIS_URL is unset and no embedded Redis is running")
     shared = "For a shared server, set MAINSAIL_REDIS_URL=redis://:PASSWORD@HOST:6379/0."
     binary = shutil.which(settings.redis_server_bin) if settings.redis_server_bin else None
     if binary:

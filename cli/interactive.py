@@ -38,7 +38,7 @@ from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.mcp import approve_project_servers
 from cli.trust_flag import ask_trust
 from cli.render import Renderer, follow
-from cli.run import apply_flags, resume_mode, session_permissions, warn_unpriced
+from cli.run import apply_flags, resume_mode, session_permissions, warn_about_model
 from cli.select import pick_session
 from cli.slash_commands import custom_help, read_commands
 from cli.sessions import describe
@@ -53,7 +53,6 @@ from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord, Usage, parse_entry
 from workflows.permissions.bypass import effective_mode
-from workflows.pricing import known_price, unknown_price_note
 from workflows.settings import Settings, load_settings
 from workflows.store import stream_entries
 from workflows.valid_text import valid_str
@@ -494,8 +493,7 @@ class Interactive:
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
         now = self.record()
         click.echo(f"Model set to {describe_model(arg, now.sent_model())} (was {rec.model}){note}.")
-        if not known_price(now.sent_model()):
-            click.echo(f"Warning: {unknown_price_note(now.sent_model())}", err=True)
+        warn_about_model(now, lifecycle=False)  # the transcript says it at the next call
 
     def cmd_permissions(self, arg: str) -> None:
         rec = self.record()
@@ -648,7 +646,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, *, resume, continu
         click.echo(f"New session {rec.id[:8]} in {rec.workspace}")
         click.echo(click.style(f"  {describe_model(rec.model, rec.sent_model())} · {rec.permission_mode.value}",
                                dim=True))
-        warn_unpriced(rec)
+        warn_about_model(rec, lifecycle=False)  # the transcript says it at its first call
         read_commands(rt, rec.id)
         return rec.id
     rec = rt.store.get_session(sid)

@@ -60,6 +60,8 @@ def _message(exc: Exception) -> str:
     """The one-paragraph message a user sees for an exception."""
     if isinstance(exc, (MainsailError, InvalidTransition)):
         return str(exc)
+    if isinstance(exc, FileNotFoundError) and (gone := missing_cwd()) is not None:
+        return gone
     if isinstance(exc, (redis.AuthenticationError, redis.exceptions.NoPermissionError)):
         return str(StoreUnavailable(f"Redis refused this client ({exc}): its password or ACL user is no longer "
                                     "accepted. Check the credentials in MAINSAIL_REDIS_URL."))
@@ -67,6 +69,19 @@ def _message(exc: Exception) -> str:
         return str(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))
     return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
             "rerun with MAINSAIL_DEBUG=1 to see where it happened.")
+
+
+def missing_cwd() -> str | None:
+    """The message for a current directory that no longer exists (deleted or moved while a shell was in
+    it), naming it as the shell knows it ($PWD); None while it exists."""
+    try:
+        os.getcwd()
+        return None
+    except FileNotFoundError:
+        pwd = os.environ.get("PWD", "")
+        where = f"The current directory {pwd}" if pwd and not os.path.isdir(pwd) else "The current directory"
+        return (f"{where} no longer exists (it was deleted or moved). Run mainsail from an existing "
+                "directory: cd to one (or recreate it), or give the workspace with --cwd DIR.")
 
 
 @click.group(cls=MainsailGroup, invoke_without_command=True)

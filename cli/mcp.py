@@ -27,6 +27,7 @@ from workflows.mcp.config import (
 from workflows.mcp.scopes import (
     SCOPE_TEXT,
     SCOPES,
+    Written,
     in_claude_json,
     remove_server,
     write_server,
@@ -159,10 +160,10 @@ def add_cmd(scope: str, transport: str, env, headers, name: str, command_or_url:
             raise click.UsageError("--header is for http servers; a stdio server takes --env KEY=value.")
         value.update(command=command_or_url, args=list(args),
                      env=dict(_pair(e, "=", "--env", "KEY=value") for e in env))
-    path, server = _save(scope, name, value)
+    written, server = _save(scope, name, value)
     what = f"with URL: {value['url']}" if transport == "http" else f"with command: {server.config.describe()}"
     click.echo(f"Added {'HTTP' if transport == 'http' else 'stdio'} MCP server {name} {what} to {scope} config")
-    click.echo(f"File modified: {path}")
+    _modified(written)
 
 
 @mcp.command("add-json")
@@ -176,12 +177,25 @@ def add_json_cmd(scope: str, name: str, json_text: str) -> None:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"The server's JSON is not valid: {exc.msg} at column {exc.colno}.") from None
-    path, server = _save(scope, name, value)
+    written, server = _save(scope, name, value)
     click.echo(f"Added {server.config.type} MCP server {name} to {scope} config")
-    click.echo(f"File modified: {path}")
+    _modified(written)
 
 
-def _save(scope: str, name: str, value) -> tuple[Path, McpServer]:
+def _modified(written: Written) -> None:
+    """The file a command wrote, and what was done to keep it out of git (workflows/git_ignore.py)."""
+    click.echo(f"File modified: {written.path}")
+    _git_note(written.note)
+
+
+def _git_note(note: str | None) -> None:
+    if note and note.startswith("Warning:"):
+        click.secho(note, fg="yellow", err=True)
+    elif note:
+        click.echo(click.style(note, dim=True))
+
+
+def _save(scope: str, name: str, value) -> tuple[Written, McpServer]:
     """Check the new server's config (as a session would read it), then write it to the scope's file."""
     why = server_name_problem(name)
     if why:
@@ -230,7 +244,7 @@ def remove_cmd(scope: str | None, name: str) -> None:
         where = f" in {scope} config" if scope else ""
         raise click.ClickException(f'No MCP server named "{name}"{where}. See `mainsail mcp list`.')
     click.echo(f"Removed MCP server {name} from {scope} config")
-    click.echo(f"File modified: {path}")
+    _modified(path)
 
 
 def _has(scope: str, name: str) -> Path | None:
@@ -261,11 +275,12 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     choice = {"y": "yes", "yes": "yes", "a": "all", "all": "all"}.get(answer, "no")
     names = [s.name for s in waiting]
     try:
-        path = record_approval(workspace, names, choice)
+        written = record_approval(workspace, names, choice)
     except McpConfigError as exc:
         click.secho(f"Warning: {exc} The servers are not started.", fg="yellow", err=True)
         return [s for s in servers if s not in waiting]
-    click.echo(click.style(f"{'Approved' if choice != 'no' else 'Rejected'} in {path}.", dim=True))
+    click.echo(click.style(f"{'Approved' if choice != 'no' else 'Rejected'} in {written.path}.", dim=True))
+    _git_note(written.note)
     if choice == "no":
         return [s for s in servers if s.name not in names]
     from workflows.trust.gated import project_gated

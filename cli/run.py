@@ -28,6 +28,7 @@ from workflows.mcp.sources import McpFlags, read_mcp_config
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import resumed_mode
 from workflows.permissions.settings_files import load_permission_settings
+from workflows.model_lifecycle import lifecycle_note
 from workflows.pricing import known_price, unknown_price_note
 from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
 from workflows.session_setup import session_options as new_session_options
@@ -105,13 +106,14 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
                  system_prompt: str | None = None, append_system_prompt: str | None = None,
                  no_memory: bool = False, asks: str = "wait", sid: str | None = None, add_dirs=(),
                  fallback_model: str | None = None, setting_sources=None, extra_settings=None,
-                 mcp: McpFlags = McpFlags()) -> str:
+                 mcp: McpFlags = McpFlags(), watched: bool = False) -> str:
     """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
 
     ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
     ``sid``: the id of the new session (Claude Code's --session-id); it must not exist yet.
     ``setting_sources``, ``extra_settings``: Claude Code's --setting-sources and --settings (a new session).
     ``mcp``: --mcp-config and --strict-mcp-config (a resumed session keeps its servers; these are added).
+    ``watched``: the command shows the transcript as it runs (see :func:`warn_about_model`).
     """
     if sid is not None:
         if resume or continue_:
@@ -128,14 +130,14 @@ def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permi
         rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
                                        system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                                        auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
-        warn_unpriced(rec)
+        warn_about_model(rec, lifecycle=not watched)
         read_commands(rt, rec.id)
         return rec.id
     rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
                       max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
                       fallback_model=fallback_model, mcp=mcp, extra_settings=extra_settings)
-    warn_unpriced(rec)
+    warn_about_model(rec, lifecycle=not watched)
     rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
     rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
     read_commands(rt, sid)
@@ -152,11 +154,15 @@ def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: P
     return settings.model
 
 
-def warn_unpriced(rec) -> None:
-    """Say once, at the start, that the session's model has no price (its cost will show as unknown)."""
+def warn_about_model(rec, *, lifecycle: bool = True) -> None:
+    """Say once, at the start, that the session's model has no price (its cost will show as unknown), or is
+    near or past its end of life (workflows/model_lifecycle.py). ``lifecycle`` False: the command shows the
+    transcript as it runs, where the session says the latter itself (at its first call), so not twice."""
     sent = rec.sent_model()
     if not known_price(sent):
         click.secho(f"Warning: {unknown_price_note(sent)}", fg="yellow", err=True)
+    if lifecycle and (note := lifecycle_note(sent)):
+        click.secho(f"Warning: {note}", fg="yellow", err=True)
 
 
 def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
@@ -272,7 +278,8 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                            max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
                            system_prompt=system_prompt, append_system_prompt=append_system_prompt,
                            no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp,
-                           asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait")
+                           asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait",
+                           watched=not (print_mode or background))
         if background:
             for p in prompts:
                 dispatch(rt.engine.submit(sid, p))

@@ -30,6 +30,8 @@ _clients_lock = threading.Lock()
 #: connections and waiting requests under one lock at every request and every release, so one pool
 #: for hundreds of threads costs each call time proportional to the threads; small pools keep it flat.
 THREADS_PER_CLIENT = 16
+#: The Messages API's address when ANTHROPIC_BASE_URL is unset or empty (the SDK's own default).
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 _threads = itertools.count()
 _local = threading.local()
 
@@ -70,7 +72,8 @@ def _make(model: str, settings: Settings) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         # A compatible endpoint may need no key; the SDK needs some credential.
         api_key=settings.anthropic_api_key or "mainsail-no-key",
-        base_url=settings.anthropic_base_url or None,
+        # Always explicit: with None the SDK reads ANTHROPIC_BASE_URL itself, and takes an empty one as the URL.
+        base_url=settings.anthropic_base_url or DEFAULT_BASE_URL,
         max_retries=settings.api_max_retries,
         timeout=settings.api_timeout_seconds,
         # The SDK's own default HTTP client, but with the process's one TLS context: building one loads

@@ -85,7 +85,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
     if not valid_name(model):
         raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
-                            "or a model id like claude-sonnet-4-5.")
+                            "or a model id like claude-opus-5-5.")
     perms = {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
              "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
              "env": files.env,

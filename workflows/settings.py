@@ -24,7 +24,10 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Mainsail's configuration. Every field reads ``MAINSAIL_<NAME>`` unless noted."""
 
-    model_config = SettingsConfigDict(env_prefix="MAINSAIL_", extra="ignore", populate_by_name=True)
+    # An empty variable is an unset one (``env_ignore_empty``): docker-compose's ``X: ${X:-}`` passes "" for
+    # everything the host leaves unset, and "" is never a useful URL, key, model or number.
+    model_config = SettingsConfigDict(env_prefix="MAINSAIL_", extra="ignore", populate_by_name=True,
+                                      env_ignore_empty=True)
 
     redis_url: str | None = Field(
         default=None,
@@ -47,9 +50,11 @@ class Settings(BaseSettings):
         description="Workers send Celery task events and answer remote control, for Flower (off by default: "
         "every task then publishes a few more messages to Redis; docs/metrics.md).",
     )
-    local_redis_url: str = Field(
-        default="redis://127.0.0.1:6379/0",
-        description="Tried when MAINSAIL_REDIS_URL is unset, before starting an embedded Redis.",
+    local_redis_url: str | None = Field(
+        default=None,
+        description="A Redis tried when MAINSAIL_REDIS_URL is unset, before the embedded one. Unset: none, not "
+        "even localhost:6379: a Redis found there is another application's (often without a password, so "
+        "anyone on the machine could read the sessions or queue commands), never used unless named.",
     )
     redis_ca_file: Path | None = Field(
         default=None,
@@ -57,9 +62,12 @@ class Settings(BaseSettings):
     )
     redis_server_bin: str = Field(
         default="redis-server",
-        description="The binary for the embedded Redis; empty: use an in-process fakeredis server instead.",
+        description="The binary for the embedded Redis; `none`: use an in-process fakeredis server instead.",
     )
-    model: str = Field(default="claude-sonnet-4-5", description="Model for new sessions.")
+    model: str = Field(
+        default="default",
+        description="Model for new sessions. The default is Claude Code's (2.1.332, with an API key): the `default` "
+        "alias, which is opus (claude-opus-5-5, or ANTHROPIC_DEFAULT_OPUS_MODEL).")
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY", "MAINSAIL_ANTHROPIC_API_KEY")
     )

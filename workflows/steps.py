@@ -29,6 +29,7 @@ from workflows.model_client import (
     overloaded,
     stream_reply,
 )
+from workflows.model_lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
 from workflows.tool_step import quick_calls, run_quick, tool_step
@@ -193,7 +194,10 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
     except MissingCredentials as exc:
         return engine.fail_step(sid, step.id, owner, str(exc))
     except anthropic.APIError as exc:
-        return engine.fail_step(sid, step.id, owner, describe_api_error(exc, settings.api_max_retries))
+        why = describe_api_error(exc, settings.api_max_retries)
+        if retired(request["model"]):  # the likely reason, which the API's own message may not give
+            why += " " + lifecycle_note(request["model"])
+        return engine.fail_step(sid, step.id, owner, why)
     except RedisError:
         raise  # not from the deltas (they never raise): let the lease and the reaper handle it
     except Exception as exc:  # a bug or a bad model name: end the run with the reason, never hang

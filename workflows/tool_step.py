@@ -16,8 +16,6 @@ would have had it died during the commit itself: the window is the Reads longer.
 
 from __future__ import annotations
 
-import os
-import re
 import threading
 import time
 from typing import NamedTuple
@@ -41,6 +39,7 @@ from workflows.permissions.rules import EDIT_TOOLS
 from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput
+from workflows.tools.saved import SAVED_RESULT_CAP, save_large_result
 from workflows.tools.web import WebAccess
 
 #: Tools that call the model and the web from the worker (their ToolContext gets a WebAccess).
@@ -144,7 +143,7 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
     if limit and len(output.content) > limit:
         if quick:
             return None
-        output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit)
+        output = save_large_result(rec.workspace, call.tool_use_id, call.name, output, limit, ctx.max_output_chars)
     output, post = post_tool(rec, call, call.input, output, cancel)
     return Executed(output, post, files)
 
@@ -264,33 +263,3 @@ def recheck(tool, call: ToolCall, rec: SessionRecord) -> ToolOutput | None:
         f"when it was about to run, it needed approval ({perm.reason}), though it did not when it was checked "
         "before (the files it names changed in between). It was not run; call it again to be asked")
     return ToolOutput(content=why, is_error=True, display=f"not run: {perm.display or 'permission changed'}")
-
-
-SAVED_RESULT_CAP = 20_000_000  # characters a tool may return before its own truncation applies
-PREVIEW_CHARS = 2_000
-RESULTS_DIR = os.path.join(".mainsail", "tool-results")
-
-
-def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolOutput, limit: int) -> ToolOutput:
-    """Save a result past ``limit`` characters in the workspace; the model gets a preview and the path.
-
-    The folder ignores itself (a ``.gitignore`` of ``*``), so it never shows in git status; it lives in the
-    workspace, so any tools worker that serves the session can Read it.
-    """
-    folder = os.path.join(workspace, RESULTS_DIR)
-    os.makedirs(folder, exist_ok=True)
-    ignore = os.path.join(folder, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w") as f:
-            f.write("*\n")
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id) + ".txt"
-    path = os.path.join(folder, name)
-    with open(path, "w") as f:
-        f.write(output.content)
-    lines = output.content.count("\n") + 1
-    preview = output.content[:PREVIEW_CHARS]
-    note = (f"\n\n... [{tool} output too large: {len(output.content):,} characters in {lines:,} lines, over the "
-            f"{limit:,}-character limit. The full output is saved at {path}; read the rest with Read "
-            f"(file_path, offset, limit) or search it with Grep.]")
-    return ToolOutput(content=preview + note, is_error=output.is_error,
-                      display=(output.display or f"{tool} output") + f" (full output saved: {len(output.content):,} chars)")

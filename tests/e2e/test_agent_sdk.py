@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import MAINSAIL
+from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer, last_prompt
 from workflows.scripted import ToolUse, Turn
 
@@ -140,24 +140,27 @@ def test_print_mode_denies_an_asking_call_and_lists_it(cluster, workspace):
 
 
 def test_interrupt_stops_a_slow_command(cluster, workspace):
-    with serving(cluster, bash_turn("sleep 30; echo late > late.txt")) as api:
+    # Events, not windows: the interrupt is sent once the command has started (its file), and the command
+    # (10 minutes long) can only have ended by it.
+    with serving(cluster, bash_turn("echo started > started.txt; sleep 600.4343; echo late > late.txt")) as api:
 
         async def go():
             async with ClaudeSDKClient(options(cluster, workspace, permission_mode="bypassPermissions")) as client:
                 await client.query("run it")
-                t0 = None
+                sent = False
                 async for m in client.receive_response():
-                    if isinstance(m, AssistantMessage) and t0 is None:
-                        await asyncio.sleep(1.5)  # the command is running
-                        t0 = time.monotonic()
+                    if isinstance(m, AssistantMessage) and not sent:
+                        while not (workspace / "started.txt").exists():
+                            await asyncio.sleep(0.05)
+                        sent = True
                         await client.interrupt()
                     if isinstance(m, ResultMessage):
-                        return m, time.monotonic() - t0
+                        return m
 
-        result, took = asyncio.run(asyncio.wait_for(go(), 90))
+        result = asyncio.run(asyncio.wait_for(go(), 300))
     assert result.is_error and result.subtype == "error_during_execution"
-    assert took < 20
-    time.sleep(1)
+    wait_for(lambda: subprocess.run(["pgrep", "-f", "sleep 600.4343"], capture_output=True).returncode == 1, 120,
+             what="the command's processes to end")
     assert not (workspace / "late.txt").exists()
 
 

@@ -23,7 +23,7 @@ sdk = pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.e2e
 
 CLAUDE = Path(sdk.__file__).parent / "_bundled" / "claude"
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 
 #: Keys the SDK's message parser reads (claude_agent_sdk/_internal/message_parser.py), per line type.
 PARSED = {

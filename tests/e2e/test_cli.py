@@ -46,7 +46,7 @@ def no_traceback(out):
 def test_run_without_an_api_key_says_how_to_set_one(bare_env, tmp_path):
     out = mainsail(bare_env, "run", "hello", cwd=tmp_path)
     assert out.returncode == 1
-    assert "No API key for model 'claude-sonnet-4-5'" in out.stderr
+    assert "No API key for model 'default'" in out.stderr
     assert "ANTHROPIC_API_KEY" in out.stderr and "ANTHROPIC_BASE_URL" in out.stderr
     assert "mainsail demo" in out.stderr
     no_traceback(out)
@@ -113,7 +113,7 @@ def test_demo_on_a_bare_machine_starts_an_embedded_redis_and_a_worker(bare_env, 
 
 
 def test_demo_without_a_redis_binary_uses_fakeredis_and_warns(bare_env, tmp_path):
-    out = mainsail(dict(bare_env, MAINSAIL_REDIS_SERVER_BIN="", MAINSAIL_DEBUG="1"), "demo", "--workspace", str(tmp_path / "d"))
+    out = mainsail(dict(bare_env, MAINSAIL_REDIS_SERVER_BIN="none", MAINSAIL_DEBUG="1"), "demo", "--workspace", str(tmp_path / "d"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Nothing survives this command" in out.stderr
     assert "fakeredis: !!!" not in out.stderr, "the in-process server refused a command"

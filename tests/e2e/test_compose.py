@@ -6,14 +6,15 @@ them, with the CLI connecting as a team member's ACL user (the README's recipe).
 from __future__ import annotations
 
 import os
-import re
+import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 import redis
-import yaml
 
+from tests.compose import interpolate, load_compose
 from tests.conftest import ROOT, TEAM_ACL, free_port
 from tests.e2e.conftest import MAINSAIL, Cluster, wait_for
 from tests.e2e.test_agent_loop import check_transcript, script
@@ -26,19 +27,10 @@ PASSWORD = "compose-Pw_4"
 ENV = {"MAINSAIL_REDIS_PASSWORD": PASSWORD}
 
 
-def load_compose(name: str = "docker-compose.yml") -> dict:
-    return yaml.safe_load((ROOT / name).read_text())
-
-
-def interpolate(value: str, env: dict[str, str]) -> str:
-    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}`` (which refuses to start)."""
-    def sub(match: re.Match) -> str:
-        name, op, arg = match.groups()
-        if op == ":?" and not env.get(name):
-            raise ValueError(f"required variable {name} is missing a value: {arg}")
-        return env.get(name) or (arg if op == ":-" else "")
-
-    return re.sub(r"\$\{(\w+)(?:(:[-?])([^}]*))?\}", sub, value)
+def image_healthcheck() -> list[str]:
+    """The Dockerfile's HEALTHCHECK command (its exec form)."""
+    (line,) = [ln for ln in (ROOT / "Dockerfile").read_text().splitlines() if ln.startswith("HEALTHCHECK")]
+    return json.loads(line[line.index(" CMD ") + 5:])
 
 
 def workers(services: dict) -> dict:
@@ -136,6 +128,16 @@ def test_the_scenario_passes_through_the_compose_services_for_a_team_member(comp
                     env[key] = interpolate(str(value), host_env).replace("@redis:6379/", f"@127.0.0.1:{port}/")
                 cluster.start_worker(cmd=[MAINSAIL if c == "mainsail" else c for c in svc["command"]], env=env)
             assert cluster.store.live_queues() >= {"model", "tools", "memory"}
+            # The health checks as the containers run them: the image's (a worker) and the beat's (Redis).
+            services = load_compose()["services"]
+            beat = services["beat"]["healthcheck"]["test"][1:]
+            for check, svc in ((image_healthcheck(), services["model-worker"]), (beat, services["beat"])):
+                env = dict(base_env)
+                for key, value in svc["environment"].items():
+                    env[key] = interpolate(str(value), host_env).replace("@redis:6379/", f"@127.0.0.1:{port}/")
+                done = subprocess.run([sys.executable, *check[1:]], env=env, capture_output=True, text=True,
+                                      timeout=60)
+                assert done.returncode == 0, (check, done.stderr)
             out = cluster.mainsail("run", "--permission-mode", "bypassPermissions", "Fix the bug", cwd=workspace)
             assert out.returncode == 0, out.stdout + out.stderr
             check_transcript(cluster, workspace)

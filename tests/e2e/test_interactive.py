@@ -2,7 +2,7 @@
 lines on its stdin, real worker processes, real Redis and a fake Messages API.
 
 The fake model answers each prompt by name ("Answer to: <prompt>"), reads calc.py
-for a prompt starting "Fix", runs ``sleep 30`` for one starting "Slow" and writes
+for a prompt starting "Fix", runs ``sleep 600`` (which only an interrupt ends) for one starting "Slow" and writes
 approved.txt with Bash for one starting "Run".
 """
 
@@ -12,7 +12,6 @@ import json
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -24,8 +23,11 @@ from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 
-SONNET, HAIKU = "claude-sonnet-4-5", "claude-haiku-4-5"
+DEFAULT, SENT, HAIKU = "default", "claude-opus-5-5", "claude-haiku-4-5"  # the default model, and what it sends
 COMMAND = "echo approved > approved.txt"
+#: How long a wait for an event may take before the test fails: only a broken run reaches it (a loaded
+#: machine is slow, never wrong), so it is generous; no test here waits for a time window.
+EVENT_LIMIT = 120
 
 
 def reply(body: dict) -> Turn:
@@ -40,11 +42,11 @@ def reply(body: dict) -> Turn:
     if text.startswith("Run"):
         return Turn(text="Writing it.", tool_uses=[ToolUse(name="Bash", input={"command": COMMAND})])
     if text.startswith("Slow"):
-        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "sleep 30"})])
+        return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": "sleep 600"})])
     return Turn(text=f"Answer to: {text}")
 
 
-def interactive(cluster, workspace, lines: str, *args: str, timeout: float = 60):
+def interactive(cluster, workspace, lines: str, *args: str, timeout: float = EVENT_LIMIT):
     proc = cluster.mainsail(*args, cwd=workspace, background=True, stdin=subprocess.PIPE)
     stdout, stderr = proc.communicate(lines, timeout=timeout)
     assert "Traceback" not in stdout + stderr, stdout + stderr
@@ -95,7 +97,7 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
     assert stdout.startswith(f"New session {sid[:8]} in {workspace.resolve()}\n")
     first, second = s["/status"]
     assert f"session     {sid}" in first and "state       idle" in first
-    assert f"model       {SONNET}" in first and "permissions bypassPermissions" in first
+    assert f"model       {DEFAULT}" in first and "permissions bypassPermissions" in first
     assert "turns       0" in first and "cost        $0.0000" in first
 
     (turn,) = s["Fix calc.py"]
@@ -105,8 +107,8 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 
     cost_before, cost_after = s["/cost"]
     assert "Total cost:" in cost_before and "Total duration (API):" in cost_before
-    assert SONNET in cost_before and HAIKU not in cost_before
-    assert f"Model set to {HAIKU} (was {SONNET})." in s["/model claude-haiku-4-5"][0]
+    assert SENT in cost_before and HAIKU not in cost_before
+    assert f"Model set to {HAIKU} (was {DEFAULT})." in s["/model claude-haiku-4-5"][0]
     assert f"model       {HAIKU}" in second and "turns       2" in second and "title       Fix calc.py" in second
     assert "Permission mode: bypassPermissions" in s["/permissions"][0]
     assert "Bash(npm test:*)  from --allowedTools" in s["/permissions"][0]
@@ -115,12 +117,12 @@ def test_a_session_with_commands_a_turn_and_a_model_switch(cluster, workspace, a
 
     # The switch is in the store, in the next request, and in the per-model accounting.
     assert rec.model == HAIKU
-    assert set(rec.usage_by_model) == {SONNET, HAIKU, rec.sent_model("haiku")}  # (+ the title: the small model)
+    assert set(rec.usage_by_model) == {SENT, HAIKU, rec.sent_model("haiku")}  # (+ the title: the small model)
     assert rec.usage_by_kind["title"].input_tokens > 0
     assert request_for(server, "Second question")["model"] == HAIKU
-    assert {b["model"] for b in server.requests[:2]} == {SONNET}
+    assert {b["model"] for b in server.requests[:2]} == {SENT}
     assert f"Total cost:            ${rec.cost_usd:.4f}" in cost_after
-    assert SONNET in cost_after and HAIKU in cost_after
+    assert SENT in cost_after and HAIKU in cost_after
     assert f"${rec.cost_by_model[HAIKU]:.4f}" in cost_after
     assert stdout.rstrip().endswith(f"Bye. Resume this session with: mainsail --resume {sid[:8]}")
 
@@ -200,15 +202,18 @@ def test_resume_switches_sessions(cluster, workspace, api):
 
 
 def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, workspace, api):
-    started = time.monotonic()
+    # Events, not windows: the command (sleep 600) can only end by the interrupt, so its INTERRUPTED result
+    # proves the Ctrl-C; each wait below ends when its event happens (the limits only bound a broken run).
     proc = cluster.mainsail("--permission-mode", "bypassPermissions", cwd=workspace, background=True,
                             stdin=subprocess.PIPE)
     proc.stdin.write("Slow command please\n")
     proc.stdin.flush()
     try:
-        sid = cluster.wait_state("running_tools", timeout=15)
+        sid = cluster.wait_state("running_tools", timeout=EVENT_LIMIT)
         wait_for(lambda: any(st.kind is StepKind.TOOL and st.status is StepStatus.RUNNING
-                             for st in cluster.store.steps(sid)), 10, what="the Bash step to run")
+                             for st in cluster.store.steps(sid)), EVENT_LIMIT, what="the Bash step to run")
+        wait_for(lambda: subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True).returncode == 0,
+                 EVENT_LIMIT, what="the command to start")
     except AssertionError:
         proc.kill()
         out, err = proc.communicate()
@@ -216,11 +221,10 @@ def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, w
         state = [(x[:8], cluster.store.get_session(x).state.value) for x in ids]
         raise AssertionError(f"{state}\n{out}\n{err}\n" + (cluster.tmp / "worker-0.log").read_text()) from None
     proc.send_signal(signal.SIGINT)
-    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 10, what="the cancel")
-    stdout, stderr = proc.communicate("/status\n/exit\n", timeout=15)
+    wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", EVENT_LIMIT, what="the cancel")
+    stdout, stderr = proc.communicate("/status\n/exit\n", timeout=EVENT_LIMIT)
     assert proc.returncode == 0, stdout + stderr
     assert "Traceback" not in stdout + stderr
-    assert time.monotonic() - started < 20, "the turn was not interrupted"
     s = sections(stdout)
     assert "Interrupted." in s["Slow command please"][0]
     assert "state       idle" in s["/status"][0]

@@ -30,6 +30,7 @@ def test_a_session_moves_the_counters_and_the_gauges_read_the_store(cluster, wor
     with FakeMessagesServer(model) as fake:
         cluster.env["ANTHROPIC_BASE_URL"] = fake.url
         cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
+        cluster.env["MAINSAIL_MODEL"] = "claude-sonnet-4-6"  # a model with a price the figures below name
         cluster.start_worker()
         admin, _ = TokenStore(cluster.store.r).create("ops", read_only=True)
         writer, _ = TokenStore(cluster.store.r).create("lead")
@@ -60,9 +61,9 @@ def test_a_session_moves_the_counters_and_the_gauges_read_the_store(cluster, wor
         assert figure(text, "mainsail_steps_created_total", kind="model") == 2
         assert figure(text, "mainsail_step_duration_seconds_count", kind="tool") == 1
         assert figure(text, "mainsail_step_duration_seconds_bucket", kind="tool", le="+Inf") == 1
-        assert figure(text, "mainsail_model_calls_total", kind="main", model="claude-sonnet-4-5") == 2
-        assert figure(text, "mainsail_model_tokens_total", model="claude-sonnet-4-5", type="output") > 0
-        assert figure(text, "mainsail_model_cost_usd_total", model="claude-sonnet-4-5") > 0
+        assert figure(text, "mainsail_model_calls_total", kind="main", model="claude-sonnet-4-6") == 2
+        assert figure(text, "mainsail_model_tokens_total", model="claude-sonnet-4-6", type="output") > 0
+        assert figure(text, "mainsail_model_cost_usd_total", model="claude-sonnet-4-6") > 0
         assert figure(text, "mainsail_approvals_asked_total") == 1
         assert figure(text, "mainsail_approvals_waiting") == 0
         assert figure(text, "mainsail_sessions", state="idle") == 1

@@ -103,7 +103,8 @@ def shown_row(text: str, label: str) -> tuple[int, float]:
 
 
 def test_the_json_result_the_closing_line_and_show_agree(cluster, workspace, api):
-    out = cluster.mainsail("run", "-p", *BYPASS, "--output-format", "json", "why?", cwd=workspace)
+    out = cluster.mainsail("run", "-p", *BYPASS, "--model", "claude-sonnet-4-6", "--output-format", "json", "why?",
+                           cwd=workspace)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     sid = data["session_id"]
@@ -132,7 +133,7 @@ def test_the_json_result_the_closing_line_and_show_agree(cluster, workspace, api
     assert shown_row(show, "main loop") == (main_tokens, round(data["total_cost_usd"], 4))
     assert shown_row(show, "memory extraction") == (fork_tokens, round(fork_cost, 4))
     assert shown_row(show, "session title") == (title_tokens, round(title_cost, 4))
-    assert shown_row(show, "claude-sonnet-4-5") == (rec.usage.total - title_tokens, round(rec.cost_usd - title_cost, 4))
+    assert shown_row(show, "claude-sonnet-4-6") == (rec.usage.total - title_tokens, round(rec.cost_usd - title_cost, 4))
     assert rec.usage.total == main_tokens + fork_tokens + title_tokens
     assert rec.cost_usd == pytest.approx(data["total_cost_usd"] + fork_cost + title_cost)
     assert f"cost        ${rec.cost_usd:.4f}" in show

@@ -142,7 +142,8 @@ def test_leaving_with_its_own_worker_takes_no_time(cluster, tmp_path):
 
 def test_a_dead_workers_command_is_reported_in_seconds_not_after_its_lease(cluster, tmp_path):
     with FakeMessagesServer(bash_then_answer) as api:
-        cluster.env.update(ANTHROPIC_BASE_URL=api.url, MAINSAIL_LEASE_SECONDS="60")
+        # A lease of an hour: the step can only come back through the dead worker's take-back (the warning below).
+        cluster.env.update(ANTHROPIC_BASE_URL=api.url, MAINSAIL_LEASE_SECONDS="3600")
         first = cluster.start_worker()
         cluster.start_worker()
         ws = tmp_path / "ws"
@@ -151,11 +152,9 @@ def test_a_dead_workers_command_is_reported_in_seconds_not_after_its_lease(clust
         (sid,) = cluster.store.session_ids()
         running = [s for s in cluster.store.steps(sid) if s.status.value == "running"]
         victim = first if any(f":{first.pid}:" in s.owner for s in running) else cluster.procs[1]
-        t0 = time.monotonic()
         cluster.kill(victim)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-        assert time.monotonic() - t0 < 15, "the step waited for its lease"
     entries = cluster.store.entries(sid)
     (warning,) = [e.content for e in entries if isinstance(e, SystemEntry) and e.subtype == "warning"]
     assert " died while Tool step " in warning and "its outcome is unknown, not re-run." in warning

@@ -115,3 +115,21 @@ def test_a_local_redis_that_wants_a_password_is_named_before_starting_an_embedde
     err = capsys.readouterr().err
     assert f"note: Redis at {anonymous} refused the connection: authentication failed" in err
     assert "MAINSAIL_REDIS_URL" in err and "Starting an embedded Redis instead." in err
+
+
+def test_a_redis_on_localhost_6379_is_never_used_unless_named(data, redis_server, capsys, monkeypatch):
+    """Another application's Redis (here a passwordless one on a port of its own, as on 6379) is not
+    Mainsail's: unset, nothing but the embedded server is used, and the command says which it uses."""
+    monkeypatch.delenv("MAINSAIL_LOCAL_REDIS_URL", raising=False)
+    settings = load_settings(data_dir=data.parent)
+    assert settings.local_redis_url is None
+    url = connect.resolve_redis_url(settings)
+    assert urlsplit(url).port not in (6379, redis_server.port) and urlsplit(url).password
+    assert "Started an embedded Redis at" in capsys.readouterr().err
+    assert connect.resolve_redis_url(settings) == url  # reused, and said
+    err = capsys.readouterr().err
+    assert f"mainsail: using the embedded Redis (data in {data}) at redis://:***@127.0.0.1:" in err
+    assert "MAINSAIL_REDIS_URL is unset (set it to use another Redis)" in err
+    named = f"redis://127.0.0.1:{redis_server.port}/0"
+    assert connect.resolve_redis_url(load_settings(data_dir=data.parent, local_redis_url=named)) == named
+    assert f"mainsail: using MAINSAIL_LOCAL_REDIS_URL at {named}" in capsys.readouterr().err

@@ -55,7 +55,7 @@ def test_with_no_redis_anywhere_it_says_so_and_starts_nothing(env, tmp_path):
 
 
 def test_without_a_redis_binary_it_warns_that_nothing_would_survive(env):
-    env.setenv("MAINSAIL_REDIS_SERVER_BIN", "")
+    env.setenv("MAINSAIL_REDIS_SERVER_BIN", "none")
     result = run_doctor()
     assert result.exit_code == 0
     assert "in-memory Redis that keeps nothing" in lines(result)["Redis"]

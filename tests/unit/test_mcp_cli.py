@@ -40,7 +40,10 @@ def test_add_writes_claude_codes_entry_to_the_scopes_file(here):
     out = mcp("add", "files", "-e", "ROOT=/data", "--", sys.executable, SERVER, "--name", "files")
     assert out.exit_code == 0, out.output
     assert out.output == (f"Added stdio MCP server files with command: {sys.executable} {SERVER} --name files to "
-                          f"local config\nFile modified: {ws / '.mainsail' / 'settings.local.json'}\n")
+                          f"local config\nFile modified: {ws / '.mainsail' / 'settings.local.json'}\n"
+                          "Git now ignores .mainsail/settings.local.json in every repository: added "
+                          f"**/.mainsail/settings.local.json to {home / '.config' / 'git' / 'ignore'} (as Claude Code "
+                          "does).\n")
     saved = json.loads((ws / ".mainsail" / "settings.local.json").read_text())
     assert saved == {"mcpServers": {"files": {"type": "stdio", "command": sys.executable,
                                               "args": [SERVER, "--name", "files"], "env": {"ROOT": "/data"}}}}

@@ -127,9 +127,10 @@ def test_a_session_lock_the_dead_worker_held_is_freed_at_once(engine, ws, sent):
     engine.store.workers.note_taken(DEAD, rec.id, step.id)
     engine.store.r.set(keys.lock(rec.id), f"{DEAD}|token", px=30_000)  # it died holding the lock
     engine.store.r.set(keys.lock("other"), "someone-else|token", px=30_000)
+    engine.store.lock_wait = 120  # waiting for that lock would take its 30 s expiry: far from any slow machine
     t0 = time.monotonic()
     reaper.reap_dead(engine, "me")
-    assert time.monotonic() - t0 < 0.5, "waited for the dead worker's lock"
+    assert time.monotonic() - t0 < 15, "waited for the dead worker's lock"
     assert [s.id for s in sent] == [step.id]
     assert engine.store.r.exists(keys.lock("other"))  # another holder's lock is never touched
 

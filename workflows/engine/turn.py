@@ -47,6 +47,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.permissions import Decision, decide
+from workflows.model_lifecycle import lifecycle_note
 from workflows.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.tokens import estimate_tokens, thresholds
 from workflows.tools import get_tool
@@ -127,6 +128,8 @@ class TurnLogic:
         if cost is None and model not in rec.unpriced_models:
             rec.unpriced_models.append(model)
             self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=unknown_price_note(model)))
+        if model not in rec.usage_by_model and (note := lifecycle_note(model)):  # its first call in the session
+            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=note))
         rec.usage = rec.usage + usage
         tx.counts.append(lambda: count_usage(model, kind, usage, cost))
         _add_to(rec.usage_by_model, rec.cost_by_model, model, usage, cost)

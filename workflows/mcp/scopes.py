@@ -7,7 +7,8 @@
 Claude Code keeps the first two in ``~/.claude.json``, its own state file: Mainsail reads the servers
 there but never writes that file (``claude mcp`` owns it). A file is rewritten whole, atomically, with
 its other keys kept; a new one is created readable by you alone (it may hold tokens in ``env`` or
-``headers``).
+``headers``). A ``settings.local.json`` written is then kept out of git as Claude Code keeps its own
+(:mod:`workflows.git_ignore`); the write's ``note`` says what was done.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from workflows.exceptions import McpConfigError
+from workflows.git_ignore import keep_out_of_git
 from workflows.mcp.config import McpServerConfig
 from workflows.mcp.sources import claude_json, read_json
 
-__all__ = ["SCOPES", "SCOPE_TEXT", "entry", "in_claude_json", "record_approval", "remove_server", "scope_file",
-           "write_server"]
+__all__ = ["SCOPES", "SCOPE_TEXT", "Written", "entry", "in_claude_json", "record_approval", "remove_server",
+           "scope_file", "write_server"]
 
 SCOPES = ("local", "user", "project")
 SCOPE_TEXT = {"local": "Local config (private to you in this project)",
@@ -44,7 +47,14 @@ def entry(config: McpServerConfig) -> dict:
     return {"type": "stdio", "command": config.command, "args": list(config.args), "env": dict(config.env)}
 
 
-def write_server(scope: str, workspace: Path, home: Path, name: str, value: dict) -> Path:
+class Written(NamedTuple):
+    """A file written, and a note for the person about keeping it out of git (or None)."""
+
+    path: Path
+    note: str | None = None
+
+
+def write_server(scope: str, workspace: Path, home: Path, name: str, value: dict) -> Written:
     """Add server ``name`` to the scope's file; the file.
 
     Raises:
@@ -59,11 +69,10 @@ def write_server(scope: str, workspace: Path, home: Path, name: str, value: dict
         raise McpConfigError(f"MCP server {name} already exists in {scope} config ({path}). Remove it first: "
                              f"mainsail mcp remove {name} -s {scope}")
     servers[name] = value
-    _write(path, data)
-    return path
+    return _write(path, data, workspace, home)
 
 
-def remove_server(scope: str, workspace: Path, home: Path, name: str) -> Path | None:
+def remove_server(scope: str, workspace: Path, home: Path, name: str) -> Written | None:
     """Remove server ``name`` from the scope's file; the file, or None when it had no such server."""
     path = scope_file(scope, workspace, home)
     data = _object(path)
@@ -71,11 +80,10 @@ def remove_server(scope: str, workspace: Path, home: Path, name: str) -> Path | 
     if not isinstance(servers, dict) or name not in servers:
         return None
     del servers[name]
-    _write(path, data)
-    return path
+    return _write(path, data, workspace, home)
 
 
-def record_approval(workspace: Path, names: list[str], answer: str) -> Path:
+def record_approval(workspace: Path, names: list[str], answer: str, home: Path | None = None) -> Written:
     """A person's answer about the project's ``.mcp.json`` servers ``names``, kept where Claude Code keeps
     it (``.claude/settings.local.json``): ``yes`` approves them, ``all`` every server of the project,
     ``no`` rejects them.
@@ -91,8 +99,7 @@ def record_approval(workspace: Path, names: list[str], answer: str) -> Path:
         key = "enabledMcpjsonServers" if answer == "yes" else "disabledMcpjsonServers"
         listed = data.get(key) if isinstance(data.get(key), list) else []
         data[key] = listed + [n for n in names if n not in listed]
-    _write(path, data)
-    return path
+    return _write(path, data, workspace, home or Path.home())
 
 
 def in_claude_json(home: Path, workspace: Path, name: str) -> str | None:
@@ -120,7 +127,7 @@ def _object(path: Path) -> dict:
     return data
 
 
-def _write(path: Path, data: dict) -> None:
+def _write(path: Path, data: dict, workspace: Path, home: Path) -> Written:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -134,3 +141,4 @@ def _write(path: Path, data: dict) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return Written(path, keep_out_of_git(path, Path(workspace), Path(home)))

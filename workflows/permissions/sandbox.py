@@ -137,7 +137,7 @@ def sandbox_env_enabled(environ: Mapping[str, str] | None = None) -> bool:
     Raises:
         ConfigurationError: the value is not a boolean word.
     """
-    raw = (os.environ if environ is None else environ).get("MAINSAIL_SANDBOX", "true").strip().lower()
+    raw = ((os.environ if environ is None else environ).get("MAINSAIL_SANDBOX") or "true").strip().lower()
     if raw in _TRUE:
         return True
     if raw in _FALSE:

@@ -60,7 +60,7 @@ def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> Non
     if model is not None:
         if not isinstance(model, str) or not valid_name(model.strip()):
             raise SettingsError(f"{where.key('model')}: 'model' must be a model name like \"sonnet\", \"opus\" or "
-                                f"\"claude-sonnet-4-5\", not a {_describe(model)}. "
+                                f"\"claude-opus-5-5\", not a {_describe(model)}. "
                                 "Fix it or remove the key.")
         out.model = model.strip()
     _apply_env(out, data.get("env"), where)

@@ -152,6 +152,9 @@ class ToolOutput(BaseModel):
     usage: Usage | None = None
     model: str | None = None
     duration_ms: int = 0
+    # The tool cut its output at ``ToolContext.max_output_chars`` (its content then ends with a note of what
+    # it dropped): a saved result is then not the whole output, and its note says so.
+    truncated: bool = False
 
     @field_validator("content", "display")
     @classmethod

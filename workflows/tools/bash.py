@@ -166,11 +166,11 @@ class BashTool(Tool):
         timeout_label = f"{timeout_ms / 1000:g}s"
         done = run_process(launch, cwd=str(ctx.cwd), timeout=timeout_ms / 1000, cancel=ctx.cancel,
                            cap=ctx.max_output_chars, timeout_label=timeout_label)
-        text = combine(done.out, done.err, ctx.max_output_chars)
+        text, cut = combine(done.out, done.err, ctx.max_output_chars)
         rc, stopped = done.returncode, done.stopped
         if stopped:
             content = f"{text}\n{stopped}" if text else stopped
-            return ToolOutput(content=content, is_error=True, display=stopped.split(" (")[0])
+            return ToolOutput(content=content, is_error=True, display=stopped.split(" (")[0], truncated=cut)
 
         first = next((line for line in text.splitlines() if line.strip()), "")
         if rc != 0:
@@ -178,10 +178,10 @@ class BashTool(Tool):
             tail = f"Exit code {code}" + (SANDBOX_HINT if launch.sandboxed and _blocked(text) else "")
             content = f"{text}\n{tail}" if text else tail
             display = f"exit {code}" + (f": {first}" if first else "")
-            return ToolOutput(content=content, is_error=True, display=display[:100])
+            return ToolOutput(content=content, is_error=True, display=display[:100], truncated=cut)
         if not text.strip():
             return ToolOutput(content=NO_OUTPUT, display="(no output)")
-        return ToolOutput(content=text, display=first[:100])
+        return ToolOutput(content=text, display=first[:100], truncated=cut)
 
 
 def _background(args: BashInput, ctx: ToolContext, launch: sandbox.Launch) -> ToolOutput:
@@ -275,8 +275,8 @@ def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
             pass
 
 
-def combine(out: _Collector, err: _Collector, cap: int) -> str:
-    """stdout then stderr, cut at ``cap`` characters with a note of what was dropped."""
+def combine(out: _Collector, err: _Collector, cap: int) -> tuple[str, bool]:
+    """stdout then stderr, cut at ``cap`` characters with a note of what was dropped; and whether it was cut."""
     o, o_drop = out.snapshot()
     e, e_drop = err.snapshot()
     o, e = o.rstrip("\n"), e.rstrip("\n")
@@ -290,4 +290,4 @@ def combine(out: _Collector, err: _Collector, cap: int) -> str:
         text = text[:cap]
     if dropped:
         text += f"\n\n... [output truncated: {dropped} more characters]"
-    return text
+    return text, bool(dropped)

@@ -311,11 +311,12 @@ class GrepTool(Tool):
     def _out(content: str, display: str, ctx: ToolContext, complete: bool = True) -> ToolOutput:
         """Cut ``content`` at ``ctx.max_output_chars``; ``complete`` False: more matches were not collected."""
         cap = ctx.max_output_chars
-        if len(content) > cap:
+        truncated = len(content) > cap
+        if truncated:
             more = f"{len(content) - cap}" if complete else f"over {len(content) - cap}"
             content = (
                 content[:cap]
                 + f"\n\n... [output truncated: {more} more characters. Use head_limit, a more "
                 "specific path, glob or pattern.]"
             )
-        return ToolOutput(content=content, display=display)
+        return ToolOutput(content=content, display=display, truncated=truncated)
