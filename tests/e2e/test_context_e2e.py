@@ -34,6 +34,7 @@ def test_compaction_on_workers_cache_marks_and_the_compact_command(cluster, work
     (workspace / "CLAUDE.md").write_text("Always answer in haiku.\n")
     with FakeMessagesServer(model()) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
+        cluster.env["MAINSAIL_MODEL"] = "claude-sonnet-4-6"  # a 200k window (180k effective): 185k compacts
         cluster.start_worker()
         out = cluster.mainsail("run", "-p", "--permission-mode", "bypassPermissions", "read it", cwd=workspace)
         assert out.returncode == 0 and out.stdout == "answered\n", out.stderr

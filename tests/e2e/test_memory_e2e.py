@@ -50,7 +50,9 @@ def test_session_memory_runs_on_the_memory_worker_and_compaction_uses_it(cluster
         cluster.env.update({"ANTHROPIC_BASE_URL": server.url, "MAINSAIL_SESSION_MEMORY_INIT_TOKENS": "1000",
                             "MAINSAIL_SESSION_MEMORY_UPDATE_TOKENS": "1000",
                             "MAINSAIL_SESSION_MEMORY_TOOL_CALLS": "1", "MAINSAIL_AUTO_MEMORY": "false",
-                            "MAINSAIL_AUTOCOMPACT_PCT_OVERRIDE": "50"})
+                            "MAINSAIL_AUTOCOMPACT_PCT_OVERRIDE": "50",
+                            # a 200k-window model: the figures below are 50% of its 180k effective window
+                            "MAINSAIL_MODEL": "claude-sonnet-4-6"})
         cluster.start_worker("-Q", "model,tools")
         out = cluster.mainsail("run", "--permission-mode", "bypassPermissions", "Keep reading calc.py",
                                cwd=workspace)
