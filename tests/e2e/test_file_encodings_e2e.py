@@ -19,8 +19,12 @@ LATIN1_CRLF = b"# caf\xe9 config\r\nname = na\xefve\r\ncolour = \xfc\xf6\xe4\r\n
 
 
 def tool_results(body: dict) -> list[dict]:
-    return [b for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
-            for b in m["content"] if b.get("type") == "tool_result"]
+    """The tool results of ``body`` in the order of their calls (results are committed as they finish)."""
+    calls = [b["id"] for m in body["messages"] if m["role"] == "assistant" and isinstance(m["content"], list)
+             for b in m["content"] if b.get("type") == "tool_use"]
+    results = {b["tool_use_id"]: b for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"}
+    return [results[c] for c in calls]
 
 
 def test_an_edit_of_a_latin1_crlf_file_keeps_every_other_byte_and_big_reads_stay_small(cluster, workspace):
