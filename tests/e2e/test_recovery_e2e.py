@@ -5,6 +5,7 @@ leaves; it says what it waits for; it needs no API key when the workers have one
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -25,8 +26,9 @@ def bash_then_answer(body: dict) -> Turn:
     prompt = body["messages"][0]["content"]
     prompt = prompt if isinstance(prompt, str) else " ".join(b.get("text", "") for b in prompt)
     pause = prompt.split("sleep ")[-1].split()[0] if "sleep " in prompt else "0"
+    wait = f"sleep {pause}" if "until go" not in prompt else "while [ ! -e go ]; do sleep 0.05; done"
     return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={
-        "command": f"echo ran >> runs.txt; sleep {pause}"})])
+        "command": f"echo ran >> runs.txt; {wait}"})])
 
 
 def run_p(cluster, cwd: Path, prompt: str, env: dict, **popen) -> subprocess.Popen:
@@ -71,13 +73,23 @@ def test_eight_runs_at_once_with_no_worker_all_finish(cluster, tmp_path):
 def test_a_cli_that_leaves_hands_over_the_step_it_runs_for_another(cluster, tmp_path):
     with FakeMessagesServer(bash_then_answer) as api:
         env = embedded(cluster, ANTHROPIC_BASE_URL=api.url)
-        first = run_p(cluster, tmp_path / "a", "run it with sleep 1", env)
+        a, b = tmp_path / "a", tmp_path / "b"
+        # Each command runs until the test creates `go` in its workspace: events, not durations, set the order.
+        first = run_p(cluster, a, "run it until go", env)
+        err_lines: list[str] = []
+        reader = threading.Thread(target=lambda: err_lines.extend(iter(first.stderr.readline, "")), daemon=True)
+        reader.start()
         wait_for(lambda: cluster.store.live_queues(), 30, what="the first CLI's worker")
-        second = run_p(cluster, tmp_path / "b", "run it with sleep 4", env)  # leans on the first one's worker
-        out_a, err_a = first.communicate(timeout=60)
-        assert first.returncode == 0, err_a
-        assert "Finishing 1 step on this command's worker before leaving" in err_a  # the second one's command
-        assert second.poll() is None, "the first CLI left before the second one's command had finished"
+        second = run_p(cluster, b, "run it until go", env)  # leans on the first one's worker
+        wait_for(lambda: (b / "runs.txt").exists(), 60, what="the second CLI's command to run")
+        (a / "go").touch()  # the first one's turn ends; its CLI leaves, with the second's command on its worker
+        wait_for(lambda: any("Finishing 1 step on this command's worker before leaving" in line
+                             for line in err_lines), 60, what="the first CLI to say it finishes the second's step")
+        assert second.poll() is None and first.poll() is None, "a CLI left before the second one's command ended"
+        (b / "go").touch()
+        first.wait(timeout=60)
+        reader.join(timeout=10)
+        assert first.returncode == 0, "".join(err_lines)
         out_b, err_b = second.communicate(timeout=60)
         assert second.returncode == 0, err_b
         assert out_b == "Done: it ran.\n" and (tmp_path / "b" / "runs.txt").read_text() == "ran\n"
