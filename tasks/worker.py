@@ -21,6 +21,7 @@ from typing import Callable
 from celery import signals
 from celery.exceptions import CPendingDeprecationWarning
 
+from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models: workers run them too)
 from tasks import runtime
 from tasks.app import QUEUES, app
 from tasks.reaper import Housekeeper
