@@ -13,6 +13,7 @@ COPY statemachines statemachines
 COPY workflows workflows
 COPY tasks tasks
 COPY cli cli
+COPY demo demo
 COPY server server
 # EXTRAS=flower adds Flower (the compose file's optional `flower` profile builds its image so).
 ARG EXTRAS=""

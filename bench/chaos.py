@@ -174,7 +174,7 @@ class Chaos:
     # ------------------------------------------------------------------ sessions
 
     def model_turn(self, body: dict):
-        from workflows.scripted import ToolUse, Turn
+        from demo.scripted import ToolUse, Turn
 
         n = sum(1 for m in body["messages"] if m["role"] == "assistant")
         delay = self.rnd.uniform(*self.cfg.latency)

@@ -64,7 +64,7 @@ class SlowApi:
     """
 
     def __init__(self, calls: int, latency: float) -> None:
-        from workflows.scripted import Script, ScriptedMessagesAPI, ToolUse, Turn
+        from demo.scripted import Script, ScriptedMessagesAPI, ToolUse, Turn
 
         todo = Turn(tool_uses=[ToolUse(name="TodoWrite", input={"todos": TODOS})], delay_seconds=latency)
         turns = [todo] * (calls - 1) + [Turn(text="Planned.", delay_seconds=latency)]

@@ -110,7 +110,8 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str, ap
     the first. ``api_url``: the fake Messages API serving ``read_loop`` with turns enough (None: the
     scripted API in this process)."""
     import workflows.steps as steps_mod
-    from workflows import request_json, scripted
+    from demo import scripted
+    from workflows import request_json
     from workflows.models import StepKind
 
     turns = turns_for(entries)

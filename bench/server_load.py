@@ -38,8 +38,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis
+from demo.scripted import Script, ToolUse, Turn
 from workflows.api_tokens import TokenStore
-from workflows.scripted import Script, ToolUse, Turn
 
 PROMPT = "steady"
 

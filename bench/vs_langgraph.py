@@ -4,7 +4,7 @@
     python bench/vs_langgraph.py [--steps N] [--rounds R] [--pg-url URL]
 
 The same scenario on every side: a scripted Read loop (N turns that each Read
-``bench.txt``, then an end_turn; ``workflows.scripted.read_loop``) served by one
+``bench.txt``, then an end_turn; ``demo.scripted.read_loop``) served by one
 fake Messages API over real HTTP (``python -m tests.fakeapi``, a subprocess of
 its own), reached with the real anthropic SDK streaming, with zero model latency.
 

@@ -16,6 +16,7 @@ import click
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from cli.figures import memory_saved_line
+from demo import PREFIX  # (importing demo registers the scripted models)
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
@@ -27,7 +28,7 @@ from workflows.settings import load_settings
 @click.option("--keep", is_flag=True, help="Keep the temporary workspace (its path is printed).")
 def demo(workspace: Path | None, keep: bool) -> None:
     """Run a scripted session (Read, Edit, Bash) through Redis, a worker and the machine."""
-    from workflows.scripted import DEMO_FILES, DEMO_PROMPT
+    from demo.scripts import DEMO_FILES, DEMO_PROMPT
 
     ws = workspace or Path(tempfile.mkdtemp(prefix="mainsail-demo-"))
     try:
@@ -50,7 +51,7 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
     ws.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         (ws / name).write_text(content)
-    settings = load_settings(model="scripted:demo")
+    settings = load_settings(model=f"{PREFIX}demo")
     rt = connect(settings, dispatching=True)
     try:
         ensure_worker(rt, settings)

@@ -20,6 +20,7 @@ import redis
 from cli.connect import mask_url, probe, read_embedded_url, redis_error
 from tasks.runtime import redis_client
 from workflows import keys
+from workflows.model_providers import is_local_model
 from workflows.settings import Settings, load_settings
 
 OK, WARN, FAIL = "✓", "!", "✗"
@@ -223,7 +224,7 @@ def check_api_key(settings: Settings) -> Check:
     if settings.anthropic_base_url:
         return Check(OK, "API key", f"ANTHROPIC_BASE_URL is {mask_url(settings.anthropic_base_url)} "
                      "(no ANTHROPIC_API_KEY)")
-    if settings.model.startswith("scripted:"):
+    if is_local_model(settings.model):
         return Check(OK, "API key", f"none needed: the model is {settings.model}")
     return Check(FAIL, "API key", "neither ANTHROPIC_API_KEY nor ANTHROPIC_BASE_URL is set, so `mainsail run` "
                  "refuses to start a session: export ANTHROPIC_API_KEY=sk-ant-... (`mainsail demo` needs none).")

@@ -14,6 +14,7 @@ import redis
 
 from cli.agents_flag import agents_option
 from cli.trust_flag import trust_option
+from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models every command accepts)
 from statemachines import InvalidTransition
 from workflows.exceptions import MainsailError, StoreUnavailable
 

@@ -28,6 +28,7 @@ from redis.exceptions import RedisError
 from statemachines import State
 from workflows.engine import display_worker
 from workflows.exceptions import MissingCredentials
+from workflows.model_providers import is_local_model
 from workflows.models import StepKind, StepStatus
 from workflows.settings import Settings
 
@@ -243,7 +244,7 @@ def require_model_access(rt, settings: Settings, model: str) -> None:
     Raises:
         MissingCredentials: nobody who will run the model calls can make them.
     """
-    if model.startswith("scripted:"):
+    if is_local_model(model):
         return
     serving = {n: i for n, i in rt.store.workers.live().items() if "model" in i.get("queues", "").split(",")}
     if any(i.get("api_key") != "no" or i.get("base_url") for i in serving.values()):

@@ -14,19 +14,6 @@ from kombu import Queue
 
 QUEUES = ("model", "tools", "memory")
 
-#: Celery task name per step kind.
-TASK_FOR_KIND = {
-    "model": "mainsail.model.call",
-    "tool": "mainsail.tools.run",
-    "compact": "mainsail.model.compact",
-    "memory": "mainsail.memory.session",
-    "extract": "mainsail.memory.extract",
-    "hook": "mainsail.tools.hook",
-    "report": "mainsail.model.report",
-    "mcp": "mainsail.tools.mcp",
-    "title": "mainsail.model.title",
-}
-
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).
 BROKER_PREFIX = "mainsail-celery:"
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 import threading
 
-from tasks.app import TASK_FOR_KIND, app, queue_key
+from tasks.app import app, queue_key
 from workflows.exceptions import ConfigurationError
 from workflows.models import StepRecord
 from workflows.settings import get_settings
+from workflows.step_kinds import task_for
 
 #: Move a step's message (found among the newest ARGV[2]+1 of the queue) to the end consumed next.
 _TO_FRONT = """
@@ -95,7 +96,7 @@ def dispatch(steps: list[StepRecord]) -> None:
         _warming.join(WARM_WAIT_SECONDS)  # (a warm-up stuck on a Redis that is away: the send retries itself)
     policy = retry_policy(get_settings().redis_retry_seconds)
     for step in steps:
-        app.send_task(TASK_FOR_KIND[step.kind.value], args=[step.session_id, step.id], queue=step.queue,
+        app.send_task(task_for(step.kind), args=[step.session_id, step.id], queue=step.queue,
                       retry=True, retry_policy=policy, ignore_result=True, result_cls=_Sent, add_to_parent=False)
 
 

@@ -1,7 +1,8 @@
 """The step tasks: parse ids, claim, run one workflow function, commit, dispatch.
 
-Each is a thin shell around :func:`workflows.steps.run_step`; the names are
-explicit so producers never import this module. The shell also keeps count of
+One task per row of the table of step kinds (workflows/step_kinds.py), each a
+thin shell around :func:`workflows.steps.run_one`; producers send them by the
+table's names and never import this module. The shell also keeps count of
 the steps this process runs (a stopping worker waits for them), and once the
 worker is draining, sends any newly arrived message back to its queue unrun.
 """
@@ -15,6 +16,7 @@ from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
 from workflows import keys
+from workflows.step_kinds import STEP_KINDS, StepKindSpec
 from workflows.steps import run_one
 
 log = logging.getLogger(__name__)
@@ -72,55 +74,16 @@ def hand_back(sid: str, step_id: str, claimed=None) -> str:
     return "handed back"
 
 
-@app.task(name="mainsail.model.call")
-def call_model(sid: str, step_id: str) -> str:
-    """One model call of a session."""
-    return _run(sid, step_id)
+def _task(spec: StepKindSpec):
+    """The Celery task of one step kind: every kind's task is the same shell around :func:`_run`."""
+
+    def run_step_task(sid: str, step_id: str) -> str:
+        return _run(sid, step_id)
+
+    run_step_task.__name__ = run_step_task.__qualname__ = f"run_{spec.kind.value}_step"
+    run_step_task.__doc__ = spec.doc
+    return app.task(name=spec.task)(run_step_task)
 
 
-@app.task(name="mainsail.tools.run")
-def run_tool(sid: str, step_id: str) -> str:
-    """One tool call of a session, in the session's workspace."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.tools.hook")
-def run_hook(sid: str, step_id: str) -> str:
-    """One session-level hook event of a session (UserPromptSubmit, Stop, SessionStart), in its workspace."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.model.report")
-def report_to_parent(sid: str, step_id: str) -> str:
-    """A sub-agent's final answer, committed as its parent's Task result (workflows.engine.subagents)."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.tools.mcp")
-def discover_mcp(sid: str, step_id: str) -> str:
-    """Connect a session's MCP servers and list their tools (on its tools queue: stdio servers run there)."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.model.title")
-def name_session(sid: str, step_id: str) -> str:
-    """One session title: the small model names the session after its first turn (workflows.titles)."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.model.compact")
-def compact(sid: str, step_id: str) -> str:
-    """One compaction of a session (a summary call, or its memory document)."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.memory.session")
-def update_session_memory(sid: str, step_id: str) -> str:
-    """One session-memory update: a fork that edits the session's notes (in the background)."""
-    return _run(sid, step_id)
-
-
-@app.task(name="mainsail.memory.extract")
-def extract_memories(sid: str, step_id: str) -> str:
-    """One auto-memory extraction: a fork that saves durable records for the session's project."""
-    return _run(sid, step_id)
+#: The Celery task of each step kind that is sent to a queue, by kind (registered on the app at import).
+TASKS = {spec.kind: _task(spec) for spec in STEP_KINDS if spec.task is not None}

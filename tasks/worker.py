@@ -21,17 +21,18 @@ from typing import Callable
 from celery import signals
 from celery.exceptions import CPendingDeprecationWarning
 
+from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models: workers run them too)
 from tasks import runtime
-from tasks.app import QUEUES, TASK_FOR_KIND, app
+from tasks.app import QUEUES, app
 from tasks.reaper import Housekeeper
 from workflows import shells
 from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
+from workflows.step_kinds import STEP_TASKS
 
 log = logging.getLogger(__name__)
 
 _sandbox_checked = threading.Event()
-STEP_TASKS = frozenset(TASK_FOR_KIND.values())
 #: Queues whose steps call the model (their workers import the SDK before they take any).
 MODEL_QUEUES = frozenset({"model", "memory"})
 #: A command's in-process worker keeps these to errors: its user follows a session, and the command

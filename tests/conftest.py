@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 
+import demo  # noqa: F401  (registers the scripted models, as the CLI and the workers do)
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -283,7 +285,7 @@ def settings(tmp_path, monkeypatch):
 @pytest.fixture
 def ws(tmp_path):
     """A workspace holding the demo's files."""
-    from workflows.scripted import DEMO_FILES
+    from demo.scripted import DEMO_FILES
 
     d = tmp_path / "ws"
     d.mkdir()

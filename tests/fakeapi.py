@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API over real HTTP, for tests.
 
-Serves :class:`workflows.scripted.ScriptedMessagesAPI` on 127.0.0.1 so the real
+Serves :class:`demo.scripted.ScriptedMessagesAPI` on 127.0.0.1 so the real
 SDK in worker subprocesses can reach it through ``ANTHROPIC_BASE_URL``::
 
     with FakeMessagesServer(Script(turns=[...])) as server:
@@ -36,7 +36,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: make `workflows` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workflows.scripted import Script, ScriptedMessagesAPI, Turn, get_api  # noqa: E402
+from demo.scripted import Script, ScriptedMessagesAPI, Turn, get_api  # noqa: E402
 
 ScriptLike = ScriptedMessagesAPI | Script | Callable[[dict], Turn] | dict | None
 
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--script", help="a JSON Script file")
-    group.add_argument("--named", help="a named script of workflows.scripted (e.g. demo, read_loop:5)")
+    group.add_argument("--named", help="a named script of demo.scripted (e.g. demo, read_loop:5)")
     parser.add_argument("--keep-requests", type=int, metavar="N",
                         help="keep only the last N request bodies for GET /_requests (default 1000)")
     args = parser.parse_args(argv)

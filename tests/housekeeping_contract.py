@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows import keys
@@ -22,7 +23,6 @@ from workflows.exceptions import SessionBusy
 from workflows.housekeeping import gc, remove_old, retention_due, retention_gc
 from workflows.memory import ProjectMemory, make_record
 from workflows.models import StepRecord
-from workflows.scripted import DEMO_FILES, Script, ToolUse, Turn
 
 SHARED_SETS = (keys.sessions(), keys.leases(), keys.approvals(), keys.awaiting())
 DAY = 86400.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from workflows import scripted
+from demo import scripted
 from workflows.engine import Engine
 from workflows.models import StepRecord
 from workflows.steps import run_step

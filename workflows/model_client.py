@@ -1,8 +1,8 @@
 """The model call: the official anthropic SDK, streaming, with its own retries.
 
-``scripted:NAME`` models run the shipped scripted Messages API in-process
-through the real SDK (an httpx2 mock transport), so ``mainsail demo`` and the
-benchmarks need no credentials and still exercise the SDK's streaming parser.
+A model whose name a registered provider claims (workflows/model_providers.py;
+the demo's ``scripted:NAME`` models, for instance) gets the client that provider
+makes; every other model gets an SDK client for the Anthropic Messages API.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from workflows import request_json
 from workflows.exceptions import MissingCredentials
 from workflows.message_stream import MessageAccumulator
+from workflows.model_providers import provider_for
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
 
@@ -47,22 +48,19 @@ def _shard() -> int:
 def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
     """A cached SDK client for ``model``: one per configuration and group of ``THREADS_PER_CLIENT``
     threads of the process (a thread always gets the same one, so its connections are kept)."""
-    key = (model if model.startswith("scripted:") else "", settings.anthropic_api_key, settings.anthropic_base_url,
+    provider = provider_for(model)
+    key = (model if provider is not None else "", settings.anthropic_api_key, settings.anthropic_base_url,
            settings.api_max_retries, settings.api_timeout_seconds, _shard())
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _make(model, settings)
+            client = provider.make_client(model, settings) if provider is not None else _make(model, settings)
             _clients[key] = client
         return client
 
 
 def _make(model: str, settings: Settings) -> anthropic.Anthropic:
-    if model.startswith("scripted:"):
-        from workflows import scripted
-
-        return scripted.make_client(scripted.get_api(model.removeprefix("scripted:")),
-                                    max_retries=settings.api_max_retries)
+    """An SDK client for the Anthropic Messages API (the default provider)."""
     try:
         settings.require_credentials(model)
     except MissingCredentials as exc:

@@ -1,7 +1,8 @@
 """Prices per million tokens, per model. Update the table when prices change.
 
 A model id has a price when it is a key of :data:`PRICES`, optionally followed
-by a release date (``claude-sonnet-4-5-20250929``) or ``-latest``. Anything
+by a release date (``claude-sonnet-4-5-20250929``) or ``-latest``; a model of a
+registered provider (workflows/model_providers.py) has the provider's. Anything
 else has **no** price: :func:`cost_usd` returns None and every figure it goes
 into shows as unknown (``?`` for people, ``null`` in JSON) rather than a guess.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 
 from workflows.models import Usage
+from workflows.model_providers import provider_for
 
 # (input, output, cache write 5m, cache read) in USD per million tokens.
 _OPUS_4 = (15.0, 75.0, 18.75, 1.50)
@@ -44,15 +46,15 @@ PRICES: dict[str, tuple[float, float, float, float]] = {
     "claude-fable-5": (10.0, 50.0, 12.5, 1.0),
     "claude-fable-5-1": (10.0, 50.0, 12.5, 0.25),
     "claude-fable-5-2": (8.0, 40.0, 10.0, 0.20),
-    "scripted:": (0.0, 0.0, 0.0, 0.0),  # every ``scripted:NAME``, the shipped scripted model
 }
 _DATED = re.compile(r"(.+?)(-\d{8})?(-latest)?")
 
 
 def price_for(model: str) -> tuple[float, float, float, float] | None:
     """The prices of ``model``, or None when none is known (never a guess)."""
-    if model.startswith("scripted:"):
-        return PRICES.get("scripted:")
+    provider = provider_for(model)
+    if provider is not None:  # (a model of a provider's: its own prices, or none)
+        return provider.prices
     m = _DATED.fullmatch(model)
     return PRICES.get(m.group(1)) if m else None
 

@@ -14,6 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workflows.exceptions import ConfigurationError, MissingCredentials
+from workflows.model_providers import is_local_model
 
 
 def _default_data_dir() -> Path:
@@ -189,7 +190,7 @@ class Settings(BaseSettings):
 
     def require_credentials(self, model: str) -> None:
         """Raise :class:`MissingCredentials` when a real model cannot be reached."""
-        if model.startswith("scripted:"):
+        if is_local_model(model):
             return
         if not self.anthropic_api_key and not self.anthropic_base_url:
             raise MissingCredentials(

@@ -2,6 +2,8 @@
 
 ``run_step`` is what every Celery task calls. It is deliberately free of
 Celery: it takes a ``dispatch`` callable for the steps the commit returns.
+What runs a step of each kind is in the table of workflows/step_kinds.py;
+the model call's runner, :func:`model_step`, is here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.exceptions import MainsailError, MissingCredentials
 from workflows.leases import Lease, keeper_for
-from workflows.mcp.calls import run_discovery_step
 from workflows.mcp.catalog import tool_schemas as mcp_schemas
 from workflows.model_client import (
     ModelReply,
@@ -32,7 +33,8 @@ from workflows.model_client import (
 from workflows.model_lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.resilience import TRANSIENT, ResilientEngine, retrying
-from workflows.tool_step import quick_calls, run_quick, tool_step
+from workflows.step_kinds import StepRun, spec_for
+from workflows.tool_step import quick_calls, run_quick
 
 log = logging.getLogger(__name__)
 
@@ -129,38 +131,17 @@ def _serves_tools(rec: SessionRecord, step: StepRecord, keep: Keep | None, worke
 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
               cancel: threading.Event, worker: str | None = None, serves_tools: bool = False) -> list[StepRecord]:
+    """Run ``step`` with its kind's runner (workflows/step_kinds.py); the steps that follow."""
     sid = step.session_id
-    if step.kind is StepKind.REPORT:
-        return engine.deliver_report(rec, step, owner)
-    if rec.parent_session_id and not engine.parent_waits(rec):  # its parent stopped waiting for it
-        return engine.abandon_child_step(sid, step.id, owner)
-    if step.kind is StepKind.MODEL:
-        return _model_step(engine, rec, step, owner, cancel, worker, serves_tools)
-    if step.kind is StepKind.TOOL:
-        return tool_step(engine, rec, step, owner, cancel, worker)
-    if step.kind is StepKind.HOOK:
-        from workflows.hooks.session_hooks import run_hook_step
-
-        return run_hook_step(engine, rec, step, owner, cancel)
-    if step.kind is StepKind.MCP:
-        return run_discovery_step(engine, rec, step, owner)
-    if step.kind is StepKind.TITLE:
-        from workflows.titles import run_title_step
-
-        return run_title_step(engine, rec, step, owner, cancel)
-    if step.kind is StepKind.COMPACT:
-        from workflows.compaction import run_compaction
-
-        body = lambda: run_compaction(engine, rec, step, owner, cancel)  # noqa: E731
-    elif step.kind in (StepKind.MEMORY, StepKind.EXTRACT):
-        from workflows.forks import run_memory_fork
-
-        body = lambda: run_memory_fork(engine, rec, step, owner, cancel)  # noqa: E731
-    else:
+    spec = spec_for(step.kind)
+    if not spec.for_abandoned_child and rec.parent_session_id and not engine.parent_waits(rec):
+        return engine.abandon_child_step(sid, step.id, owner)  # its parent stopped waiting for it
+    if spec.run is None:
         return engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
-    # A compaction or a memory fork writes nothing until its fenced commit (a fork resumes from its
-    # checkpoint), so running it again after a Redis error repeats no effect.
-    return retrying(body, what=f"{step.kind.value} step {step.id[:8]} (session {sid[:8]})",
+    run = StepRun(engine, rec, step, owner, cancel, worker, serves_tools)
+    if not spec.rerun_on_redis_error:
+        return spec.run(run)
+    return retrying(lambda: spec.run(run), what=f"{step.kind.value} step {step.id[:8]} (session {sid[:8]})",
                     budget=engine.settings.redis_retry_seconds)
 
 
@@ -175,10 +156,11 @@ def _forget(engine, worker: str | None, hold: tuple[str, str]) -> None:
         log.warning("could not drop %s from worker %s's held steps (%s)", hold[0], worker, exc)
 
 
-def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
-                cancel: threading.Event, worker: str | None = None, serves_tools: bool = False) -> list[StepRecord]:
+def model_step(run: StepRun) -> list[StepRecord]:
     """One model call and the commit of its reply (with the results of its quick calls: workflows/tool_step.py)."""
     import anthropic  # here, not at import: a worker starts a second sooner (the SDK is large)
+
+    engine, rec, step, owner, cancel, worker = run.engine, run.rec, run.step, run.owner, run.cancel, run.worker
 
     store, settings = engine.store, engine.settings
     sid = step.session_id
@@ -204,7 +186,7 @@ def _model_step(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, o
         return engine.fail_step(sid, step.id, owner, f"Model step failed: {type(exc).__name__}: {exc}")
     ran = {}
     try:
-        if calls := quick_calls(engine, rec, reply, serves_tools):
+        if calls := quick_calls(engine, rec, reply, run.serves_tools):
             ran = run_quick(engine, rec, calls, cancel, worker)
     except Exception:  # (a bug: the reply is paid for, so it is recorded; its calls go to tool steps, which report it)
         log.exception("quick calls of step %s (session %s) failed; they go to tool steps", step.id[:8], sid[:8])

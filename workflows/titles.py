@@ -4,9 +4,9 @@ Until then (and for good when the call fails) a session's title is its first pro
 (``workflows.engine.support._title``). The end of the first run asks for a ``title`` step
 (``workflows.engine.titles``): a background step on the ``model`` queue, claimed, leased and reaped
 like any other, so a title is asked once and recorded once even when a worker dies. Its one
-Messages API call goes to the session's ``haiku`` alias (a scripted session's own scripted model);
+Messages API call goes to the session's ``haiku`` alias (a session on a local model: that model);
 its cost is the session's, under the ``title`` kind. The request's system prompt starts with
-:data:`TITLE_MARK`, by which the scripted model and the tests' fake API tell it from a session's
+:data:`TITLE_MARK`, by which the demo's scripted model and the tests' fake API tell it from a session's
 own turns (``workflows.memory.fork_kind``).
 """
 
@@ -16,6 +16,7 @@ import logging
 import threading
 
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
+from workflows.model_providers import is_local_model
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +33,9 @@ MAX_TOKENS = 64
 
 
 def small_model(rec: SessionRecord) -> str:
-    """The model a session's side calls use: its ``haiku`` alias (a scripted session: its own scripted model)."""
+    """The model a session's side calls use: its ``haiku`` alias (a session on a local model: that model)."""
     own = rec.sent_model()
-    return own if own.startswith("scripted:") else rec.sent_model("haiku")
+    return own if is_local_model(own) else rec.sent_model("haiku")
 
 
 def first_exchange(entries) -> tuple[str, str]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from workflows.model_providers import provider_for
+
 # (context window, max output tokens), by model-name prefix; longest prefix wins.
 MODELS: dict[str, tuple[int, int]] = {
     # Claude Code 2.1.330's catalog: the 4.7+ and 5.x models have a 1M-token window.
@@ -33,13 +35,15 @@ MODELS: dict[str, tuple[int, int]] = {
     "claude-3-7-sonnet": (200_000, 64_000),
     "claude-haiku-4-5": (200_000, 64_000),
     "claude-3-5-haiku": (200_000, 8_192),
-    "scripted:": (200_000, 64_000),
 }
 DEFAULT_MODEL = (200_000, 32_000)
 OUTPUT_RESERVE_CAP = 20_000
 
 
 def model_limits(model: str) -> tuple[int, int]:
+    provider = provider_for(model)
+    if provider is not None and provider.limits is not None:
+        return provider.limits
     for prefix in sorted(MODELS, key=len, reverse=True):
         if model.startswith(prefix):
             return MODELS[prefix]

@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.conftest import running
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer, last_prompt
 from workflows import keys
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.test_remote_cli import Server
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ToolUse, Turn
 
 sdk = pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.e2e

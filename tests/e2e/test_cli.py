@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Script, ScriptError, Turn
 from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, ScriptError, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL
 from tests.fakeapi import FakeMessagesServer, last_prompt
-from workflows.scripted import Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.e2e.test_console_browser import ARTIFACTS, WAIT_MS, browser, server, sign_in  # noqa: F401 (fixtures)
 from tests.fakeapi import FakeMessagesServer
 from workflows.api_tokens import TokenStore
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.api_tokens import TokenStore
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

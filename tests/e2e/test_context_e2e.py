@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from demo.scripted import ScriptUsage, ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
 from workflows.compaction import SUMMARY_SYSTEM
 from workflows.models import CompactBoundaryEntry
-from workflows.scripted import ScriptUsage, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

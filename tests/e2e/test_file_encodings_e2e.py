@@ -10,8 +10,8 @@ import io
 import pytest
 from PIL import Image
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -15,10 +15,10 @@ import subprocess
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL
 from tests.e2e.test_claude_code_parity import CLAUDE, MODEL
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import HookEntry, ResultEntry, SystemEntry, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.conftest import free_port, processes_under, running
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from tests.housekeeping_contract import scan, without
 from workflows import keys
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -15,11 +15,11 @@ import subprocess
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.engine import INTERRUPTED
 from workflows.models import PermissionDecisionEntry, ResultEntry, StepKind, StepStatus, SystemEntry, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -13,11 +13,11 @@ import re
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from tests.pty_term import ALT_ENTER, CTRL_C, CTRL_D, ESC, SHIFT_TAB, TAB, Term
 from workflows.models import StepKind, StepStatus, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

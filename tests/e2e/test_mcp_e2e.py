@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from tests.mcp_server import serve_http
 from workflows.models import StepKind, StepStatus, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("mcp")

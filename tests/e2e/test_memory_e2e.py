@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from demo.scripted import Script, ScriptedMessagesAPI, ScriptUsage, ToolUse, Turn, default_fork_turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.memory import ProjectMemory
 from workflows.models import CompactBoundaryEntry, StepKind, StepStatus, SystemEntry
-from workflows.scripted import Script, ScriptedMessagesAPI, ScriptUsage, ToolUse, Turn, default_fork_turn
 
 pytestmark = pytest.mark.e2e
 

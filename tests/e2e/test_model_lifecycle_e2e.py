@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Script, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, Turn
 
 
 def test_no_model_flag_sends_claude_codes_default(cluster, workspace):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Script, ScriptError, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, ScriptError, Turn
 
 
 def test_an_alias_sends_the_current_id_and_the_session_keeps_the_alias(cluster, workspace):

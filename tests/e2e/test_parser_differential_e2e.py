@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import PermissionDecisionEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.memory import ProjectMemory
 from workflows.models import PermissionDecisionEntry, SystemEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
+from demo.scripted import ScriptUsage, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer, last_prompt
 from workflows.models import ResultEntry, SystemEntry, UserEntry
-from workflows.scripted import ScriptUsage, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

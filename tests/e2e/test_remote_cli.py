@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import PermissionDecisionEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

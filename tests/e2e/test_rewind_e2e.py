@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import RewindEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
+from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.e2e.serving import Serve
 from tests.fakeapi import FakeMessagesServer
 from workflows import keys
 from workflows.schedules import Schedule, ScheduleStore
-from workflows.scripted import Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -9,10 +9,10 @@ import subprocess
 import httpx
 import pytest
 
+from demo.scripted import Turn
 from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Turn
 
 pytestmark = pytest.mark.e2e
 

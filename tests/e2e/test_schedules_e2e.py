@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import SystemEntry
 from workflows.schedules import ScheduleStore
-from workflows.scripted import Turn
 
 pytestmark = pytest.mark.e2e
 

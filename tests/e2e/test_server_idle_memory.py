@@ -10,11 +10,11 @@ import threading
 
 import pytest
 
+from demo.scripted import ScriptedMessagesAPI, Turn, default_fork_turn
 from statemachines import State
 from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve, sse
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ScriptedMessagesAPI, Turn, default_fork_turn
 
 pytestmark = pytest.mark.e2e
 

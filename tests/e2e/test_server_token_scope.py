@@ -10,11 +10,11 @@ import os
 import httpx
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve
 from tests.fakeapi import FakeMessagesServer, last_prompt
 from workflows.permissions.sandbox import sandbox_status
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

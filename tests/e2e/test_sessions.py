@@ -11,11 +11,11 @@ import time
 
 import pytest
 
+from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.conftest import running
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import ResultEntry, UserEntry
-from workflows.scripted import Script, ScriptUsage, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

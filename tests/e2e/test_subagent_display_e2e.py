@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer, assistant_turns, first_prompt
 from workflows.models import AssistantEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

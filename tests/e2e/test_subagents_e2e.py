@@ -12,10 +12,10 @@ import time
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer, assistant_turns, first_prompt
 from workflows.models import AssistantEntry, ResultEntry, StepKind, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

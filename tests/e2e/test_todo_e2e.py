@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

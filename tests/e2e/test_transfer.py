@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

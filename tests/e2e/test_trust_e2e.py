@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 MARKERS = ("hook-ran", "bash-ran", "mcp-ran", "mcp2-ran")

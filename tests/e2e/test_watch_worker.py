@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from demo.scripted import Script, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import UserEntry
-from workflows.scripted import ToolUse, Turn
 
 pytestmark = pytest.mark.e2e
 

@@ -7,9 +7,9 @@ import os
 import signal
 import time
 
+from demo.scripted import Script, Turn
 from tests.e2e.conftest import children, wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.scripted import Script, Turn
 
 
 def registered(cluster) -> set[int]:

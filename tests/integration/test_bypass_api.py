@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from demo.scripted import Script, ToolUse, Turn
 from server.app import create_app
 from tasks.app import configure
 from tests.inline import Inline, scripted_model
@@ -14,7 +15,6 @@ from workflows.api_tokens import TokenStore
 from workflows.engine import Engine
 from workflows.models import PermissionMode
 from workflows.schedules import RunMode, Schedule, ScheduleStore, SessionOptions
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.store import Store
 
 pytestmark = pytest.mark.integration

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
+from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
 from tasks.app import configure, queue_key
 from workflows.engine import Engine
-from workflows.scripted import DEMO_PROMPT
 from workflows.store import Store
 
 pytestmark = pytest.mark.integration

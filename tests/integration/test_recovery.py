@@ -12,6 +12,7 @@ import time
 import pytest
 import redis
 
+from demo.scripted import DEMO_PROMPT
 from tasks import reaper, runtime
 from tasks.app import configure, queue_key
 from tests.conftest import free_port
@@ -19,7 +20,6 @@ from tests.inline import Inline
 from workflows.engine import Engine
 from workflows.models import AssistantEntry, StepStatus
 from workflows.resilience import ResilientEngine
-from workflows.scripted import DEMO_PROMPT
 from workflows.settings import load_settings
 from workflows.store import Store
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows import keys
@@ -19,7 +20,6 @@ from workflows.models import (
     StepKind,
     UserEntry,
 )
-from workflows.scripted import DEMO_FILES, Script, ToolUse, Turn
 from workflows.store import Store
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.conftest import running
 from tests.inline import Inline, scripted_model
 from tests.unit.test_tools_bash import gone, marker
 from workflows.models import RuleSet
-from workflows.scripted import ToolUse, Turn
 from workflows.shells import ShellStore, shutdown
 
 

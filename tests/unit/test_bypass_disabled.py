@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
@@ -22,7 +23,6 @@ from workflows.permissions.bypass import choose_mode, effective_mode, refusal, r
 from workflows.permissions.settings_files import SettingsError, load_permission_settings
 from workflows.schedules import Schedule, ScheduleStore, SessionOptions
 from workflows.schedules.firing import fire
-from workflows.scripted import ToolUse, Turn
 from workflows.session_setup import session_options
 from workflows.tools import get_tool
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from demo.scripted import Script, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows.models import (
@@ -17,7 +18,6 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
-from workflows.scripted import Script, Turn
 
 
 def write(ws, name: str, text: str) -> None:

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from demo.scripted import DEMO_FILES, Script, ScriptError, ScriptUsage, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
@@ -24,7 +25,6 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
-from workflows.scripted import DEMO_FILES, Script, ScriptError, ScriptUsage, ToolUse, Turn
 from workflows.store import Store
 from workflows.tokens import effective_window, thresholds
 from workflows.tools.base import ToolContext

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cli.figures import breakdown_lines, memory_note, run_figures
 from cli.output import result_json
 from cli.render import closing_line
 from cli.sessions import describe
+from demo import PREFIX, PROVIDER
+from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.inline import Inline, scripted_model
+from workflows import model_providers
 from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
-from workflows.pricing import PRICES, cost_usd
-from workflows.scripted import Script, ScriptUsage, ToolUse, Turn
+from workflows.pricing import cost_usd
 
 SONNET = (3.0, 15.0, 3.75, 0.30)
 
@@ -20,7 +24,7 @@ SONNET = (3.0, 15.0, 3.75, 0.30)
 @pytest.fixture(autouse=True)
 def priced(monkeypatch):
     """Scripted models cost nothing; price them like Sonnet so every cost here is a real number."""
-    monkeypatch.setitem(PRICES, "scripted:", SONNET)
+    monkeypatch.setitem(model_providers._providers, PREFIX, replace(PROVIDER, prices=SONNET))
 
 
 def turns():

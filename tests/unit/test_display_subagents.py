@@ -9,11 +9,11 @@ from rich.console import Console
 
 from cli.render import Renderer, shown_path
 from cli.replay import replay
+from demo.scripted import ToolUse, Turn
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
 from workflows.agents.labels import MAX_LABEL, TaskLabels
 from workflows.models import AssistantEntry, AssistantMessage, ToolUseBlock, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 
 def renderer() -> tuple[Renderer, io.StringIO]:

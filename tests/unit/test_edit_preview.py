@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.edit_preview import MAX_DIFF_LINES, preview
 from workflows.exceptions import AlwaysNotOffered
 from workflows.models import PermissionRequestEntry, RuleSet
 from workflows.permissions import always_offered, answer_choices, prompt_text
-from workflows.scripted import Script, ToolUse, Turn
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from demo.scripted import DEMO_FILES, DEMO_PROMPT, Script, ScriptError, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows.context import api_messages
@@ -19,7 +20,6 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
-from workflows.scripted import DEMO_FILES, DEMO_PROMPT, Script, ScriptError, ToolUse, Turn
 from workflows.steps import owner_token, run_step
 from workflows.store import Store
 from workflows.tools.base import ToolOutput

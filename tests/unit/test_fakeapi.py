@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `pytest` (not `python -m pytest`) from elsewhere
     sys.path.insert(0, str(ROOT))
 
+from demo.scripted import Script  # noqa: E402
 from tests.fakeapi import FakeMessagesServer  # noqa: E402
-from workflows.scripted import Script  # noqa: E402
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import typing
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows import keys
 from workflows.fenced import Recorder
 from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.steps import owner_token, run_one
 from workflows.tools.base import ToolOutput
 

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows import tool_step
@@ -20,7 +21,6 @@ from workflows.models import (
     StepKind,
     UserEntry,
 )
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.tools import get_tool
 
 BASH = ToolUse(name="Bash", input={"command": "echo ran >> runs.txt"})

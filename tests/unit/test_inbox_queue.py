@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import last_prompt
 from tests.inline import Inline, scripted_model
 from workflows import keys
 from workflows.models import ResultEntry, UserEntry
-from workflows.scripted import ToolUse, Turn
 
 
 def echo(body: dict) -> Turn:
@@ -105,7 +105,7 @@ def test_an_idle_session_with_a_stranded_queue_runs_it_first(engine, ws):
 
 def test_a_failed_run_also_goes_on_with_the_queue(engine, ws, settings):
     settings.api_max_retries = 0
-    from workflows.scripted import Script, ScriptError
+    from demo.scripted import Script, ScriptError
 
     model = scripted_model(Script(turns=[Turn(text="fine", errors=[ScriptError(status=400, message="bad")])]))
     rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
+from demo.scripted import DEMO_PROMPT
 from workflows import keys
 from workflows.leases import LeaseKeeper, keeper_for
 from workflows.resilience import ResilientEngine
-from workflows.scripted import DEMO_PROMPT
 from workflows.steps import Heartbeat, owner_token
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.unit.test_compaction import is_compaction, model as compacting_model
@@ -19,7 +20,6 @@ from workflows.models import (
     StepKind,
     SystemEntry,
 )
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.steps import run_step
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})

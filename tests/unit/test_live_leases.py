@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from demo.scripted import DEMO_PROMPT, Script, Turn
 from tasks import reaper
 from tests.inline import api_of, scripted_model
 from workflows import keys
 from workflows.models import ResultEntry, StepStatus
-from workflows.scripted import DEMO_PROMPT, Script, Turn
 from workflows.steps import owner_token, run_step
 
 LIVE = "mainsail-77@box#c0ffee"

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.mcp_server import build
@@ -16,7 +17,6 @@ from workflows.context import offered_tools
 from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
 from workflows.mcp.pool import McpPool, install
 from workflows.models import RuleSet, StepKind, SystemEntry, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 
 pytest.importorskip("mcp")
 

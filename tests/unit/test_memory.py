@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from demo.scripted import DEMO_FILES, Script, ScriptUsage, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
@@ -24,7 +25,6 @@ from workflows.memory import (
     should_update_session_memory,
 )
 from workflows.models import CompactBoundaryEntry, StateEntry, StepKind, StepStatus, SystemEntry
-from workflows.scripted import DEMO_FILES, Script, ScriptUsage, ToolUse, Turn
 from workflows.store import Store
 
 T = MemoryThresholds(init_tokens=10_000, update_tokens=5_000, tool_calls=10)
@@ -393,7 +393,7 @@ def test_cancel_or_compact_while_extracting_does_not_wait_for_the_extraction(eng
 
 
 def test_a_failed_extraction_warns_and_releases_the_session(engine, ws):
-    from workflows.scripted import ScriptError
+    from demo.scripted import ScriptError
 
     sid, _ = run_session(engine, ws, Script(
         turns=[Turn(text="ok")], extract=[Turn(text="x", errors=[ScriptError(status=400, message="bad request")])]),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.metrics import TALLY, Tally, field, read
-from workflows.scripted import Script, ToolUse, Turn
 
 
 @pytest.fixture(autouse=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from demo.scripted import Script, Turn
 from tests.fakeapi import FakeMessagesServer
 from workflows import model_client
 from workflows.model_client import client_for, stream_reply
-from workflows.scripted import Script, Turn
 
 MODEL = "claude-sonnet-5"
 

@@ -8,11 +8,11 @@ import datetime as dt
 import pytest
 from anthropic._data import DEPRECATED_MODELS
 
+from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, scripted_model
 from workflows.model_lifecycle import end_of_life, lifecycle_note, retired
 from workflows.model_names import resolve_model
 from workflows.models import SystemEntry
-from workflows.scripted import Script, ScriptError, Turn
 from workflows.settings import Settings
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from demo import PREFIX, PROVIDER
+from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, api_of, scripted_model
+from workflows import model_providers
 from workflows.model_names import describe_model, model_overrides, resolve_model, session_model
 from workflows.models import AssistantEntry, PermissionMode, ResultEntry, SystemEntry, Usage
 from workflows.pricing import PRICES, add_cost, cost_usd, known_price, price_for
-from workflows.scripted import Script, ScriptError, Turn
 
 
 @pytest.mark.parametrize("name, plan, sent", [
@@ -70,6 +74,11 @@ def test_prices_match_the_published_figures():
     assert price_for("claude-sonnet-4-5-20250929") == PRICES["claude-sonnet-4-5"]
 
 
+def unpriced_scripted_models(monkeypatch) -> None:
+    """For this test, the scripted models have no price (as a model missing from the price list)."""
+    monkeypatch.setitem(model_providers._providers, PREFIX, replace(PROVIDER, prices=None))
+
+
 def _priced_run(engine, ws, model, monkeypatch, price=None):
     rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
     inline = Inline(engine)
@@ -80,7 +89,7 @@ def _priced_run(engine, ws, model, monkeypatch, price=None):
 
 def test_an_unknown_model_warns_once_and_its_cost_is_unknown_everywhere(engine, ws, monkeypatch):
     model = scripted_model(Script(turns=[Turn(text="one")] * 4))
-    monkeypatch.delitem(PRICES, "scripted:")  # now scripted models have no price
+    unpriced_scripted_models(monkeypatch)
     rec, entries = _priced_run(engine, ws, model, monkeypatch)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "again"))
@@ -99,10 +108,10 @@ def test_an_unknown_model_warns_once_and_its_cost_is_unknown_everywhere(engine, 
 
 def test_a_budget_cannot_hold_an_unknown_cost_so_the_run_stops(engine, ws, monkeypatch):
     from tests.inline import Inline
-    from workflows.scripted import ToolUse
+    from demo.scripted import ToolUse
 
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "*"})])] * 3))
-    monkeypatch.delitem(PRICES, "scripted:")
+    unpriced_scripted_models(monkeypatch)
     rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", max_budget_usd=1.0)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))

@@ -13,12 +13,12 @@ import threading
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import scripted_model
 from workflows import keys
 from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.steps import owner_token, run_one
 from workflows.tool_step import Ran, quick_calls, run_quick
 from workflows.tools.base import ToolOutput

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Turn
 from statemachines import State
 from tests.inline import api_of
 from tests.unit.test_commands_engine import entries, home, last_user_texts, open_session, run  # noqa: F401
 from workflows.models import PermissionRequestEntry, ResultEntry, RuleSet, RuleSpec, SystemEntry, UserEntry
-from workflows.scripted import Turn
 
 
 def test_bash_mode_adds_the_output_to_the_conversation_without_a_model_call(engine, ws, home):  # noqa: F811

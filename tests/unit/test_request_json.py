@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows import request_json
 from workflows.context import build_request
 from workflows.model_client import client_for, stream_reply
 from workflows.request_json import Block, body, dumps
-from workflows.scripted import Script, ToolUse, Turn
 
 
 def _sdk_text(value) -> str:

@@ -10,12 +10,12 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from demo.scripted import DEMO_PROMPT
 from tests.inline import Inline
 from workflows import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus
 from workflows.resilience import ResilientEngine, retrying
-from workflows.scripted import DEMO_PROMPT
 from workflows.steps import LiveDeltas, owner_token, run_step
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
 from workflows.checkpoints import Checkpoints
@@ -15,7 +16,6 @@ from workflows.context import api_messages, model_view
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
 from workflows.permissions.paths import WorkArea
-from workflows.scripted import ToolUse, Turn
 
 
 def script(ws: Path):

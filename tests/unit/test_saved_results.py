@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
+from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows.models import StepKind, StepStatus, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.tools.base import ToolOutput
 from workflows.tools.saved import save_large_result
 

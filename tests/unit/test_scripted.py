@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import anthropic
 import pytest
 
-from workflows.scripted import (
+from demo.scripted import (
     DEMO_FILES,
     DEMO_PROMPT,
     FINISHED_TEXT,

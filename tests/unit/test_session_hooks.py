@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
+from demo.scripted import Script, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT
 from workflows.hooks.settings import parse_hooks
 from workflows.models import HookEntry, ResultEntry, StepKind, UserEntry
-from workflows.scripted import Script, Turn
 from workflows.steps import run_step
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from cli import standby
+from demo.scripted import DEMO_PROMPT
 from workflows.exceptions import MissingCredentials
-from workflows.scripted import DEMO_PROMPT
 
 
 @dataclass

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
 from workflows import keys
 from workflows.engine.support import LIST_SECONDS
 from workflows.fenced import Recorder, coalesced
 from workflows.models import ResultEntry, StepKind, SystemEntry
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.steps import owner_token, run_one
 from workflows.store import stream_entries
 

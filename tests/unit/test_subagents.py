@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
@@ -11,7 +12,6 @@ from workflows.agents import AgentFileError, agents_from_json, load_agents, pars
 from workflows.context import build_request
 from workflows.engine.subagents import tree
 from workflows.models import ResultEntry, StepKind, StepStatus, UserEntry
-from workflows.scripted import ToolUse, Turn
 from workflows.steps import run_step
 
 

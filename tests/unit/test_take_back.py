@@ -6,11 +6,11 @@ import time
 
 import pytest
 
+from demo.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from tasks import reaper
 from tests.inline import Inline, scripted_model
 from workflows import keys
 from workflows.models import StepStatus, SystemEntry, UserEntry
-from workflows.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from workflows.steps import owner_token
 
 DEAD = "mainsail-4242@box#a1b2c3"

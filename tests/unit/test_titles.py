@@ -3,11 +3,11 @@ failure keeps the prompt's title; the call is a side call the scripted model ans
 
 from __future__ import annotations
 
+from demo.scripted import Script, ScriptError, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.engine import Engine
 from workflows.memory import fork_kind
 from workflows.models import StepKind, StepStatus
-from workflows.scripted import Script, ScriptError, ToolUse, Turn
 from workflows.titles import SYSTEM, clean_title, title_request
 
 

@@ -8,9 +8,9 @@ from rich.console import Console
 
 from cli.render import Renderer
 from cli.sessions import describe
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.models import StepKind, UserEntry
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.tools import tool_schemas
 from workflows.tools.todo import RESULT
 

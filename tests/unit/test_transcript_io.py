@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from demo.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows.context import api_messages
@@ -19,7 +20,6 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
-from workflows.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from workflows.store import Store
 from workflows.transcript_io import export_entries, export_jsonl, import_entries, import_session
 

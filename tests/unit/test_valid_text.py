@@ -10,6 +10,7 @@ import json
 from rich.console import Console
 
 from cli.render import Renderer
+from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
 from workflows.context import build_request
@@ -17,7 +18,6 @@ from workflows.entry_read import read_entry
 from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
 from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
 from workflows.request_json import Block, body
-from workflows.scripted import Script, ToolUse, Turn
 from workflows.transcript_io import export_jsonl
 from workflows.valid_text import MAX_PLACES, ValidJson, note, repair, valid_str
 

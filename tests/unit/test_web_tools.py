@@ -11,13 +11,13 @@ import threading
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from workflows.exceptions import ToolError
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, UserEntry
 from workflows.permissions import Decision, decide
 from workflows.permissions.prompt import always_rules
-from workflows.scripted import ToolUse, Turn
 from workflows.tools import get_tool, validate_input
 from workflows.tools.web.fetch import MAX_URL_LENGTH, checked_url
 from workflows.tools.web.html import to_markdown

@@ -23,19 +23,15 @@ from workflows.models import (
     PermissionRequest,
     RequestStatus,
     SessionRecord,
-    StepKind,
     StepRecord,
     Usage,
     new_id,
 )
 from workflows.pricing import add_cost
+from workflows.step_kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
-
-
-QUEUE_FOR_KIND = {StepKind.MODEL: "model", StepKind.COMPACT: "model", StepKind.MEMORY: "memory",
-                  StepKind.EXTRACT: "memory", StepKind.REPORT: "model", StepKind.TITLE: "model"}
 
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
