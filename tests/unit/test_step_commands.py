@@ -15,7 +15,7 @@ import time
 
 from tests.inline import scripted_model
 from workflows import keys
-from workflows.engine.support import LIST_SECONDS
+from workflows.commit.committer import LIST_SECONDS
 from workflows.fenced import Recorder, coalesced
 from workflows.models import ResultEntry, StepKind, SystemEntry
 from workflows.scripted import Script, ToolUse, Turn
