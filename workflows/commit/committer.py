@@ -217,7 +217,7 @@ class Committer:
         self._holds[token] = hold
 
     def new_step(self, tx: Tx, kind: StepKind, tool_use_id: str | None = None,
-                  event: str | None = None, detail: str | None = None) -> StepRecord:
+                 event: str | None = None, detail: str | None = None) -> StepRecord:
         queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK, StepKind.MCP) else self.queues[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
                           queue=queue, tool_use_id=tool_use_id, event=event, detail=detail)
@@ -261,7 +261,7 @@ class Committer:
                 s.clear_deadline(step, ops)
         for step, deadline in tx.leases.values():
             s.set_deadline(step, deadline, ops)
-        for text in tx.inbox_pushes:  # first: the event saw the inbox as Redis's, then these (_queued)
+        for text in tx.inbox_pushes:  # first: the event saw the inbox as Redis's, then these (TurnLogic.queued)
             ops.rpush(keys.inbox(rec.id), text)
         for _ in range(tx.inbox_pops):
             ops.lpop(keys.inbox(rec.id))

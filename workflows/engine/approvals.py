@@ -1,12 +1,13 @@
 """Permission requests: asking a person (no worker waits), settling their answer or its timeout.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.approvals``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
@@ -40,11 +41,20 @@ from workflows.models import (
 from workflows.permissions import Decision, always_offered, always_rules, decide, summary
 from workflows.tools.base import ToolOutput
 
+if TYPE_CHECKING:
+    from workflows.engine.commands import CommandRuns
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
+    from workflows.hooks.commits import HookCommits
+
 
 class Approvals(Part):
     """Permission requests: asking a person (no worker waits), settling their answer or its timeout."""
 
-    uses = ('commands', 'hooks', 'tools', 'turns')
+    commands: CommandRuns
+    hooks: HookCommits
+    tools: ToolCalls
+    turns: TurnLogic
 
     def find(self, rec: SessionRecord, request: str | None) -> PermissionRequest:
         """The session's request named by id or unique prefix (None: the only pending one): :func:`find_request`."""

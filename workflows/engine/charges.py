@@ -17,7 +17,7 @@ from workflows.pricing import add_cost, cost_usd, unknown_price_note
 
 
 def charge(tx: Tx, usage: Usage, duration_ms: int, *, run: bool | None = True, kind: str | None = None,
-            model: str | None = None) -> float | None:
+           model: str | None = None) -> float | None:
     """Add a call's usage and cost to the session's totals, per model and per kind of call.
 
     ``run``: a call of the run's main loop (a model turn or a compaction), counted in the

@@ -1,19 +1,19 @@
 """Custom slash commands in the engine: a prompt ``/name args`` that names one of the session's commands
 runs its ``!`` lines and ``@`` references first, then sends the prompt they complete.
 
-A part of :class:`workflows.engine.Engine` (a mixin). Where the lines run, and why: each is a call of the
+A part of :class:`workflows.engine.Engine` (``engine.commands``). Where the lines run, and why: each is a call of the
 Bash (``!``) or Read (``@``) tool, kept in ``SessionRecord.tool_calls`` with ``prelude`` set, decided by
 the one permission function and run by the ordinary tool step on the session's tools worker, in the OS
 sandbox, with the session's hooks; so a ``!`` line can do exactly what the same Bash call of the model
 could, and asks exactly when it would ask (a person, durably; in print mode nobody, so it is refused).
 Their results go into the prompt instead of the transcript. The run's steps:
 
-1. ``_start_run`` finds the command (:meth:`_invoked_command`): a ``command`` entry marks the run's
+1. ``TurnLogic.start_run`` finds the command (:meth:`invoked_command`): a ``command`` entry marks the run's
    start, the command's ``model`` and ``allowed-tools`` apply to the run;
 2. UserPromptSubmit hooks (if any) see the prompt as typed; then :meth:`start_command` decides every
    line at once: a refusal ends the run before anything runs; asks wait for a person; the rest run,
    each ``!`` line in its own batch (in the file's order), the ``@`` files together;
-3. each result lands in :meth:`command_output` (through ``_add_tool_result``); a failing ``!`` line ends
+3. each result lands in :meth:`command_output` (through ``TurnLogic.add_tool_result``); a failing ``!`` line ends
    the run, an ``@`` file that cannot be read is left out with a warning (``@`` also matches words that
    are not files);
 4. :meth:`send_command`: the prompt (the files as Read reminders, the command's tags, its text with each
@@ -26,6 +26,7 @@ failed for pattern "!`…`": …``) as a ``success`` result without a model call
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from workflows import keys
 from workflows.commands import (
@@ -56,13 +57,22 @@ from workflows.tokens import estimate_tokens
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
+if TYPE_CHECKING:
+    from workflows.engine.approvals import Approvals
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
+    from workflows.hooks.commits import HookCommits
+
 __all__ = ["CommandRuns"]
 
 
 class CommandRuns(Part):
-    """Custom slash commands' runs (mixed into :class:`~workflows.engine.Engine`)."""
+    """Custom slash commands' runs (``engine.commands``)."""
 
-    uses = ('approvals', 'hooks', 'tools', 'turns')
+    approvals: Approvals
+    hooks: HookCommits
+    tools: ToolCalls
+    turns: TurnLogic
 
     def refresh_commands(self, sid: str) -> list[str]:
         """Read the session's commands from its workspace and its user's home (the CLI's files) and keep them
@@ -111,7 +121,7 @@ class CommandRuns(Part):
         for line in run.lines:
             if run.kind == "mention" and line.error is not None and line.tool_use_id == "":
                 tx.add(SystemEntry(session_id=rec.id, subtype="warning",
-                                          content=f"{line.pattern} was not attached: {line.error}"))
+                                   content=f"{line.pattern} was not attached: {line.error}"))
         if run.failure is not None:
             self._command_failed(tx)
             return
@@ -158,7 +168,8 @@ class CommandRuns(Part):
                             batch=i if line.kind == "bash" else bash_lines)
             if perm.decision is Decision.ASK:
                 call.status = ToolCallStatus.AWAITING_APPROVAL
-                asked.append(self.approvals.request(rec, call, tool_input, f"/{run.name}: {perm.reason or perm.source}"))
+                why = f"/{run.name}: {perm.reason or perm.source}"
+                asked.append(self.approvals.request(rec, call, tool_input, why))
             calls.append(call)
         return calls, asked
 
@@ -193,7 +204,7 @@ class CommandRuns(Part):
         if line.kind == "file" and output.is_error:
             line.error = output.content
             tx.add(SystemEntry(session_id=rec.id, subtype="warning",
-                                      content=f"{line.pattern} was not attached: {first}"))
+                               content=f"{line.pattern} was not attached: {first}"))
         elif output.is_error:
             line.error = output.content
             if run.failure is None:

@@ -1,10 +1,12 @@
 """Compaction: starting one, and committing its summary or its failure.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.compaction``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from workflows.commit import Part, Tx
 from workflows.engine.charges import charge
@@ -22,11 +24,16 @@ from workflows.models import (
 )
 from workflows.tokens import estimate_tokens
 
+if TYPE_CHECKING:
+    from workflows.engine.turn import TurnLogic
+    from workflows.hooks.commits import HookCommits
+
 
 class Compacting(Part):
     """Compaction: starting one, and committing its summary or its failure."""
 
-    uses = ('hooks', 'turns')
+    hooks: HookCommits
+    turns: TurnLogic
 
     def begin_compaction(self, tx: Tx, trigger: str, instructions: str | None = None) -> None:
         rec = tx.rec
@@ -52,7 +59,7 @@ class Compacting(Part):
                 else []
             preserved = list(dict.fromkeys([*preserved, *keep]))  # the messages the notes do not cover yet
             tx.add(CompactBoundaryEntry(session_id=sid, trigger=trigger, pre_tokens=before, source=source,
-                                               preserved=preserved, step_id=step.id))
+                                        preserved=preserved, step_id=step.id))
             tx.add(SummaryEntry(session_id=sid, summary=summary, step_id=step.id))
             rec.context_tokens = (estimate_tokens(summary) + estimate_tokens(rec.system_context + rec.user_context)
                                   + kept_tokens)
@@ -63,7 +70,7 @@ class Compacting(Part):
             if trigger == "manual":
                 rec.auto_compact_off = False
             self.compaction_done(tx, f"Compacted {before:,} tokens into a summary of about "
-                                      f"{rec.context_tokens:,}.")
+                                 f"{rec.context_tokens:,}.")
 
         return self.committer.step_event(sid, step_id, owner, apply)
 
@@ -78,7 +85,7 @@ class Compacting(Part):
             rec = tx.rec
             rec.compact_failures += 1
             tx.add(SystemEntry(session_id=sid, subtype="warning", step_id=step.id,
-                                      content=f"Compaction failed ({rec.compact_failures} in a row): {error}"))
+                               content=f"Compaction failed ({rec.compact_failures} in a row): {error}"))
             if rec.compact_failures >= self.settings.compact_max_failures and not rec.auto_compact_off:
                 rec.auto_compact_off = True
                 tx.add(SystemEntry(session_id=sid, subtype="error", content=(
@@ -94,11 +101,13 @@ class Compacting(Part):
         tx.fire("compacted")
         rec.compact_trigger = None
         rec.compact_instructions = None
-        restart = not failed and self.hooks.restart_gate(tx, "compact")  # SessionStart(compact): now, or at the next prompt
+        # SessionStart(compact): now, or at the next prompt
+        restart = not failed and self.hooks.restart_gate(tx, "compact")
         if manual:
             self.turns.add_result(tx, "error_during_execution" if failed else "success", text)
             self.turns.after_idle(tx)
         elif restart:
             self.committer.new_step(tx, StepKind.HOOK, event="SessionStart")  # then the model call
         else:
-            self.committer.new_step(tx, StepKind.MODEL)  # never another compaction: it goes on, over the threshold or not
+            # never another compaction: it goes on, over the threshold or not
+            self.committer.new_step(tx, StepKind.MODEL)

@@ -1,10 +1,12 @@
 """Memory forks beside the turn: session-memory updates and auto-memory extraction.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.forks``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.commit import Part, Tx
@@ -30,11 +32,14 @@ from workflows.models import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from workflows.engine.turn import TurnLogic
+
 
 class MemoryForks(Part):
     """Memory forks beside the turn: session-memory updates and auto-memory extraction."""
 
-    uses = ('turns',)
+    turns: TurnLogic
 
     def maybe_update_session_memory(self, tx: Tx, tool_calls: int) -> None:
         """After a model turn: ask for a session-memory update when the thresholds say so."""
@@ -117,7 +122,7 @@ class MemoryForks(Part):
             else:
                 text = "Session memory unchanged: the update made no edit."
             tx.add(SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
-                                      usage=usage, cost_usd=cost))
+                               usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
 
         return self.committer.step_event(sid, step_id, owner, apply)
@@ -143,7 +148,7 @@ class MemoryForks(Part):
                 parts.append("deleted " + ", ".join(deletes))
             text = ("Memory extraction " + "; ".join(parts) + ".") if parts else "Memory extraction: nothing new to save."
             tx.add(SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
-                                      usage=usage, cost_usd=cost))
+                               usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
 
         return self.committer.step_event(sid, step_id, owner, apply)
@@ -163,7 +168,7 @@ class MemoryForks(Part):
         tx.cleared.append(step)
         what = "Session-memory update" if step.kind is StepKind.MEMORY else "Memory extraction"
         tx.add(SystemEntry(session_id=tx.rec.id, subtype="warning", step_id=step.id,
-                                  content=f"{what} failed: {error}"))
+                           content=f"{what} failed: {error}"))
         self._fork_done(tx, step)
 
     def _fork_done(self, tx: Tx, step: StepRecord) -> None:

@@ -1,13 +1,13 @@
 """The step protocol's claim, heartbeat and recovery: claims, leases, the reaper's take-backs.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.ledger``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from workflows import keys
 from workflows.commit import Part, Tx, retry_on_conflict, stale
@@ -35,11 +35,16 @@ from workflows.models import (
     ToolCallStatus,
 )
 
+if TYPE_CHECKING:
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
+
 
 class StepLedger(Part):
     """The step protocol's claim, heartbeat and recovery: claims, leases, the reaper's take-backs."""
 
-    uses = ('tools', 'turns')
+    tools: ToolCalls
+    turns: TurnLogic
 
     def step_name(self, rec: SessionRecord, step: StepRecord) -> str:
         if step.kind is StepKind.TOOL:
@@ -98,7 +103,7 @@ class StepLedger(Part):
             return Claim(None, [], rec)  # its claim's worker is alive: the step is taken, never run twice
         if step.attempt >= self.settings.max_attempts:
             self.turns.fail(tx, step, f"{self.step_name(rec, step)} failed after {step.attempt} attempts: "
-                       "its worker stopped each time.")
+                            "its worker stopped each time.")
             self.committer.commit(tx)
             return Claim(None, tx.dispatch, rec)
         step.status = StepStatus.RUNNING
@@ -257,20 +262,21 @@ class StepLedger(Part):
             if step.kind is StepKind.TOOL else None
         if call is not None and call.status is not ToolCallStatus.DONE and not idempotent(call.name):
             tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
-                                      content=f"{lost}: its outcome is unknown, not re-run."))
+                               content=f"{lost}: its outcome is unknown, not re-run."))
             tx.finish(step)
             self.turns.add_tool_result(tx, call.tool_use_id, unknown_outcome(call), step_id=step.id)
             call.status = ToolCallStatus.DONE
             self.tools.advance_tools(tx)
             return
         if step.attempt >= self.settings.max_attempts:
-            self.turns.fail(tx, step, f"{lost}; it failed after {step.attempt} attempts, its worker stopping each time.")
+            self.turns.fail(tx, step, f"{lost}; it failed after {step.attempt} attempts, its worker stopping "
+                            "each time.")
             return
         step.status = StepStatus.PENDING
         step.owner = None
         step.error = f"{lost} (attempt {step.attempt})"
         tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
-                                  content=f"{lost} (attempt {step.attempt}); running it again on another worker."))
+                           content=f"{lost} (attempt {step.attempt}); running it again on another worker."))
         tx.steps.append(step)
         tx.dispatch.append(step)
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)

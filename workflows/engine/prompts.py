@@ -7,7 +7,7 @@ session's inbox; a cancel bumps the epoch so that every step of the old run is s
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
 from workflows.commit import Part, Tx, retry_on_conflict
@@ -29,6 +29,11 @@ from workflows.models import (
 )
 from workflows.tokens import estimate_tokens, thresholds
 
+if TYPE_CHECKING:
+    from workflows.engine.compaction_commits import Compacting
+    from workflows.engine.fork_commits import MemoryForks
+    from workflows.engine.turn import TurnLogic
+
 #: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
 SUBMIT_KEYS_KEPT = 20
 
@@ -36,7 +41,9 @@ SUBMIT_KEYS_KEPT = 20
 class PromptVerbs(Part):
     """Prompting and stopping a session: submit, compact, cancel, stop, clear the queue."""
 
-    uses = ('compaction', 'forks', 'turns')
+    compaction: Compacting
+    forks: MemoryForks
+    turns: TurnLogic
 
     @retry_on_conflict
     def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:

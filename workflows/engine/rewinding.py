@@ -2,7 +2,7 @@
 messages, the files its edit tools changed since back to their checkpoints (:mod:`workflows.checkpoints`), or
 both, as Claude Code's ``/rewind`` does.
 
-A part of :class:`workflows.engine.Engine` (a mixin). A human-paced verb: under the session's lock, on an
+A part of :class:`workflows.engine.Engine` (``engine.rewinding``). A human-paced verb: under the session's lock, on an
 idle session (a memory extraction still running is left to go on beside it, as ``compact`` does) with no
 queued message. Everything is checked before anything changes. The files are restored first, by the process
 that asks (it must see the workspace); then one fenced commit appends a :class:`RewindEntry`, which

@@ -1,7 +1,7 @@
 """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs).
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.sessions``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import date
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
 from workflows import context_files, keys
@@ -37,6 +37,7 @@ from workflows.models import (
     RuleSet,
     SandboxSettings,
     SessionRecord,
+    StepRecord,
     new_id,
 )
 from workflows.permissions import bypass
@@ -44,12 +45,14 @@ from workflows.permissions.decide import read_denied_for
 from workflows.permissions.paths import WorkArea
 from workflows.tokens import estimate_tokens
 
+if TYPE_CHECKING:
+    from workflows.hooks.commits import HookCommits
 
 
 class SessionVerbs(Part):
     """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs)."""
 
-    uses = ('hooks',)
+    hooks: HookCommits
 
     def create_session(
         self,

@@ -1,7 +1,7 @@
 """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.subagents``); it commits through
+:class:`workflows.commit.Committer`.
 
 1. **Start.** When a Task call's batch starts, the parent's commit also writes the child: a new
    session record (the agent's prompt, tools and model; the parent's permission mode, rules,
@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
@@ -50,6 +51,11 @@ from workflows.models import (
 from workflows.permissions.bypass import effective_mode
 from workflows.pricing import add_cost
 from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.engine.prompts import PromptVerbs
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +87,9 @@ def child_tools(parent: SessionRecord, agent_tools: list[str] | None, disallowed
 class SubagentLogic(Part):
     """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result."""
 
-    uses = ('prompts', 'tools', 'turns')
+    prompts: PromptVerbs
+    tools: ToolCalls
+    turns: TurnLogic
 
     def check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
         """Raises ToolInputError when the Task call names no agent type this session has (Claude Code's words)."""
@@ -311,4 +319,3 @@ def tree(store, sid: str) -> list[tuple[int, SessionRecord]]:
 
 
 __all__ = ["AGENT_OWNER", "SubagentLogic", "agent_owner", "child_tools", "tree"]
-

@@ -1,7 +1,6 @@
 """Session titles, the commit side: the first run's end asks for a ``title`` step; its outcome is recorded once.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.titles` for the call and
-:mod:`workflows.engine.commit` for the commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.titles``); see :mod:`workflows.titles` for the call.
 """
 
 from __future__ import annotations

@@ -38,7 +38,12 @@ from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
+    from workflows.engine.approvals import Approvals
+    from workflows.engine.commands import CommandRuns
+    from workflows.engine.subagents import SubagentLogic
+    from workflows.engine.turn import TurnLogic
     from workflows.fenced import Recorder
+    from workflows.hooks.commits import HookCommits
 
 #: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
 #: that says so, so a hostile or confused model cannot fan out without bound.
@@ -52,13 +57,17 @@ def runs_early(rec: SessionRecord, name: str, tool) -> bool:
     before it runs the call, and by the commit of the reply before it records the result."""
     return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)
             and not any(rec.hooks.for_event(event, name) for event in (HookEvent.PRE_TOOL_USE,
-                                                                         HookEvent.POST_TOOL_USE)))
+                                                                       HookEvent.POST_TOOL_USE)))
 
 
 class ToolCalls(Part):
     """A reply's tool calls: checked, batched, asked about or dispatched, and their results recorded."""
 
-    uses = ('approvals', 'commands', 'hooks', 'subagents', 'turns')
+    approvals: Approvals
+    commands: CommandRuns
+    hooks: HookCommits
+    subagents: SubagentLogic
+    turns: TurnLogic
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
                            hook: HookOutcome | None = None,

@@ -1,7 +1,7 @@
 """One turn of the agent loop: the prompt, the model's reply, its tool calls, the next call, the end.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.turns``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
@@ -38,12 +38,28 @@ from workflows.tokens import estimate_tokens, media_tokens, thresholds
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
+    from workflows.engine.commands import CommandRuns
+    from workflows.engine.compaction_commits import Compacting
+    from workflows.engine.fork_commits import MemoryForks
+    from workflows.engine.subagents import SubagentLogic
+    from workflows.engine.titles import TitleLogic
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.hooks.commits import HookCommits
+    from workflows.mcp.commits import McpCommits
     pass
+
 
 class TurnLogic(Part):
     """One turn of the agent loop: the prompt, the model's reply, its tool calls, the next call, the end."""
 
-    uses = ('commands', 'compaction', 'forks', 'hooks', 'mcp', 'subagents', 'titles', 'tools')
+    commands: CommandRuns
+    compaction: Compacting
+    forks: MemoryForks
+    hooks: HookCommits
+    mcp: McpCommits
+    subagents: SubagentLogic
+    titles: TitleLogic
+    tools: ToolCalls
 
     def add_tool_result(self, tx: Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
         if tx.rec.command is not None and self.commands.command_output(tx, tool_use_id, output):
@@ -52,7 +68,7 @@ class TurnLogic(Part):
                                 is_error=output.is_error)
         tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
         tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
-                                origin="tool_result", display=output.display or None, step_id=step_id))
+                         origin="tool_result", display=output.display or None, step_id=step_id))
 
     def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
         """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
@@ -95,7 +111,7 @@ class TurnLogic(Part):
                                   + u.output_tokens)
             rec.context_added = 0
             tx.add(AssistantEntry(session_id=sid, message=msg, cost_usd=cost,
-                                         duration_ms=reply.duration_ms, step_id=step.id))
+                                  duration_ms=reply.duration_ms, step_id=step.id))
             tool_uses = msg.tool_uses()
             self.forks.maybe_update_session_memory(tx, len(tool_uses))
             if tool_uses:
@@ -194,7 +210,7 @@ class TurnLogic(Part):
             tx.steps.append(step)
             tx.cleared.append(step)
             tx.add(SystemEntry(session_id=tx.rec.id, subtype="error", step_id=step.id,
-                                      content=f"Could not report this sub-agent's answer to its parent: {error}"))
+                               content=f"Could not report this sub-agent's answer to its parent: {error}"))
             return
         if step.kind is StepKind.MCP:  # the servers fail; the run goes on without them
             self.mcp.mcp_discovery_failed(tx, step, error)
@@ -228,7 +244,7 @@ class TurnLogic(Part):
         for call in rec.tool_calls:
             if call.status is not ToolCallStatus.DONE:
                 self.add_tool_result(tx, call.tool_use_id, ToolOutput(content=INTERRUPTED, is_error=True,
-                                                                       display="interrupted"))
+                                                                      display="interrupted"))
         rec.tool_calls = []
         tx.fire(trigger)
         self.add_result(tx, subtype, reason, is_error=True)

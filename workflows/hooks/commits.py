@@ -1,7 +1,9 @@
 """The engine's part of hooks: committing a hook's outcome before it is acted on.
 
-A mixin of :class:`workflows.engine.Engine` (it uses the engine's fenced step commit, ``_step_event``,
-and its helpers), kept here so the engine module does not grow with every event.
+A part of :class:`workflows.engine.Engine` (``engine.hooks``): it fills a :class:`workflows.commit.Tx` and commits
+it through :class:`workflows.commit.Committer`, and imports nothing of the engine (the other parts it
+calls are handed to it, :class:`workflows.commit.Part`). The lifecycle events' side is
+:mod:`workflows.hooks.lifecycle`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
-from workflows.commit import Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.lifecycle import LifecycleHooks
 from workflows.hooks.outcome import HookOutcome, HookRun
@@ -42,9 +44,13 @@ __all__ = ["HookCommits"]
 
 
 class HookCommits(LifecycleHooks):
-    """Engine methods for hooks (mixed into :class:`~workflows.engine.Engine`)."""
+    """Engine methods for hooks (``engine.hooks``)."""
 
-    uses = ('approvals', 'commands', 'compaction', 'mcp', 'tools', 'turns')
+    approvals: Part  # workflows.engine.approvals.Approvals
+    commands: Part  # workflows.engine.commands.CommandRuns
+    mcp: Part  # workflows.mcp.commits.McpCommits
+    tools: Part  # workflows.engine.tool_calls.ToolCalls
+    turns: Part  # workflows.engine.turn.TurnLogic
 
     @retry_on_conflict
     def add_hooks(self, sid: str, hooks: HookSet) -> None:
@@ -85,7 +91,8 @@ class HookCommits(LifecycleHooks):
                 return
             self.refuse_call(tx, call, action.reason, step)
             if action.stop:
-                self.turns.abort_run(tx, "halt", "error_during_execution", f"Stopped by a PreToolUse hook: {action.stop}")
+                self.turns.abort_run(tx, "halt", "error_during_execution",
+                                     f"Stopped by a PreToolUse hook: {action.stop}")
             else:
                 self.tools.advance_tools(tx)
 
@@ -206,7 +213,7 @@ class HookCommits(LifecycleHooks):
             why = outcome.reason if outcome.blocked else outcome.stop_reason
             tx.fire("halt")
             self.turns.add_result(tx, "success", f"Prompt blocked by a UserPromptSubmit hook: "
-                                            f"{why or 'no reason given'}")
+                                  f"{why or 'no reason given'}")
             self.turns.after_idle(tx)
             return
         self.release_prompt(tx, outcome.context if outcome else [])
@@ -233,7 +240,7 @@ class HookCommits(LifecycleHooks):
                 rec.stop_hook_active = True
                 text = f"Stop hook feedback:\n{outcome.reason}"
                 tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=text),
-                                        origin="synthetic"))
+                                 origin="synthetic"))
                 rec.context_added += estimate_tokens(text)
                 self.turns.next_model_call(tx)  # (which stops at the run's max turns)
                 return
@@ -245,7 +252,7 @@ class HookCommits(LifecycleHooks):
         for text in context:
             content = context_text(event, text)
             tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=content),
-                                    origin="synthetic"))
+                             origin="synthetic"))
             tx.rec.context_added += estimate_tokens(content)
 
     def add_hook_entry(self, tx, outcome: HookOutcome, call: ToolCall | None = None,
@@ -253,17 +260,17 @@ class HookCommits(LifecycleHooks):
         """The ``hook`` entry of ``outcome``, and a warning entry for what it says to the user."""
         rec = tx.rec
         tx.add(HookEntry(session_id=rec.id, event=outcome.event.value, outcome=outcome,
-                                tool_use_id=call.tool_use_id if call else None, tool=call.name if call else None,
-                                step_id=step.id if step else None, prompt_sha256=prompt_sha256))
+                         tool_use_id=call.tool_use_id if call else None, tool=call.name if call else None,
+                         step_id=step.id if step else None, prompt_sha256=prompt_sha256))
         for message in outcome.messages:
             tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=message,
-                                      step_id=step.id if step else None))
+                               step_id=step.id if step else None))
 
     def refuse_call(self, tx, call: ToolCall, reason: str, step: StepRecord | None = None) -> None:
         """The call is not run: ``reason`` is its (error) result, and it is listed among the run's denials."""
         self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(content=reason, is_error=True,
-                                                               display=f"blocked: {reason}"[:120]),
-                              step_id=step.id if step else None)
+                                                                    display=f"blocked: {reason}"[:120]),
+                                   step_id=step.id if step else None)
         call.status = ToolCallStatus.DONE
         tx.rec.run_denials.append({"tool_name": call.name, "tool_use_id": call.tool_use_id,
                                    "tool_input": call.input})

@@ -26,7 +26,7 @@ __all__ = ["LifecycleHooks"]
 class LifecycleHooks(Part):
     """The commit side of the lifecycle hook events (see the module docstring)."""
 
-    uses = ('compaction',)
+    compaction: Part  # workflows.engine.compaction_commits.Compacting
 
     def pre_compact_gate(self, tx) -> bool:
         """A compaction begins (the session is ``compacting``): True when PreCompact hooks for its trigger
@@ -73,7 +73,8 @@ class LifecycleHooks(Part):
         """The session starts waiting for permission: Notification hooks run in a background step (nothing waits)."""
         tools = [r.tool for r in asked if r.kind == "permission"]
         if tools and tx.rec.hooks.for_event(HookEvent.NOTIFICATION, NOTIFICATION_TYPE):
-            self.committer.new_step(tx, StepKind.HOOK, event=HookEvent.NOTIFICATION.value, detail=permission_message(tools))
+            self.committer.new_step(tx, StepKind.HOOK, event=HookEvent.NOTIFICATION.value,
+                                    detail=permission_message(tools))
 
     @retry_on_conflict
     def session_end(self, sid: str, reason: str, rec=None) -> list[StepRecord]:
@@ -106,4 +107,4 @@ class LifecycleHooks(Part):
         tx.steps.append(step)
         tx.cleared.append(step)
         tx.add(SystemEntry(session_id=tx.rec.id, subtype="warning", step_id=step.id,
-                                  content=f"{step.event} hooks failed: {error}"))
+                           content=f"{step.event} hooks failed: {error}"))

@@ -1,4 +1,4 @@
-"""The engine's MCP events (an :class:`~workflows.engine.Engine` mixin): discovery before the prompt.
+"""The engine's MCP events (``engine.mcp``, a part of :class:`~workflows.engine.Engine`): discovery before the prompt.
 
 A session's servers are found when a run starts while some are still ``pending``: the prompt is
 held (``SessionRecord.held_prompt``, as for prompt hooks), the session moves to ``querying`` and a
@@ -28,7 +28,7 @@ __all__ = ["McpCommits"]
 class McpCommits(Part):
     """MCP discovery in the engine (see the module docstring)."""
 
-    uses = ('hooks',)
+    hooks: Part  # workflows.hooks.commits.HookCommits
 
     def mcp_waiting(self, rec) -> bool:
         """Servers wait to be connected: the next prompt is held for a discovery step."""
