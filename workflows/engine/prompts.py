@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from workflows.engine.fork_commits import MemoryForks
     from workflows.engine.turn import TurnLogic
 
-#: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
+#: Message keys a session remembers (:meth:`PromptVerbs.submit`'s ``once``).
 SUBMIT_KEYS_KEPT = 20
 
 

@@ -61,31 +61,6 @@ class TurnLogic(Part):
     titles: TitleLogic
     tools: ToolCalls
 
-    def add_tool_result(self, tx: Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
-        if tx.rec.command is not None and self.commands.command_output(tx, tool_use_id, output):
-            return  # a custom command's line: its result goes into the command's prompt (workflows.engine.commands)
-        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.blocks or output.content,
-                                is_error=output.is_error)
-        tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
-        tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
-                         origin="tool_result", display=output.display or None, step_id=step_id))
-
-    def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
-        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
-        rec = tx.rec
-        rec.command, rec.run_model, rec.run_allow = None, None, []  # a command's hold on its run ends with it
-        tx.add(ResultEntry(
-            session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
-            num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
-            duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
-            permission_denials=list(rec.run_denials),
-            usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),
-            memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
-            memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
-        ))
-        if rec.parent_session_id:
-            self.subagents.child_ended(tx)
-
     def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply,
                            ran: dict | None = None) -> list[StepRecord]:
         """Commit a model reply: record it, then fan out tool calls or end the run.
@@ -249,3 +224,29 @@ class TurnLogic(Part):
         tx.fire(trigger)
         self.add_result(tx, subtype, reason, is_error=True)
         self.after_idle(tx)  # the inbox is a queue: a cancel or a failure does not drop it
+
+    def add_tool_result(self, tx: Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
+        """A call's result entry (every result comes here; a custom command's line keeps it for its prompt)."""
+        if tx.rec.command is not None and self.commands.command_output(tx, tool_use_id, output):
+            return  # a custom command's line: its result goes into the command's prompt (workflows.engine.commands)
+        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.blocks or output.content,
+                                is_error=output.is_error)
+        tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
+        tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
+                         origin="tool_result", display=output.display or None, step_id=step_id))
+
+    def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
+        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
+        rec = tx.rec
+        rec.command, rec.run_model, rec.run_allow = None, None, []  # a command's hold on its run ends with it
+        tx.add(ResultEntry(
+            session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
+            num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
+            duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
+            permission_denials=list(rec.run_denials),
+            usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),
+            memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
+            memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
+        ))
+        if rec.parent_session_id:
+            self.subagents.child_ended(tx)
