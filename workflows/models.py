@@ -637,7 +637,7 @@ class SessionRecord(_Model):
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     # When its score in the ``sessions`` listing was last set: the steps of a running turn set it at most
-    # every few seconds (workflows/engine/commit.py), not at each commit.
+    # every few seconds (workflows/commit/committer.py), not at each commit.
     listed_at: float = 0.0
 
     usage: Usage = Field(default_factory=Usage)

@@ -7,7 +7,7 @@ calls run by the model step, right after the reply, on this worker; the reply an
 recorded by one commit (``Engine.record_model_reply(ran=...)``), the next model call claimed by it too.
 That spares each such turn a commit, a claim and a hop: a third of a Read loop's work per step
 (bench/step_overhead.py). What the commit records is what the tool step would have: the same
-permission decision (``decide`` and :func:`~workflows.engine.turn.runs_early`, asked again inside the
+permission decision (``decide`` and :func:`~workflows.engine.tool_calls.runs_early`, asked again inside the
 commit, with the record it writes; for a call they do not allow now the early result is dropped and
 the call goes the usual way), the same tool context, the same entries, a tool step record (born done)
 for each call. A worker that dies between the reply and the commit runs the model step again, as it
@@ -23,7 +23,7 @@ from typing import NamedTuple
 from workflows import checkpoints
 from workflows.engine import Engine
 from workflows.engine.support import unknown_outcome
-from workflows.engine.turn import runs_early
+from workflows.engine.tool_calls import runs_early
 from workflows.exceptions import ToolInputError
 from workflows.hooks.config import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input

@@ -209,15 +209,15 @@ def test_a_sub_agents_edits_are_checkpointed_for_its_parents_message(engine, ws)
 
 
 def test_session_notes_that_covered_a_message_taken_back_are_dropped(engine, ws):
-    from workflows.engine.support import _Tx
+    from workflows.commit import Tx
 
     sid, _, _ = two_turns(engine, ws)
     entries = engine.store.entries(sid)
     rec = engine.store.get_session(sid)
     rec.memory_covers = entries[-1].uuid  # the notes saw the second turn
-    tx = _Tx(rec)
+    tx = Tx(rec)
     tx.memory_doc = "# Notes\nedited a.txt to v2"
-    engine._commit(tx)
+    engine.committer.commit(tx)
     engine.rewind(sid, engine.rewind_points(sid)[1].uuid, code=False)
     rec = engine.store.get_session(sid)
     assert not engine.store.session_memory(sid) and rec.memory_covers is None

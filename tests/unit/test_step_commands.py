@@ -16,7 +16,7 @@ import time
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
 from workflows import keys
-from workflows.engine.support import LIST_SECONDS
+from workflows.commit.committer import LIST_SECONDS
 from workflows.fenced import Recorder, coalesced
 from workflows.models import ResultEntry, StepKind, SystemEntry
 from workflows.steps import owner_token, run_one

@@ -92,7 +92,7 @@ def test_an_unknown_agent_type_is_an_error_result_naming_the_available_ones(engi
 
 
 def test_a_reply_starts_at_most_ten_sub_agents_and_the_rest_are_refused_saying_so(engine, ws):
-    from workflows.engine.turn import MAX_SUBAGENTS_PER_REPLY
+    from workflows.engine.tool_calls import MAX_SUBAGENTS_PER_REPLY
 
     n = MAX_SUBAGENTS_PER_REPLY + 2
     model = scripted_model(family([Turn(tool_uses=[task(i) for i in range(1, n + 1)]), Turn(text="done")]))
@@ -166,9 +166,9 @@ def test_a_child_step_claimed_after_its_parent_stopped_waiting_is_not_run(engine
     (child_step,) = list(inline.queue)
     inline.queue.clear()
     # the parent's run ends while its child's first step is still queued, and the cascade is lost
-    engine.stop_children = lambda children: []
+    engine.subagents.stop_children = lambda children: []
     engine.stop(rec.id)
-    del engine.stop_children
+    del engine.subagents.stop_children
     run_step(engine, child_step.session_id, child_step.id, inline.dispatch)
     kid = engine.store.get_session(child_step.session_id)
     assert kid.state is State.IDLE and kid.turns == 0  # stopped, and the model was never called

@@ -1,25 +1,25 @@
 """Permission requests: asking a person (no worker waits), settling their answer or its timeout.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.approvals``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
+from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.edit_preview import preview
 from workflows.engine.support import (
     DENIED_BY_USER,
     KEEP_REQUESTS,
     _denial,
     _request_id,
-    _Tx,
     find_request,
-    retry_on_conflict,
 )
-from workflows.edit_preview import preview
 from workflows.exceptions import (
     AlwaysNotOffered,
     RequestClosed,
@@ -41,11 +41,26 @@ from workflows.models import (
 from workflows.permissions import Decision, always_offered, always_rules, decide, summary
 from workflows.tools.base import ToolOutput
 
+if TYPE_CHECKING:
+    from workflows.engine.commands import CommandRuns
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
+    from workflows.hooks.commits import HookCommits
 
-class Approvals:
+
+class Approvals(Part):
     """Permission requests: asking a person (no worker waits), settling their answer or its timeout."""
 
-    def _request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
+    commands: CommandRuns
+    hooks: HookCommits
+    tools: ToolCalls
+    turns: TurnLogic
+
+    def find(self, rec: SessionRecord, request: str | None) -> PermissionRequest:
+        """The session's request named by id or unique prefix (None: the only pending one): :func:`find_request`."""
+        return find_request(rec, request)
+
+    def request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest:
         """The durable question about ``call`` (run with ``tool_input``) for a person; an edit's with the
         diff it would make in the file as it is now."""
         shown = preview(rec, call.name, tool_input)
@@ -56,15 +71,15 @@ class Approvals:
             diff=shown.diff, diff_note=shown.note,
         )
 
-    def _ask(self, tx: _Tx, asked: list[PermissionRequest]) -> None:
+    def ask(self, tx: Tx, asked: list[PermissionRequest]) -> None:
         """Put the session in ``awaiting_permission`` with these questions; no worker waits."""
         tx.counts.append(lambda n=len(asked): TALLY.add("mainsail_approvals_asked_total", n))
         rec = tx.rec
         rec.permission_requests = rec.permission_requests[-(KEEP_REQUESTS - len(asked)):] + asked
-        self._fire(tx, "approval_needed")
-        self.notify_permission(tx, asked)
+        tx.fire("approval_needed")
+        self.hooks.notify_permission(tx, asked)
         for req in asked:
-            self._add(tx, PermissionRequestEntry(
+            tx.add(PermissionRequestEntry(
                 session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
                 input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
                 always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input,
@@ -103,17 +118,17 @@ class Approvals:
                 req.input = updated_input
                 call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
                 call.input = updated_input
-            tx = _Tx(rec)
+            tx = Tx(rec)
             self._settle(tx, req, approve, by=by, message=message, always=always, decider=decider)
             if approve and always:
                 for other in rec.pending_requests():
                     perm = decide(find_tool(self.store, rec, other.tool), other.input, rec)
                     if perm.decision is Decision.ALLOW:
                         self._settle(tx, other, True, by="rule", reason=perm.source)
-            self._fire(tx, "permission_decided")
+            tx.fire("permission_decided")
             if rec.state is State.RUNNING_TOOLS:
-                self._advance_tools(tx)
-            self._commit(tx)
+                self.tools.advance_tools(tx)
+            self.committer.commit(tx)
         return tx.dispatch
 
     def expire_approvals(self, now: float | None = None) -> list[StepRecord]:
@@ -127,7 +142,7 @@ class Approvals:
                 self.store.r.zrem(keys.approvals(), keys.lease_member(sid, request_id))
         return out
 
-    def _settle(self, tx: _Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,
+    def _settle(self, tx: Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,
                 always: bool = False, reason: str = "", decider: str | None = None) -> None:
         rec = tx.rec
         req.status = RequestStatus.APPROVED if approve else RequestStatus.DENIED
@@ -152,7 +167,7 @@ class Approvals:
                     rec.rules.add("allow", rule, "session")
                     added.append(rule)
         elif call.prelude:  # a custom command's ! line: the command does not run (workflows.engine.commands)
-            self.command_refused(tx, call, by, message)
+            self.commands.command_refused(tx, call, by, message)
         else:
             if by == "timeout":
                 text = (f"Permission to use {call.name} was denied: nobody answered within "
@@ -161,12 +176,12 @@ class Approvals:
                 text = DENIED_BY_USER.format(tool=call.name)
                 if message:
                     text += f" To tell you how to proceed, the user said:\n{message}"
-            self._add_tool_result(tx, call.tool_use_id, ToolOutput(
+            self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(
                 content=text, is_error=True,
                 display=f"denied ({by})" + (f": {message}" if message else "")))
             call.status = ToolCallStatus.DONE
             rec.run_denials.append(_denial(call.name, call.tool_use_id, call.input))
-        self._add(tx, PermissionDecisionEntry(
+        tx.add(PermissionDecisionEntry(
             session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
             decision="allow" if approve else "deny", decided_by=by, reason=reason, message=message,
             rules_added=added, decider=decider))

@@ -1,19 +1,19 @@
 """Custom slash commands in the engine: a prompt ``/name args`` that names one of the session's commands
 runs its ``!`` lines and ``@`` references first, then sends the prompt they complete.
 
-A part of :class:`workflows.engine.Engine` (a mixin). Where the lines run, and why: each is a call of the
+A part of :class:`workflows.engine.Engine` (``engine.commands``). Where the lines run, and why: each is a call of the
 Bash (``!``) or Read (``@``) tool, kept in ``SessionRecord.tool_calls`` with ``prelude`` set, decided by
 the one permission function and run by the ordinary tool step on the session's tools worker, in the OS
 sandbox, with the session's hooks; so a ``!`` line can do exactly what the same Bash call of the model
 could, and asks exactly when it would ask (a person, durably; in print mode nobody, so it is refused).
 Their results go into the prompt instead of the transcript. The run's steps:
 
-1. ``_start_run`` finds the command (:meth:`_invoked_command`): a ``command`` entry marks the run's
+1. ``TurnLogic.start_run`` finds the command (:meth:`invoked_command`): a ``command`` entry marks the run's
    start, the command's ``model`` and ``allowed-tools`` apply to the run;
 2. UserPromptSubmit hooks (if any) see the prompt as typed; then :meth:`start_command` decides every
    line at once: a refusal ends the run before anything runs; asks wait for a person; the rest run,
    each ``!`` line in its own batch (in the file's order), the ``@`` files together;
-3. each result lands in :meth:`command_output` (through ``_add_tool_result``); a failing ``!`` line ends
+3. each result lands in :meth:`command_output` (through ``TurnLogic.add_tool_result``); a failing ``!`` line ends
    the run, an ``@`` file that cannot be read is left out with a warning (``@`` also matches words that
    are not files);
 4. :meth:`send_command`: the prompt (the files as Read reminders, the command's tags, its text with each
@@ -26,6 +26,7 @@ failed for pattern "!`…`": …``) as a ``success`` result without a model call
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from workflows import keys
 from workflows.commands import (
@@ -37,7 +38,7 @@ from workflows.commands import (
     prompt_blocks,
 )
 from workflows.commands.expand import attached_files, bash_mode, bash_mode_texts, mentions
-from workflows.engine.support import _Tx
+from workflows.commit import Part, Tx
 from workflows.exceptions import ToolInputError
 from workflows.hooks.config import HookEvent
 from workflows.models import (
@@ -56,11 +57,22 @@ from workflows.tokens import estimate_tokens
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
+if TYPE_CHECKING:
+    from workflows.engine.approvals import Approvals
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
+    from workflows.hooks.commits import HookCommits
+
 __all__ = ["CommandRuns"]
 
 
-class CommandRuns:
-    """Custom slash commands' runs (mixed into :class:`~workflows.engine.Engine`)."""
+class CommandRuns(Part):
+    """Custom slash commands' runs (``engine.commands``)."""
+
+    approvals: Approvals
+    hooks: HookCommits
+    tools: ToolCalls
+    turns: TurnLogic
 
     def refresh_commands(self, sid: str) -> list[str]:
         """Read the session's commands from its workspace and its user's home (the CLI's files) and keep them
@@ -70,20 +82,20 @@ class CommandRuns:
         self.store.put_commands(sid, found.commands)
         return found.problems
 
-    def _invoked_command(self, tx: _Tx, prompt: str) -> CommandRun | None:
+    def invoked_command(self, tx: Tx, prompt: str) -> CommandRun | None:
         """The command ``prompt`` invokes, with its arguments in place (None: a plain prompt). Marks the run's
         start and gives the run the command's model and allowed tools."""
         rec = tx.rec
         if rec.parent_session_id:
             return None
         if (bash := bash_mode(prompt)) is not None:  # interactive mode's !cmd
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="command", content=prompt))
+            tx.add(SystemEntry(session_id=rec.id, subtype="command", content=prompt))
             return bash
         parsed = parse_invocation(prompt)
         definition = self.store.command(rec.id, parsed[0]) if parsed is not None else None
         if definition is None:
             return mentions(prompt)  # a plain prompt: its @ mentions (None: it has none)
-        self._add(tx, SystemEntry(session_id=rec.id, subtype="command", content=prompt))
+        tx.add(SystemEntry(session_id=rec.id, subtype="command", content=prompt))
         try:
             run = expand(definition, prompt, parsed[1])
         except CommandError as exc:
@@ -94,12 +106,12 @@ class CommandRuns:
         if rec.run_allow and definition.scope == "project" and rec.untrusted_workspace:
             # The repository wrote this file: its pre-approvals count only in a trusted workspace (workflows.trust).
             rec.run_allow = []
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=(
+            tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=(
                 f"allowed-tools of /{run.name} ({run.path}) not applied: the workspace is not trusted, so its calls "
                 "ask as usual. Trust it with --trust-project (or the trust prompt) to use them.")))
         return run
 
-    def start_command(self, tx: _Tx, context: list[str]) -> None:
+    def start_command(self, tx: Tx, context: list[str]) -> None:
         """The command's prompt may go on (its hooks answered): decide its lines, then run them or send it."""
         rec = tx.rec
         run = rec.command
@@ -108,8 +120,8 @@ class CommandRuns:
             calls, asked = self._line_calls(rec, run)
         for line in run.lines:
             if run.kind == "mention" and line.error is not None and line.tool_use_id == "":
-                self._add(tx, SystemEntry(session_id=rec.id, subtype="warning",
-                                          content=f"{line.pattern} was not attached: {line.error}"))
+                tx.add(SystemEntry(session_id=rec.id, subtype="warning",
+                                   content=f"{line.pattern} was not attached: {line.error}"))
         if run.failure is not None:
             self._command_failed(tx)
             return
@@ -119,10 +131,10 @@ class CommandRuns:
         rec.tool_calls = calls
         rec.current_batch = -1
         if asked:
-            self._ask(tx, asked)
+            self.approvals.ask(tx, asked)
             return
-        self._fire(tx, "tools_requested")
-        self._advance_tools(tx)
+        tx.fire("tools_requested")
+        self.tools.advance_tools(tx)
 
     def _line_calls(self, rec, run: CommandRun) -> tuple[list[ToolCall], list]:
         """A call for each line, decided; the first refusal sets ``run.failure`` (then nothing runs)."""
@@ -156,7 +168,8 @@ class CommandRuns:
                             batch=i if line.kind == "bash" else bash_lines)
             if perm.decision is Decision.ASK:
                 call.status = ToolCallStatus.AWAITING_APPROVAL
-                asked.append(self._request(rec, call, tool_input, f"/{run.name}: {perm.reason or perm.source}"))
+                why = f"/{run.name}: {perm.reason or perm.source}"
+                asked.append(self.approvals.request(rec, call, tool_input, why))
             calls.append(call)
         return calls, asked
 
@@ -175,7 +188,7 @@ class CommandRuns:
         line.tool_input = {"file_path": path}
         return None
 
-    def command_output(self, tx: _Tx, tool_use_id: str, output: ToolOutput) -> bool:
+    def command_output(self, tx: Tx, tool_use_id: str, output: ToolOutput) -> bool:
         """A line's result (every result of a call goes through here first): kept for the prompt. False when
         ``tool_use_id`` is not a line of the running command."""
         rec = tx.rec
@@ -190,18 +203,18 @@ class CommandRuns:
             return True
         if line.kind == "file" and output.is_error:
             line.error = output.content
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning",
-                                      content=f"{line.pattern} was not attached: {first}"))
+            tx.add(SystemEntry(session_id=rec.id, subtype="warning",
+                               content=f"{line.pattern} was not attached: {first}"))
         elif output.is_error:
             line.error = output.content
             if run.failure is None:
                 run.failure = f'Shell command failed for pattern "{line.pattern}": {output.content}'
         else:
             line.output = output.content
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="command", content=f"{line.pattern}: {first}"))
+            tx.add(SystemEntry(session_id=rec.id, subtype="command", content=f"{line.pattern}: {first}"))
         return True
 
-    def command_refused(self, tx: _Tx, call: ToolCall, by: str, message: str | None) -> None:
+    def command_refused(self, tx: Tx, call: ToolCall, by: str, message: str | None) -> None:
         """A person (or the approval timeout) denied a ``!`` line: the command will not run; questions about its
         other lines are dropped."""
         rec = tx.rec
@@ -217,7 +230,7 @@ class CommandRuns:
                 tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
                 other.status = ToolCallStatus.DONE
 
-    def command_failed(self, tx: _Tx) -> bool:
+    def command_failed(self, tx: Tx) -> bool:
         """End the run when its command failed (True); lines still running are superseded."""
         run = tx.rec.command
         if run is None or run.failure is None:
@@ -225,18 +238,18 @@ class CommandRuns:
         self._command_failed(tx)
         return True
 
-    def _command_failed(self, tx: _Tx) -> None:
+    def _command_failed(self, tx: Tx) -> None:
         rec = tx.rec
         failure = rec.command.failure
         if rec.tool_calls:
             rec.epoch += 1  # a line still running (an @ file read) is superseded
         rec.tool_calls = []
-        self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=failure))
-        self._fire(tx, "halt")
-        self._add_result(tx, "success", failure)
-        self._after_idle(tx)
+        tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=failure))
+        tx.fire("halt")
+        self.turns.add_result(tx, "success", failure)
+        self.turns.after_idle(tx)
 
-    def send_command(self, tx: _Tx) -> None:
+    def send_command(self, tx: Tx) -> None:
         """Every line ran: the prompt, the context its UserPromptSubmit hooks gave, and the model call."""
         rec = tx.rec
         run, rec.command = rec.command, None
@@ -246,34 +259,33 @@ class CommandRuns:
         if run.kind == "mention":
             attached = attached_files(run)
             if attached:  # before the prompt, as Claude Code puts them (one user message with it)
-                self._add(tx, UserEntry(session_id=rec.id, origin="synthetic", message=Message(
+                tx.add(UserEntry(session_id=rec.id, origin="synthetic", message=Message(
                     role="user", content=[TextBlock(text=b) for b in attached])))
                 rec.context_added += estimate_tokens("".join(attached))
-            self._add_prompt(tx, run.typed)
-            self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
-            self._next_model_call(tx)
+            self.turns.add_prompt(tx, run.typed)
+            self.hooks.add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
+            self.turns.next_model_call(tx)
             return
         blocks = prompt_blocks(run)
         entry = UserEntry(session_id=rec.id, message=Message(role="user", content=[TextBlock(text=b) for b in blocks]),
                           command=run.typed)
-        self._add(tx, entry)
+        tx.add(entry)
         rec.run_prompt_uuid = entry.uuid
         rec.context_added += estimate_tokens("".join(blocks))
-        self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
-        self._next_model_call(tx)
+        self.hooks.add_context(tx, HookEvent.USER_PROMPT_SUBMIT, run.context)
+        self.turns.next_model_call(tx)
 
-
-    def _bash_mode_done(self, tx: _Tx, run) -> None:
+    def _bash_mode_done(self, tx: Tx, run) -> None:
         """Bash mode's command ran: its input and output join the conversation (the model sees them with the next
         prompt) and the run ends without a model call, as in Claude Code."""
         rec = tx.rec
         typed, output = bash_mode_texts(run)
-        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=typed), command=run.typed))
-        self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=output), origin="synthetic"))
+        tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=typed), command=run.typed))
+        tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=output), origin="synthetic"))
         rec.context_added += estimate_tokens(typed + output)
-        self._fire(tx, "halt")
-        self._add_result(tx, "success", run.lines[0].output or "")
-        self._after_idle(tx)
+        tx.fire("halt")
+        self.turns.add_result(tx, "success", run.lines[0].output or "")
+        self.turns.after_idle(tx)
 
 
 def _nobody(perm) -> str:

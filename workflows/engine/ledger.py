@@ -1,23 +1,21 @@
 """The step protocol's claim, heartbeat and recovery: claims, leases, the reaper's take-backs.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.ledger``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from workflows import keys
+from workflows.commit import Part, Tx, retry_on_conflict, stale
 from workflows.engine.support import (
     Claim,
-    _stale,
-    _Tx,
     display_worker,
     log,
     unknown_outcome,
-    retry_on_conflict,
 )
 from workflows.exceptions import (
     SessionNotFound,
@@ -37,9 +35,24 @@ from workflows.models import (
     ToolCallStatus,
 )
 
+if TYPE_CHECKING:
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
 
-class StepLedger:
+
+class StepLedger(Part):
     """The step protocol's claim, heartbeat and recovery: claims, leases, the reaper's take-backs."""
+
+    tools: ToolCalls
+    turns: TurnLogic
+
+    def step_name(self, rec: SessionRecord, step: StepRecord) -> str:
+        if step.kind is StepKind.TOOL:
+            call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+            return f"Tool step {step.id[:8]} ({call.name if call else 'tool'})"
+        if step.kind is StepKind.MCP:
+            return f"MCP discovery step {step.id[:8]}"
+        return f"{step.kind.value.capitalize()} step {step.id[:8]}"
 
     def claim(self, sid: str, step_id: str, owner: str, worker: str | None = None) -> Claim:
         """Claim a step for ``owner``; with ``worker``, the claim joins that worker's held steps.
@@ -63,7 +76,7 @@ class StepLedger:
         if reply.status == "claimed":
             if reads_transcript(step.kind):
                 self.store.note_rows(sid, reply.mark, reply.extra or [], rec.revision)
-            self._remember_claim(reply.session, step, reply.step)
+            self.committer.remember_claim(reply.session, step, reply.step)
             return Claim(step, [], rec)
         return self._claim_slowly(rec, step, owner, worker, now)
 
@@ -80,18 +93,18 @@ class StepLedger:
             return Claim(None, [], rec)
         if step.status is StepStatus.RUNNING and step.owner == owner:
             return Claim(step, [], rec)
-        tx = _Tx(rec, fence=(step.id, step.status.value, step.owner or ""))
-        if _stale(step, rec):
-            self._supersede(tx, step)
-            self._commit(tx)
+        tx = Tx(rec, fence=(step.id, step.status.value, step.owner or ""))
+        if stale(step, rec):
+            tx.supersede(step)
+            self.committer.commit(tx)
             return Claim(None, [], rec)
         if step.status is StepStatus.RUNNING and ((deadline is not None and deadline > now)
                                                   or (step.worker and self.store.workers.alive(step.worker))):
             return Claim(None, [], rec)  # its claim's worker is alive: the step is taken, never run twice
         if step.attempt >= self.settings.max_attempts:
-            self._fail(tx, step, f"{self._step_name(rec, step)} failed after {step.attempt} attempts: "
-                       "its worker stopped each time.")
-            self._commit(tx)
+            self.turns.fail(tx, step, f"{self.step_name(rec, step)} failed after {step.attempt} attempts: "
+                            "its worker stopped each time.")
+            self.committer.commit(tx)
             return Claim(None, tx.dispatch, rec)
         step.status = StepStatus.RUNNING
         step.attempt += 1
@@ -102,7 +115,7 @@ class StepLedger:
         if worker:
             member = keys.lease_member(sid, step.id)
             tx.extra.append(lambda ops: ops.hset(keys.worker_steps(worker), member, owner))
-        self._commit(tx)
+        self.committer.commit(tx)
         return Claim(step, [], tx.rec)
 
     def heartbeat(self, sid: str, step_id: str, owner: str, *, extend: bool = True) -> bool:
@@ -138,7 +151,7 @@ class StepLedger:
     def defer_step(self, sid: str, step_id: str, owner: str, delay: float, why: str) -> list[StepRecord]:
         """Give a claimed step back, unrun and not counted as an attempt; the reaper sends it after ``delay``."""
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
+        def apply(tx: Tx, step: StepRecord) -> None:
             step.status = StepStatus.PENDING
             step.owner = None
             step.attempt = max(0, step.attempt - 1)
@@ -146,15 +159,15 @@ class StepLedger:
             tx.steps.append(step)
             tx.leases[step.id] = (step, time.time() + delay)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def fail_step(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
         """A step failed for good (e.g. the model API after its retries): end the run with the error."""
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._fail(tx, step, error)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            self.turns.fail(tx, step, error)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def reap(self, now: float | None = None, dispatch: Callable[[list[StepRecord]], None] | None = None,
              ) -> list[StepRecord]:
@@ -184,24 +197,24 @@ class StepLedger:
             except (SessionNotFound, StepNotFound):
                 self.store.r.zrem(keys.leases(), keys.lease_member(sid, step_id))
                 return []
-            tx = _Tx(rec, fence=(step.id, step.status.value, step.owner or ""))  # a claim may come meanwhile
+            tx = Tx(rec, fence=(step.id, step.status.value, step.owner or ""))  # a claim may come meanwhile
             if step.finished:
                 tx.cleared.append(step)
-                self._commit(tx)
+                self.committer.commit(tx)
                 return []
-            if _stale(step, rec):
-                self._supersede(tx, step)
-                self._commit(tx)
+            if stale(step, rec):
+                tx.supersede(step)
+                self.committer.commit(tx)
                 return []
             if deadline is not None and deadline > now:
                 return []
             if step.status is StepStatus.RUNNING:
                 self._worker_lost(tx, step, None)
-                self._commit(tx)
+                self.committer.commit(tx)
                 return tx.dispatch
             tx.steps.append(step)
             tx.leases[step.id] = (step, now + self.settings.pickup_timeout_seconds)
-            self._commit(tx)
+            self.committer.commit(tx)
             return [step]
 
     @retry_on_conflict
@@ -220,11 +233,11 @@ class StepLedger:
             except (SessionNotFound, StepNotFound):
                 return []
             if step.finished:
-                return [s for s in self.store.steps(sid) if s.status is StepStatus.PENDING and not _stale(s, rec)]
-            tx = _Tx(rec, fence=(step.id, step.status.value, step.owner or ""))  # a claim may come meanwhile
-            if _stale(step, rec):
-                self._supersede(tx, step)
-                self._commit(tx)
+                return [s for s in self.store.steps(sid) if s.status is StepStatus.PENDING and not stale(s, rec)]
+            tx = Tx(rec, fence=(step.id, step.status.value, step.owner or ""))  # a claim may come meanwhile
+            if stale(step, rec):
+                tx.supersede(step)
+                self.committer.commit(tx)
                 return []
             if step.status is StepStatus.PENDING:
                 self.store.set_deadline(step, time.time() + self.settings.pickup_timeout_seconds)
@@ -232,37 +245,38 @@ class StepLedger:
             if not token or step.owner != token:
                 return []  # running, but claimed by another worker since
             self._worker_lost(tx, step, worker)
-            self._commit(tx)
+            self.committer.commit(tx)
             return tx.dispatch
 
-    def _worker_lost(self, tx: _Tx, step: StepRecord, worker: str | None) -> None:
+    def _worker_lost(self, tx: Tx, step: StepRecord, worker: str | None) -> None:
         """``step`` was running when its worker was lost: died (``worker`` named) or lease expired (None).
 
         Decides once, and says exactly that: run it again elsewhere, or (a mutating tool) record that
         its outcome is unknown without running it again, or fail it after ``max_attempts``.
         """
         rec = tx.rec
-        name = self._step_name(rec, step)
+        name = self.step_name(rec, step)
         lost = (f"Worker {display_worker(worker)} died while {name} was running" if worker else
                 f"{name}: its worker sent no heartbeat for {self.settings.lease_seconds:g}s, so its lease expired")
         call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None) \
             if step.kind is StepKind.TOOL else None
         if call is not None and call.status is not ToolCallStatus.DONE and not idempotent(call.name):
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
-                                      content=f"{lost}: its outcome is unknown, not re-run."))
-            self._finish_step(tx, step)
-            self._add_tool_result(tx, call.tool_use_id, unknown_outcome(call), step_id=step.id)
+            tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
+                               content=f"{lost}: its outcome is unknown, not re-run."))
+            tx.finish(step)
+            self.turns.add_tool_result(tx, call.tool_use_id, unknown_outcome(call), step_id=step.id)
             call.status = ToolCallStatus.DONE
-            self._advance_tools(tx)
+            self.tools.advance_tools(tx)
             return
         if step.attempt >= self.settings.max_attempts:
-            self._fail(tx, step, f"{lost}; it failed after {step.attempt} attempts, its worker stopping each time.")
+            self.turns.fail(tx, step, f"{lost}; it failed after {step.attempt} attempts, its worker stopping "
+                            "each time.")
             return
         step.status = StepStatus.PENDING
         step.owner = None
         step.error = f"{lost} (attempt {step.attempt})"
-        self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
-                                  content=f"{lost} (attempt {step.attempt}); running it again on another worker."))
+        tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
+                           content=f"{lost} (attempt {step.attempt}); running it again on another worker."))
         tx.steps.append(step)
         tx.dispatch.append(step)
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)

@@ -2,7 +2,7 @@
 messages, the files its edit tools changed since back to their checkpoints (:mod:`workflows.checkpoints`), or
 both, as Claude Code's ``/rewind`` does.
 
-A part of :class:`workflows.engine.Engine` (a mixin). A human-paced verb: under the session's lock, on an
+A part of :class:`workflows.engine.Engine` (``engine.rewinding``). A human-paced verb: under the session's lock, on an
 idle session (a memory extraction still running is left to go on beside it, as ``compact`` does) with no
 queued message. Everything is checked before anything changes. The files are restored first, by the process
 that asks (it must see the workspace); then one fenced commit appends a :class:`RewindEntry`, which
@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 
 from statemachines import State
 from workflows.checkpoints import FileChange, apply_restore, plan_restore, turns_from
+from workflows.commit import MAX_CONFLICTS, CommitConflict, Part, Tx
 from workflows.context import model_view
-from workflows.engine.support import MAX_CONFLICTS, CommitConflict, _Tx, require_idle
+from workflows.engine.support import (
+    require_idle,
+)
 from workflows.exceptions import LockTimeout, RewindRefused, StepNotFound
 from workflows.models import AssistantEntry, RewindEntry, SessionRecord, UserEntry
 from workflows.tokens import estimate_tokens
@@ -49,7 +52,7 @@ def message_text(e: UserEntry) -> str:
     return e.command or e.message.text()
 
 
-class Rewinding:
+class Rewinding(Part):
     """``/rewind``: the conversation, the code, or both, back to before a user message."""
 
     def rewind_points(self, sid: str) -> list[UserEntry]:
@@ -117,22 +120,22 @@ class Rewinding:
 
     def _commit_rewind(self, rec: SessionRecord, entries: list, target: UserEntry, changes: list[FileChange],
                        code: bool, conversation: bool) -> Rewound:
-        tx = _Tx(rec)
+        tx = Tx(rec)
         if rec.state is State.EXTRACTING:
-            self._fire(tx, "extracted")
+            tx.fire("extracted")
         entry = RewindEntry(
             session_id=rec.id, to=target.uuid, conversation=conversation, code=code, prompt=message_text(target),
             restored=[c.path for c in changes if c.action == "write"],
             deleted=[c.path for c in changes if c.action == "delete"],
             skipped=[f"{c.path}: {c.why}" for c in changes if c.action == "skip"])
-        self._add(tx, entry)
+        tx.add(entry)
         if conversation:
             entry.parent_uuid = target.parent_uuid  # the next message continues from before the one taken back
             self._follow_conversation(tx, model_view([*entries, entry]))
-        self._commit(tx)
+        self.committer.commit(tx)
         return Rewound(entry, changes)
 
-    def _follow_conversation(self, tx: _Tx, view: list) -> None:
+    def _follow_conversation(self, tx: Tx, view: list) -> None:
         """The record as the conversation ``view`` leaves it: context estimate, task list, memory notes."""
         rec = tx.rec
         messages = [e for e in view if isinstance(e, (UserEntry, AssistantEntry))]
@@ -147,7 +150,7 @@ class Rewinding:
         running = rec.memory_step
         if running:  # an update reading the messages taken back must not land
             try:
-                self._supersede(tx, self.store.get_step(rec.id, running))
+                tx.supersede(self.store.get_step(rec.id, running))
             except StepNotFound:
                 pass
             tx.checkpoints_cleared.append(running)

@@ -1,7 +1,7 @@
 """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs).
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.sessions``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
@@ -9,21 +9,14 @@ from __future__ import annotations
 import os
 import time
 from datetime import date
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
 from workflows import context_files, keys
-from workflows.engine.support import (
-    Stopped,
-    stop_shells,
-    _git_branch,
-    _reset_run_figures,
-    _Tx,
-    require_idle,
-    retry_on_conflict,
-)
+from workflows.agents import load_agents
+from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.engine.support import _git_branch, stop_shells
 from workflows.exceptions import (
-    ContextFull,
     SessionBusy,
     SessionNotFound,
 )
@@ -36,7 +29,7 @@ from workflows.memory import (
     project_id,
     project_root,
 )
-from workflows.agents import load_agents
+from workflows.memory_access import MemoryAccess
 from workflows.models import (
     AgentDefinition,
     PermissionMode,
@@ -45,22 +38,21 @@ from workflows.models import (
     SandboxSettings,
     SessionRecord,
     StepRecord,
-    SystemEntry,
-    Usage,
     new_id,
 )
-from workflows.memory_access import MemoryAccess
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.paths import WorkArea
-from workflows.tokens import estimate_tokens, thresholds
+from workflows.tokens import estimate_tokens
 
-#: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
-SUBMIT_KEYS_KEPT = 20
+if TYPE_CHECKING:
+    from workflows.hooks.commits import HookCommits
 
 
-class SessionVerbs:
+class SessionVerbs(Part):
     """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs)."""
+
+    hooks: HookCommits
 
     def create_session(
         self,
@@ -160,142 +152,12 @@ class SessionVerbs:
         return rec
 
     @retry_on_conflict
-    def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:
-        """Start a run with ``prompt``, or queue it in the inbox while the session is busy.
-
-        The inbox is a queue: while messages wait in it, ``prompt`` goes behind them
-        and the oldest runs first (an idle session with a queue starts its oldest now).
-
-        ``once``: a key for this message; if a message with the same key was submitted to the session
-        (among its last :data:`SUBMIT_KEYS_KEPT`), nothing is submitted and no step returned. The key
-        is written by the same commit as the message, so a sender that died after submitting and
-        tries again (a schedule's firing) cannot send it twice.
-        """
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            if once is not None:
-                if once in rec.submit_keys:
-                    return []
-                rec.submit_keys = [*rec.submit_keys[-(SUBMIT_KEYS_KEPT - 1):], once]
-            tx = _Tx(rec)
-            if rec.state is State.IDLE and self.store.inbox(sid):
-                tx.inbox_pushes.append(prompt)
-                self._after_idle(tx)
-            elif rec.state is State.EXTRACTING:
-                # Nobody waits for memory: the message runs now, the extraction goes on beside it.
-                tx.inbox_pushes.append(prompt)
-                self._leave_extracting(tx)
-            elif rec.state is not State.IDLE:
-                # Queued in the same commit as the revision it read: a step that ends the run meanwhile
-                # is refused by the revision, reads the inbox again and starts this message.
-                tx.inbox_pushes.append(prompt)
-            else:
-                self._check_room(rec, prompt)
-                self._start_run(tx, prompt)
-            self._commit(tx)
-        return tx.dispatch
-
-    @retry_on_conflict
-    def compact(self, sid: str, instructions: str | None = None) -> list[StepRecord]:
-        """Compact an idle session now (``/compact``), with optional instructions for the summary."""
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            tx = _Tx(rec)
-            if rec.state is State.EXTRACTING:  # nobody waits for memory: the extraction goes on beside it
-                self._fire(tx, "extracted")
-            require_idle(rec, "compact")
-            rec.run_started_at = time.time()
-            rec.run_turns = rec.run_api_ms = 0
-            rec.run_usage = Usage()
-            rec.run_cost_usd = 0.0
-            _reset_run_figures(rec)
-            self._begin_compaction(tx, "manual", instructions)
-            self._commit(tx)
-        return tx.dispatch
-
-    def context_size(self, rec: SessionRecord) -> int:
-        """Tokens in the session's context: the last reported usage plus estimates since."""
-        return rec.context_tokens + rec.context_added
-
-    def _check_room(self, rec: SessionRecord, prompt: str) -> None:
-        limits = thresholds(rec.sent_model(), self.settings.autocompact_pct_override)
-        size = self.context_size(rec) + estimate_tokens(prompt)
-        auto = self.settings.auto_compact and not rec.auto_compact_off
-        if size >= limits.blocking and not auto:
-            why = ("auto-compact is off for this session after repeated failures"
-                   if rec.auto_compact_off else "auto-compact is disabled")
-            raise ContextFull(
-                f"Session {rec.id[:8]} is at {size:,} of {limits.window:,} tokens, past the blocking limit "
-                f"({limits.blocking:,}), and {why}. Run /compact (or `mainsail compact {rec.id[:8]}`) "
-                "before sending another prompt.")
-
-    def cancel(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False,
-               dispatch: Callable[[list[StepRecord]], None] | None = None) -> bool:
-        """Stop the running turn; the oldest queued message (if any) starts at once.
-
-        Returns False when the session was already idle. ``dispatch`` receives the
-        steps of the message that starts (without it they wait for the reaper's
-        pickup timeout). See :meth:`stop` for the details.
-        """
-        outcome = self.stop(sid, reason, clear_queue=clear_queue)
-        if dispatch is not None and outcome.steps:
-            dispatch(outcome.steps)
-        return outcome.cancelled
-
-    @retry_on_conflict
-    def stop(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False) -> Stopped:
-        """Cancel: bump the epoch, close dangling tool calls, return to idle; then run the queue. The
-        session's background shells are stopped too (by the workers running them).
-
-        The inbox is a queue that a cancel does not drop: the oldest message starts
-        at once, the others stay behind it in the order sent. With ``clear_queue``
-        they are all dropped first, so the session stays idle. An idle session with
-        a queue nothing runs (left by an older version) starts its oldest message.
-        """
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            tx = _Tx(rec)
-            was = rec.state
-            cleared = self.store.inbox(sid) if clear_queue else []
-            tx.inbox_pops = len(cleared)
-            if rec.state is State.EXTRACTING:  # the run already has its result; stop waiting for memory
-                self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=(
-                    "Stopped waiting for the memory extraction; it goes on in the background.")))
-                self._fire(tx, "cancel")
-                self._after_idle(tx)
-            elif rec.state is not State.IDLE:
-                self._add(tx, SystemEntry(session_id=sid, subtype="interrupted", content=reason))
-                self._abort_run(tx, "cancel", "cancelled", reason)
-            else:
-                self._after_idle(tx)
-            queue = self._queued(tx)
-            started = queue[len(cleared)] if tx.inbox_pops > len(cleared) else None
-            if was is not State.IDLE or tx.inbox_pops:
-                self._commit(tx)
-            queued = len(queue) - tx.inbox_pops
-        stop_shells(self.store, sid, "the session was cancelled")
-        return Stopped(was=was, cancelled=was is not State.IDLE, cleared=cleared, started=started,
-                       queued=queued, steps=tx.dispatch)
-
-    @retry_on_conflict
-    def clear_queue(self, sid: str) -> list[str]:
-        """Drop the messages waiting in the session's inbox; returns them, oldest first."""
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            dropped = self.store.inbox(sid)
-            if dropped:
-                tx = _Tx(rec)
-                tx.inbox_pops = len(dropped)
-                self._commit(tx)
-        return dropped
-
-    @retry_on_conflict
     def set_model(self, sid: str, model: str) -> SessionRecord:
         """Switch the model for the session's next calls (usage and cost stay per model)."""
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             rec.model = model
-            self._commit(_Tx(rec))
+            self.committer.commit(Tx(rec))
         return rec
 
     @retry_on_conflict
@@ -344,7 +206,7 @@ class SessionVerbs:
                 bypass.require(permission_mode, workspace=rec.workspace, home=rec.home,
                                recorded=rec.bypass_disabled_by)
                 rec.permission_mode = PermissionMode(permission_mode)
-            self._commit(_Tx(rec))
+            self.committer.commit(Tx(rec))
         return rec
 
     def fork_session(self, sid: str) -> SessionRecord:
@@ -414,3 +276,10 @@ class SessionVerbs:
             except SessionNotFound:
                 pass
         return removal
+
+    def end_session(self, sid: str, reason: str, rec: SessionRecord | None = None) -> list[StepRecord]:
+        """An interactive session ends (``reason``: clear, logout, prompt_input_exit, other): its background shells
+        are stopped, and SessionEnd hooks run in a background step (:meth:`HookCommits.session_end`). Nothing
+        waits for it and it cannot block. Without such hooks: no write, no step."""
+        stop_shells(self.store, sid, "the session ended")
+        return self.hooks.session_end(sid, reason, rec)

@@ -1,7 +1,7 @@
 """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.subagents``); it commits through
+:class:`workflows.commit.Committer`.
 
 1. **Start.** When a Task call's batch starts, the parent's commit also writes the child: a new
    session record (the agent's prompt, tools and model; the parent's permission mode, rules,
@@ -29,10 +29,14 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
-from workflows.engine.support import _add_to, _Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.engine.support import (
+    _add_to,
+)
 from workflows.exceptions import ToolInputError
 from workflows.models import (
     AgentDefinition,
@@ -47,6 +51,11 @@ from workflows.models import (
 from workflows.permissions.bypass import effective_mode
 from workflows.pricing import add_cost
 from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.engine.prompts import PromptVerbs
+    from workflows.engine.tool_calls import ToolCalls
+    from workflows.engine.turn import TurnLogic
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +84,14 @@ def child_tools(parent: SessionRecord, agent_tools: list[str] | None, disallowed
     return [n for n in wanted if n not in disallowed and n not in CHILD_NEVER]
 
 
-class SubagentLogic:
+class SubagentLogic(Part):
     """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result."""
 
-    # ------------------------------------------------------------------ start (in the parent's commit)
+    prompts: PromptVerbs
+    tools: ToolCalls
+    turns: TurnLogic
 
-    def _check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
+    def check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
         """Raises ToolInputError when the Task call names no agent type this session has (Claude Code's words)."""
         name = tool_input.get("subagent_type")
         if rec.parent_session_id:
@@ -88,7 +99,7 @@ class SubagentLogic:
         if name not in rec.agents:
             raise ToolInputError(f"Agent type '{name}' not found. Available agents: {', '.join(sorted(rec.agents))}")
 
-    def _start_child(self, tx: _Tx, call: ToolCall) -> None:
+    def start_child(self, tx: Tx, call: ToolCall) -> None:
         """Write the child session for ``call`` into the parent's commit, and the parent's ``agent`` step."""
         parent = tx.rec
         agent = parent.agents[call.input["subagent_type"]]
@@ -135,16 +146,16 @@ class SubagentLogic:
         call.status = ToolCallStatus.DISPATCHED
         parent.children.append(child.id)
 
-        ctx = _Tx(child)
+        ctx = Tx(child)
         child.run_started_at = time.time()
-        self._add_prompt(ctx, str(call.input["prompt"]))
-        self._fire(ctx, "submit")
-        self._next_model_call(ctx)
+        self.turns.add_prompt(ctx, str(call.input["prompt"]))
+        ctx.fire("submit")
+        self.turns.next_model_call(ctx)
         child.revision, child.commit = 1, new_id()[:16]
-        tx.extra.append(lambda ops, ctx=ctx: self._write_new_session(ctx, ops))
+        tx.extra.append(lambda ops, ctx=ctx: self.committer.write_new_session(ctx, ops))
         tx.dispatch.extend(ctx.dispatch)
 
-    def _share_mcp_tools(self, tx: _Tx, parent: SessionRecord, child: SessionRecord) -> None:
+    def _share_mcp_tools(self, tx: Tx, parent: SessionRecord, child: SessionRecord) -> None:
         """The child gets the parent's MCP servers and their tool list (as Claude Code's sub-agents inherit
         its MCP tools); its own tools list still limits which it may call. Its calls connect its own clients."""
         digest = parent.mcp_tools_digest
@@ -165,12 +176,10 @@ class SubagentLogic:
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             rec.agents = {**rec.agents, **agents}
-            self._commit(_Tx(rec))
+            self.committer.commit(Tx(rec))
         return rec
 
-    # ------------------------------------------------------------------ the end of a child's run
-
-    def _child_ended(self, tx: _Tx) -> None:
+    def child_ended(self, tx: Tx) -> None:
         """A child's run ended (its result is the newest entry of ``tx``): write its report step."""
         rec = tx.rec
         if not rec.parent_session_id:
@@ -178,7 +187,7 @@ class SubagentLogic:
         result = tx.entries[-1] if tx.entries else None
         rec.final_result = getattr(result, "result", "") or ""
         rec.final_is_error = bool(getattr(result, "is_error", False))
-        self._new_step(tx, StepKind.REPORT)
+        self.committer.new_step(tx, StepKind.REPORT)
 
     def deliver_report(self, rec: SessionRecord, step: StepRecord, owner: str) -> list[StepRecord]:
         """Run a child's ``report`` step: its answer into the parent's Task call (fenced on the parent's
@@ -198,13 +207,13 @@ class SubagentLogic:
                             display=f"{'failed' if child.final_is_error else 'done'} · {child.turns} turns"
                                     + (f" · ${child.cost_usd:.4f}" if child.cost_usd else ""))
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
+        def apply(tx: Tx, step: StepRecord) -> None:
             self._add_child_cost(tx, child)
-            self._record_tool_result(tx, step, output, None)
+            self.tools.record_tool_result(tx, step, output, None)
 
-        return self._step_event(parent_sid, parent_step, agent_owner(child.id), apply)
+        return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
 
-    def _add_child_cost(self, tx: _Tx, child: SessionRecord) -> None:
+    def _add_child_cost(self, tx: Tx, child: SessionRecord) -> None:
         """A child's usage and cost, rolled up into the parent's (by model, and as kind ``subagent``)."""
         rec = tx.rec
         for model, usage in child.usage_by_model.items():
@@ -220,25 +229,26 @@ class SubagentLogic:
         rec.run_api_ms += child.api_ms
 
     def finish_report(self, sid: str, step_id: str, owner: str) -> list[StepRecord]:
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            tx.finish(step)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
-    # ------------------------------------------------------------------ cancel
-
-    def _release_children(self, tx: _Tx) -> None:
+    def release_children(self, tx: Tx) -> None:
         """The parent's run ends early (a cancel, a failure) with sub-agents at work: their ``agent`` steps
         are closed in this commit (a late report records nothing) and the children are stopped once it
-        lands (``tx.stop_children``)."""
+        lands (``tx.after``)."""
         rec = tx.rec
+        children: list[str] = []
         for call in rec.tool_calls:
             if call.child_session_id and call.step_id and call.status is not ToolCallStatus.DONE:
                 tx.steps.append(StepRecord(
                     id=call.step_id, session_id=rec.id, kind=StepKind.AGENT, epoch=rec.epoch - 1,
                     status=StepStatus.SUPERSEDED, owner=agent_owner(call.child_session_id), attempt=1,
                     tool_use_id=call.tool_use_id, detail=call.child_session_id))
-                tx.stop_children.append(call.child_session_id)
+                children.append(call.child_session_id)
+        if children:
+            tx.after.append(lambda: self.stop_children(children))
 
     def stop_children(self, children: list[str]) -> list[StepRecord]:
         """Stop each child's run (after the parent's run ended); a child already idle is left alone.
@@ -258,16 +268,16 @@ class SubagentLogic:
         rec = self.store.get_session(child)
         if rec.state is State.IDLE:
             return []
-        return self.stop(child).steps
+        return self.prompts.stop(child).steps
 
     def abandon_child_step(self, sid: str, step_id: str, owner: str) -> list[StepRecord]:
         """A child's step claimed after its parent stopped waiting: the child stops, the step is not run."""
         steps = self.stop_children([sid])
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._supersede(tx, step)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            tx.supersede(step)
 
-        return steps + self._step_event(sid, step_id, owner, apply)
+        return steps + self.committer.step_event(sid, step_id, owner, apply)
 
     def parent_waits(self, rec: SessionRecord) -> bool:
         """A child's parent still waits for it: its ``agent`` step is running, the child's, and of the
@@ -309,4 +319,3 @@ def tree(store, sid: str) -> list[tuple[int, SessionRecord]]:
 
 
 __all__ = ["AGENT_OWNER", "SubagentLogic", "agent_owner", "child_tools", "tree"]
-

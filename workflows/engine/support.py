@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from statemachines import State
 from workflows.exceptions import (
-    LockTimeout,
     RequestClosed,
     RequestNotFound,
     SessionBusy,
-)
-from workflows.memory import (
-    MemoryRecord,
 )
 from workflows.models import (
     PermissionRequest,
@@ -105,72 +99,6 @@ class Stopped:
     steps: list[StepRecord]
 
 
-@dataclass
-class _Tx:
-    """What one event changes; written in one fenced script call by :meth:`Engine._commit`."""
-
-    rec: SessionRecord
-    entries: list = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)  # updated or new
-    dispatch: list[StepRecord] = field(default_factory=list)  # new pending steps to send
-    cleared: list[StepRecord] = field(default_factory=list)  # leases to drop
-    leases: dict[str, tuple[StepRecord, float]] = field(default_factory=dict)
-    inbox_pops: int = 0
-    approval_deadlines: dict[str, float] = field(default_factory=dict)
-    approvals_cleared: list[str] = field(default_factory=list)
-    memory_doc: str | None = None  # the session's new memory document
-    records_put: list[MemoryRecord] = field(default_factory=list)  # project memory records
-    records_deleted: list[str] = field(default_factory=list)
-    checkpoints_cleared: list[str] = field(default_factory=list)  # finished forks' step ids
-    inbox_pushes: list[str] = field(default_factory=list)  # messages queued behind the inbox
-    stop_children: list[str] = field(default_factory=list)  # sub-agent sessions to stop once this lands
-    extra: list[Callable] = field(default_factory=list)  # more writes: each called with the recorder
-    counts: list[Callable] = field(default_factory=list)  # metrics to note once the commit lands (workflows.metrics)
-    #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
-    fence: tuple[str, str, str] | None = None
-    was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)
-    ran: dict = field(default_factory=dict)  # tool_use id -> a quick call's result (record_model_reply)
-    written: str = ""  # the record's JSON as the commit wrote it
-
-    def __post_init__(self) -> None:
-        self.was_awaiting = self.rec.state is State.AWAITING_PERMISSION
-
-
-#: How many times one event is applied again because another committed first, before it gives up.
-MAX_CONFLICTS = 50
-#: The steps of a running turn set the session's score in the ``sessions`` listing at most this often.
-LIST_SECONDS = 5.0
-#: Claims kept for their commit's sake (a process forgets them all past this many: they are only a shortcut).
-CLAIMS_KEPT = 10_000
-
-
-class CommitConflict(Exception):
-    """The session moved on since it was read (or the fenced step is not as expected).
-
-    ``session`` and ``step`` are what Redis holds now; the event is applied again on them.
-    """
-
-    def __init__(self, status: str, session: SessionRecord, step: StepRecord | None) -> None:
-        super().__init__(status)
-        self.status, self.session, self.step = status, session, step
-
-
-def retry_on_conflict(method):
-    """Run an engine method again (it reads afresh) when its commit met a newer revision."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        for attempt in range(MAX_CONFLICTS):
-            try:
-                return method(self, *args, **kwargs)
-            except CommitConflict:
-                time.sleep(min(0.001 * attempt, 0.05))
-        raise LockTimeout(f"{method.__name__}: the session changed {MAX_CONFLICTS} times while this "
-                          "command committed; try again.")
-
-    return wrapper
-
-
 def _reset_run_figures(rec: SessionRecord) -> None:
     """A new run counts its own per-model and memory figures (``run_usage``/``run_cost_usd`` too)."""
     rec.run_usage_by_model = {}
@@ -187,11 +115,6 @@ def _add_to(usages: dict[str, Usage], costs: dict[str, float | None], key: str, 
 
 #: Tools whose success means the main agent saved memory itself (the turn's extraction is skipped).
 MEMORY_WRITERS = frozenset({"MemoryWrite", "MemoryDelete"})
-
-
-def _stale(step: StepRecord, rec: SessionRecord) -> bool:
-    """A step of an older epoch (a cancel came since); memory forks run beside turns and never go stale."""
-    return not step.background and step.epoch != rec.epoch
 
 
 KEEP_REQUESTS = 50  # decided requests kept in the record, so a late approve gets a clear answer
@@ -214,6 +137,11 @@ def _request_id(rec: SessionRecord) -> str:
         rid = new_id().replace("-", "")[:8]
         if rid not in taken:
             return rid
+
+
+def context_size(rec: SessionRecord) -> int:
+    """Tokens in the session's context: the last reported usage plus estimates since."""
+    return rec.context_tokens + rec.context_added
 
 
 def find_request(rec: SessionRecord, request: str | None) -> PermissionRequest:

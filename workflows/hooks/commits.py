@@ -1,7 +1,9 @@
 """The engine's part of hooks: committing a hook's outcome before it is acted on.
 
-A mixin of :class:`workflows.engine.Engine` (it uses the engine's fenced step commit, ``_step_event``,
-and its helpers), kept here so the engine module does not grow with every event.
+A part of :class:`workflows.engine.Engine` (``engine.hooks``): it fills a :class:`workflows.commit.Tx` and commits
+it through :class:`workflows.commit.Committer`, and imports nothing of the engine (the other parts it
+calls are handed to it, :class:`workflows.commit.Part`). The lifecycle events' side is
+:mod:`workflows.hooks.lifecycle`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows import keys
-from workflows.engine.support import _Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.lifecycle import LifecycleHooks
 from workflows.hooks.outcome import HookOutcome, HookRun
@@ -42,7 +44,13 @@ __all__ = ["HookCommits"]
 
 
 class HookCommits(LifecycleHooks):
-    """Engine methods for hooks (mixed into :class:`~workflows.engine.Engine`)."""
+    """Engine methods for hooks (``engine.hooks``)."""
+
+    approvals: Part  # workflows.engine.approvals.Approvals
+    commands: Part  # workflows.engine.commands.CommandRuns
+    mcp: Part  # workflows.mcp.commits.McpCommits
+    tools: Part  # workflows.engine.tool_calls.ToolCalls
+    turns: Part  # workflows.engine.turn.TurnLogic
 
     @retry_on_conflict
     def add_hooks(self, sid: str, hooks: HookSet) -> None:
@@ -53,7 +61,7 @@ class HookCommits(LifecycleHooks):
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             rec.hooks = rec.hooks.merged(hooks)
-            self._commit(_Tx(rec))
+            self.committer.commit(Tx(rec))
 
     def settle_pre_tool(self, sid: str, step_id: str, owner: str, tool_use_id: str, outcome: HookOutcome | None,
                         action: "PreToolAction") -> tuple[bool, list[StepRecord]]:
@@ -67,7 +75,7 @@ class HookCommits(LifecycleHooks):
         def apply(tx, step: StepRecord) -> None:
             call = next((c for c in tx.rec.tool_calls if c.tool_use_id == tool_use_id), None)
             if call is None or call.status is ToolCallStatus.DONE:
-                self._finish_step(tx, step)
+                tx.finish(step)
                 return
             if outcome is not None and call.pre_hook is None:  # (a retried commit records it once)
                 call.pre_hook = outcome
@@ -75,19 +83,20 @@ class HookCommits(LifecycleHooks):
             if action.kind == "run":
                 go_on.append(True)  # the step stays running: the tool runs next, on this worker
                 return
-            self._finish_step(tx, step)
+            tx.finish(step)
             if action.kind == "ask":
                 call.status = ToolCallStatus.AWAITING_APPROVAL
                 call.step_id = None
-                self._ask(tx, [self._request(tx.rec, call, action.input, action.reason)])
+                self.approvals.ask(tx, [self.approvals.request(tx.rec, call, action.input, action.reason)])
                 return
             self.refuse_call(tx, call, action.reason, step)
             if action.stop:
-                self._abort_run(tx, "halt", "error_during_execution", f"Stopped by a PreToolUse hook: {action.stop}")
+                self.turns.abort_run(tx, "halt", "error_during_execution",
+                                     f"Stopped by a PreToolUse hook: {action.stop}")
             else:
-                self._advance_tools(tx)
+                self.tools.advance_tools(tx)
 
-        steps = self._step_event(sid, step_id, owner, apply)
+        steps = self.committer.step_event(sid, step_id, owner, apply)
         return bool(go_on), steps
 
     def ask_client_hooks(self, sid: str, step_id: str, owner: str, call: ToolCall, callbacks: list[str],
@@ -97,16 +106,16 @@ class HookCommits(LifecycleHooks):
 
         def apply(tx, step: StepRecord) -> None:
             found = next((c for c in tx.rec.tool_calls if c.tool_use_id == call.tool_use_id), None)
-            self._finish_step(tx, step)
+            tx.finish(step)
             if found is None or found.status is ToolCallStatus.DONE:
                 return
             found.status = ToolCallStatus.AWAITING_APPROVAL
             found.step_id = None
-            req = self._request(tx.rec, found, found.input, "the client's PreToolUse hooks run first")
+            req = self.approvals.request(tx.rec, found, found.input, "the client's PreToolUse hooks run first")
             req.kind, req.callbacks, req.hook_input, req.expires_at = "hook", list(callbacks), payload, None
-            self._ask(tx, [req])
+            self.approvals.ask(tx, [req])
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     @retry_on_conflict
     def answer_client_hooks(self, sid: str, request_id: str, runs: list[HookRun]) -> list[StepRecord]:
@@ -116,24 +125,20 @@ class HookCommits(LifecycleHooks):
         Raises:
             RequestNotFound, RequestClosed: as :meth:`decide_request`.
         """
-        from workflows.engine import find_request
-
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
-            req = find_request(rec, request_id)
-            tx = _Tx(rec)
+            req = self.approvals.find(rec, request_id)
+            tx = Tx(rec)
             req.status, req.decided_by, req.decided_at = RequestStatus.APPROVED, "hook", time.time()
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
             call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
             call.client_hook_runs = list(runs)
             call.status = ToolCallStatus.WAITING
-            self._fire(tx, "permission_decided")
+            tx.fire("permission_decided")
             if rec.state is State.RUNNING_TOOLS:
-                self._advance_tools(tx)
-            self._commit(tx)
+                self.tools.advance_tools(tx)
+            self.committer.commit(tx)
         return tx.dispatch
-
-    # ---------------------------------------------------------- session-level events (hook steps)
 
     def hold_prompt(self, tx, prompt: str) -> bool:
         """A run starts: when MCP servers wait to be found, or SessionStart or UserPromptSubmit hooks must
@@ -144,28 +149,28 @@ class HookCommits(LifecycleHooks):
         if not self._prompt_waits(rec):
             return False
         rec.held_prompt = prompt
-        self._fire(tx, "submit")
+        tx.fire("submit")
         self._send_prompt_gate(tx)
         return True
 
     def _prompt_waits(self, rec) -> bool:
         """Something must happen before the held prompt reaches the model: MCP discovery, or its hooks."""
-        return self.mcp_waiting(rec) or prompt_event(rec) is not None
+        return self.mcp.mcp_waiting(rec) or prompt_event(rec) is not None
 
     def _send_prompt_gate(self, tx) -> None:
         """The next step before the prompt: MCP discovery first (SessionStart hooks then see a session whose
         tools are known), then SessionStart and UserPromptSubmit hooks."""
-        if self.mcp_waiting(tx.rec):
-            self.send_mcp_discovery(tx)
+        if self.mcp.mcp_waiting(tx.rec):
+            self.mcp.send_mcp_discovery(tx)
         else:
-            self._new_step(tx, StepKind.HOOK, event=prompt_event(tx.rec).value)
+            self.committer.new_step(tx, StepKind.HOOK, event=prompt_event(tx.rec).value)
 
     def stop_gate(self, tx) -> bool:
         """The model answered without tool calls: True when Stop hooks run (a hook step) before the run ends."""
         event = HookEvent.SUBAGENT_STOP if tx.rec.parent_session_id else HookEvent.STOP  # a child: SubagentStop
         if not tx.rec.hooks.for_event(event):
             return False
-        self._new_step(tx, StepKind.HOOK, event=event.value)
+        self.committer.new_step(tx, StepKind.HOOK, event=event.value)
         return True
 
     def settle_session_hook(self, sid: str, step_id: str, owner: str, outcome: HookOutcome | None, *,
@@ -176,7 +181,7 @@ class HookCommits(LifecycleHooks):
         """
 
         def apply(tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
+            tx.finish(step)
             event = HookEvent(step.event)
             if outcome is not None:
                 held = tx.rec.held_prompt if event is HookEvent.USER_PROMPT_SUBMIT else None
@@ -186,17 +191,17 @@ class HookCommits(LifecycleHooks):
                 self._after_stop(tx, outcome, answer)
             elif event is HookEvent.SESSION_START:
                 tx.rec.session_started = True
-                self._add_context(tx, event, outcome.context if outcome else [])
+                self.add_context(tx, event, outcome.context if outcome else [])
                 if tx.rec.held_prompt is not None:
-                    self._release_prompt(tx)
+                    self.release_prompt(tx)
                 else:  # SessionStart(compact) after an auto-compaction: the run goes on
-                    self._new_step(tx, StepKind.MODEL)
+                    self.committer.new_step(tx, StepKind.MODEL)
             elif event is HookEvent.PRE_COMPACT:
                 self._after_pre_compact(tx, outcome)
             else:
                 self._after_prompt_check(tx, outcome)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def _after_prompt_check(self, tx, outcome: HookOutcome | None) -> None:
         rec = tx.rec
@@ -206,14 +211,14 @@ class HookCommits(LifecycleHooks):
             # reason is for the user only.
             rec.held_prompt = None
             why = outcome.reason if outcome.blocked else outcome.stop_reason
-            self._fire(tx, "halt")
-            self._add_result(tx, "success", f"Prompt blocked by a UserPromptSubmit hook: "
-                                            f"{why or 'no reason given'}")
-            self._after_idle(tx)
+            tx.fire("halt")
+            self.turns.add_result(tx, "success", f"Prompt blocked by a UserPromptSubmit hook: "
+                                  f"{why or 'no reason given'}")
+            self.turns.after_idle(tx)
             return
-        self._release_prompt(tx, outcome.context if outcome else [])
+        self.release_prompt(tx, outcome.context if outcome else [])
 
-    def _release_prompt(self, tx, context: list[str] = ()) -> None:
+    def release_prompt(self, tx, context: list[str] = ()) -> None:
         """The held prompt's next hooks, or (all answered) the prompt, its hooks' context and the model call."""
         rec = tx.rec
         if self._prompt_waits(rec):
@@ -221,11 +226,11 @@ class HookCommits(LifecycleHooks):
             return
         prompt, rec.held_prompt = rec.held_prompt or "", None
         if rec.command is not None:  # a custom command: its lines run first (workflows.engine.commands)
-            self.start_command(tx, list(context))
+            self.commands.start_command(tx, list(context))
             return
-        self._add_prompt(tx, prompt)
-        self._add_context(tx, HookEvent.USER_PROMPT_SUBMIT, context)
-        self._next_model_call(tx)
+        self.turns.add_prompt(tx, prompt)
+        self.add_context(tx, HookEvent.USER_PROMPT_SUBMIT, context)
+        self.turns.next_model_call(tx)
 
     def _after_stop(self, tx, outcome: HookOutcome | None, answer: str) -> None:
         rec = tx.rec
@@ -234,38 +239,38 @@ class HookCommits(LifecycleHooks):
                 rec.run_stop_blocks += 1
                 rec.stop_hook_active = True
                 text = f"Stop hook feedback:\n{outcome.reason}"
-                self._add(tx, UserEntry(session_id=rec.id, message=Message(role="user", content=text),
-                                        origin="synthetic"))
+                tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=text),
+                                 origin="synthetic"))
                 rec.context_added += estimate_tokens(text)
-                self._next_model_call(tx)  # (which stops at the run's max turns)
+                self.turns.next_model_call(tx)  # (which stops at the run's max turns)
                 return
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=(
+            tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=(
                 f"Stop hooks blocked the end of this run {STOP_BLOCK_LIMIT} times; it ends here.")))
-        self._end_run(tx, answer)
+        self.turns.end_run(tx, answer)
 
-    def _add_context(self, tx, event: HookEvent, context) -> None:
+    def add_context(self, tx, event: HookEvent, context) -> None:
         for text in context:
             content = context_text(event, text)
-            self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=content),
-                                    origin="synthetic"))
+            tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=content),
+                             origin="synthetic"))
             tx.rec.context_added += estimate_tokens(content)
 
     def add_hook_entry(self, tx, outcome: HookOutcome, call: ToolCall | None = None,
                        step: StepRecord | None = None, prompt_sha256: str | None = None) -> None:
         """The ``hook`` entry of ``outcome``, and a warning entry for what it says to the user."""
         rec = tx.rec
-        self._add(tx, HookEntry(session_id=rec.id, event=outcome.event.value, outcome=outcome,
-                                tool_use_id=call.tool_use_id if call else None, tool=call.name if call else None,
-                                step_id=step.id if step else None, prompt_sha256=prompt_sha256))
+        tx.add(HookEntry(session_id=rec.id, event=outcome.event.value, outcome=outcome,
+                         tool_use_id=call.tool_use_id if call else None, tool=call.name if call else None,
+                         step_id=step.id if step else None, prompt_sha256=prompt_sha256))
         for message in outcome.messages:
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", content=message,
-                                      step_id=step.id if step else None))
+            tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=message,
+                               step_id=step.id if step else None))
 
     def refuse_call(self, tx, call: ToolCall, reason: str, step: StepRecord | None = None) -> None:
         """The call is not run: ``reason`` is its (error) result, and it is listed among the run's denials."""
-        self._add_tool_result(tx, call.tool_use_id, ToolOutput(content=reason, is_error=True,
-                                                               display=f"blocked: {reason}"[:120]),
-                              step_id=step.id if step else None)
+        self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(content=reason, is_error=True,
+                                                                    display=f"blocked: {reason}"[:120]),
+                                   step_id=step.id if step else None)
         call.status = ToolCallStatus.DONE
         tx.rec.run_denials.append({"tool_name": call.name, "tool_use_id": call.tool_use_id,
                                    "tool_input": call.input})

@@ -1,4 +1,4 @@
-"""The engine's MCP events (an :class:`~workflows.engine.Engine` mixin): discovery before the prompt.
+"""The engine's MCP events (``engine.mcp``, a part of :class:`~workflows.engine.Engine`): discovery before the prompt.
 
 A session's servers are found when a run starts while some are still ``pending``: the prompt is
 held (``SessionRecord.held_prompt``, as for prompt hooks), the session moves to ``querying`` and a
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from workflows import keys
-from workflows.engine.support import _Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.mcp.calls import Found
 from workflows.mcp.catalog import tool_defs
 from workflows.mcp.config import McpServer, McpStatus, McpToolDef, tools_digest
@@ -25,26 +25,28 @@ from workflows.models import StepKind, StepRecord, StepStatus, SystemEntry
 __all__ = ["McpCommits"]
 
 
-class McpCommits:
+class McpCommits(Part):
     """MCP discovery in the engine (see the module docstring)."""
+
+    hooks: Part  # workflows.hooks.commits.HookCommits
 
     def mcp_waiting(self, rec) -> bool:
         """Servers wait to be connected: the next prompt is held for a discovery step."""
         return any(s.status is McpStatus.PENDING for s in rec.mcp_servers)
 
     def send_mcp_discovery(self, tx) -> None:
-        self._new_step(tx, StepKind.MCP)
+        self.committer.new_step(tx, StepKind.MCP)
 
     def settle_mcp_discovery(self, sid: str, step_id: str, owner: str, found: dict[str, Found]) -> list[StepRecord]:
         """Commit what discovery found and, in the same transaction, release the held prompt."""
 
         def apply(tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
+            tx.finish(step)
             self._record_found(tx, found, step)
             if tx.rec.held_prompt is not None:
-                self._release_prompt(tx)
+                self.hooks.release_prompt(tx)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def mcp_discovery_failed(self, tx, step: StepRecord, error: str) -> None:
         """The discovery step failed for good: its servers are failed, and the run goes on without them."""
@@ -55,14 +57,14 @@ class McpCommits:
         self._record_found(tx, {s.name: Found(McpStatus.FAILED, error=f"discovery failed: {error}")
                                 for s in waiting}, step)
         if tx.rec.held_prompt is not None:
-            self._release_prompt(tx)
+            self.hooks.release_prompt(tx)
 
     @retry_on_conflict
     def add_mcp_servers(self, sid: str, servers: list[McpServer]):
         """Give a session more servers (``--mcp-config`` on a resume): a new name is added, a changed
         config replaces the old one (found again at the next prompt), an identical one changes nothing."""
         with self.store.lock(sid):
-            tx = _Tx(self.store.get_session(sid))
+            tx = Tx(self.store.get_session(sid))
             rec = tx.rec
             changed = False
             for new in servers:
@@ -76,10 +78,8 @@ class McpCommits:
                     rec.mcp_servers[at] = new
             if changed:
                 self._write_defs(tx, self._kept_defs(rec))
-                self._commit(tx)
+                self.committer.commit(tx)
             return rec
-
-    # ------------------------------------------------------------------ the record and the definitions
 
     def _record_found(self, tx, found: dict[str, Found], step: StepRecord | None) -> None:
         rec = tx.rec
@@ -93,10 +93,10 @@ class McpCommits:
             defs.update({d.name: d for d in result.tools})
             step_id = step.id if step else None
             if result.status is McpStatus.FAILED:
-                self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step_id, content=(
+                tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step_id, content=(
                     f"MCP server {server.name!r} failed: {result.error} The session goes on without its tools.")))
             if result.skipped:
-                self._add(tx, SystemEntry(session_id=rec.id, subtype="warning", step_id=step_id, content=(
+                tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step_id, content=(
                     f"MCP server {server.name!r}: tools left out: {'; '.join(result.skipped)}.")))
         self._write_defs(tx, defs)
 

@@ -1,26 +1,24 @@
-"""The fenced-commit primitive every event goes through, and the helpers that fill a transaction.
+"""The one committer: every event of a session is committed here, read, apply, one atomic write.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+:meth:`Committer.commit` writes what a :class:`~workflows.commit.tx.Tx` holds in one fenced script call
+(:mod:`workflows.fenced`): Redis itself checks the session's revision (and, for a step's outcome, that
+the step is still the caller's), so a commit lands whole or not at all. :meth:`Committer.step_event` is
+the commit of a step's outcome (a late or duplicate delivery changes nothing); :func:`retry_on_conflict`
+applies a person's command again when another commit came first. The committer also remembers this
+process's claims, so that a step's next event needs no read, and claims in a commit the step its
+worker runs next (:meth:`Committer.keep_next`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from typing import Callable
 
-from statemachines import Snapshot, State, next_state
+from statemachines import State
 from workflows import keys
-from workflows.engine.support import (
-    CLAIMS_KEPT,
-    LIST_SECONDS,
-    MAX_CONFLICTS,
-    QUEUE_FOR_KIND,
-    CommitConflict,
-    _stale,
-    _Tx,
-)
+from workflows.commit.tx import Tx
 from workflows.exceptions import (
     LockTimeout,
     SessionNotFound,
@@ -32,30 +30,68 @@ from workflows.memory import (
 )
 from workflows.metrics import STEP_BUCKETS, TALLY
 from workflows.models import (
-    Message,
-    ResultEntry,
     SessionRecord,
-    StateEntry,
     StepKind,
     StepRecord,
     StepStatus,
-    ToolResultBlock,
-    UserEntry,
     new_id,
 )
 from workflows.registry import hold_value
 from workflows.settings import Settings
 from workflows.store import Store
-from workflows.tokens import estimate_tokens, media_tokens
-from workflows.tools.base import ToolOutput
+
+#: How many times one event is applied again because another committed first, before it gives up.
+MAX_CONFLICTS = 50
+#: The steps of a running turn set the session's score in the ``sessions`` listing at most this often.
+LIST_SECONDS = 5.0
+#: Claims kept for their commit's sake (a process forgets them all past this many: they are only a shortcut).
+CLAIMS_KEPT = 10_000
 
 
-class CommitCore:
-    """The fenced-commit primitive every event goes through, and the helpers that fill a transaction."""
+class CommitConflict(Exception):
+    """The session moved on since it was read (or the fenced step is not as expected).
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    ``session`` and ``step`` are what Redis holds now; the event is applied again on them.
+    """
+
+    def __init__(self, status: str, session: SessionRecord, step: StepRecord | None) -> None:
+        super().__init__(status)
+        self.status, self.session, self.step = status, session, step
+
+
+def retry_on_conflict(method):
+    """Run an engine method again (it reads afresh) when its commit met a newer revision."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        for attempt in range(MAX_CONFLICTS):
+            try:
+                return method(self, *args, **kwargs)
+            except CommitConflict:
+                time.sleep(min(0.001 * attempt, 0.05))
+        raise LockTimeout(f"{method.__name__}: the session changed {MAX_CONFLICTS} times while this "
+                          "command committed; try again.")
+
+    return wrapper
+
+
+def stale(step: StepRecord, rec: SessionRecord) -> bool:
+    """A step of an older epoch (a cancel came since); memory forks run beside turns and never go stale."""
+    return not step.background and step.epoch != rec.epoch
+
+
+class Committer:
+    """Commits transactions (see the module docstring); holds the store, the settings and this process's
+    claims, no session state.
+
+    ``queues``: the queue of each kind of step the engine's own workers run (the tools' kinds go to the
+    session's tools queue).
+    """
+
+    def __init__(self, store: Store, settings: Settings, queues: dict[StepKind, str]) -> None:
         self.store = store
         self.settings = settings
+        self.queues = queues
         #: (session, step, owner) -> the record and step JSON as this process's claim (or commit) left them.
         self._claimed: dict[tuple[str, str, str], tuple[bytes | str, bytes | str]] = {}
         #: owner -> (which follow-up steps this worker runs itself, its registered name): see :meth:`keep_next`.
@@ -66,8 +102,8 @@ class CommitCore:
         #: (a slot it took over from the step before it; see workflows/registry.py).
         self._holds: dict[str, tuple[str, str]] = {}
 
-    def _step_event(self, sid: str, step_id: str, owner: str,
-                    apply: Callable[[_Tx, StepRecord], None]) -> list[StepRecord]:
+    def step_event(self, sid: str, step_id: str, owner: str,
+                   apply: Callable[[Tx, StepRecord], None]) -> list[StepRecord]:
         """The commit of a step's outcome: read, fenced, ``apply``, one atomic write; the steps to send.
 
         The record and step come from the claim when this process made it (no read), else from
@@ -84,23 +120,23 @@ class CommitCore:
         for _ in range(MAX_CONFLICTS):
             if step.status is not StepStatus.RUNNING or step.owner != owner:
                 return []
-            tx = _Tx(rec, fence=(step.id, StepStatus.RUNNING.value, owner))
-            stale = _stale(step, rec)
-            if stale:
-                self._supersede(tx, step)
+            tx = Tx(rec, fence=(step.id, StepStatus.RUNNING.value, owner))
+            old = stale(step, rec)
+            if old:
+                tx.supersede(step)
             else:
                 apply(tx, step)
             try:
-                self._commit(tx)
+                self.commit(tx)
             except CommitConflict as conflict:
                 rec, step = conflict.session, conflict.step
                 continue
             except (SessionNotFound, StepNotFound):
                 return []
-            if stale:
+            if old:
                 return []
             if step.status is StepStatus.RUNNING:  # its next event (a tool after its hooks) needs no read
-                self._remember_claim(tx.written, step)
+                self.remember_claim(tx.written, step)
             return tx.dispatch
         raise LockTimeout(f"Session {sid} changed {MAX_CONFLICTS} times while step {step_id[:8]} committed; "
                           "try again.")
@@ -109,15 +145,13 @@ class CommitCore:
         rec, step, _ = self.store.load_step(sid, step_id)
         return rec, step
 
-    def _remember_claim(self, rec_json: bytes | str, step: StepRecord, step_json: bytes | str | None = None) -> None:
+    def remember_claim(self, rec_json: bytes | str, step: StepRecord, step_json: bytes | str | None = None) -> None:
         """Keep what a claim (or a commit) of a still-running step returned, for its next event."""
         if len(self._claimed) > CLAIMS_KEPT:  # steps that never committed (their worker gave up)
             self._claimed.clear()
         if len(self._holds) > CLAIMS_KEPT:  # (a hold forgotten here is dropped by the reaper's stale-hold check)
             self._holds.clear()
         self._claimed[(step.session_id, step.id, step.owner)] = (rec_json, step_json or step.model_dump_json())
-
-    # ------------------------------------------------------------------ steps this worker runs next
 
     def keep_next(self, owner: str, keep: Callable[[StepRecord], bool], worker: str) -> None:
         """The step claimed as ``owner`` runs on ``worker``, which runs itself the first step that follows
@@ -145,7 +179,7 @@ class CommitCore:
             return None
         if stored.status is not StepStatus.RUNNING or stored.owner != token:
             return None
-        self._remember_claim(rec.model_dump_json(), stored)
+        self.remember_claim(rec.model_dump_json(), stored)
         return stored, token, rec
 
     def hold_of(self, owner: str, sid: str, step_id: str) -> tuple[str, str]:
@@ -154,7 +188,7 @@ class CommitCore:
         member = keys.lease_member(sid, step_id)
         return self._holds.pop(owner, None) or (member, owner)
 
-    def _keep(self, tx: _Tx, ops: Recorder) -> None:
+    def _keep(self, tx: Tx, ops: Recorder) -> None:
         """Claim, in this commit, the follow-up step this worker runs next (see :meth:`keep_next`).
 
         The claimed step takes over the finished step's hold (one HSET of its field, the task's slot)
@@ -182,19 +216,9 @@ class CommitCore:
         self._kept[owner] = (step, token)
         self._holds[token] = hold
 
-    def _finish_step(self, tx: _Tx, step: StepRecord) -> None:
-        step.status = StepStatus.DONE
-        tx.steps.append(step)
-        tx.cleared.append(step)
-
-    def _supersede(self, tx: _Tx, step: StepRecord) -> None:
-        step.status = StepStatus.SUPERSEDED
-        tx.steps.append(step)
-        tx.cleared.append(step)
-
-    def _new_step(self, tx: _Tx, kind: StepKind, tool_use_id: str | None = None,
-                  event: str | None = None, detail: str | None = None) -> StepRecord:
-        queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK, StepKind.MCP) else QUEUE_FOR_KIND[kind]
+    def new_step(self, tx: Tx, kind: StepKind, tool_use_id: str | None = None,
+                 event: str | None = None, detail: str | None = None) -> StepRecord:
+        queue = tx.rec.tools_queue if kind in (StepKind.TOOL, StepKind.HOOK, StepKind.MCP) else self.queues[kind]
         step = StepRecord(id=new_id(), session_id=tx.rec.id, kind=kind, epoch=tx.rec.epoch,
                           queue=queue, tool_use_id=tool_use_id, event=event, detail=detail)
         tx.counts.append(lambda: TALLY.add("mainsail_steps_created_total", kind=kind.value))
@@ -203,57 +227,7 @@ class CommitCore:
         tx.leases[step.id] = (step, time.time() + self.settings.pickup_timeout_seconds)
         return step
 
-    def _fire(self, tx: _Tx, trigger: str) -> None:
-        rec = tx.rec
-        snap = Snapshot(auto_memory=rec.auto_memory and rec.project_id is not None,
-                        manual_compaction=rec.compact_trigger == "manual",
-                        permissions_pending=len(rec.pending_requests()))
-        dest = next_state(rec.state, trigger, snap)
-        self._add(tx, StateEntry(session_id=rec.id, trigger=trigger, source=rec.state, dest=dest))
-        rec.state = dest
-
-    def _add(self, tx: _Tx, entry) -> None:
-        rec = tx.rec
-        entry.parent_uuid = rec.last_uuid
-        entry.cwd = rec.workspace
-        entry.git_branch = rec.git_branch
-        rec.last_uuid = entry.uuid
-        tx.entries.append(entry)
-
-    def _add_tool_result(self, tx: _Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
-        if tx.rec.command is not None and self.command_output(tx, tool_use_id, output):
-            return  # a custom command's line: its result goes into the command's prompt (workflows.engine.commands)
-        block = ToolResultBlock(tool_use_id=tool_use_id, content=output.blocks or output.content,
-                                is_error=output.is_error)
-        tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
-        self._add(tx, UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
-                                origin="tool_result", display=output.display or None, step_id=step_id))
-
-    def _add_result(self, tx: _Tx, subtype: str, text: str, is_error: bool = False) -> None:
-        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
-        rec = tx.rec
-        rec.command, rec.run_model, rec.run_allow = None, None, []  # a command's hold on its run ends with it
-        self._add(tx, ResultEntry(
-            session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
-            num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
-            duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
-            permission_denials=list(rec.run_denials),
-            usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),
-            memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
-            memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
-        ))
-        if rec.parent_session_id:
-            self._child_ended(tx)
-
-    def _step_name(self, rec: SessionRecord, step: StepRecord) -> str:
-        if step.kind is StepKind.TOOL:
-            call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
-            return f"Tool step {step.id[:8]} ({call.name if call else 'tool'})"
-        if step.kind is StepKind.MCP:
-            return f"MCP discovery step {step.id[:8]}"
-        return f"{step.kind.value.capitalize()} step {step.id[:8]}"
-
-    def _lists(self, tx: _Tx, now: float) -> bool:
+    def _lists(self, tx: Tx, now: float) -> bool:
         """Whether this commit sets the session's score in the ``sessions`` listing: a person's command,
         a session coming to rest (idle, waiting for a person), else at most every ``LIST_SECONDS`` (the
         steps of a running turn; listings and ``--continue`` see it a few seconds late at worst)."""
@@ -261,7 +235,7 @@ class CommitCore:
             return True
         return now - tx.rec.listed_at >= LIST_SECONDS
 
-    def _commit(self, tx: _Tx) -> None:
+    def commit(self, tx: Tx) -> None:
         """Write everything ``tx`` holds in one atomic, fenced script call (workflows/fenced.py).
 
         Raises:
@@ -287,7 +261,7 @@ class CommitCore:
                 s.clear_deadline(step, ops)
         for step, deadline in tx.leases.values():
             s.set_deadline(step, deadline, ops)
-        for text in tx.inbox_pushes:  # first: the event saw the inbox as Redis's, then these (_queued)
+        for text in tx.inbox_pushes:  # first: the event saw the inbox as Redis's, then these (TurnLogic.queued)
             ops.rpush(keys.inbox(rec.id), text)
         for _ in range(tx.inbox_pops):
             ops.lpop(keys.inbox(rec.id))
@@ -320,9 +294,9 @@ class CommitCore:
                 s.note_commit(rec.id, read, reply.extra or "", entries)
             kept = self._kept.get(tx.fence[2]) if tx.fence else None
             if kept is not None:
-                self._remember_claim(written, kept[0])
-            if tx.stop_children:  # the run ended with sub-agents running (workflows.engine.subagents)
-                tx.dispatch.extend(self.stop_children(tx.stop_children))
+                self.remember_claim(written, kept[0])
+            for after in tx.after:  # e.g. the run ended with sub-agents running (workflows.engine.subagents)
+                tx.dispatch.extend(after())
             return
         if tx.fence:
             kept = self._kept.pop(tx.fence[2], None)
@@ -334,7 +308,7 @@ class CommitCore:
         raise CommitConflict(reply.status, SessionRecord.model_validate_json(reply.session),
                              StepRecord.model_validate_json(reply.step) if reply.step else None)
 
-    def _write_new_session(self, tx: _Tx, ops: Recorder) -> None:
+    def write_new_session(self, tx: Tx, ops: Recorder) -> None:
         """Record, on another commit's ``ops``, a session that session's event creates (a sub-agent): its
         record, its listing, its first entries, steps and leases (workflows.engine.subagents)."""
         s, rec = self.store, tx.rec
@@ -351,7 +325,7 @@ class CommitCore:
 _ENDED = {StepStatus.DONE: "done", StepStatus.SUPERSEDED: "superseded", StepStatus.FAILED: "failed"}
 
 
-def count_commit(tx: _Tx, now: float) -> None:
+def count_commit(tx: Tx, now: float) -> None:
     """Note what a landed commit did in this process's metrics (workflows/metrics.py; no Redis command)."""
     seen: set[str] = set()
     for step in tx.steps:

@@ -1,14 +1,18 @@
 """Memory forks beside the turn: session-memory updates and auto-memory extraction.
 
-A part of :class:`workflows.engine.Engine` (a mixin); see :mod:`workflows.engine.commit` for the
-commit every event goes through.
+A part of :class:`workflows.engine.Engine` (``engine.forks``); it commits through
+:class:`workflows.commit.Committer`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from statemachines import State
+from workflows.commit import Part, Tx
+from workflows.engine.charges import charge
 from workflows.engine.support import (
-    _Tx,
+    context_size,
 )
 from workflows.exceptions import (
     SessionNotFound,
@@ -28,17 +32,22 @@ from workflows.models import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from workflows.engine.turn import TurnLogic
 
-class MemoryForks:
+
+class MemoryForks(Part):
     """Memory forks beside the turn: session-memory updates and auto-memory extraction."""
 
-    def _maybe_update_session_memory(self, tx: _Tx, tool_calls: int) -> None:
+    turns: TurnLogic
+
+    def maybe_update_session_memory(self, tx: Tx, tool_calls: int) -> None:
         """After a model turn: ask for a session-memory update when the thresholds say so."""
         rec, st = tx.rec, self.settings
         if not st.session_memory:
             return
         rec.memory_tool_calls += tool_calls
-        tokens = self.context_size(rec)
+        tokens = context_size(rec)
         limits = MemoryThresholds(st.session_memory_init_tokens, st.session_memory_update_tokens,
                                   st.session_memory_tool_calls)
         if not should_update_session_memory(tokens, rec.memory_tokens, rec.memory_tool_calls, tool_calls > 0,
@@ -48,7 +57,7 @@ class MemoryForks:
         rec.memory_tool_calls = 0
         self._request_fork(tx, StepKind.MEMORY)
 
-    def _request_fork(self, tx: _Tx, kind: StepKind) -> None:
+    def _request_fork(self, tx: Tx, kind: StepKind) -> None:
         """Start a memory fork of ``kind``, or, while one runs, ask for one trailing run after it.
 
         The slot in the session record (``memory_step`` / ``extract_step``) is the
@@ -61,29 +70,29 @@ class MemoryForks:
             if rec.memory_step:
                 rec.memory_trailing = True
             else:
-                rec.memory_step = self._new_step(tx, kind).id
+                rec.memory_step = self.committer.new_step(tx, kind).id
         else:
             if rec.extract_step:
                 rec.extract_trailing = True
             else:
-                rec.extract_step = self._new_step(tx, kind).id
+                rec.extract_step = self.committer.new_step(tx, kind).id
 
-    def _begin_extraction(self, tx: _Tx) -> None:
+    def begin_extraction(self, tx: Tx) -> None:
         """A final answer: extract durable memories from the turn (the session waits in ``extracting``)."""
         rec = tx.rec
         if rec.run_wrote_memory:
             rec.extract_cursor = rec.last_uuid
-            self._add(tx, SystemEntry(session_id=rec.id, subtype="memory", content=(
+            tx.add(SystemEntry(session_id=rec.id, subtype="memory", content=(
                 "Memory was written directly in this turn, so the memory extraction is skipped.")))
-            self._leave_extracting(tx)
+            self.leave_extracting(tx)
             return
         self._request_fork(tx, StepKind.EXTRACT)
-        if len(self._queued(tx)) > tx.inbox_pops:
-            self._leave_extracting(tx)  # a message is waiting: it runs now, the extraction beside it
+        if len(self.turns.queued(tx)) > tx.inbox_pops:
+            self.leave_extracting(tx)  # a message is waiting: it runs now, the extraction beside it
 
-    def _leave_extracting(self, tx: _Tx) -> None:
-        self._fire(tx, "extracted")
-        self._after_idle(tx)
+    def leave_extracting(self, tx: Tx) -> None:
+        tx.fire("extracted")
+        self.turns.after_idle(tx)
 
     def save_fork_checkpoint(self, sid: str, step_id: str, owner: str, data: str) -> bool:
         """Save a memory fork's progress; False when the step is no longer ``owner``'s to run."""
@@ -101,10 +110,10 @@ class MemoryForks:
                               usage: Usage, duration_ms: int) -> list[StepRecord]:
         """Commit a session-memory update: the document, once; then a trailing update if one was asked for."""
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            tx.finish(step)
             rec = tx.rec
-            cost = self._charge(tx, usage, duration_ms, run=False)
+            cost = charge(tx, usage, duration_ms, run=False)
             if has_content(doc):
                 tx.memory_doc = doc
                 rec.memory_updates += 1
@@ -112,21 +121,21 @@ class MemoryForks:
                 text = f"Session memory updated ({len(doc):,} characters; update {rec.memory_updates})."
             else:
                 text = "Session memory unchanged: the update made no edit."
-            self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
-                                      usage=usage, cost_usd=cost))
+            tx.add(SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
+                               usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def record_extraction(self, sid: str, step_id: str, owner: str, *, puts: list[MemoryRecord],
                           deletes: list[str], start_cursor: str | None, until: str | None, usage: Usage,
                           duration_ms: int) -> list[StepRecord]:
         """Commit an extraction: its record writes in the same MULTI as the step's end (never twice)."""
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._finish_step(tx, step)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            tx.finish(step)
             rec = tx.rec
-            cost = self._charge(tx, usage, duration_ms, run=False, kind="extract")
+            cost = charge(tx, usage, duration_ms, run=False, kind="extract")
             tx.records_put = puts
             tx.records_deleted = deletes
             if rec.extract_cursor == start_cursor:  # a direct write since may have moved it further on
@@ -138,31 +147,31 @@ class MemoryForks:
             if deletes:
                 parts.append("deleted " + ", ".join(deletes))
             text = ("Memory extraction " + "; ".join(parts) + ".") if parts else "Memory extraction: nothing new to save."
-            self._add(tx, SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
-                                      usage=usage, cost_usd=cost))
+            tx.add(SystemEntry(session_id=sid, subtype="memory", content=text, step_id=step.id,
+                               usage=usage, cost_usd=cost))
             self._fork_done(tx, step)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
     def record_fork_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]:
         """A memory fork failed for good: say so; the session goes on (memory is never worth stopping for)."""
 
-        def apply(tx: _Tx, step: StepRecord) -> None:
-            self._fork_failed(tx, step, error)
+        def apply(tx: Tx, step: StepRecord) -> None:
+            self.fork_failed(tx, step, error)
 
-        return self._step_event(sid, step_id, owner, apply)
+        return self.committer.step_event(sid, step_id, owner, apply)
 
-    def _fork_failed(self, tx: _Tx, step: StepRecord, error: str) -> None:
+    def fork_failed(self, tx: Tx, step: StepRecord, error: str) -> None:
         step.status = StepStatus.FAILED
         step.error = error
         tx.steps.append(step)
         tx.cleared.append(step)
         what = "Session-memory update" if step.kind is StepKind.MEMORY else "Memory extraction"
-        self._add(tx, SystemEntry(session_id=tx.rec.id, subtype="warning", step_id=step.id,
-                                  content=f"{what} failed: {error}"))
+        tx.add(SystemEntry(session_id=tx.rec.id, subtype="warning", step_id=step.id,
+                           content=f"{what} failed: {error}"))
         self._fork_done(tx, step)
 
-    def _fork_done(self, tx: _Tx, step: StepRecord) -> None:
+    def _fork_done(self, tx: Tx, step: StepRecord) -> None:
         """Release the fork's slot; start the trailing run, or let a session waiting in ``extracting`` go."""
         rec = tx.rec
         tx.checkpoints_cleared.append(step.id)
@@ -179,4 +188,4 @@ class MemoryForks:
             rec.extract_trailing = False
             self._request_fork(tx, StepKind.EXTRACT)
         elif rec.state is State.EXTRACTING and rec.extract_step is None:
-            self._leave_extracting(tx)
+            self.leave_extracting(tx)

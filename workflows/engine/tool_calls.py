@@ -1,0 +1,218 @@
+"""A reply's tool calls: checked (input, permission), batched, asked about or dispatched, and their results
+recorded; a quick call the model step ran itself is recorded with the reply.
+
+A part of :class:`workflows.engine.Engine`. Consecutive read-only calls form one batch that runs in parallel;
+each mutating call is a batch of its own; after the last batch the turn goes on (:mod:`workflows.engine.turn`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from workflows.commit import Part, Tx
+from workflows.engine.charges import charge
+from workflows.engine.support import (
+    MEMORY_WRITERS,
+    _denial,
+)
+from workflows.exceptions import (
+    ToolInputError,
+)
+from workflows.hooks.commits import tool_event_stops
+from workflows.hooks.config import HookEvent
+from workflows.hooks.outcome import HookOutcome
+from workflows.mcp.catalog import find_tool
+from workflows.mcp.tools import is_mcp_name
+from workflows.models import (
+    PermissionDecisionEntry,
+    PermissionRequest,
+    SessionRecord,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+)
+from workflows.permissions import Decision, decide
+from workflows.tools import get_tool
+from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.engine.approvals import Approvals
+    from workflows.engine.commands import CommandRuns
+    from workflows.engine.subagents import SubagentLogic
+    from workflows.engine.turn import TurnLogic
+    from workflows.fenced import Recorder
+    from workflows.hooks.commits import HookCommits
+
+#: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
+#: that says so, so a hostile or confused model cannot fan out without bound.
+MAX_SUBAGENTS_PER_REPLY = 10
+
+
+def runs_early(rec: SessionRecord, name: str, tool) -> bool:
+    """Whether a call of ``tool`` (registered as ``name``) may run in the model step of the reply that
+    asks for it, the session as ``rec`` holds (workflows/tool_step.py): a quick tool the session offers,
+    with no PreToolUse or PostToolUse hook on it, outside a custom command's run. Asked by the model step
+    before it runs the call, and by the commit of the reply before it records the result."""
+    return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)
+            and not any(rec.hooks.for_event(event, name) for event in (HookEvent.PRE_TOOL_USE,
+                                                                       HookEvent.POST_TOOL_USE)))
+
+
+class ToolCalls(Part):
+    """A reply's tool calls: checked, batched, asked about or dispatched, and their results recorded."""
+
+    approvals: Approvals
+    commands: CommandRuns
+    hooks: HookCommits
+    subagents: SubagentLogic
+    turns: TurnLogic
+
+    def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
+                           hook: HookOutcome | None = None,
+                           writes: Callable[[Recorder], None] | None = None) -> list[StepRecord]:
+        """Commit one tool result (and its PostToolUse ``hook`` outcome); when its batch is complete,
+        start the next batch or model call. ``writes``: more writes of the tool run (the files it read)
+        made by the same commit, when it lands."""
+
+        def apply(tx: Tx, step: StepRecord) -> None:
+            self.record_tool_result(tx, step, output, hook)
+            if writes is not None:
+                tx.extra.append(writes)
+
+        return self.committer.step_event(sid, step_id, owner, apply)
+
+    def record_tool_result(self, tx: Tx, step: StepRecord, output: ToolOutput, hook: HookOutcome | None) -> None:
+        """A call's step is done: its result (and its PostToolUse verdict); then the batch goes on."""
+        tx.finish(step)
+        call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
+        if call is None or call.status is ToolCallStatus.DONE:
+            return
+        if hook is not None:
+            self.hooks.add_hook_entry(tx, hook, call, step)
+        if output.usage is not None:  # the tool called a model (WebFetch, WebSearch): the session pays
+            charge(tx, output.usage, output.duration_ms, kind="web", model=output.model)
+        self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
+        call.status = ToolCallStatus.DONE
+        if call.name in MEMORY_WRITERS and not output.is_error:
+            tx.rec.run_wrote_memory = True
+        if (stop := tool_event_stops(hook)) is not None:
+            self.turns.abort_run(tx, "halt", "error_during_execution", f"Stopped by a PostToolUse hook: {stop}")
+            return
+        self.advance_tools(tx)
+
+    def fan_out(self, tx: Tx, tool_uses) -> None:
+        """Check every tool call (input, permission); dispatch the first batch, or ask.
+
+        Consecutive read-only calls form one batch that runs in parallel; each
+        mutating call is a batch of its own, so they run in the order given. A
+        call that asks holds every batch until a person (or a timeout) decides;
+        no worker waits meanwhile.
+        """
+        rec = tx.rec
+        calls: list[ToolCall] = []
+        refused: list[tuple[str, ToolOutput]] = []
+        asked: list[PermissionRequest] = []
+        batch, prev_read_only, subagents = -1, False, 0
+        for tu in tool_uses:
+            try:
+                tool = find_tool(self.store, rec, tu.name)
+                if tool.memory_tool and not (rec.auto_memory and rec.project_id):
+                    raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
+                if rec.tools is not None and tu.name not in rec.tools and not is_mcp_name(tu.name):
+                    raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
+                                         f"{', '.join(rec.tools) or 'none'}.")
+                tool.validate(tu.input)
+                if tool.subagent:
+                    self.subagents.check_agent_type(rec, tu.input)
+                    subagents += 1
+                    if subagents > MAX_SUBAGENTS_PER_REPLY:
+                        raise ToolInputError(f"At most {MAX_SUBAGENTS_PER_REPLY} sub-agents run per reply; this "
+                                             "Task call was not started. Start it after the others answer.")
+            except ToolInputError as exc:
+                refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
+                continue
+            perm = decide(tool, tu.input, rec)
+            if tool.inline and perm.decision is Decision.ALLOW:  # TodoWrite: applied here, with the reply
+                refused.append((tu.id, self._run_inline(rec, tool, tu.input)))
+                continue
+            if perm.decision is Decision.DENY:
+                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
+                rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
+                tx.add(PermissionDecisionEntry(
+                    session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="deny",
+                    decided_by="rule" if perm.rule else "mode", reason=perm.source))
+                continue
+            if not (tool.read_only and prev_read_only):
+                batch += 1
+            prev_read_only = tool.read_only
+            call = ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch)
+            if (perm.decision is Decision.ASK and not tool.subagent
+                    and rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name)):
+                call.hooks_pending = True  # its hooks run first, on the tools worker; they may allow or deny it
+            elif perm.decision is Decision.ASK:
+                call.status = ToolCallStatus.AWAITING_APPROVAL
+                asked.append(self.approvals.request(rec, call, tu.input, perm.reason or perm.source))
+            elif perm.rule:
+                tx.add(PermissionDecisionEntry(
+                    session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="allow", decided_by="rule",
+                    reason=perm.source))
+            calls.append(call)
+        rec.tool_calls = calls
+        rec.current_batch = -1
+        for tool_use_id, output in refused:
+            self.turns.add_tool_result(tx, tool_use_id, output)
+        if asked:
+            self.approvals.ask(tx, asked)
+            return
+        tx.fire("tools_requested")
+        self.advance_tools(tx)
+
+    def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
+        """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
+        return tool.apply(rec, tool.validate(tool_input))
+
+    def advance_tools(self, tx: Tx) -> None:
+        """Dispatch the current batch's waiting calls; when it is done, the next batch; after the last, the model.
+
+        A call of the current batch may wait again (its PreToolUse hook asked; it was approved since).
+        """
+        rec = tx.rec
+        while True:
+            if self.commands.command_failed(tx):  # a custom command's line failed or was refused: its run ends here
+                return
+            batch = [c for c in rec.tool_calls if c.batch == rec.current_batch]
+            for call in batch:
+                if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
+                    self.subagents.start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
+                elif (call.status is ToolCallStatus.WAITING and call.tool_use_id in tx.ran and not call.hooks_pending
+                      and not is_mcp_name(call.name) and runs_early(rec, call.name, get_tool(call.name))):
+                    self._ran_here(tx, call, tx.ran.pop(call.tool_use_id))  # (allowed by this commit's fan-out)
+                elif call.status is ToolCallStatus.WAITING:
+                    step = self.committer.new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+                    call.step_id = step.id
+                    call.status = ToolCallStatus.DISPATCHED
+            if any(c.status is not ToolCallStatus.DONE for c in batch):
+                return
+            rec.current_batch += 1
+            if not any(c.batch >= rec.current_batch for c in rec.tool_calls):
+                rec.tool_calls = []
+                tx.fire("tools_finished")
+                if rec.command is not None:  # a custom command's lines ran: now its prompt
+                    self.commands.send_command(tx)
+                else:
+                    self.turns.next_model_call(tx)
+                return
+
+    def _ran_here(self, tx: Tx, call, ran) -> None:
+        """A call the model step ran itself (a quick call): its tool step, born done, and its result."""
+        step = self.committer.new_step(tx, StepKind.TOOL, tool_use_id=call.tool_use_id)
+        tx.dispatch.remove(step)
+        del tx.leases[step.id]
+        step.status, step.created_at = StepStatus.DONE, ran.started  # (its duration: from the run to this commit)
+        call.step_id = step.id
+        self.turns.add_tool_result(tx, call.tool_use_id, ran.output, step_id=step.id)
+        call.status = ToolCallStatus.DONE
+        if ran.writes is not None:
+            tx.extra.append(ran.writes)
