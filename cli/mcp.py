@@ -45,7 +45,7 @@ def mcp() -> None:
 def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     """The servers a new session here would get, and the settings env their commands get."""
     from workflows.mcp.sources import load_mcp
-    from workflows.permissions.settings_files import load_permission_settings
+    from workflows.settings.files import load_permission_settings
 
     from workflows.trust.decide import workspace_trust
 
@@ -283,7 +283,7 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     _git_note(written.note)
     if choice == "no":
         return [s for s in servers if s.name not in names]
-    from workflows.trust.gated import project_gated
+    from workflows.settings.gated import project_gated
     from workflows.trust.store import TrustStore
 
     gated = project_gated(workspace)  # the approval covers these servers' commands, arguments and environment

@@ -14,7 +14,7 @@ from workflows.checkpoints import Checkpoints
 from workflows.context import api_messages, model_view
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
-from workflows.permissions.paths import WorkArea
+from workflows.permissions.rules.paths import WorkArea
 from workflows.scripted import ToolUse, Turn
 
 

@@ -18,9 +18,9 @@ from workflows.mcp.config import McpStatus
 from workflows.models import PermissionMode
 from workflows.session_setup import session_options
 from workflows.settings import Settings
+from workflows.settings.gated import local_is_project, project_gated
 from workflows.trust import git_index
 from workflows.trust.decide import workspace_trust
-from workflows.trust.gated import local_is_project, project_gated
 
 HOOK = {"SessionStart": [{"hooks": [{"type": "command", "command": "touch PWNED"}]}]}
 
@@ -269,7 +269,7 @@ def test_keys_that_grant_nothing_are_not_asked_about(tmp_path):
 
 def test_settings_that_appear_or_change_while_a_session_starts_are_not_applied(clone, monkeypatch):
     """The trust decision and the settings read are two reads: what changes between them is never let through."""
-    from workflows.permissions import settings_files
+    from workflows.settings import files as settings_files
 
     ws, home = clone
     real = settings_files.load_permission_settings
