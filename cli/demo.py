@@ -17,8 +17,8 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from cli.figures import memory_saved_line
 from workflows.models import PermissionMode
+from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
-from workflows.settings.bypass import choose_mode
 
 
 @click.command("demo")

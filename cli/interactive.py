@@ -52,8 +52,8 @@ from workflows.mcp.config import fresh
 from workflows.mcp.sources import McpFlags
 from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord, Usage, parse_entry
+from workflows.permissions.bypass import effective_mode
 from workflows.settings import Settings, load_settings
-from workflows.settings.bypass import effective_mode
 from workflows.store import stream_entries
 from workflows.valid_text import valid_str
 

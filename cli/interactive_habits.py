@@ -99,7 +99,7 @@ def doctor() -> None:
 
 def next_mode(ui: "Interactive") -> PermissionMode:
     """Shift+Tab: switch the session to the next permission mode of the cycle; that mode."""
-    from workflows.settings.bypass import effective_mode
+    from workflows.permissions.bypass import effective_mode
 
     current = effective_mode(ui.record())  # a bypassPermissions disabled since is left out of the cycle
     order = CYCLE + ([current] if current not in CYCLE else [])

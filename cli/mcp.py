@@ -283,7 +283,7 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     _git_note(written.note)
     if choice == "no":
         return [s for s in servers if s.name not in names]
-    from workflows.settings.gated import project_gated
+    from workflows.trust.gated import project_gated
     from workflows.trust.store import TrustStore
 
     gated = project_gated(workspace)  # the approval covers these servers' commands, arguments and environment

@@ -44,7 +44,7 @@ from tasks.dispatch import dispatch
 from workflows.exceptions import MainsailError
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.permissions import answer_choices
-from workflows.settings.bypass import effective_mode
+from workflows.permissions.bypass import effective_mode
 from workflows.valid_text import valid_str
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from workflows import keys
 from workflows.mcp.sources import McpFlags, read_mcp_config
 from workflows.model_lifecycle import lifecycle_note
 from workflows.models import PermissionMode
+from workflows.permissions.bypass import resumed_mode
 from workflows.pricing import known_price, unknown_price_note
-from workflows.settings.bypass import resumed_mode
 from workflows.settings.files import load_permission_settings
 from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
 from workflows.session_setup import session_options as new_session_options
@@ -169,7 +169,7 @@ def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allo
                 approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path, add_dirs=(),
                 fallback_model=None, mcp: McpFlags = McpFlags(), extra_settings=None):
     """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
-    --mcp-config servers join its own. The mode is chosen by :func:`workflows.settings.bypass.resumed_mode`
+    --mcp-config servers join its own. The mode is chosen by :func:`workflows.permissions.bypass.resumed_mode`
     (a refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that
     disables bypass joins the session's own. ``--trust-project`` is said to apply to new sessions only: a
     session keeps the settings it started with."""

@@ -6,7 +6,7 @@ console's cookie), found by its SHA-256 in Redis (:mod:`workflows.api_tokens`).
 - A token restricted to workspaces asking about a session elsewhere: 404, as if the session did not
   exist (it learns nothing about other teams' sessions).
 - A token made without ``--allow-bypass`` asking to start, send to or schedule a session that would run
-  in bypassPermissions: 403 (:mod:`workflows.settings.bypass`).
+  in bypassPermissions: 403 (:mod:`workflows.permissions.bypass`).
 - A token made without ``--admin`` approving a call that may write ``.claude/``, ``.mcp.json``,
   ``.mainsail/``, ``.git/`` or a settings file, or answering "always" with a rule that would allow such
   writes: 403 (:mod:`workflows.permissions.protected_writes`).
@@ -28,9 +28,9 @@ from fastapi import Depends, HTTPException, Request
 from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import SessionNotFound
 from workflows.models import PermissionRequest, SessionRecord
+from workflows.permissions import bypass
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem, protected_write
 from workflows.permissions.token_reach import reach_problem
-from workflows.settings import bypass
 
 COOKIE = "mainsail_token"
 CONSOLE_HEADER = "X-Mainsail-Console"

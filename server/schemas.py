@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statemachines import State
 from workflows.models import PathText, PermissionMode, PermissionRequest, SessionOptions, SessionRecord, Usage
-from workflows.settings.bypass import effective_mode
+from workflows.permissions.bypass import effective_mode
 
 
 class NewSession(SessionOptions):

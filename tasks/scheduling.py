@@ -50,7 +50,7 @@ def add(engine, settings, schedule: Schedule, token=None, trust: str | None = No
     schedule.workspace = check_workspace(schedule.workspace)
     check_options(settings, schedule, token, trust, check_dir)
     if trust or (token is not None and token.trust_project and token.allows_workspace(schedule.workspace)):
-        from workflows.settings.gated import project_gated
+        from workflows.trust.gated import project_gated
 
         schedule.trusted_hash = project_gated(Path(schedule.workspace)).digest()
     beat.ensure_configured(settings)

@@ -628,7 +628,7 @@ class SessionRecord(_Model):
     model_overrides: dict[str, str] = Field(default_factory=dict)
     fallback_model: str | None = None  # retried once with this when the model is overloaded (529)
     # The settings files (and --settings layers) that set permissions.disableBypassPermissionsMode when it
-    # started: bypassPermissions stays refused for its life (workflows/settings/bypass.py).
+    # started: bypassPermissions stays refused for its life (workflows/permissions/bypass.py).
     bypass_disabled_by: list[str] = Field(default_factory=list)
     # The workspace was not trusted when it started (workflows/trust): its own settings that run code or widen
     # access were left out, and so are a project command file's allowed-tools (workflows/engine/commands.py).

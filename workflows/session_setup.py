@@ -18,9 +18,9 @@ from workflows.mcp.sources import McpFlags, load_mcp
 from workflows.model_names import model_overrides, valid_name
 from workflows.model_names import session_model as new_session_model
 from workflows.models import PermissionMode, SessionRecord
+from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.rules.rules import split_rules
-from workflows.settings.bypass import choose_mode, file_refusals, trusted_default
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.settings.session_keys import resolve_added_dir
@@ -40,7 +40,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     given by the client (``--agents``, the SDK's ``agents``).
 
     The mode is the first of ``permission_mode`` (given by ``mode_given_by``), ``MAINSAIL_PERMISSION_MODE``
-    and the files' ``defaultMode`` that :mod:`workflows.settings.bypass` allows, else ``default``: a
+    and the files' ``defaultMode`` that :mod:`workflows.permissions.bypass` allows, else ``default``: a
     bypassPermissions that ``disableBypassPermissionsMode`` refuses is skipped with a warning, as in
     Claude Code, and so is a project's (or local) file's ``defaultMode: bypassPermissions`` (only the
     user's files and ``--settings`` may grant it). ``token``: the team server's caller (its scope is

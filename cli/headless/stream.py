@@ -57,8 +57,8 @@ from workflows.models import (
     PermissionRequestEntry,
     ResultEntry,
 )
+from workflows.permissions.bypass import effective_mode
 from workflows.permissions.prompt import always_offered
-from workflows.settings.bypass import effective_mode
 
 EOF = object()
 

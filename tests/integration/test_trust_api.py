@@ -61,7 +61,7 @@ def test_a_schedule_carries_the_trust_of_whoever_made_it(engine, settings, real_
     trusted then; a token without it, or nobody, leaves it out."""
     from tasks import scheduling
     from workflows.schedules import Schedule
-    from workflows.settings.gated import project_gated
+    from workflows.trust.gated import project_gated
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (ws / ".claude").mkdir(exist_ok=True)

@@ -1,5 +1,5 @@
 """``permissions.disableBypassPermissionsMode``: the settings key, and the one decision
-(workflows.settings.bypass) asked on every path that could put a session into bypassPermissions.
+(workflows.permissions.bypass) asked on every path that could put a session into bypassPermissions.
 
 Each row of the adversarial tables below is a way to get bypass while a settings file disables it;
 the session must never run in bypass, and the permission check must never allow everything."""
@@ -18,11 +18,11 @@ from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
 from workflows.permissions import Decision, decide
+from workflows.permissions.bypass import choose_mode, effective_mode, refusal, resumed_mode
 from workflows.schedules import Schedule, ScheduleStore, SessionOptions
 from workflows.schedules.firing import fire
 from workflows.scripted import ToolUse, Turn
 from workflows.session_setup import session_options
-from workflows.settings.bypass import choose_mode, effective_mode, refusal, resumed_mode
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.tools import get_tool
@@ -348,7 +348,7 @@ def test_new_tokens_and_old_records_have_no_bypass_and_update_keeps_the_secret(f
 def test_the_files_are_read_again_when_one_changes_even_at_the_same_size(engine, ws, home):
     """The check at each decision keeps what it read by the files' stat stamps; a change within the
     clock's tick (same size, same inode) is still seen, as the first read of a fresh file is not kept."""
-    from workflows.settings import bypass
+    from workflows.permissions import bypass
 
     rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
     assert effective_mode(rec) is BYPASS and effective_mode(rec) is BYPASS  # (none of the files exist)

@@ -12,8 +12,8 @@ import pytest
 
 from workflows.models import PermissionMode
 from workflows.permissions import Decision, decide
+from workflows.permissions.bypass import effective_mode
 from workflows.session_setup import session_options
-from workflows.settings.bypass import effective_mode
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.tools import get_tool

@@ -298,7 +298,7 @@ def test_a_schedule_carries_its_makers_trust_while_the_settings_are_unchanged(en
                                                                             monkeypatch):
     """Made with --trust-project, a schedule keeps the hash trusted then: its firings apply the workspace's own
     settings while they hash the same; a change (or a schedule made without it) leaves them out."""
-    from workflows.settings.gated import project_gated
+    from workflows.trust.gated import project_gated
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # (no trust recorded in the machine user's HOME)
     (ws / ".claude").mkdir()

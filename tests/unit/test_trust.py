@@ -18,9 +18,9 @@ from workflows.mcp.config import McpStatus
 from workflows.models import PermissionMode
 from workflows.session_setup import session_options
 from workflows.settings import Settings
-from workflows.settings.gated import local_is_project, project_gated
 from workflows.trust import git_index
 from workflows.trust.decide import workspace_trust
+from workflows.trust.gated import local_is_project, project_gated
 
 HOOK = {"SessionStart": [{"hooks": [{"type": "command", "command": "touch PWNED"}]}]}
 

@@ -50,9 +50,9 @@ from workflows.models import (
     new_id,
 )
 from workflows.memory_access import MemoryAccess
+from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea
-from workflows.settings import bypass
 from workflows.tokens import estimate_tokens, thresholds
 
 #: Message keys a session remembers (:meth:`SessionVerbs.submit`'s ``once``).
@@ -104,7 +104,7 @@ class SessionVerbs:
         ``untrusted_workspace``: the workspace was not trusted (:mod:`workflows.trust`), kept for its life.
 
         Raises:
-            BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.settings.bypass`).
+            BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.permissions.bypass`).
 
         With auto-memory on (``auto_memory``, default the setting), the session
         belongs to the project of its git root and starts with that project's

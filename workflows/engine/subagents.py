@@ -44,8 +44,8 @@ from workflows.models import (
     ToolCallStatus,
     new_id,
 )
+from workflows.permissions.bypass import effective_mode
 from workflows.pricing import add_cost
-from workflows.settings.bypass import effective_mode
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from workflows.hooks.config import CommandHook, HookEvent
 from workflows.hooks.outcome import HookOutcome, HookRun, interpret
 from workflows.models import SessionRecord
 from workflows.permissions import sandbox
-from workflows.settings.bypass import effective_mode
+from workflows.permissions.bypass import effective_mode
 from workflows.tools.bash import run_process, sandbox_data_dir
 
 __all__ = ["hook_input", "run_command_hook", "run_event"]

@@ -71,7 +71,7 @@ def apply_mcp_keys(out: McpSettings, data: dict, origin: str, source: str, path:
         McpConfigError: a malformed key (the message names the file and the server).
     """
     if any(k in data for k in APPROVAL_KEYS):
-        # (A project file's approvals reach here only once its workspace is trusted: workflows.settings.gated.)
+        # (A project file's approvals reach here only once its workspace is trusted: workflows.trust.gated.)
         out.add_approvals(data, origin)
     if "mcpServers" not in data:
         return

@@ -9,7 +9,7 @@ A custom command's ``allowed-tools`` join the allow rules for the run it started
 like any allow rule they never beat a deny or ask rule, plan mode or a protected path.
 
 A record holding bypassPermissions while that mode is disabled (``permissions.disableBypassPermissionsMode``,
-see :mod:`workflows.settings.bypass`) is decided as in ``default`` mode: what would ask asks.
+see :mod:`workflows.permissions.bypass`) is decided as in ``default`` mode: what would ask asks.
 
 A caller with tighter limits (a memory fork) passes its own allow list: the
 call must get past the session's own decision first (a fork can never do what
@@ -23,9 +23,9 @@ import os
 from typing import TYPE_CHECKING
 
 from workflows.models import PermissionMode, RuleSet, SessionRecord
+from workflows.permissions.bypass import effective_mode
 from workflows.permissions.evaluate import evaluate, read_denied
 from workflows.permissions.rules.rules import Decision, PermissionResult, nobody_to_ask
-from workflows.settings.bypass import effective_mode
 
 if TYPE_CHECKING:
     from workflows.tools.base import Tool

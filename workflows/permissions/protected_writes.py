@@ -276,8 +276,8 @@ def _probes(rule: str, rec: SessionRecord) -> list[tuple[str, dict]]:
 def always_problem(rules: list[str], rec: SessionRecord) -> str | None:
     """Why adding ``rules`` (an "always" answer) to session ``rec`` would let a later call write a
     protected path without asking; None when none would. Probed with the real permission check."""
+    from workflows.permissions.bypass import effective_mode
     from workflows.permissions.evaluate import evaluate
-    from workflows.settings.bypass import effective_mode
 
     wider = rec.rules.model_copy(deep=True)
     for rule in rules:

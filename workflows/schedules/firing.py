@@ -76,7 +76,7 @@ def creator_token(engine, schedule: Schedule):
 
 def carried_trust(schedule: Schedule) -> str | None:
     """The trust its maker gave the workspace (``--trust-project``), while its gated settings are unchanged."""
-    from workflows.settings.gated import project_gated
+    from workflows.trust.gated import project_gated
 
     if schedule.trusted_hash and project_gated(Path(schedule.workspace)).digest() == schedule.trusted_hash:
         return f"schedule {schedule.id[:8]} (made with --trust-project)"
@@ -212,7 +212,7 @@ def require_token_may_continue(rec, token) -> None:
     """
     if token is None:
         return
-    from workflows.settings.bypass import require_token_for
+    from workflows.permissions.bypass import require_token_for
 
     require_token_for(rec, token, f"continue session {rec.id[:8]} (it runs in bypassPermissions mode)",
                       "continue a session in another mode, or start new sessions")

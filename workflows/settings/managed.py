@@ -9,7 +9,7 @@ first of all. Mainsail reads the same files the same way (:func:`policy_layers`,
 moves the directory (the test suite points it at a folder of its own; a machine laid out otherwise).
 
 Like the user's own files, a policy file may grant ``defaultMode: bypassPermissions`` (a project's
-files may not: :mod:`workflows.settings.bypass`).
+files may not: :mod:`workflows.permissions.bypass`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 In order:
 
-1. nothing gated in the workspace (:mod:`workflows.settings.gated`): nothing to decide;
+1. nothing gated in the workspace (:mod:`workflows.trust.gated`): nothing to decide;
 2. ``~/.mainsail/trust.json`` holds a record for it with the same content hash: trusted;
 3. the front door vouches for it (``--trust-project``, an API token made with ``--trust-project``, a
    schedule made with either): trusted, and recorded for the current hash;
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from workflows.exceptions import ConfigurationError
-from workflows.settings.gated import MCP_JSON, Gated, key_names, project_gated
+from workflows.trust.gated import MCP_JSON, Gated, key_names, project_gated
 from workflows.trust.store import TrustStore
 
 __all__ = ["WorkspaceTrust", "changes", "listed", "prompt_lines", "workspace_trust"]

@@ -15,7 +15,7 @@ then these keys of its **project** files are ignored:
 
 ``permissions.deny`` and ``ask``, ``disabledMcpjsonServers`` and ``disableBypassPermissionsMode`` only
 restrict, so they always apply; ``model`` and ``defaultMode`` (never bypassPermissions from a project:
-:func:`workflows.settings.bypass.trusted_default`) too.
+:func:`workflows.permissions.bypass.trusted_default`) too.
 
 The project's files: ``<ws>/.claude/settings.json``, ``<ws>/.mainsail/settings.json``, ``<ws>/.mcp.json``,
 and a ``settings.local.json`` (in either folder) that git tracks: a clone brings it, so it is the
