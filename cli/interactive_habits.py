@@ -61,7 +61,7 @@ def init(ui: "Interactive") -> None:
 
 
 def config(ui: "Interactive") -> None:
-    from workflows.permissions.settings_files import settings_paths
+    from workflows.settings.layers import settings_paths
 
     rec = ui.record()
     s = ui.settings

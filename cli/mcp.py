@@ -45,7 +45,7 @@ def mcp() -> None:
 def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     """The servers a new session here would get, and the settings env their commands get."""
     from workflows.mcp.sources import load_mcp
-    from workflows.permissions.settings_files import load_permission_settings
+    from workflows.settings.files import load_permission_settings
 
     from workflows.trust.decide import workspace_trust
 

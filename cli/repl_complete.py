@@ -1,7 +1,7 @@
 """Tab completion in interactive mode: ``/`` commands at the start of the line, ``@`` file mentions anywhere.
 
 A mention completes to paths of the session's workspace (and added directories) as the session's Read
-would see them: each candidate goes through the one path resolver (workflows/permissions/paths.py) and the
+would see them: each candidate goes through the one path resolver (workflows/permissions/rules/paths.py) and the
 permission function (a file a Read deny rule covers is never offered). ``@"a b.txt"`` quotes a name with spaces,
 as the engine's mention syntax reads it (workflows/commands/expand.py).
 """
@@ -43,7 +43,8 @@ class ReplCompleter(Completer):
 def mention_candidates(ui: "Interactive", typed: str) -> list[tuple[str, bool]]:
     """``(path as typed, is a folder)`` for the entries of the folder ``typed`` names that start with its last
     part, in the workspace's terms; only what the session's Read may read."""
-    from workflows.permissions import Decision, decide, paths
+    from workflows.permissions import Decision, decide
+    from workflows.permissions.rules import paths
     from workflows.tools import get_tool
 
     rec = ui.record()

@@ -25,11 +25,11 @@ from cli.standby import require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.mcp.sources import McpFlags, read_mcp_config
+from workflows.model_lifecycle import lifecycle_note
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import resumed_mode
-from workflows.permissions.settings_files import load_permission_settings
-from workflows.model_lifecycle import lifecycle_note
 from workflows.pricing import known_price, unknown_price_note
+from workflows.settings.files import load_permission_settings
 from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
 from workflows.session_setup import session_options as new_session_options
 from workflows.settings import load_settings

@@ -37,8 +37,9 @@ from pathlib import Path
 
 from tests.unit.test_permissions_adversarial import make_tree, ruleset
 from workflows.models import PermissionMode, SandboxSettings
-from workflows.permissions import Decision, commands, evaluate, sandbox
-from workflows.permissions.bash_parse import Word, parse
+from workflows.permissions import Decision, evaluate, sandbox
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_parse import Word, parse
 
 #: The checker's settings each line is asked under (a line approved under any of them runs).
 CONFIGS = [({}, "default"), ({}, "acceptEdits"), ({}, "plan"),

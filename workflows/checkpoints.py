@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from workflows import keys
 from workflows.exceptions import SessionNotFound, ToolError
-from workflows.permissions import paths
+from workflows.permissions.rules import paths
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
 ABSENT, FILE, TOO_LARGE = "absent", "file", "too_large"

@@ -28,7 +28,7 @@ from typing import Literal
 
 
 from workflows.memory_access import MemoryAccess
-from workflows.permissions import paths
+from workflows.permissions.rules import paths
 
 log = logging.getLogger(__name__)
 

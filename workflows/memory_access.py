@@ -2,7 +2,7 @@
 
 A memory file is workspace content, so the model may have written it (a ``@/proc/self/environ``
 line, a CLAUDE.md that is a symlink to ``~/.aws/credentials``). What it names is resolved by the
-one path resolver (:mod:`workflows.permissions.paths`) and read only when it lies in the session's
+one path resolver (:mod:`workflows.permissions.rules.paths`) and read only when it lies in the session's
 working area (the workspace and its added directories) or in the user's ``~/.claude`` (and its
 twin ``~/.mainsail``), is not in ``/proc``, ``/sys`` or ``/dev`` (however reached), and is not
 covered by the session's Read deny rules. Anything else is left out with a visible note: Claude
@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Callable
 
-from workflows.permissions import paths
+from workflows.permissions.rules import paths
 
 __all__ = ["MemoryAccess", "SYSTEM_DIRS"]
 
@@ -47,7 +47,7 @@ class MemoryAccess:
         """The resolved path an ``@token`` in ``importer`` names (relative to the importer's folder).
 
         Raises:
-            paths.Unresolvable: see :func:`workflows.permissions.paths.expand`.
+            paths.Unresolvable: see :func:`workflows.permissions.rules.paths.expand`.
         """
         return paths.resolve(token, cwd=os.path.dirname(importer), home=self.home)
 
@@ -68,7 +68,7 @@ class MemoryAccess:
 
     def read(self, real: str, limit: int) -> bytes | None:
         """Up to ``limit`` bytes of regular file ``real``, opened without following a symlink swapped in
-        since the check (:func:`workflows.permissions.paths.open_inside`); None if it cannot be read."""
+        since the check (:func:`workflows.permissions.rules.paths.open_inside`); None if it cannot be read."""
         root = self.root_of(real) or os.path.dirname(real)
         try:
             fd = paths.open_inside(real, root, os.O_RDONLY | os.O_NONBLOCK)

@@ -20,8 +20,10 @@ from workflows.model_names import session_model as new_session_model
 from workflows.models import PermissionMode, SessionRecord
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
-from workflows.permissions.session_keys import resolve_added_dir
-from workflows.permissions.settings_files import SettingsError, load_permission_settings, split_rules
+from workflows.permissions.rules.rules import split_rules
+from workflows.settings.errors import SettingsError
+from workflows.settings.files import load_permission_settings
+from workflows.settings.session_keys import resolve_added_dir
 from workflows.trust.decide import workspace_trust
 
 

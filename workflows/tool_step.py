@@ -35,7 +35,7 @@ from workflows.memory import ProjectMemory
 from workflows.model_client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
 from workflows.permissions import Decision, decide, read_denied_for, sandbox
-from workflows.permissions.rules import EDIT_TOOLS
+from workflows.permissions.rules.rules import EDIT_TOOLS
 from workflows.shells import SessionShells
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput

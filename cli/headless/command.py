@@ -92,7 +92,7 @@ def _sources(value: str | None) -> list[str] | None:
     """``--setting-sources``: a comma-separated subset of user, project, local ("" reads none)."""
     if value is None:
         return None
-    from workflows.permissions.settings_files import SOURCES
+    from workflows.settings.layers import SOURCES
 
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in SOURCES]

@@ -47,7 +47,7 @@ def _generated(n: int) -> list[str]:
 
 def test_the_oracle_sees_the_hidden_command_the_old_parse_missed(oracle, monkeypatch):
     """The oracle itself can fail: with the checker's vote and splice undone, cause 1 is a disagreement."""
-    from workflows.permissions import bash_parse
+    from workflows.permissions.shell import bash_parse
 
     monkeypatch.setattr(bash_parse, "splice", lambda text: text)
     monkeypatch.setattr(bash_parse, "vote", lambda *a, **k: None)

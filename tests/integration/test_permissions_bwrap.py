@@ -12,7 +12,7 @@ each command, everything outside the workspace, and ``.git/``, ``.claude/`` and
 ``npm`` here is a stub that exits at once: it stands for any program a rule
 allows, so the test is about what the *command line* does (its redirections,
 options and paths), which the checker answers for; what an allowed program does
-inside is the OS sandbox's to contain (workflows/permissions/sandbox.py).
+inside is the OS sandbox's to contain (workflows/permissions/sandbox/__init__.py).
 """
 
 from __future__ import annotations

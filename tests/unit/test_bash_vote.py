@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from workflows.permissions import bash_vote
-from workflows.permissions.bash_parse import parse
-from workflows.permissions.bash_splice import splice
+from workflows.permissions.shell import bash_vote
+from workflows.permissions.shell.bash_parse import parse
+from workflows.permissions.shell.bash_splice import splice
 
 # Each: a line whose output under bash must not change when the checker's splice is applied first.
 SPLICE_CASES = [

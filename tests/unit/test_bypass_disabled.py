@@ -20,10 +20,11 @@ from workflows.exceptions import BypassDisabled, TokenError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import choose_mode, effective_mode, refusal, resumed_mode
-from workflows.permissions.settings_files import SettingsError, load_permission_settings
 from workflows.schedules import Schedule, ScheduleStore, SessionOptions
 from workflows.schedules.firing import fire
 from workflows.session_setup import session_options
+from workflows.settings.errors import SettingsError
+from workflows.settings.files import load_permission_settings
 from workflows.tools import get_tool
 
 BYPASS = PermissionMode.BYPASS

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, ToolCall
-from workflows.permissions import paths
+from workflows.permissions.rules import paths
 from workflows.permissions.sandbox import git_only
 from workflows.tool_step import git_writes
 from workflows.tools import get_tool

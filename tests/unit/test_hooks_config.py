@@ -9,7 +9,8 @@ import pytest
 from workflows.hooks.config import HookEvent, HookSet, matches
 from workflows.hooks.outcome import HookRun, interpret
 from workflows.hooks.settings import parse_hooks
-from workflows.permissions.settings_files import SettingsError, load_permission_settings
+from workflows.settings.errors import SettingsError
+from workflows.settings.files import load_permission_settings
 
 
 @pytest.mark.parametrize("matcher,subject,expected", [

@@ -1,6 +1,6 @@
 """Managed (policy) settings: /etc/claude-code/managed-settings.json and managed-settings.d/*.json, above
 every other layer (``--settings`` included), never left out by ``--setting-sources``
-(workflows/permissions/managed.py)."""
+(workflows/settings/managed.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 from workflows.models import PermissionMode
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import effective_mode
-from workflows.permissions.settings_files import SettingsError, load_permission_settings
 from workflows.session_setup import session_options
+from workflows.settings.errors import SettingsError
+from workflows.settings.files import load_permission_settings
 from workflows.tools import get_tool
 
 DISABLE = {"permissions": {"disableBypassPermissionsMode": "disable"}}

@@ -11,7 +11,7 @@ import pytest
 from workflows.exceptions import McpConfigError
 from workflows.mcp.config import McpStatus, parse_servers
 from workflows.mcp.sources import load_mcp, read_mcp_config
-from workflows.permissions.settings_files import load_permission_settings
+from workflows.settings.files import load_permission_settings
 from workflows.trust.decide import workspace_trust
 
 

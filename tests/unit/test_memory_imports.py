@@ -20,7 +20,7 @@ from workflows.context_files import memory_files, user_context
 from workflows.memory_access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec
 from workflows.permissions.evaluate import read_denied
-from workflows.permissions.paths import WorkArea
+from workflows.permissions.rules.paths import WorkArea
 
 TODAY = date(2026, 11, 27)
 SECRET = "OUTSIDE-SECRET-7f3a"

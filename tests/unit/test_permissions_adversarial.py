@@ -860,8 +860,8 @@ def test_without_the_added_directory_the_same_calls_ask(case, area):
 
 
 def test_an_added_directory_is_resolved_physically_and_never_the_root(area):
-    from workflows.permissions.paths import WorkArea, inside, protected
-    from workflows.permissions.session_keys import resolve_added_dir
+    from workflows.permissions.rules.paths import WorkArea, inside, protected
+    from workflows.settings.session_keys import resolve_added_dir
 
     wa = WorkArea(f"{area}/ws", [f"{area}/shared/link-secret", "/"])
     assert wa.dirs == (f"{area}/ws", f"{area}/secret")  # the symlink's target; "/" is dropped
@@ -878,7 +878,7 @@ def test_an_added_directory_is_resolved_physically_and_never_the_root(area):
 
 
 def test_an_added_directory_inside_the_workspaces_git_stays_protected(area):
-    from workflows.permissions.paths import WorkArea, protected
+    from workflows.permissions.rules.paths import WorkArea, protected
 
     os.makedirs(f"{area}/ws/.git/hooks", exist_ok=True)
     wa = WorkArea(f"{area}/ws", [f"{area}/ws/.git"])

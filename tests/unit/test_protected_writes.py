@@ -11,9 +11,9 @@ import pytest
 from workflows import keys
 from workflows.api_tokens import TokenRecord, TokenStore, describe
 from workflows.models import SandboxSettings, SessionRecord
-from workflows.permissions import sandbox, sandbox_mounts
+from workflows.permissions import sandbox
 from workflows.permissions.protected_writes import always_problem, protected_write
-from workflows.permissions.sandbox import SandboxStatus
+from workflows.permissions.sandbox import mounts as sandbox_mounts, SandboxStatus
 from workflows.permissions.token_reach import hidden_from, reach_problem
 
 
@@ -90,7 +90,7 @@ def test_a_settings_file_outside_the_workspace_is_protected(ws, home, monkeypatc
     managed = tmp_path / "managed"
     managed.mkdir()
     monkeypatch.setenv("MAINSAIL_MANAGED_SETTINGS_DIR", str(managed))
-    from workflows.permissions.managed import policy_layers
+    from workflows.settings.managed import policy_layers
 
     rec = session(ws, home)
     (_, policy), *_ = policy_layers()

@@ -15,7 +15,7 @@ from workflows.checkpoints import Checkpoints
 from workflows.context import api_messages, model_view
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
-from workflows.permissions.paths import WorkArea
+from workflows.permissions.rules.paths import WorkArea
 
 
 def script(ws: Path):

@@ -1,4 +1,4 @@
-"""Permission rules and modes (workflows.permissions.rules): a decision table, then messages, parsing, always, summary."""
+"""Permission rules and modes (workflows.permissions.rules.rules): a decision table, then messages, parsing, always, summary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from workflows.models import PermissionMode
 from workflows.permissions import always_rules, evaluate, summary
-from workflows.permissions.rules import Decision, RuleSet, RuleSyntaxError, parse_rule
+from workflows.permissions.rules.rules import Decision, RuleSet, RuleSyntaxError, parse_rule
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK
 READ_ONLY = {"Read": True, "Glob": True, "Grep": True, "Edit": False, "Write": False, "Bash": False}

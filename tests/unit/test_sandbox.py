@@ -23,9 +23,9 @@ from workflows.permissions.sandbox import (
     sandbox_env_enabled,
     scrub_environment,
 )
-from workflows.permissions import sandbox_launch
-from workflows.permissions.sandbox_mounts import Placeholder, bwrap_argv
-from workflows.permissions.sandbox_seccomp import unix_socket_filter
+from workflows.permissions.sandbox import launch as sandbox_launch
+from workflows.permissions.sandbox.mounts import Placeholder, bwrap_argv
+from workflows.permissions.sandbox.seccomp import unix_socket_filter
 
 #: What every command's environment gets: git never opens a bare repository it only finds.
 GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.bareRepository", "GIT_CONFIG_VALUE_0": "explicit"}

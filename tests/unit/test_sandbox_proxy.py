@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from workflows.permissions.sandbox_proxy import LAUNCHER, DomainProxy, host_allowed
+from workflows.permissions.sandbox.proxy import LAUNCHER, DomainProxy, host_allowed
 
 
 @pytest.mark.parametrize("host, patterns, expected", [

@@ -1,4 +1,4 @@
-"""Settings files and flags (workflows.permissions.settings_files): layering, flag splitting, and every error message."""
+"""Settings files and flags (workflows.settings.files): layering, flag splitting, and every error message."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 
 from workflows.exceptions import ConfigurationError
 from workflows.models import PermissionMode
-from workflows.permissions.settings_files import SettingsError, load_permission_settings, split_rules
+from workflows.permissions.rules.rules import split_rules
+from workflows.settings.errors import SettingsError
+from workflows.settings.files import load_permission_settings
 
 LAYERS = [  # (base, relative path), lowest precedence first
     ("home", ".claude/settings.json"),

@@ -8,9 +8,8 @@ import stat
 
 import pytest
 
-from workflows.permissions import paths
-from workflows.tools import ToolContext, run_tool
-from workflows.tools import files as files_mod
+from workflows.permissions.rules import paths
+from workflows.tools import ToolContext, run_tool, files as files_mod
 
 
 @pytest.fixture

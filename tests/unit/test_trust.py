@@ -269,7 +269,7 @@ def test_keys_that_grant_nothing_are_not_asked_about(tmp_path):
 
 def test_settings_that_appear_or_change_while_a_session_starts_are_not_applied(clone, monkeypatch):
     """The trust decision and the settings read are two reads: what changes between them is never let through."""
-    from workflows.permissions import settings_files
+    from workflows.settings import files as settings_files
 
     ws, home = clone
     real = settings_files.load_permission_settings

@@ -104,8 +104,7 @@ def _text(fields: dict, raw: dict, key: str, where: str) -> str:
 
 
 def _allowed_tools(value: Any, where: str) -> list[str]:
-    from workflows.permissions.rules import RuleSyntaxError, parse_rule
-    from workflows.permissions.settings_files import split_rules
+    from workflows.permissions.rules.rules import RuleSyntaxError, parse_rule, split_rules
 
     if value is None:
         return []

@@ -52,7 +52,8 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
-from workflows.permissions import Decision, decide, paths
+from workflows.permissions import Decision, decide
+from workflows.permissions.rules import paths
 from workflows.tokens import estimate_tokens
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput

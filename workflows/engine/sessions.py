@@ -42,7 +42,7 @@ from workflows.models import (
 )
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
-from workflows.permissions.paths import WorkArea
+from workflows.permissions.rules.paths import WorkArea
 from workflows.tokens import estimate_tokens
 
 if TYPE_CHECKING:

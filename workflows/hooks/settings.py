@@ -1,7 +1,7 @@
 """Parsing the ``hooks`` value of one settings file into a :class:`~workflows.hooks.config.HookSet`.
 
 Every mistake is a :class:`HookConfigError` naming the dotted key and the fix;
-:mod:`workflows.permissions.settings_files` adds the file and line.
+:mod:`workflows.settings.files` adds the file and line.
 """
 
 from __future__ import annotations

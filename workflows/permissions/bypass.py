@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from workflows.exceptions import BypassDisabled
 from workflows.models import PermissionMode
-from workflows.permissions.managed import policy_layers
-from workflows.permissions.settings_files import SettingsError, settings_layers
+from workflows.settings.errors import SettingsError
+from workflows.settings.layers import settings_layers
+from workflows.settings.managed import policy_layers
 
 if TYPE_CHECKING:
     from workflows.api_tokens import TokenRecord
@@ -73,7 +74,7 @@ class Refusal:
 
 def apply_bypass_key(out, data: dict, where) -> None:
     """Note that one settings file sets ``permissions.disableBypassPermissionsMode`` (on ``out``, a
-    :class:`~workflows.permissions.settings_files.PermissionSettings`).
+    :class:`~workflows.settings.files.PermissionSettings`).
 
     Raises:
         SettingsError: any value but ``"disable"`` (the only one Claude Code accepts).

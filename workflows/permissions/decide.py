@@ -1,6 +1,6 @@
 """The one decision point: every tool call of every caller passes :func:`decide` before it runs.
 
-The rule language and the modes live in :mod:`workflows.permissions.rules` and
+The rule language and the modes live in :mod:`workflows.permissions.rules.rules` and
 :mod:`workflows.permissions.evaluate`; this module applies them to a session:
 its mode, its rules (settings files and flags captured at start, plus the
 "always" answers given since), its workspace and its user's home.
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from workflows.models import PermissionMode, RuleSet, SessionRecord
 from workflows.permissions.bypass import effective_mode
 from workflows.permissions.evaluate import evaluate, read_denied
-from workflows.permissions.rules import Decision, PermissionResult, nobody_to_ask
+from workflows.permissions.rules.rules import Decision, PermissionResult, nobody_to_ask
 
 if TYPE_CHECKING:
     from workflows.tools.base import Tool

@@ -9,7 +9,7 @@
 
 Writes into ``.git/``, ``.mainsail/`` and ``.claude/`` are never approved by a
 rule or a mode (they ask), and ``dontAsk`` turns every ask into a deny. Bash
-is decided by :mod:`workflows.permissions.bash_check`. :func:`evaluate` never
+is decided by :mod:`workflows.permissions.shell.bash_check`. :func:`evaluate` never
 raises: a failure inside the check asks (and so is denied where nobody can be
 asked).
 """
@@ -21,9 +21,9 @@ import os
 from typing import Callable
 
 from workflows.models import PermissionMode, RuleSet
-from workflows.permissions import paths
-from workflows.permissions.bash_check import evaluate_bash
-from workflows.permissions.rules import (
+from workflows.permissions.rules import paths
+from workflows.permissions.shell.bash_check import evaluate_bash
+from workflows.permissions.rules.rules import (
     EDIT_TOOLS,
     PROTECTED_TEXT,
     Compiled,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 
-from workflows.permissions import commands
-from workflows.permissions.bash_parse import parse
-from workflows.permissions.rules import EDIT_TOOLS, RuleSyntaxError, parse_rule
+from workflows.permissions.rules.rules import EDIT_TOOLS, RuleSyntaxError, parse_rule
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_parse import parse
 
 __all__ = ["always_offered", "always_rules", "answer_choices", "prompt_text", "summary", "visible"]
 

@@ -2,7 +2,7 @@
 approval path of the team server asks before a token that is not admin approves.
 
 Protected: ``.claude/``, ``.mainsail/``, ``.git/`` (at any depth of the workspace and of every added
-directory, and ``~/.claude``, ``~/.mainsail``; :func:`workflows.permissions.paths.protected`), a file
+directory, and ``~/.claude``, ``~/.mainsail``; :func:`workflows.permissions.rules.paths.protected`), a file
 named ``.mcp.json`` anywhere, ``~/.claude.json``, and every settings file a session reads (the six and
 the managed ones). Writing one changes what later sessions may do: the sandbox, hooks, MCP servers,
 permissions, or (``.git/``) the programs git runs.
@@ -14,7 +14,7 @@ What a call writes, fail closed (a reason is returned unless the call is shown n
 * tools that write no file (Read, Glob, Grep, the web and memory tools, TodoWrite, Task, ...): nothing;
 * Bash: parsed by the checker's grammar; a command it does not fully understand counts as writing.
   For each simple command: its output redirections are writes; a command that only reads
-  (:func:`~workflows.permissions.commands.read_only`) writes nothing else; ``mkdir``, ``cp`` and the like
+  (:func:`~workflows.permissions.shell.commands.read_only`) writes nothing else; ``mkdir``, ``cp`` and the like
   write only the paths they name (every path they name is checked); ``git`` (not read-only) writes
   ``.git/``; any other program may write anywhere it can, so it counts as writing unless the session's
   sandbox contains it and keeps every protected name read-only (:func:`uncontained`);
@@ -32,10 +32,11 @@ from pathlib import Path
 
 from workflows.exceptions import ConfigurationError
 from workflows.models import SessionRecord
-from workflows.permissions import commands, paths
-from workflows.permissions.bash_parse import Command, Word, parse
 from workflows.permissions.evaluate import PATH_TOOLS
-from workflows.permissions.bash_paths import (
+from workflows.permissions.rules import paths
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_parse import Command, Word, parse
+from workflows.permissions.shell.bash_paths import (
     SAFE_DEVICES,
     Cwds,
     cd_targets,
@@ -43,7 +44,7 @@ from workflows.permissions.bash_paths import (
     path_texts,
     resolve_all,
 )
-from workflows.permissions.rules import EDIT_TOOLS, Decision
+from workflows.permissions.rules.rules import EDIT_TOOLS, Decision
 
 __all__ = ["PROTECTED_NAMES", "always_problem", "is_protected", "protected_write", "parts",
            "runs_unknown_program", "uncontained", "unsandboxed", "word_paths"]
@@ -57,7 +58,7 @@ NO_FILE_WRITES = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "To
 NAMED_WRITERS = frozenset({"mkdir", "touch", "mv", "cp", "ln", "rm", "rmdir", "install", "tee", "truncate",
                            "chmod", "unlink"})
 #: The protected names a sandbox must keep read-only before an unknown program in it counts as
-#: writing none of them (compared with :data:`~workflows.permissions.sandbox_mounts.ALWAYS_READ_ONLY`).
+#: writing none of them (compared with :data:`~workflows.permissions.sandbox.mounts.ALWAYS_READ_ONLY`).
 _SANDBOX_MUST_COVER = (".claude", ".mainsail", ".git", ".mcp.json")
 
 
@@ -71,7 +72,7 @@ def _area(rec: SessionRecord) -> paths.WorkArea:
 
 def settings_files(rec: SessionRecord) -> set[str]:
     """Every settings file the session's checks read (resolved), and ``~/.claude.json``."""
-    from workflows.permissions.settings_files import settings_layers
+    from workflows.settings.layers import settings_layers
 
     home = _home(rec)
     found = {os.path.realpath(os.path.join(home, ".claude.json"))}
@@ -202,7 +203,7 @@ def _word(word: Word, rec: SessionRecord, cwds: Cwds, hm: str, files: set[str]) 
 
 def word_paths(word: Word, cwds: Cwds, hm: str) -> list[str] | str:
     """Every resolved path one word may name under any of ``cwds``, as the checker reads it
-    (:func:`~workflows.permissions.bash_paths.path_texts`, glob matches and the pattern, both readings
+    (:func:`~workflows.permissions.shell.bash_paths.path_texts`, glob matches and the pattern, both readings
     of ``..``), devices like /dev/null left out; or why that cannot be known."""
     if word.brace:
         return f"{word.raw}, which may expand to several names"
@@ -221,7 +222,7 @@ def word_paths(word: Word, cwds: Cwds, hm: str) -> list[str] | str:
 def uncontained(command: str, rec: SessionRecord) -> str | None:
     """Why the session's sandbox would not keep ``command`` from writing a protected path; None when
     it runs sandboxed (:func:`unsandboxed`) and the sandbox keeps every protected name read-only."""
-    from workflows.permissions.sandbox_mounts import ALWAYS_READ_ONLY
+    from workflows.permissions.sandbox.mounts import ALWAYS_READ_ONLY
 
     if why := unsandboxed(command, rec):
         return why

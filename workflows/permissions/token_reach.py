@@ -22,9 +22,9 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 from workflows.models import SessionRecord
-from workflows.permissions import paths
 from workflows.permissions.evaluate import PATH_TOOLS
-from workflows.permissions.bash_parse import parse
+from workflows.permissions.rules import paths
+from workflows.permissions.shell.bash_parse import parse
 from workflows.permissions.protected_writes import (
     NO_FILE_WRITES,
     parts,

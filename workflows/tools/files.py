@@ -2,7 +2,7 @@
 
 Every path here was resolved by :meth:`ToolContext.resolve` (symlink-free, inside
 the workspace), but the file system can change between that check and the open.
-So files are opened with :func:`~workflows.permissions.paths.open_inside`
+So files are opened with :func:`~workflows.permissions.rules.paths.open_inside`
 (``O_NOFOLLOW``, and the opened descriptor must still be inside the workspace),
 and only regular files are read: a FIFO or a device is refused, never opened
 blocking, so a tool cannot hang on one.
@@ -22,7 +22,7 @@ import stat
 from pathlib import Path
 
 from workflows.exceptions import ToolError
-from workflows.permissions import paths
+from workflows.permissions.rules import paths
 from workflows.tools.base import ToolContext
 
 # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused right after, by type).

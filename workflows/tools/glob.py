@@ -18,7 +18,7 @@ import re2
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.permissions.paths import inside
+from workflows.permissions.rules.paths import inside
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import stat_or_none
 from workflows.tools.regex import compile_bytes, options

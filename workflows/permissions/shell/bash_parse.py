@@ -12,8 +12,8 @@ those constructs and collects the simple commands inside them, so deny rules
 see ``rm`` in ``echo $(rm x)`` or ``if true; then rm x; fi``.
 
 Before the grammar, bash's line continuations are removed as bash removes them
-(:mod:`~workflows.permissions.bash_splice`); after it, a second parser must
-find the same commands (:mod:`~workflows.permissions.bash_vote`), or the line
+(:mod:`~workflows.permissions.shell.bash_splice`); after it, a second parser must
+find the same commands (:mod:`~workflows.permissions.shell.bash_vote`), or the line
 has a problem.
 
 Word values are computed from the grammar's nodes with bash's quote-removal
@@ -32,9 +32,9 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from workflows.permissions.bash_model import Command, Parsed, Redirect, Word
-from workflows.permissions.bash_splice import splice
-from workflows.permissions.bash_vote import vote
+from workflows.permissions.shell.bash_model import Command, Parsed, Redirect, Word
+from workflows.permissions.shell.bash_splice import splice
+from workflows.permissions.shell.bash_vote import vote
 
 __all__ = ["Command", "Parsed", "Redirect", "Word", "parse"]
 

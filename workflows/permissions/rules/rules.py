@@ -15,7 +15,9 @@ Specifiers:
 
 MCP tools (``mcp__server__tool``) take Claude Code's forms, without a specifier:
 ``mcp__server`` (every tool of the server), ``mcp__server__tool``, and ``*`` wildcards
-(``mcp__server__*``, ``mcp__server__get_*``); see :mod:`workflows.permissions.mcp_rules`.
+(``mcp__server__*``, ``mcp__server__get_*``); see :mod:`workflows.permissions.rules.mcp_rules`.
+
+:func:`split_rules` splits a flag's value (``--allowedTools``, a command file's ``allowed-tools``) into rules.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import Iterable
 
 from workflows.models import PermissionMode, RuleSet, RuleSpec
-from workflows.permissions.mcp_rules import MCP, mcp_covers, mcp_rule_problem
+from workflows.permissions.rules.mcp_rules import MCP, mcp_covers, mcp_rule_problem
 
 __all__ = [
     "Compiled",
@@ -42,6 +45,7 @@ __all__ = [
     "compile_rules",
     "parse_rule",
     "path_matches",
+    "split_rules",
 ]
 
 
@@ -390,3 +394,31 @@ def dont_ask(tool: str, asked: PermissionResult) -> PermissionResult:
         display="denied: not pre-approved (dontAsk mode)", asked=asked.reason or asked.source)
 
 
+def split_rules(values: str | Iterable[str] | None) -> list[str]:
+    """Split flag values into rules: on commas and whitespace outside parentheses.
+
+    ``"Bash(git diff:*) Edit, Read"`` → three rules; ``"Bash(npm run test *)"``
+    stays one (neither spaces nor commas inside parentheses split).
+    """
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        cur: list[str] = []
+        depth = 0
+        for ch in str(value):
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if depth == 0 and (ch == "," or ch.isspace()):
+                if cur:
+                    out.append("".join(cur))
+                cur = []
+            else:
+                cur.append(ch)
+        if cur:
+            out.append("".join(cur))
+    return out

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workflows.permissions.bash_parse import Command
+    from workflows.permissions.shell.bash_model import Command
 
 __all__ = ["DISAGREE", "UNCHECKED", "shfmt_path", "vote"]
 

@@ -17,7 +17,7 @@ Order (the first that applies decides):
 5. **Each part** (simple command) must be allowed by a rule or the mode, and
    name no path outside the workspace (or, unless the command only reads, in a
    protected folder); output redirections likewise. A read-only command (see
-   :mod:`workflows.permissions.commands`) whose paths are all inside the
+   :mod:`workflows.permissions.shell.commands`) whose paths are all inside the
    workspace needs no rule, in every mode, as in Claude Code; acceptEdits adds
    output redirections and ``mkdir``/``touch``/``mv``/``cp`` inside the
    workspace. In plan mode a part must be read-only, whatever the rules say.
@@ -29,10 +29,11 @@ import os
 from dataclasses import dataclass, field
 
 from workflows.models import PermissionMode
-from workflows.permissions import commands, paths
-from workflows.permissions.bash_deny import asked, denied, scan
-from workflows.permissions.bash_parse import Command, Word, parse
-from workflows.permissions.bash_paths import (
+from workflows.permissions.rules import paths
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_deny import asked, denied, scan
+from workflows.permissions.shell.bash_parse import Command, Word, parse
+from workflows.permissions.shell.bash_paths import (
     MAX_GLOB_MATCHES,
     SAFE_DEVICES,
     Cwds,
@@ -44,7 +45,7 @@ from workflows.permissions.bash_paths import (
     quoted_glob,
     resolve_all,
 )
-from workflows.permissions.rules import (
+from workflows.permissions.rules.rules import (
     PROTECTED_TEXT,
     Compiled,
     Decision,

@@ -3,7 +3,7 @@
 Bash removes every backslash-newline pair while it reads input, before it
 splits words: ``ls\\<newline>#;touch x`` is the word ``ls#``, then ``touch x``.
 tree-sitter-bash keeps the pair and reads the ``#`` after it as a comment, so
-:func:`~workflows.permissions.bash_parse.parse` gives it the text bash
+:func:`~workflows.permissions.shell.bash_parse.parse` gives it the text bash
 tokenises, made by :func:`splice`. Checked against bash 5.2, a pair is kept
 (bash keeps it too):
 
@@ -18,7 +18,7 @@ Everywhere else (unquoted text, double quotes, ``$(…)``, backticks, ``${…}``
 ``$((…))``, a here-document's delimiter word) the pair is removed. The corners
 this scanner does not model (quotes inside ``$(…)`` inside double quotes, ``<<``
 in arithmetic) cannot open a hole: the second parser
-(:mod:`~workflows.permissions.bash_vote`) reads the original text, and a
+(:mod:`~workflows.permissions.shell.bash_vote`) reads the original text, and a
 disagreement is a problem.
 """
 

@@ -17,11 +17,12 @@ import glob as globmod
 import os
 from dataclasses import dataclass
 
-from workflows.permissions import commands, paths
-from workflows.permissions.bash_parse import Command, Parsed, Word, parse
-from workflows.permissions.bash_vote import DISAGREE, UNCHECKED
-from workflows.permissions.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
-from workflows.permissions.rules import (
+from workflows.permissions.rules import paths
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_parse import Command, Parsed, Word, parse
+from workflows.permissions.shell.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
+from workflows.permissions.shell.bash_vote import DISAGREE, UNCHECKED
+from workflows.permissions.rules.rules import (
     EDIT_TOOLS,
     Compiled,
     Decision,

@@ -1,6 +1,6 @@
 """The settings keys that shape a session beyond its rules: ``model``, ``env``, ``permissions.additionalDirectories``.
 
-Read from the same six files as the rules (:mod:`workflows.permissions.settings_files`),
+Read from the same six files as the rules (:mod:`workflows.settings.files`),
 with the same rule for single values: a later file wins. ``env`` is merged
 name by name (a later file wins per name); ``additionalDirectories`` from every
 file are combined, and the ``--add-dir`` flags join them.
@@ -29,8 +29,8 @@ import re
 from typing import Any
 
 from workflows.model_names import ALIAS_ENV, MODEL_ENV, valid_name
-from workflows.permissions import paths
-from workflows.permissions.settings_files import SettingsError, _describe, _strings
+from workflows.permissions.rules import paths
+from workflows.settings.errors import SettingsError, describe, strings
 
 __all__ = ["MODEL_ENV_NAMES", "reserved_env_name", "apply_session_keys", "resolve_added_dir"]
 
@@ -49,7 +49,7 @@ def reserved_env_name(name: str) -> bool:
 def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> None:
     """Layer one settings file's ``model``, ``env`` and ``permissions.additionalDirectories`` onto ``out``.
 
-    ``out`` is a :class:`~workflows.permissions.settings_files.PermissionSettings`; ``where`` names the
+    ``out`` is a :class:`~workflows.settings.files.PermissionSettings`; ``where`` names the
     file and finds a key's line for messages.
 
     Raises:
@@ -60,13 +60,13 @@ def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> Non
     if model is not None:
         if not isinstance(model, str) or not valid_name(model.strip()):
             raise SettingsError(f"{where.key('model')}: 'model' must be a model name like \"sonnet\", \"opus\" or "
-                                f"\"claude-opus-5-5\", not a {_describe(model)}. "
+                                f"\"claude-opus-5-5\", not a {describe(model)}. "
                                 "Fix it or remove the key.")
         out.model = model.strip()
     _apply_env(out, data.get("env"), where)
     perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
     name = "permissions.additionalDirectories"
-    for n, raw in enumerate(_strings(perms.get("additionalDirectories"), name, where), 1):
+    for n, raw in enumerate(strings(perms.get("additionalDirectories"), name, where), 1):
         try:
             path = resolve_added_dir(raw, cwd=workspace, home=home)
         except ValueError as exc:
@@ -80,14 +80,14 @@ def _apply_env(out, env: Any, where) -> None:
         return
     if not isinstance(env, dict):
         raise SettingsError(f"{where.key('env')}: 'env' must be an object of variables like "
-                            f'{{"NODE_ENV": "test"}}, not a {_describe(env)}.')
+                            f'{{"NODE_ENV": "test"}}, not a {describe(env)}.')
     for name, value in env.items():
         if not _ENV_NAME.fullmatch(name):
             raise SettingsError(f"{where.key('env')}: 'env' holds {json.dumps(name)}, which is not a variable name "
                                 "(letters, digits and _, not starting with a digit). Fix or remove it.")
         if not isinstance(value, str) or "\0" in value:
             raise SettingsError(f"{where.key('env')}: 'env.{name}' must be a string like \"1\", not "
-                                f"{'a string with a NUL byte' if isinstance(value, str) else 'a ' + _describe(value)}. "
+                                f"{'a string with a NUL byte' if isinstance(value, str) else 'a ' + describe(value)}. "
                                 "Quote it.")
         if name in MODEL_ENV_NAMES:
             out.model_env[name] = value

@@ -51,23 +51,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from workflows.exceptions import ConfigurationError
 from workflows.hooks.config import HookSet
 from workflows.hooks.settings import HookConfigError, parse_hooks
 from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
-from workflows.permissions.managed import DROP_IN, policy_layers
-from workflows.permissions.rules import RuleSyntaxError, parse_rule
-from workflows.trust.gated import local_is_project, strip_gated
+from workflows.permissions.bypass import apply_bypass_key
+from workflows.permissions.rules.rules import RuleSyntaxError, parse_rule, split_rules
+from workflows.settings.errors import EXAMPLES, SettingsError, Where, at_line, describe, key_at, line_of, strings
+from workflows.settings.layers import settings_layers
+from workflows.settings.managed import DROP_IN
+from workflows.settings.session_keys import apply_session_keys
+from workflows.trust.gated import strip_gated
 
-__all__ = ["PermissionSettings", "SettingsError", "load_permission_settings", "settings_paths", "split_rules"]
+__all__ = ["PermissionSettings", "load_permission_settings"]
 
 MODES = ", ".join(m.value for m in PermissionMode)
 KINDS = ("allow", "ask", "deny")
-
-
-class SettingsError(ConfigurationError):
-    """A settings file or a permission flag is wrong; the message names it, the line, and the fix."""
 
 
 @dataclass
@@ -81,72 +80,13 @@ class PermissionSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     hooks: HookSet = field(default_factory=HookSet)  # every file's hooks, lowest precedence first
     files: list[str] = field(default_factory=list)  # the files actually read, in order
-    # The session keys (workflows.permissions.session_keys): model, env, additionalDirectories.
+    # The session keys (workflows.settings.session_keys): model, env, additionalDirectories.
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the session's tool processes
     model_env: dict[str, str] = field(default_factory=dict)  # ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_*_MODEL
     additional_directories: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # keys read but not applied, for the user
     mcp: McpSettings = field(default_factory=McpSettings)  # .mcp.json approvals, Mainsail's own servers
-
-
-#: Claude Code's setting sources (``--setting-sources``): which of the files below each names.
-SOURCES = ("user", "project", "local")
-
-
-def settings_paths(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[Path]:
-    """The six settings files, lowest precedence first, then the managed ones; of the six only those of
-    ``sources`` when given (``user``: the home ones; ``project``: the workspace's settings.json;
-    ``local``: settings.local.json)."""
-    return [path for _, path in settings_layers(workspace, home, sources)]
-
-
-def settings_layers(workspace: Path, home: Path, sources: Iterable[str] | None = None) -> list[tuple[str, Path]]:
-    """:func:`settings_paths` with each file's source (user, project or local), then the managed
-    (``policy``) files, whatever ``sources`` says (:mod:`workflows.permissions.managed`)."""
-    workspace, home = Path(workspace), Path(home)
-    chosen = set(SOURCES if sources is None else sources)
-    paths = [
-        ("user", home / ".claude" / "settings.json"),
-        ("user", home / ".mainsail" / "settings.json"),
-        ("project", workspace / ".claude" / "settings.json"),
-        ("project", workspace / ".mainsail" / "settings.json"),
-        ("local", workspace / ".claude" / "settings.local.json"),
-        ("local", workspace / ".mainsail" / "settings.local.json"),
-    ]
-    # A settings.local.json that git tracks came with the clone: it is the repository's, not the user's.
-    paths = [("project" if source == "local" and local_is_project(path) else source, path) for source, path in paths]
-    return [(source, path) for source, path in paths if source in chosen] + policy_layers()
-
-
-def split_rules(values: str | Iterable[str] | None) -> list[str]:
-    """Split flag values into rules: on commas and whitespace outside parentheses.
-
-    ``"Bash(git diff:*) Edit, Read"`` → three rules; ``"Bash(npm run test *)"``
-    stays one (neither spaces nor commas inside parentheses split).
-    """
-    if values is None:
-        return []
-    if isinstance(values, str):
-        values = [values]
-    out: list[str] = []
-    for value in values:
-        cur: list[str] = []
-        depth = 0
-        for ch in str(value):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth = max(0, depth - 1)
-            if depth == 0 and (ch == "," or ch.isspace()):
-                if cur:
-                    out.append("".join(cur))
-                cur = []
-            else:
-                cur.append(ch)
-        if cur:
-            out.append("".join(cur))
-    return out
 
 
 def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list[str] | None = None,
@@ -165,11 +105,6 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             bad ``sandbox`` value, a directory or unreadable file in place of a
             settings file, or a flag rule that does not parse.
     """
-    from workflows.permissions.bypass import (
-        apply_bypass_key,  # both build on this module
-    )
-    from workflows.permissions.session_keys import apply_session_keys
-
     out = PermissionSettings()
     layers = [(source, path, _read(path)) for source, path in settings_layers(workspace, home, sources)]
     flags = [("flag", Path(name), text) for name, text in (extra or [])]
@@ -184,10 +119,10 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
             out.default_mode_layer = source
         if data is not None:
             apply_mcp_keys(out.mcp, data, str(path), source, path, out.warnings)
-            _apply_sandbox(out.sandbox, data.get("sandbox"), _Where(path, text), str(workspace), str(home))
-            out.hooks = out.hooks.merged(_hooks(data.get("hooks"), _Where(path, text)))
-            apply_session_keys(out, data, _Where(path, text), str(workspace), str(home))
-            apply_bypass_key(out, data, _Where(path, text))
+            _apply_sandbox(out.sandbox, data.get("sandbox"), Where(path, text), str(workspace), str(home))
+            out.hooks = out.hooks.merged(_hooks(data.get("hooks"), Where(path, text)))
+            apply_session_keys(out, data, Where(path, text), str(workspace), str(home))
+            apply_bypass_key(out, data, Where(path, text))
     for flag, kind, values in (("--allowedTools", "allow", allowed_tools),
                                ("--disallowedTools", "deny", disallowed_tools)):
         for rule in split_rules(values):
@@ -220,28 +155,6 @@ def _read(path: Path) -> str | None:
                             "aside.") from None
 
 
-def _line_of(text: str, needle: str, start: int = 0) -> int | None:
-    at = text.find(needle, start)
-    if at < 0 and start:
-        at = text.find(needle)
-    return None if at < 0 else text.count("\n", 0, at) + 1
-
-
-def _key_at(text: str, key: str, start: int = 0) -> int:
-    m = re.compile(r'"' + re.escape(key) + r'"\s*:').search(text, start)
-    return m.start() if m else -1
-
-
-def _where(path: Path, line: int | None) -> str:
-    return f"{path}, line {line}" if line else str(path)
-
-
-def _describe(value: Any) -> str:
-    kind = {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "object",
-            type(None): "null"}.get(type(value), type(value).__name__)
-    return f"{kind} {json.dumps(value)[:60]}"
-
-
 def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = False) -> dict | None:
     """Apply one file's permission keys; returns its parsed object (None: an empty file), without its gated
     keys when ``gate`` (an untrusted workspace's project file)."""
@@ -254,41 +167,41 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
                             "Fix the file or move it aside.") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path}, line 1: the settings must be a JSON object like "
-                            f'{{"permissions": {{"allow": [...]}}}}, not a {_describe(data)}. '
+                            f'{{"permissions": {{"allow": [...]}}}}, not a {describe(data)}. '
                             "Fix the file or move it aside.")
-    start = max(_key_at(text, "permissions"), 0)
+    start = max(key_at(text, "permissions"), 0)
 
     def key_line(key: str, inside: bool) -> int | None:
-        at = _key_at(text, key, start if inside else 0)
+        at = key_at(text, key, start if inside else 0)
         if at < 0 and inside:
-            at = _key_at(text, key)
+            at = key_at(text, key)
         return None if at < 0 else text.count("\n", 0, at) + 1
 
     perms = data.get("permissions")
     if perms is None:
         perms = {}
     if not isinstance(perms, dict):
-        raise SettingsError(f"{_where(path, key_line('permissions', False))}: 'permissions' must be an "
+        raise SettingsError(f"{at_line(path, key_line('permissions', False))}: 'permissions' must be an "
                             f'object like {{"allow": ["Bash(npm test:*)"], "deny": []}}, '
-                            f"not a {_describe(perms)}.")
+                            f"not a {describe(perms)}.")
     for kind in KINDS:
         rules = perms.get(kind)
         if rules is None:
             continue
         fix = 'like ["Bash(npm test:*)", "Read"]'
         if not isinstance(rules, list):
-            raise SettingsError(f"{_where(path, key_line(kind, True))}: 'permissions.{kind}' must be a list of "
-                                f"rule strings {fix}, not a {_describe(rules)}.")
+            raise SettingsError(f"{at_line(path, key_line(kind, True))}: 'permissions.{kind}' must be a list of "
+                                f"rule strings {fix}, not a {describe(rules)}.")
         for n, rule in enumerate(rules, 1):
             if not isinstance(rule, str):
-                raise SettingsError(f"{_where(path, key_line(kind, True))}: 'permissions.{kind}' must be a list "
-                                    f"of rule strings {fix}; item {n} is a {_describe(rule)}.")
+                raise SettingsError(f"{at_line(path, key_line(kind, True))}: 'permissions.{kind}' must be a list "
+                                    f"of rule strings {fix}; item {n} is a {describe(rule)}.")
             try:
                 parse_rule(rule)
             except RuleSyntaxError as exc:
-                at = max(_key_at(text, kind, start), start)
-                line = _line_of(text, json.dumps(rule), at) or _line_of(text, json.dumps(rule, ensure_ascii=False), at)
-                raise SettingsError(f"Invalid permission rule {rule!r} in {_where(path, line)}: {exc.why}") from None
+                at = max(key_at(text, kind, start), start)
+                line = line_of(text, json.dumps(rule), at) or line_of(text, json.dumps(rule, ensure_ascii=False), at)
+                raise SettingsError(f"Invalid permission rule {rule!r} in {at_line(path, line)}: {exc.why}") from None
             if not (gate and kind == "allow"):  # (checked all the same: a broken file stops the session)
                 getattr(out.rules, kind).append(RuleSpec(rule=rule, source=str(path)))
 
@@ -298,7 +211,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
             out.default_mode = PermissionMode(mode)
             out.default_mode_source = str(path)
         except (ValueError, TypeError):
-            raise SettingsError(f"{_where(path, key_line('defaultMode', True))}: 'permissions.defaultMode' is "
+            raise SettingsError(f"{at_line(path, key_line('defaultMode', True))}: 'permissions.defaultMode' is "
                                 f"{json.dumps(mode)}, which is not a permission mode. Use one of: {MODES}."
                                 ) from None
 
@@ -307,7 +220,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise SettingsError(f"{_where(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
+            raise SettingsError(f"{at_line(path, key_line('approvalTimeoutSeconds', inside))}: '{key}' must be a "
                                 f"positive number of seconds, like 300; it is {json.dumps(value)}.")
         out.approval_timeout_seconds = float(value)
     return strip_gated(data) if gate else data
@@ -319,7 +232,7 @@ def _apply_file(out: PermissionSettings, path: Path, text: str, gate: bool = Fal
 _INDEX = re.compile(r"\[\d+\]")  # hooks.Stop[0].hooks[1] -> hooks.Stop.hooks: the keys to find lines by
 
 
-def _hooks(raw: Any, where: "_Where") -> HookSet:
+def _hooks(raw: Any, where: "Where") -> HookSet:
     try:
         return parse_hooks(raw, str(where.path))
     except HookConfigError as exc:
@@ -332,33 +245,9 @@ _DOMAIN = re.compile(r"(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_
                      re.IGNORECASE)
 _BOOLS = (("enabled", "enabled"), ("failIfUnavailable", "fail_if_unavailable"))
 _PATH_LISTS = (("allowWrite", "allow_write"), ("denyWrite", "deny_write"), ("denyRead", "deny_read"))
-_EXAMPLES = {
-    "sandbox": '{"enabled": true, "filesystem": {"allowWrite": ["~/.cache"]}}',
-    "sandbox.network": '{"allowedDomains": ["pypi.org", "*.pythonhosted.org"]}',
-    "sandbox.filesystem": '{"allowWrite": ["~/.cache"], "denyRead": ["~/.ssh"]}',
-    "sandbox.excludedCommands": '["docker", "docker compose"]',
-    "sandbox.network.allowedDomains": '["pypi.org", "*.pythonhosted.org"]',
-    "permissions.additionalDirectories": '["../shared", "~/notes"]',
-}
 
 
-@dataclass
-class _Where:
-    """A settings file and its text, to name the line of a key in errors."""
-
-    path: Path
-    text: str
-
-    def key(self, dotted: str) -> str:
-        """``file, line N`` of the last part of ``dotted``, searched after its parents."""
-        at = 0
-        for part in dotted.split("."):
-            found = _key_at(self.text, part, at)
-            at = found if found >= 0 else at
-        return _where(self.path, self.text.count("\n", 0, at) + 1 if at else None)
-
-
-def _apply_sandbox(out: SandboxSettings, raw: Any, where: _Where, workspace: str, home: str) -> None:
+def _apply_sandbox(out: SandboxSettings, raw: Any, where: Where, workspace: str, home: str) -> None:
     """Layer one file's ``sandbox`` object onto ``out``: lists grow, booleans are replaced."""
     if raw is None:
         return
@@ -366,10 +255,10 @@ def _apply_sandbox(out: SandboxSettings, raw: Any, where: _Where, workspace: str
     for key, attr in _BOOLS:
         if box.get(key) is not None:
             setattr(out, attr, _boolean(box[key], f"sandbox.{key}", where))
-    for command in _strings(box.get("excludedCommands"), "sandbox.excludedCommands", where):
+    for command in strings(box.get("excludedCommands"), "sandbox.excludedCommands", where):
         _add(out.excluded_commands, " ".join(command.split()))
     network = _object(box.get("network"), "sandbox.network", where)
-    for domain in _strings(network.get("allowedDomains"), "sandbox.network.allowedDomains", where):
+    for domain in strings(network.get("allowedDomains"), "sandbox.network.allowedDomains", where):
         _add(out.allowed_domains, _domain(domain, where))
     if network.get("allowAllUnixSockets") is not None:
         out.allow_unix_sockets = _boolean(network["allowAllUnixSockets"], "sandbox.network.allowAllUnixSockets",
@@ -377,7 +266,7 @@ def _apply_sandbox(out: SandboxSettings, raw: Any, where: _Where, workspace: str
     fs = _object(box.get("filesystem"), "sandbox.filesystem", where)
     for key, attr in _PATH_LISTS:
         name = f"sandbox.filesystem.{key}"
-        for n, raw_path in enumerate(_strings(fs.get(key), name, where), 1):
+        for n, raw_path in enumerate(strings(fs.get(key), name, where), 1):
             if any(ch in raw_path for ch in "*?["):
                 raise SettingsError(f"{where.key(name)}: '{name}' item {n} is {json.dumps(raw_path)}: patterns are "
                                     "not supported in sandbox paths. Name the file or directory itself, like "
@@ -390,37 +279,22 @@ def _add(items: list[str], item: str) -> None:
         items.append(item)
 
 
-def _object(value: Any, name: str, where: _Where) -> dict:
+def _object(value: Any, name: str, where: Where) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise SettingsError(f"{where.key(name)}: '{name}' must be an object like {_EXAMPLES[name]}, "
-                            f"not a {_describe(value)}.")
+        raise SettingsError(f"{where.key(name)}: '{name}' must be an object like {EXAMPLES[name]}, "
+                            f"not a {describe(value)}.")
     return value
 
 
-def _boolean(value: Any, name: str, where: _Where) -> bool:
+def _boolean(value: Any, name: str, where: Where) -> bool:
     if not isinstance(value, bool):
-        raise SettingsError(f"{where.key(name)}: '{name}' must be true or false, not a {_describe(value)}.")
+        raise SettingsError(f"{where.key(name)}: '{name}' must be true or false, not a {describe(value)}.")
     return value
 
 
-def _strings(value: Any, name: str, where: _Where) -> list[str]:
-    if value is None:
-        return []
-    like = _EXAMPLES.get(name, '["~/.cache", "./build"]')
-    if not isinstance(value, list):
-        raise SettingsError(f"{where.key(name)}: '{name}' must be a list of strings like {like}, "
-                            f"not a {_describe(value)}.")
-    for n, item in enumerate(value, 1):
-        if not isinstance(item, str) or not item.strip():
-            what = "an empty string" if isinstance(item, str) else f"a {_describe(item)}"
-            raise SettingsError(f"{where.key(name)}: '{name}' must be a list of non-empty strings like {like}; "
-                                f"item {n} is {what}.")
-    return [item.strip() for item in value]
-
-
-def _domain(domain: str, where: _Where) -> str:
+def _domain(domain: str, where: Where) -> str:
     if domain == "*" or _DOMAIN.fullmatch(domain):
         return domain.lower().rstrip(".")
     name = "sandbox.network.allowedDomains"

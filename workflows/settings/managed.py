@@ -5,7 +5,7 @@ Claude Code reads, on Linux, ``/etc/claude-code/managed-settings.json`` and then
 settings sources (above ``--settings``), and ``--setting-sources`` cannot leave them out. An
 administrator puts there what users must not change, ``permissions.disableBypassPermissionsMode``
 first of all. Mainsail reads the same files the same way (:func:`policy_layers`, used by
-:func:`workflows.permissions.settings_files.settings_layers`). ``MAINSAIL_MANAGED_SETTINGS_DIR``
+:func:`workflows.settings.layers.settings_layers`). ``MAINSAIL_MANAGED_SETTINGS_DIR``
 moves the directory (the test suite points it at a folder of its own; a machine laid out otherwise).
 
 Like the user's own files, a policy file may grant ``defaultMode: bypassPermissions`` (a project's

@@ -18,7 +18,7 @@ How the command reaches a proxy that lives outside its network namespace:
 
 Why not a unix socket bind-mounted in, with a forwarder next to the command:
 sandboxed commands may not create unix sockets at all (see
-:mod:`~workflows.permissions.sandbox_seccomp`), and this way no helper process
+:mod:`~workflows.permissions.sandbox.seccomp`), and this way no helper process
 runs beside the command and nothing is left to clean up in the sandbox.
 
 The proxy speaks just enough HTTP/1.1: ``CONNECT host:port`` for HTTPS (then

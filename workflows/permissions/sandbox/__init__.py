@@ -7,9 +7,9 @@ private /tmp and ``sandbox.filesystem.allowWrite`` paths, cannot touch the
 workspace's ``.git/hooks``, ``.git/config``, ``.claude/`` or ``.mainsail/``, does not
 see ``denyRead`` paths or Mainsail's data dir, has no network unless
 ``sandbox.network.allowedDomains`` allows some (through a proxy in the worker,
-see :mod:`~workflows.permissions.sandbox_proxy`), cannot create unix sockets,
+see :mod:`~workflows.permissions.sandbox.proxy`), cannot create unix sockets,
 and runs in its own PID namespace (so the worker's ``/proc/<pid>/environ`` is
-out of reach). The bwrap arguments are in :mod:`~workflows.permissions.sandbox_mounts`.
+out of reach). The bwrap arguments are in :mod:`~workflows.permissions.sandbox.mounts`.
 
 On by default wherever bwrap works; off with ``MAINSAIL_SANDBOX=false`` in the
 worker's environment or ``"sandbox": {"enabled": false}`` in a settings file.
@@ -18,7 +18,7 @@ warning at start-up), unless ``sandbox.failIfUnavailable`` is true: then the
 Bash call fails with the fix. ``sandbox.excludedCommands`` run unsandboxed.
 
 Every command, sandboxed or not, gets a scrubbed copy of the worker's
-environment: :mod:`~workflows.permissions.sandbox_env` lists what is dropped.
+environment: :mod:`~workflows.permissions.sandbox.env` lists what is dropped.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from typing import Mapping
 
 from workflows.exceptions import ConfigurationError, ToolError
 from workflows.models import SandboxSettings
-from workflows.permissions.sandbox_env import command_environment, scrub_environment
-from workflows.permissions.sandbox_launch import Launch, plain_launch, sandboxed_launch
-from workflows.permissions.sandbox_mounts import bwrap_argv
-from workflows.permissions.sandbox_seccomp import unix_socket_filter
+from workflows.permissions.sandbox.env import command_environment, scrub_environment
+from workflows.permissions.sandbox.launch import Launch, plain_launch, sandboxed_launch
+from workflows.permissions.sandbox.mounts import bwrap_argv
+from workflows.permissions.sandbox.seccomp import unix_socket_filter
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def is_excluded(command: str, excluded: list[str]) -> bool:
     """
     if not excluded:
         return False
-    from workflows.permissions.bash_parse import parse
+    from workflows.permissions.shell.bash_parse import parse
 
     parsed = parse(command)
     if parsed.problems or len(parsed.commands) != 1 or parsed.commands[0].assignments:
@@ -191,7 +191,7 @@ def is_excluded(command: str, excluded: list[str]) -> bool:
 def git_only(command: str) -> bool:
     """Whether ``command`` is a line of plain ``git`` commands only (``git add x && git commit -m y``):
     parsed with the checker's grammar, every word literal, no redirection that writes."""
-    from workflows.permissions.bash_parse import parse
+    from workflows.permissions.shell.bash_parse import parse
 
     parsed = parse(command)
     if parsed.problems or not parsed.commands:
@@ -215,7 +215,7 @@ def prepare(command: str, *, workspace: str, cwd: str, home: str, settings: Sand
 
     ``added_dirs`` (``--add-dir``) are writable in the sandbox like the workspace, with their
     ``.git/hooks``, ``.git/config``, ``.claude/``, ``.mainsail/`` read-only; ``env`` is the settings
-    files' ``env`` (see :func:`~workflows.permissions.sandbox_env.command_environment`);
+    files' ``env`` (see :func:`~workflows.permissions.sandbox.env.command_environment`);
     ``git_writable``: the command is a git-only line a rule or a person approved (:func:`git_only`),
     so ``.git`` is writable in the sandbox but for ``.git/config`` and ``.git/hooks``.
 

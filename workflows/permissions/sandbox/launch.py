@@ -5,7 +5,7 @@ descriptors bwrap reads (the seccomp filter, ``--info-fd``, the proxy's
 socketpair end), the proxy and the private /tmp. ``close`` returns only once
 the sandbox's last process is gone: bwrap exits as soon as the command does,
 but the rest of its PID namespace dies a moment later, and placeholders may be
-removed only after that (see :mod:`~workflows.permissions.sandbox_mounts`).
+removed only after that (see :mod:`~workflows.permissions.sandbox.mounts`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from workflows.models import SandboxSettings
-from workflows.permissions.sandbox_env import command_environment
-from workflows.permissions.sandbox_mounts import MountPlan, bwrap_argv, uses_proxy
-from workflows.permissions.sandbox_proxy import LAUNCHER, PROXY_PORT, DomainProxy
-from workflows.permissions.sandbox_seccomp import unix_socket_filter
+from workflows.permissions.sandbox.env import command_environment
+from workflows.permissions.sandbox.mounts import MountPlan, bwrap_argv, uses_proxy
+from workflows.permissions.sandbox.proxy import LAUNCHER, PROXY_PORT, DomainProxy
+from workflows.permissions.sandbox.seccomp import unix_socket_filter
 
 log = logging.getLogger(__name__)
 

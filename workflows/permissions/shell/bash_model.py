@@ -1,4 +1,4 @@
-"""What :func:`~workflows.permissions.bash_parse.parse` returns: commands, their words and redirections."""
+"""What :func:`~workflows.permissions.shell.bash_parse.parse` returns: commands, their words and redirections."""
 
 from __future__ import annotations
 

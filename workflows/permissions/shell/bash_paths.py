@@ -3,7 +3,7 @@
 Used by the deny side (:mod:`bash_deny`: does a Read/Edit deny rule cover a path
 the line names?) and the approval side (:mod:`bash_check`: does an automatically
 approved part stay inside the workspace?). Every text is resolved with
-:mod:`workflows.permissions.paths`, the resolver the tools use too.
+:mod:`workflows.permissions.rules.paths`, the resolver the tools use too.
 
 What counts as a path, fail closed:
 
@@ -28,8 +28,8 @@ import fnmatch
 import glob as globmod
 import os
 
-from workflows.permissions import paths
-from workflows.permissions.bash_parse import Word
+from workflows.permissions.rules import paths
+from workflows.permissions.shell.bash_model import Word
 
 __all__ = ["Cwds", "MAX_GLOB_MATCHES", "SAFE_DEVICES", "cd_targets", "glob_may_be_option", "lexical",
            "may_match_protected", "path_texts", "resolve_all"]
