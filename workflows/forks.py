@@ -36,7 +36,6 @@ from workflows.memory import (
     SESSION_MEMORY_MARK,
     SESSION_MEMORY_TEMPLATE,
     MemoryRecord,
-    ProjectMemory,
     index_markdown,
     make_record,
     session_memory_path,
@@ -286,7 +285,7 @@ class ExtractionFork:
     def __init__(self, engine: Engine, rec: SessionRecord) -> None:
         self.engine = engine
         self.rec = rec
-        self.memory = ProjectMemory(engine.store.r, rec.project_id, rec.project_root) if rec.project_id else None
+        self.memory = engine.store.project_memory(rec.project_id, rec.project_root) if rec.project_id else None
 
     def start(self) -> ForkState:
         entries = self.engine.store.cached_entries(self.rec.id)

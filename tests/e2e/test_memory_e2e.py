@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.memory import ProjectMemory
+from workflows.store_memory import ProjectMemory
 from workflows.models import CompactBoundaryEntry, StepKind, StepStatus, SystemEntry
 from workflows.scripted import Script, ScriptedMessagesAPI, ScriptUsage, ToolUse, Turn, default_fork_turn
 

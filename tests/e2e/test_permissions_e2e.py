@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.memory import ProjectMemory
+from workflows.store_memory import ProjectMemory
 from workflows.models import PermissionDecisionEntry, SystemEntry
 from workflows.scripted import Script, ToolUse, Turn
 
