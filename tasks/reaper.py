@@ -39,8 +39,6 @@ import logging
 import threading
 import time
 
-from redis.exceptions import LockError, RedisError, ResponseError
-
 from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
@@ -51,6 +49,7 @@ from workflows.housekeeping import retention_due, retention_gc
 from workflows.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
 from workflows.registry import Workers, hold_value
+from workflows.resilience import LockError, RedisError, ResponseError
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from typing import Any
 
 import anthropic
 from pydantic import Field, ValidationError
-from redis.exceptions import RedisError
 
 from workflows.context import _blocks, model_view
 from workflows.engine import Engine
@@ -52,6 +51,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.permissions import Decision, decide, read_denied_for
+from workflows.resilience import RedisError
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 from workflows.valid_text import ValidJson
 

@@ -13,8 +13,6 @@ import threading
 import time
 from typing import Callable
 
-from redis.exceptions import RedisError
-
 from workflows import keys
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
@@ -31,7 +29,7 @@ from workflows.model_client import (
 )
 from workflows.model_lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
-from workflows.resilience import TRANSIENT, ResilientEngine, retrying
+from workflows.resilience import TRANSIENT, RedisError, ResilientEngine, retrying
 from workflows.tool_step import quick_calls, run_quick, tool_step
 
 log = logging.getLogger(__name__)

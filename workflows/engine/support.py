@@ -64,7 +64,7 @@ def unknown_outcome(call) -> ToolOutput:
 def stop_shells(store, sid: str, why: str) -> None:
     """Ask the workers running the session's background shells to stop them (best effort: a Redis error is
     logged; a shell whose worker is gone is already lost)."""
-    from redis.exceptions import RedisError
+    from workflows.resilience import RedisError
 
     from workflows.shells import ShellStore
 
