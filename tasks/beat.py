@@ -157,7 +157,7 @@ class Scheduler(RedBeatScheduler):
         super().setup_schedule()
         from tasks import runtime
 
-        reconcile(ScheduleStore(runtime.engine().store.r))
+        reconcile(runtime.engine().store.schedules())
 
     def apply_async(self, entry, producer=None, advance=True, **kwargs):
         if entry.task == FIRE_TASK and advance:

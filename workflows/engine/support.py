@@ -66,10 +66,8 @@ def stop_shells(store, sid: str, why: str) -> None:
     logged; a shell whose worker is gone is already lost)."""
     from workflows.resilience import RedisError
 
-    from workflows.shells import ShellStore
-
     try:
-        asked = ShellStore(store.r).request_kill_all(sid, why)
+        asked = store.shells().request_kill_all(sid, why)
     except RedisError as exc:
         log.warning("could not ask to stop the background shells of session %s (%s)", sid[:8], exc)
         return
