@@ -107,9 +107,9 @@ def create_app(engine: Engine, aredis, *, title: str = "Mainsail", max_body: int
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        import redis
+        from workflows.resilience import RedisConnectionError, RedisTimeoutError
 
-        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, OSError)):
+        if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
             return JSONResponse({"detail": "The server cannot reach its Redis right now; try again shortly."},
                                 status_code=503)
         log.exception("unexpected error on %s %s", request.method, request.url.path)

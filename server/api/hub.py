@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import redis
+from workflows.resilience import RedisConnectionError, RedisTimeoutError
 
-REDIS_AWAY = (redis.ConnectionError, redis.TimeoutError, OSError)
+REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
 BLOCK_MS = 15_000
 #: Rows a watcher may have waiting before it is dropped.
 MAX_QUEUED = 10_000
