@@ -55,12 +55,13 @@ end
 return 0
 """
 
-#: Names of the stream piece that callers import from here.
+#: What callers import from here (the stream piece's constants and :func:`stream_entries` included).
 __all__ = ["LIVE_MAXLEN", "LIVE_TTL_SECONDS", "Pipe", "RedisFileTracker", "Store", "stream_entries"]
 
 
 class Store(Transcripts, Steps):
-    """Session records, transcripts, live deltas, the step ledger, locks and leases."""
+    """Session records, transcripts, live deltas, the step ledger, locks and leases (the transcripts and the
+    ledger from its two pieces, :class:`Transcripts` and :class:`Steps`)."""
 
     def __init__(self, client: redis.Redis, *, lock_timeout: float = 30.0, lock_wait: float = 10.0) -> None:
         super().__init__(client)

@@ -13,10 +13,7 @@ import time
 import redis
 
 from workflows import keys
-
-
-def _text(v) -> str:
-    return v.decode() if isinstance(v, bytes) else v
+from workflows.store_streams import as_text
 
 
 class FileCheckpoints:
@@ -49,15 +46,16 @@ class FileCheckpoints:
 
     def turns(self) -> list[str]:
         """The user messages with checkpoints (any order)."""
-        return [_text(t) for t in self.r.hkeys(keys.file_turns(self.sid))]
+        return [as_text(t) for t in self.r.hkeys(keys.file_turns(self.sid))]
 
     def snapshots(self, turn: str) -> dict[str, dict]:
         """Path -> snapshot of each file message ``turn`` keeps."""
-        return {_text(name): json.loads(raw) for name, raw in self.r.hgetall(keys.file_checkpoints(self.sid, turn)).items()}
+        raw = self.r.hgetall(keys.file_checkpoints(self.sid, turn))
+        return {as_text(name): json.loads(snap) for name, snap in raw.items()}
 
     def heads(self) -> dict[str, str]:
         """Path -> sha256 of the session's latest version of each file it wrote."""
-        return {_text(k): _text(v) for k, v in self.r.hgetall(keys.file_heads(self.sid)).items()}
+        return {as_text(k): as_text(v) for k, v in self.r.hgetall(keys.file_heads(self.sid)).items()}
 
     def blob(self, sha: str) -> bytes | None:
         """The kept content ``sha``, None if it is missing."""

@@ -79,7 +79,8 @@ def test_a_checkpoint_keeps_the_first_content_per_message_and_path(fake_redis, t
     snap = json.loads(fake_redis.hget(keys.file_checkpoints("s1", "m1"), str(f)))
     assert snap["state"] == "file"
     assert fake_redis.get(keys.file_blob("s1", snap["sha"])) == b"before"
-    Checkpoints(FileCheckpoints(fake_redis, "s1"), "m2", 1024, WorkArea(str(ws))).before(f)  # the next message keeps its own
+    # the next message keeps its own
+    Checkpoints(FileCheckpoints(fake_redis, "s1"), "m2", 1024, WorkArea(str(ws))).before(f)
     snap2 = json.loads(fake_redis.hget(keys.file_checkpoints("s1", "m2"), str(f)))
     assert fake_redis.get(keys.file_blob("s1", snap2["sha"])) == b"after the first attempt"
     missing = ws / "new.txt"
