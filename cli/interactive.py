@@ -455,9 +455,8 @@ class Interactive:
         if not (rec.auto_memory and rec.project_id):
             click.echo(click.style("Auto-memory is off for this session.", dim=True))
             return
-        from workflows.memory import ProjectMemory
 
-        index = ProjectMemory(self.store.r, rec.project_id, rec.project_root).index()
+        index = self.store.project_memory(rec.project_id, rec.project_root).index()
         click.echo(click.style(f"\nMEMORY.md of {rec.project_root}", bold=True))
         click.echo(index.rstrip() if index else "  no records yet")
 

@@ -19,7 +19,8 @@ from rich.table import Table
 from cli.connect import Runtime, connect
 from cli.readonly import existing_runtime
 from workflows.exceptions import MemoryRecordError, SessionNotFound
-from workflows.memory import INDEX_NAME, MEMORY_TYPES, ProjectMemory, make_record, parse_markdown
+from workflows.memory import INDEX_NAME, MEMORY_TYPES, make_record, parse_markdown
+from workflows.store_memory import ProjectMemory
 from workflows.settings import load_settings
 
 project_option = click.option(
@@ -30,7 +31,7 @@ project_option = click.option(
 def _open(project: Path, *, read_only: str | None = None, code: int = 0) -> tuple[Runtime, ProjectMemory]:
     """The project's memory; with ``read_only`` (what there would be nothing of), never start a server."""
     rt = existing_runtime(what=read_only, code=code) if read_only else connect(load_settings())
-    return rt, ProjectMemory.for_workspace(rt.store.r, str(project))
+    return rt, rt.store.workspace_memory(str(project))
 
 
 @click.group("memory")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fastapi import Depends, HTTPException, Request
 
-from workflows.api_tokens import TokenRecord, TokenStore
+from workflows.api_tokens import TokenRecord
 from workflows.exceptions import SessionNotFound
 from workflows.models import PermissionRequest, SessionRecord
 from workflows.permissions import bypass
@@ -119,7 +119,7 @@ def require_reader(request: Request) -> Caller:
     if not token:
         raise HTTPException(401, "No API token: send 'Authorization: Bearer <token>' (create one on the server "
                                  "with `mainsail token create --name NAME`).", headers={"WWW-Authenticate": "Bearer"})
-    tokens = TokenStore(request.app.state.engine.store.r)
+    tokens = request.app.state.engine.store.tokens()
     rec = tokens.find(token)
     if rec is None:
         raise HTTPException(401, "The API token is unknown or revoked. Ask the server's admin for a new one "

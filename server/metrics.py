@@ -24,8 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from server.auth import Caller, require_reader
 from server.schemas import problems
 from statemachines import State
-from workflows import keys
-from workflows.metrics import DECISION_BUCKETS, STEP_BUCKETS, parse_field, read
+from workflows.metrics import DECISION_BUCKETS, STEP_BUCKETS, parse_field
 
 router = APIRouter(tags=["metrics"])
 
@@ -58,19 +57,18 @@ class Collector:
         self.store = store
 
     def collect(self):
-        r = self.store.r
-        counts = read(r)
+        counts = self.store.tallies()
         yield from _counters(counts)
         yield from _histograms(counts)
-        yield from self._gauges(r)
+        yield from self._gauges()
 
-    def _gauges(self, r):
+    def _gauges(self):
         from tasks.app import QUEUES, queue_key
 
         now = time.time()
         states = GaugeMetricFamily("mainsail_sessions", "Sessions by state (sub-agents included).", labels=["state"])
         by_state = {s.value: 0 for s in State}
-        ids = [i.decode() if isinstance(i, bytes) else i for i in r.zrange(keys.sessions(), 0, -1)]
+        ids = self.store.all_session_ids()
         for start in range(0, len(ids), 500):
             for rec in self.store.get_sessions(ids[start:start + 500]):
                 by_state[rec.state.value] = by_state.get(rec.state.value, 0) + 1
@@ -87,14 +85,11 @@ class Collector:
         yield GaugeMetricFamily("mainsail_approval_oldest_wait_seconds", "How long the oldest waiting request "
                                 "has waited.", value=oldest)
         depth = GaugeMetricFamily("mainsail_queue_depth", "Messages waiting in each Celery queue.", labels=["queue"])
-        p = r.pipeline(transaction=False)
-        for q in QUEUES:
-            p.llen(queue_key(q))
-        for q, n in zip(QUEUES, p.execute()):
+        for q, n in zip(QUEUES, self.store.queue_lengths([queue_key(q) for q in QUEUES])):
             depth.add_metric([q], n)
         yield depth
         yield GaugeMetricFamily("mainsail_workers", "Worker processes registered and alive.",
-                                value=r.zcount(keys.workers(), now, "+inf"))
+                                value=self.store.workers.count_live(now))
 
 
 def _counters(counts: dict[str, float]):

@@ -126,7 +126,7 @@ def reconcile(store: ScheduleStore) -> None:
     """Make the beat's entries match the schedules: an enabled schedule without one gets one, whose
     last run is the schedule's last firing (so a run missed meanwhile fires once); an entry whose
     schedule is gone or disabled goes. Existing entries keep their last run."""
-    from redbeat.schedulers import get_redis
+    from redbeat.schedulers import ensure_conf
 
     schedules = {}
     for s in store.records():
@@ -134,16 +134,14 @@ def reconcile(store: ScheduleStore) -> None:
             log.error("beat: skipping it: %s", s.problem())
         else:
             schedules[s.id] = s
-    client = get_redis(app)
-    schedule_key = app.redbeat_conf.schedule_key
-    for key in client.zrange(schedule_key, 0, -1):
+    for key in store.beat_entry_keys(ensure_conf(app).schedule_key):
         sid = key[len(keys.REDBEAT_PREFIX):]
         if sid not in schedules or not schedules[sid].enabled:
             log.info("beat: removing the entry of schedule %s (gone or disabled)", sid[:8])
             RedBeatSchedulerEntry(name=sid, app=app).delete()
     for s in schedules.values():
         # An existing entry is left as it is: rewriting it would move its next due time past a missed run.
-        if s.enabled and not client.exists(_entry_key(s.id)):
+        if s.enabled and not store.has_beat_entry(_entry_key(s.id)):
             save_entry(s, s.last_fired_at or s.created_at)
 
 
@@ -157,7 +155,7 @@ class Scheduler(RedBeatScheduler):
         super().setup_schedule()
         from tasks import runtime
 
-        reconcile(ScheduleStore(runtime.engine().store.r))
+        reconcile(runtime.engine().store.schedules())
 
     def apply_async(self, entry, producer=None, advance=True, **kwargs):
         if entry.task == FIRE_TASK and advance:

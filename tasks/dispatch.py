@@ -17,18 +17,7 @@ from workflows.models import StepRecord
 from workflows.settings import get_settings
 from workflows.step_kinds import task_for
 
-#: Move a step's message (found among the newest ARGV[2]+1 of the queue) to the end consumed next.
-_TO_FRONT = """
-local items = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[2]))
-for _, item in ipairs(items) do
-  if string.find(item, ARGV[1], 1, true) then
-    redis.call('LREM', KEYS[1], 1, item)
-    redis.call('RPUSH', KEYS[1], item)
-    return 1
-  end
-end
-return 0
-"""
+#: A step taken back is looked for among the newest SEARCH_NEWEST + 1 messages of its queue.
 SEARCH_NEWEST = 50
 
 RETRY_START = 0.05
@@ -125,9 +114,9 @@ def dispatch_first(steps: list[StepRecord]) -> None:
         return
     from tasks import runtime
 
-    client = runtime.engine().store.r
+    store = runtime.engine().store
     for step in steps:
         try:
-            client.eval(_TO_FRONT, 1, queue_key(step.queue), step.id, SEARCH_NEWEST)
+            store.move_to_front(queue_key(step.queue), step.id, SEARCH_NEWEST)
         except Exception:  # it is queued all the same, only later
             pass

@@ -19,9 +19,8 @@ import socket
 import threading
 import time
 
-from redis.exceptions import RedisError
-
 from workflows.registry import Workers
+from workflows.resilience import RedisError
 from workflows.settings import Settings
 
 log = logging.getLogger(__name__)

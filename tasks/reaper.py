@@ -39,8 +39,6 @@ import logging
 import threading
 import time
 
-from redis.exceptions import LockError, RedisError, ResponseError
-
 from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
@@ -51,6 +49,7 @@ from workflows.housekeeping import retention_due, retention_gc
 from workflows.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
 from workflows.registry import Workers, hold_value
+from workflows.resilience import LockError, RedisError, ResponseError
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +79,7 @@ def sweep_once(engine: Engine) -> int:
     Each step is fenced under its session's lock and sent as soon as it is taken back; the sweep lock
     only keeps reapers from doing the same work twice, and expires on its own if its holder dies.
     """
-    lk = engine.store.r.lock(keys.reaper_lock(), timeout=SWEEP_LOCK_SECONDS, blocking=False)
+    lk = engine.store.sweep_lock(SWEEP_LOCK_SECONDS)
     if not lk.acquire(blocking=False):
         return 0
     try:
@@ -109,7 +108,7 @@ def spare_live_leases(engine: Engine, now: float | None = None) -> int:
     """
     store = engine.store
     now = time.time() if now is None else now
-    due = [_s(m) for m in store.r.zrangebyscore(keys.leases(), "-inf", now)]
+    due = store.lapsed_leases(now)
     if not due:
         return 0
     held: dict[str, str] = {}
@@ -118,18 +117,11 @@ def spare_live_leases(engine: Engine, now: float | None = None) -> int:
     members = [m for m in due if m in held]
     if not members:
         return 0
-    p = store.r.pipeline(transaction=False)
-    for member in members:
-        sid, step_id = keys.parse_lease_member(member)
-        p.hget(keys.steps(sid), step_id)
-    renew = store.r.pipeline(transaction=False)
-    spared = 0
-    for member, raw in zip(members, p.execute()):
-        step = StepRecord.model_validate_json(raw) if raw is not None else None
-        if step is not None and step.status is StepStatus.RUNNING and step.owner == held[member]:
-            store.set_deadline(step, now + engine.settings.lease_seconds, renew, only_existing=True)
-            spared += 1
-    renew.execute()
+    steps = store.steps_at([keys.parse_lease_member(m) for m in members])
+    live = [step for member, step in zip(members, steps)
+            if step is not None and step.status is StepStatus.RUNNING and step.owner == held[member]]
+    store.extend_deadlines(live, now + engine.settings.lease_seconds)
+    spared = len(live)
     if spared:
         log.warning("renewed the expired leases of %d step(s) still running on live workers (their lease "
                     "keeper fell behind)", spared)
@@ -184,7 +176,7 @@ def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died")
     workers = engine.store.workers
     if not workers.start_reaping(dead, reaper, SWEEP_LOCK_SECONDS):
         return 0  # another reaper is on it
-    if engine.store.r.exists(keys.worker(dead)):
+    if workers.alive(dead):
         return 0  # it registered again meanwhile: alive after all
     held = workers.held(dead)
     sent, failed = [], False
@@ -209,11 +201,11 @@ def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died")
 
 def redis_restarted(engine: Engine) -> bool:
     """True for the one reaper that first sees Redis's run id change (a restart, e.g. from its AOF)."""
-    run_id = engine.store.r.info("server").get("run_id")
+    run_id = engine.store.server_info("server").get("run_id")
     if not run_id:
         return False
-    previous = engine.store.r.getset(keys.redis_run_id(), run_id)
-    return previous is not None and previous.decode() != run_id
+    previous = engine.store.swap_run_id(run_id)
+    return previous is not None and previous != run_id
 
 
 def resend_orphans(engine: Engine, why: str, older_than: float = 0.0, besides: set[str] = frozenset()) -> int:
@@ -236,19 +228,8 @@ def resend_orphans(engine: Engine, why: str, older_than: float = 0.0, besides: s
 
 def pending_steps(store, batch: int = 500) -> list[StepRecord]:
     """Every step of every session waiting for a worker (each has a deadline in ``steps:leases``)."""
-    out: list[StepRecord] = []
-    members = [keys.parse_lease_member(m.decode() if isinstance(m, bytes) else m)
-               for m in store.r.zrange(keys.leases(), 0, -1)]
-    for i in range(0, len(members), batch):
-        p = store.r.pipeline(transaction=False)
-        for sid, step_id in members[i:i + batch]:
-            p.hget(keys.steps(sid), step_id)
-        for raw in p.execute():
-            if raw is not None:
-                step = StepRecord.model_validate_json(raw)
-                if step.status is StepStatus.PENDING:
-                    out.append(step)
-    return out
+    return [step for step in store.steps_at(store.lease_members(), batch)
+            if step is not None and step.status is StepStatus.PENDING]
 
 
 def orphaned_steps(store) -> list[StepRecord]:
@@ -259,16 +240,9 @@ def orphaned_steps(store) -> list[StepRecord]:
     held: set[str] = set()
     for name in store.workers.live():
         held.update(store.workers.held(name))
-    p = store.r.pipeline(transaction=False)
     queues = sorted({s.queue for s in pending})
-    for q in queues:
-        p.lrange(queue_key(q), 0, -1)
-    queued = {_step_of(raw) for rows in p.execute() for raw in rows}
+    queued = {_step_of(raw) for rows in store.queue_contents([queue_key(q) for q in queues]) for raw in rows}
     return [s for s in pending if keys.lease_member(s.session_id, s.id) not in held and s.id not in queued]
-
-
-def _s(v) -> str:
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def _step_of(raw: bytes) -> str | None:

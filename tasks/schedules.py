@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from redis.exceptions import LockError
-
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
+from workflows.resilience import LockError
 from workflows.schedules.firing import fire
 from workflows.settings import get_settings
 

@@ -17,7 +17,7 @@ from workflows.exceptions import InvalidSchedule
 from workflows.schedules import cron
 from workflows.schedules.firing import Fired, fire
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import BrokenSchedule, ScheduleStore
+from workflows.schedules.store import BrokenSchedule
 from workflows.session_setup import session_options
 
 
@@ -54,7 +54,7 @@ def add(engine, settings, schedule: Schedule, token=None, trust: str | None = No
 
         schedule.trusted_hash = project_gated(Path(schedule.workspace)).digest()
     beat.ensure_configured(settings)
-    ScheduleStore(engine.store.r).add(schedule)
+    engine.store.schedules().add(schedule)
     beat.save_entry(schedule, time.time())
     return schedule
 
@@ -84,7 +84,7 @@ def check_options(settings, schedule: Schedule, token=None, trust: str | None = 
 
 def remove(engine, settings, schedule_id: str) -> Schedule | BrokenSchedule:
     """Remove a schedule (a broken record too: that is how one is got rid of)."""
-    store = ScheduleStore(engine.store.r)
+    store = engine.store.schedules()
     schedule = store.record(schedule_id)
     beat.ensure_configured(settings)
     beat.delete_entry(schedule.id)
@@ -94,7 +94,7 @@ def remove(engine, settings, schedule_id: str) -> Schedule | BrokenSchedule:
 
 def set_enabled(engine, settings, schedule_id: str, enabled: bool) -> Schedule:
     """Enable or disable; a re-enabled schedule next fires at its cron's next time (no catching up)."""
-    store = ScheduleStore(engine.store.r)
+    store = engine.store.schedules()
     schedule = store.get(schedule_id)
     schedule.enabled = enabled
     store.save(schedule)

@@ -21,7 +21,8 @@ from tests.inline import Inline, scripted_model
 from workflows import keys
 from workflows.exceptions import SessionBusy
 from workflows.housekeeping import gc, remove_old, retention_due, retention_gc
-from workflows.memory import ProjectMemory, make_record
+from workflows.memory import make_record
+from workflows.store_memory import ProjectMemory
 from workflows.models import StepRecord
 
 SHARED_SETS = (keys.sessions(), keys.leases(), keys.approvals(), keys.awaiting())

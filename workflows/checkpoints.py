@@ -21,24 +21,23 @@ Bash commands' changes are not tracked, as in Claude Code.
 **Restoring** (:func:`plan_restore`, :func:`apply_restore`, called by the engine's rewind in the process
 that asks for it, which must see the workspace): the state before message M of a path is its earliest
 snapshot among the messages from M on, in transcript order (rewound ones included: they came after M).
+
+The Redis side (keys, the first-write-wins script) is :class:`workflows.store_checkpoints.FileCheckpoints`.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from redis.exceptions import RedisError
-
-from workflows import keys
 from workflows.exceptions import SessionNotFound, ToolError
 from workflows.permissions.rules import paths
+from workflows.resilience import RedisError
+from workflows.store_checkpoints import FileCheckpoints
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
 ABSENT, FILE, TOO_LARGE = "absent", "file", "too_large"
@@ -49,10 +48,10 @@ def digest(data: bytes) -> str:
 
 
 class Checkpoints:
-    """Records the files one tool call's writes change, for the message ``turn`` of session ``sid``."""
+    """Records the files one tool call's writes change, for the message ``turn`` of the session of ``files``."""
 
-    def __init__(self, r, sid: str, turn: str, max_bytes: int, area: paths.WorkArea) -> None:
-        self.r, self.sid, self.turn, self.max_bytes, self.area = r, sid, turn, max_bytes, area
+    def __init__(self, files: FileCheckpoints, turn: str, max_bytes: int, area: paths.WorkArea) -> None:
+        self.files, self.turn, self.max_bytes, self.area = files, turn, max_bytes, area
 
     def before(self, path: Path) -> None:
         """Keep ``path`` as it is now, unless this message already has it.
@@ -61,17 +60,11 @@ class Checkpoints:
             ToolError: it could not be kept (Redis failed): the write does not happen either.
         """
         name = str(path)
-        key = keys.file_checkpoints(self.sid, self.turn)
         try:
-            if self.r.hexists(key, name):
+            if self.files.has(self.turn, name):
                 return
             snap, data = self._snapshot(path)
-            pipe = self.r.pipeline(transaction=True)
-            if data is not None:
-                pipe.set(keys.file_blob(self.sid, snap["sha"]), data, nx=True)
-            pipe.hsetnx(key, name, json.dumps(snap))
-            pipe.hsetnx(keys.file_turns(self.sid), self.turn, repr(time.time()))
-            pipe.execute()
+            self.files.keep(self.turn, name, snap, data)
         except RedisError as exc:
             raise ToolError(f"Cannot write {path}: its checkpoint for /rewind could not be saved ({exc}). "
                             "Nothing was changed; try again.") from None
@@ -79,7 +72,7 @@ class Checkpoints:
     def after(self, path: Path, data: bytes) -> None:
         """``data`` is now at ``path``: the session's latest version of it (best effort: the file changed)."""
         try:
-            self.r.hset(keys.file_heads(self.sid), str(path), digest(data))
+            self.files.set_head(str(path), digest(data))
         except RedisError:
             pass  # a rewind then sees a change it cannot explain, and asks for --force: never a lost write
 
@@ -119,7 +112,8 @@ def for_call(store, rec, max_bytes: int) -> Checkpoints | None:
         sid, turn = parent.id, parent.run_prompt_uuid
     if not turn:
         return None
-    return Checkpoints(store.r, sid, turn, max_bytes, paths.WorkArea(rec.workspace, rec.additional_directories))
+    return Checkpoints(store.file_checkpoints(sid), turn, max_bytes,
+                       paths.WorkArea(rec.workspace, rec.additional_directories))
 
 
 # ----------------------------------------------------------------------------- restoring
@@ -139,24 +133,23 @@ class FileChange:
     moved: bool = False
 
 
-def turns_from(r, sid: str, entries: list, to: str) -> list[str]:
+def turns_from(files: FileCheckpoints, entries: list, to: str) -> list[str]:
     """The messages with checkpoints from message ``to`` on (itself included), in transcript order."""
     at = {e.uuid: i for i, e in enumerate(entries)}
     start = at.get(to)
     if start is None:
         return []
-    turns = [t.decode() if isinstance(t, bytes) else t for t in r.hkeys(keys.file_turns(sid))]
+    turns = files.turns()
     return sorted((t for t in turns if at.get(t, -1) >= start), key=at.__getitem__)
 
 
-def plan_restore(r, sid: str, turns: list[str]) -> list[FileChange]:
+def plan_restore(files: FileCheckpoints, turns: list[str]) -> list[FileChange]:
     """For each path those messages' checkpoints hold, what bringing it back to its earliest one takes."""
     first: dict[str, dict] = {}
     for turn in turns:
-        for name, raw in r.hgetall(keys.file_checkpoints(sid, turn)).items():
-            first.setdefault(name.decode() if isinstance(name, bytes) else name, json.loads(raw))
-    heads = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
-             for k, v in r.hgetall(keys.file_heads(sid)).items()} if first else {}
+        for name, snap in files.snapshots(turn).items():
+            first.setdefault(name, snap)
+    heads = files.heads() if first else {}
     return [_change(path, snap, heads.get(path)) for path, snap in sorted(first.items())]
 
 
@@ -199,7 +192,7 @@ def _current(path: str) -> str:
     return h.hexdigest()
 
 
-def apply_restore(r, sid: str, changes: list[FileChange], ctx) -> None:
+def apply_restore(files: FileCheckpoints, changes: list[FileChange], ctx) -> None:
     """Write back or delete what ``changes`` say, in the workspace of tool context ``ctx`` (links are not
     followed; nothing outside it is touched). A path that fails becomes ``skip`` with the reason; heads
     follow, so a later rewind sees these files as the session's."""
@@ -208,7 +201,7 @@ def apply_restore(r, sid: str, changes: list[FileChange], ctx) -> None:
     for c in changes:
         try:
             if c.action == "write":
-                data = r.get(keys.file_blob(sid, c.sha))
+                data = files.blob(c.sha)
                 if data is None:
                     c.action, c.why = "skip", "its checkpoint's content is missing from Redis"
                     continue
@@ -216,10 +209,10 @@ def apply_restore(r, sid: str, changes: list[FileChange], ctx) -> None:
                 write_atomic(Path(c.path), data, ctx)
                 if not existed and c.mode is not None:
                     os.chmod(c.path, c.mode)
-                r.hset(keys.file_heads(sid), c.path, c.sha)
+                files.set_head(c.path, c.sha)
             elif c.action == "delete":
                 _delete(c.path, ctx)
-                r.hdel(keys.file_heads(sid), c.path)
+                files.drop_head(c.path)
         except (ToolError, OSError) as exc:
             c.action, c.why = "skip", f"could not be restored: {exc}"
 

@@ -14,13 +14,13 @@ import re
 import threading
 
 import anthropic
-from redis.exceptions import RedisError
 
 from workflows.context import api_messages, model_view
 from workflows.engine import Engine
 from workflows.memory import has_content
 from workflows.model_client import client_for, describe_api_error, stream_reply
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
+from workflows.resilience import RedisError
 from workflows.tokens import estimate_tokens
 
 SUMMARY_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."

@@ -24,7 +24,6 @@ from typing import Any
 
 import anthropic
 from pydantic import Field, ValidationError
-from redis.exceptions import RedisError
 
 from workflows.context import _blocks, model_view
 from workflows.engine import Engine
@@ -36,7 +35,6 @@ from workflows.memory import (
     SESSION_MEMORY_MARK,
     SESSION_MEMORY_TEMPLATE,
     MemoryRecord,
-    ProjectMemory,
     index_markdown,
     make_record,
     session_memory_path,
@@ -53,6 +51,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.permissions import Decision, decide, read_denied_for
+from workflows.resilience import RedisError
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 from workflows.valid_text import ValidJson
 
@@ -286,7 +285,7 @@ class ExtractionFork:
     def __init__(self, engine: Engine, rec: SessionRecord) -> None:
         self.engine = engine
         self.rec = rec
-        self.memory = ProjectMemory(engine.store.r, rec.project_id, rec.project_root) if rec.project_id else None
+        self.memory = engine.store.project_memory(rec.project_id, rec.project_root) if rec.project_id else None
 
     def start(self) -> ForkState:
         entries = self.engine.store.cached_entries(self.rec.id)

@@ -220,7 +220,7 @@ def gc(store: Store, older_than: float, *, states: tuple[str, ...] = ("idle",), 
 
 def retention_due(store: Store, owner: str) -> bool:
     """True for at most one caller an hour, across every worker (a Redis key that expires in an hour)."""
-    return bool(store.r.set(keys.retention_lock(), owner, nx=True, ex=RETENTION_EVERY_SECONDS))
+    return store.claim_retention(owner, RETENTION_EVERY_SECONDS)
 
 
 

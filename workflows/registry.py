@@ -107,6 +107,10 @@ class Workers:
         """Whether worker ``name``'s registration is live."""
         return bool(self.r.exists(keys.worker(name)))
 
+    def count_live(self, now: float | None = None) -> int:
+        """How many workers' registrations have not expired (at ``now``, default the present)."""
+        return int(self.r.zcount(keys.workers(), time.time() if now is None else now, "+inf"))
+
     def live_queues(self) -> set[str]:
         """Queues served by at least one worker whose registration has not expired."""
         queues: set[str] = set()

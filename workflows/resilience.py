@@ -19,7 +19,9 @@ import logging
 import time
 from typing import Callable, TypeVar
 
+# The Redis errors code outside the store modules catches: imported from here, never from redis-py.
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import LockError, RedisError, ResponseError  # noqa: F401
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows.exceptions import LockTimeout

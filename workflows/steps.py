@@ -15,8 +15,6 @@ import threading
 import time
 from typing import Callable
 
-from redis.exceptions import RedisError
-
 from workflows import keys
 from workflows.context import build_request
 from workflows.engine import UNKNOWN_OUTCOME, Engine
@@ -32,7 +30,7 @@ from workflows.model_client import (
 )
 from workflows.model_lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
-from workflows.resilience import TRANSIENT, ResilientEngine, retrying
+from workflows.resilience import TRANSIENT, RedisError, ResilientEngine, retrying
 from workflows.step_kinds import StepRun, spec_for
 from workflows.tool_step import quick_calls, run_quick
 

@@ -4,16 +4,17 @@ An event's writes (session record, transcript entries, step records, leases) are
 recorded on a :class:`workflows.fenced.Recorder` passed where a pipeline would be,
 and land in one fenced script call (:meth:`Store.commit`). The session lock
 (:meth:`Store.lock`) serialises only the human-paced commands. Readers need no lock.
+:class:`Store` is made of two pieces: the transcript and live streams
+(:mod:`workflows.store_streams`) and the step ledger, queues and bulk reads
+(:mod:`workflows.store_steps`).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -26,25 +27,23 @@ from workflows.exceptions import (
     AmbiguousSession,
     LockTimeout,
     SessionNotFound,
-    StepNotFound,
     StoreUnavailable,
 )
 from workflows.fenced import Recorder, Reply, Scripts
-from workflows.entry_read import field_text, read_entry
-from workflows.models import SessionRecord, StepRecord, entry_json
+from workflows.models import SessionRecord
 from workflows.registry import LOCK_TOKEN_SEP, Workers
+from workflows.store_streams import LIVE_MAXLEN, LIVE_TTL_SECONDS, Transcripts, as_text, stream_entries
+from workflows.store_client import blocking_pool
+from workflows.store_steps import Steps
 from workflows.valid_text import valid_str
 
-LIVE_MAXLEN = 2000
-LIVE_TTL_SECONDS = 3600
-#: Sessions whose transcript a process keeps (least recently used dropped first), at least; a worker
-#: raises it to twice the steps it runs at once (:meth:`Store.keep_transcripts`).
-ENTRY_CACHE_SESSIONS = 64
-#: ... and at most this many entries in all, whatever the number of sessions.
-ENTRY_CACHE_ENTRIES = 200_000
-#: The stream fields of a transcript stream entry: ``entry``, then ``entry.2``, ``entry.3``... (a
-#: commit's entries, in order, in one XADD).
-ENTRY_FIELD = "entry"
+if TYPE_CHECKING:  # (the feature stores are imported when asked for: they import models this module must not)
+    from workflows.api_tokens import TokenStore
+    from workflows.schedules.store import ScheduleStore
+    from workflows.shells.store import ShellStore
+    from workflows.store_checkpoints import FileCheckpoints
+    from workflows.store_memory import ExtractionLock, ProjectMemory
+
 FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 
 Pipe = redis.client.Pipeline
@@ -56,20 +55,18 @@ end
 return 0
 """
 
+#: What callers import from here (the stream piece's constants and :func:`stream_entries` included).
+__all__ = ["LIVE_MAXLEN", "LIVE_TTL_SECONDS", "Pipe", "RedisFileTracker", "Store", "stream_entries"]
 
-class Store:
-    """Session records, transcripts, live deltas, the step ledger, locks and leases."""
+
+class Store(Transcripts, Steps):
+    """Session records, transcripts, live deltas, the step ledger, locks and leases (the transcripts and the
+    ledger from its two pieces, :class:`Transcripts` and :class:`Steps`)."""
 
     def __init__(self, client: redis.Redis, *, lock_timeout: float = 30.0, lock_wait: float = 10.0) -> None:
-        self.r = client
+        super().__init__(client)
         self.lock_timeout = lock_timeout
         self.lock_wait = lock_wait
-        #: sid -> (last stream id read, the entries, the record revision they are exactly the transcript
-        #: of, or None when that is not known): see :meth:`cached_entries`.
-        self._cache: OrderedDict[str, tuple[str | None, list, int | None]] = OrderedDict()
-        self._cache_lock = threading.Lock()
-        self._cache_sessions = ENTRY_CACHE_SESSIONS
-        self._cache_total = 0  # entries cached, all sessions together
         #: Set by a worker to its registered name: its session locks then carry the name, so the
         #: reaper can free a lock whose holder died instead of waiting for it to expire.
         self.lock_owner: str | None = None
@@ -117,6 +114,19 @@ class Store:
                 self._unreleased[name] = lk.local.token
                 raise
 
+    def sweep_lock(self, timeout: float) -> redis.lock.Lock:
+        """The reapers' sweep lock (not taken yet: ``acquire(blocking=False)`` it); it expires after ``timeout``
+        seconds if its holder dies."""
+        return self.r.lock(keys.reaper_lock(), timeout=timeout, blocking=False)
+
+    def widen_pool(self, max_connections: int) -> None:
+        """Give the client a pool of at least ``max_connections`` (a waiting one: see
+        :func:`workflows.store_client.blocking_pool`); connections of the old pool close once idle."""
+        old = self.r.connection_pool
+        if old.max_connections < max_connections:
+            self.r.connection_pool = blocking_pool(old.connection_class, max_connections, **old.connection_kwargs)
+            old.disconnect(inuse_connections=False)
+
     def _release_unreleased(self, name: str) -> None:
         token = self._unreleased.pop(name, None)
         if token is not None:
@@ -147,7 +157,30 @@ class Store:
 
     def session_ids(self, limit: int = 100) -> list[str]:
         """Session ids, most recently updated first."""
-        return [_s(x) for x in self.r.zrevrange(keys.sessions(), 0, limit - 1)]
+        return [as_text(x) for x in self.r.zrevrange(keys.sessions(), 0, limit - 1)]
+
+    def all_session_ids(self) -> list[str]:
+        """Every session id, most recently updated first."""
+        return [as_text(x) for x in self.r.zrevrange(keys.sessions(), 0, -1)]
+
+    def raw_session_and_step(self, sid: str, step_id: str) -> tuple[bytes | None, bytes | None]:
+        """The session's record and one of its steps as stored (JSON, unparsed: a caller that needs one field
+        skips parsing), in one round trip; None for what does not exist."""
+        p = self.r.pipeline(transaction=False)
+        p.get(keys.session(sid))
+        p.hget(keys.steps(sid), step_id)
+        raw_rec, raw_step = p.execute()
+        return raw_rec, raw_step
+
+    def copy_reads_and_commands(self, src: str, dst: str, pipe: Pipe) -> None:
+        """Give session ``dst`` (a fork) ``src``'s files read (so it may Edit them without reading them again)
+        and its custom commands (until the CLI reads them again), on ``pipe``."""
+        read = self.r.hgetall(keys.files_read(src))
+        if read:
+            pipe.hset(keys.files_read(dst), mapping=read)
+        commands = self.r.hgetall(keys.commands(src))
+        if commands:
+            pipe.hset(keys.commands(dst), mapping=commands)
 
     def resolve_session(self, prefix: str) -> str:
         """The one session id starting with ``prefix``.
@@ -159,7 +192,7 @@ class Store:
         prefix = prefix.strip()
         if not prefix:
             raise SessionNotFound("No session id given.")
-        all_ids = [_s(x) for x in self.r.zrevrange(keys.sessions(), 0, -1)]
+        all_ids = self.all_session_ids()
         if prefix in all_ids:
             return prefix
         matches = [s for s in all_ids if s.startswith(prefix)]
@@ -169,140 +202,6 @@ class Store:
             shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
             raise AmbiguousSession(f"Session prefix {prefix!r} matches {len(matches)} sessions: {shown}")
         return matches[0]
-
-    # ------------------------------------------------------------------ transcript
-
-    def append(self, sid: str, entries: Iterable, pipe: Pipe, *, together: bool = False) -> list[str]:
-        """Append transcript entries (never trimmed); returns their JSON. Call in a pipeline or a
-        commit's recorder.
-
-        ``together`` (a commit's entries): one stream entry (one XADD) per run of entries that ends
-        with a result entry or with the last one, so an id after a run's result is still where the
-        next run starts; otherwise one stream entry each (an import, a fork's copy).
-        """
-        out: list[str] = []
-        fields: dict[str, str] = {}
-        for e in entries:
-            data = entry_json(e)
-            out.append(data)
-            fields[ENTRY_FIELD if not fields else f"{ENTRY_FIELD}.{len(fields) + 1}"] = data
-            if not together or e.type == "result":
-                pipe.xadd(keys.log(sid), fields)
-                fields = {}
-        if fields:
-            pipe.xadd(keys.log(sid), fields)
-        return out
-
-    def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
-        """Transcript entries after stream id ``after`` (exclusive), oldest first. The entries one commit
-        wrote together share a stream id; ``count`` counts stream entries."""
-        start = f"({after}" if after else "-"
-        rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
-        return _read_rows(sid, rows)
-
-    def entries(self, sid: str) -> list:
-        return [e for _, e in self.read_log(sid)]
-
-    def keep_transcripts(self, sessions: int) -> None:
-        """Keep the transcripts of at least ``sessions`` sessions in this process's cache."""
-        self._cache_sessions = max(ENTRY_CACHE_SESSIONS, sessions)
-
-    def cached_entries(self, sid: str, revision: int | None = None) -> list:
-        """All transcript entries, reading only what is new since this process last asked.
-
-        Entries are append-only and never rewritten, so a per-process cache keyed
-        by the last stream id is always right; it turns the model step's
-        transcript read from O(session) into O(new entries). With ``revision`` (of the
-        record the caller holds), a cache known to be exactly the transcript at that revision
-        is returned without asking Redis: a claim (:meth:`note_rows`) and a commit
-        (:meth:`note_commit`) of this process keep it so.
-        """
-        with self._cache_lock:
-            last_id, cached, rev = self._cache.get(sid, (None, [], None))
-            if revision is not None and rev == revision:
-                self._cache.move_to_end(sid)
-                return list(cached)
-        rows = self.read_log(sid, after=last_id)
-        entries = cached + [e for _, e in rows]
-        self._put(sid, rows[-1][0] if rows else last_id, entries, None if rows else rev, last_id)
-        return list(entries)
-
-    def _put(self, sid: str, last_id: str | None, entries: list, rev: int | None, was: str | None) -> None:
-        """Cache ``entries`` for ``sid``, unless another thread moved its cache on from ``was`` meanwhile."""
-        with self._cache_lock:
-            now = self._cache.get(sid)
-            if now is not None and now[0] != was:
-                return
-            self._put_locked(sid, last_id, entries, rev)
-
-    def _put_locked(self, sid: str, last_id: str | None, entries: list, rev: int | None) -> None:
-        old = self._cache.pop(sid, None)
-        self._cache_total += len(entries) - (len(old[1]) if old else 0)
-        self._cache[sid] = (last_id, entries, rev)
-        while len(self._cache) > 1 and (len(self._cache) > self._cache_sessions
-                                        or self._cache_total > ENTRY_CACHE_ENTRIES):
-            self._cache_total -= len(self._cache.popitem(last=False)[1][1])
-
-    def transcript_mark(self, sid: str) -> str | None:
-        """The last transcript id this process holds for ``sid`` (what a claim asks to read after)."""
-        with self._cache_lock:
-            hit = self._cache.get(sid)
-        return hit[0] if hit else None
-
-    def note_rows(self, sid: str, after: str | None, rows, revision: int) -> None:
-        """A claim read the record at ``revision`` and, in the same script, the transcript rows after
-        ``after`` (XRANGE's raw reply): the cache is then exactly the transcript at ``revision``."""
-        new = _read_rows(sid, ((i, _pairs(f)) for i, f in rows))
-        with self._cache_lock:
-            hit = self._cache.get(sid)
-            if (hit[0] if hit else None) != after:
-                return  # another thread read meanwhile: these rows may not follow its cache
-            self._put_locked(sid, new[-1][0] if new else after, (hit[1] if hit else []) + [e for _, e in new],
-                             revision)
-
-    def note_commit(self, sid: str, read: int, stream_id: str, written: list[str]) -> None:
-        """A commit made on revision ``read`` landed, appending ``written`` (entries' JSON) as stream entry
-        ``stream_id``: a cache exact at ``read`` is exact at ``read + 1`` with them."""
-        with self._cache_lock:
-            hit = self._cache.get(sid)
-            if hit is None or hit[2] != read or (written and not stream_id):
-                return
-        added = [read_entry(sid, data, stream_id, n) for n, data in enumerate(written)]  # as any reader, unlocked
-        with self._cache_lock:
-            now = self._cache.get(sid)
-            if now is None or now[2] != read or now[0] != hit[0]:
-                return
-            self._put_locked(sid, stream_id if written else now[0], now[1] + added, read + 1)
-
-    def log_length(self, sid: str) -> int:
-        """Stream entries of the transcript (the entries of one commit share one)."""
-        return int(self.r.xlen(keys.log(sid)))
-
-    # ------------------------------------------------------------------ live deltas
-
-    def publish(self, sid: str, data: dict, *, expire: bool = True) -> None:
-        """Publish an ephemeral delta for watchers (capped, expiring ``LIVE_TTL_SECONDS`` after the last
-        publish that sets ``expire``: a call's first delta is enough, the rest come within the hour)."""
-        fields = {k: valid_str(str(v)) for k, v in data.items()}
-        if not expire:
-            self.r.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
-            return
-        p = self.r.pipeline(transaction=False)
-        p.xadd(keys.live(sid), fields, maxlen=LIVE_MAXLEN, approximate=True)
-        p.expire(keys.live(sid), LIVE_TTL_SECONDS)
-        p.execute()
-
-    def last_live_id(self, sid: str) -> str:
-        rows = self.r.xrevrange(keys.live(sid), count=1)
-        return _s(rows[0][0]) if rows else "0-0"
-
-    def tail(self, streams: dict[str, str], block_ms: int) -> list[tuple[str, list[tuple[str, dict]]]]:
-        """XREAD BLOCK on several streams from the last ids seen (never ``$``)."""
-        rows = self.r.xread(streams, block=block_ms)
-        out = []
-        for key, items in rows or []:
-            out.append((_s(key), [(_s(i), _fields(f)) for i, f in items]))
-        return out
 
     # ------------------------------------------------------------------ the fenced scripts (workflows/fenced.py)
 
@@ -334,61 +233,6 @@ class Store:
             (keys.session(sid), keys.steps(sid), step_id, owner, until, keys.lease_member(sid, step_id))
             for sid, step_id, owner, until in items])
 
-    # ------------------------------------------------------------------ steps and leases
-
-    def get_step(self, sid: str, step_id: str) -> StepRecord:
-        raw = self.r.hget(keys.steps(sid), step_id)
-        if raw is None:
-            raise StepNotFound(f"Session {sid} has no step {step_id}")
-        return StepRecord.model_validate_json(raw)
-
-    def load_step(self, sid: str, step_id: str) -> tuple[SessionRecord, StepRecord, float | None]:
-        """The session, one of its steps and that step's deadline, in one round trip."""
-        p = self.r.pipeline(transaction=False)
-        p.get(keys.session(sid))
-        p.hget(keys.steps(sid), step_id)
-        p.zscore(keys.leases(), keys.lease_member(sid, step_id))
-        raw_rec, raw_step, deadline = p.execute()
-        if raw_rec is None:
-            raise SessionNotFound(f"No session {sid!r}. List sessions with `mainsail sessions`.")
-        if raw_step is None:
-            raise StepNotFound(f"Session {sid} has no step {step_id}")
-        return SessionRecord.model_validate_json(raw_rec), StepRecord.model_validate_json(raw_step), deadline
-
-    def steps(self, sid: str) -> list[StepRecord]:
-        return [StepRecord.model_validate_json(v) for v in self.r.hvals(keys.steps(sid))]
-
-    def put_step(self, step: StepRecord, pipe: Pipe | None = None) -> None:
-        step.updated_at = time.time()
-        p = pipe if pipe is not None else self.r
-        p.hset(keys.steps(step.session_id), step.id, step.model_dump_json())
-
-    def set_deadline(self, step: StepRecord, deadline: float, pipe: Pipe | None = None, *, only_existing=False) -> None:
-        """Set when the reaper should look at ``step`` again (lease expiry or pickup deadline)."""
-        p = pipe if pipe is not None else self.r
-        p.zadd(keys.leases(), {keys.lease_member(step.session_id, step.id): deadline}, xx=only_existing)
-
-    def clear_deadline(self, step: StepRecord, pipe: Pipe | None = None) -> None:
-        p = pipe if pipe is not None else self.r
-        p.zrem(keys.leases(), keys.lease_member(step.session_id, step.id))
-
-    def deadline(self, step: StepRecord) -> float | None:
-        return self.r.zscore(keys.leases(), keys.lease_member(step.session_id, step.id))
-
-    def due(self, now: float, limit: int = 200) -> list[tuple[str, str]]:
-        """Steps whose lease or pickup deadline has passed."""
-        rows = self.r.zrangebyscore(keys.leases(), "-inf", now, start=0, num=limit)
-        return [keys.parse_lease_member(_s(m)) for m in rows]
-
-    def due_approvals(self, now: float, limit: int = 200) -> list[tuple[str, str]]:
-        """Permission requests whose approval timeout has passed."""
-        rows = self.r.zrangebyscore(keys.approvals(), "-inf", now, start=0, num=limit)
-        return [keys.parse_lease_member(_s(m)) for m in rows]
-
-    def awaiting_sessions(self) -> list[str]:
-        """Sessions waiting for a permission decision, longest waiting first."""
-        return [_s(x) for x in self.r.zrange(keys.awaiting(), 0, -1)]
-
     # ------------------------------------------------------------------ inbox
 
     def push_inbox(self, sid: str, text: str, pipe: Pipe | None = None) -> None:
@@ -396,10 +240,10 @@ class Store:
 
     def pop_inbox(self, sid: str) -> str | None:
         v = self.r.lpop(keys.inbox(sid))
-        return _s(v) if v is not None else None
+        return as_text(v) if v is not None else None
 
     def inbox(self, sid: str) -> list[str]:
-        return [_s(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
+        return [as_text(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
 
     # ------------------------------------------------------------------ custom slash commands
 
@@ -419,100 +263,85 @@ class Store:
     def commands(self, sid: str) -> dict[str, CommandDefinition]:
         """The session's custom commands, by name."""
         raw = self.r.hgetall(keys.commands(sid))
-        return dict(sorted((_s(n), CommandDefinition.model_validate_json(v)) for n, v in raw.items()))
+        return dict(sorted((as_text(n), CommandDefinition.model_validate_json(v)) for n, v in raw.items()))
 
     # ------------------------------------------------------------------ session memory
 
     def session_memory(self, sid: str) -> str | None:
         """The session's memory document (its running summary), if it has one."""
         v = self.r.get(keys.session_memory(sid))
-        return _s(v) if v else None
+        return as_text(v) if v else None
 
     def fork_checkpoint(self, sid: str, step_id: str) -> str | None:
         """A memory fork's saved progress (JSON), if it has any."""
         v = self.r.get(keys.fork_checkpoint(sid, step_id))
-        return _s(v) if v else None
+        return as_text(v) if v else None
 
     def save_fork_checkpoint(self, sid: str, step_id: str, data: str) -> None:
         self.r.set(keys.fork_checkpoint(sid, step_id), data, ex=FORK_CHECKPOINT_TTL)
+
+    # ------------------------------------------------------------------ caches of tools
+
+    def mcp_tools_json(self, sid: str, digest: str) -> bytes | None:
+        """The session's MCP tool list with ``digest`` (JSON, as the engine stored it), None if missing."""
+        return self.r.get(keys.session_mcp_tools(sid, digest))
+
+    def web_page(self, name: str) -> bytes | None:
+        """A page the web tools cached under ``name`` (see :meth:`keep_web_page`), None if missing or expired."""
+        return self.r.get(keys.web_cache(name))
+
+    def keep_web_page(self, name: str, data: str, seconds: int) -> None:
+        """Cache a fetched page (JSON) under ``name`` for ``seconds``, for every worker."""
+        self.r.set(keys.web_cache(name), data, ex=seconds)
+
+    # ------------------------------------------------------------------ the feature stores (same client)
+
+    def tokens(self) -> TokenStore:
+        """The team server's API tokens (:class:`workflows.api_tokens.TokenStore`)."""
+        from workflows.api_tokens import TokenStore
+
+        return TokenStore(self.r)
+
+    def schedules(self) -> ScheduleStore:
+        """Schedules and their runs (:class:`workflows.schedules.store.ScheduleStore`)."""
+        from workflows.schedules.store import ScheduleStore
+
+        return ScheduleStore(self.r)
+
+    def shells(self) -> ShellStore:
+        """Background shells' records and output (:class:`workflows.shells.store.ShellStore`)."""
+        from workflows.shells.store import ShellStore
+
+        return ShellStore(self.r)
+
+    def project_memory(self, pid: str, root: str | None = None) -> ProjectMemory:
+        """Project ``pid``'s auto-memory records (:class:`workflows.store_memory.ProjectMemory`)."""
+        from workflows.store_memory import ProjectMemory
+
+        return ProjectMemory(self.r, pid, root)
+
+    def workspace_memory(self, workspace: str) -> ProjectMemory:
+        """The auto-memory records of the project ``workspace`` belongs to."""
+        from workflows.store_memory import ProjectMemory
+
+        return ProjectMemory.for_workspace(self.r, workspace)
+
+    def extraction_lock(self, pid: str, token: str, ttl: float) -> ExtractionLock:
+        """Project ``pid``'s extraction lock, held as ``token`` (:class:`workflows.store_memory.ExtractionLock`)."""
+        from workflows.store_memory import ExtractionLock
+
+        return ExtractionLock(self.r, pid, token, ttl)
+
+    def file_checkpoints(self, sid: str) -> FileCheckpoints:
+        """Session ``sid``'s file checkpoints for /rewind (:class:`workflows.store_checkpoints.FileCheckpoints`)."""
+        from workflows.store_checkpoints import FileCheckpoints
+
+        return FileCheckpoints(self.r, sid)
 
     # ------------------------------------------------------------------ files read (Write/Edit rule)
 
     def files_tracker(self, sid: str, deferred: bool = False) -> "RedisFileTracker":
         return RedisFileTracker(self.r, sid, deferred)
-
-    # ------------------------------------------------------------------ housekeeping (rm, gc)
-
-    def sessions_updated_before(self, cutoff: float) -> list[str]:
-        """Session ids whose last update is older than ``cutoff`` (epoch seconds), oldest first."""
-        return [_s(x) for x in self.r.zrangebyscore(keys.sessions(), "-inf", f"({cutoff}")]
-
-    def get_sessions(self, sids: list[str]) -> list[SessionRecord]:
-        """The records of ``sids`` that exist, in one round trip (missing ones are left out)."""
-        if not sids:
-            return []
-        raws = self.r.mget([keys.session(s) for s in sids])
-        return [SessionRecord.model_validate_json(raw) for raw in raws if raw is not None]
-
-    def inbox_lengths(self, sids: list[str]) -> dict[str, int]:
-        """How many messages wait in each session's inbox, in one round trip."""
-        p = self.r.pipeline(transaction=False)
-        for sid in sids:
-            p.llen(keys.inbox(sid))
-        return dict(zip(sids, (int(n) for n in p.execute())))
-
-    def session_keys(self, sid: str) -> list[str]:
-        """Every key that exists for session ``sid``: its record and each ``session:{sid}:*`` key."""
-        found = [_s(k) for k in self.r.scan_iter(match=keys.session_subkeys(sid), count=500)]
-        if self.r.exists(keys.session(sid)):
-            found.insert(0, keys.session(sid))
-        return found
-
-    def session_members(self, sid: str) -> list[tuple[str, str]]:
-        """``(set key, member)`` for each entry of session ``sid`` in the shared sorted sets."""
-        out = [(k, sid) for k in (keys.sessions(), keys.awaiting()) if self.r.zscore(k, sid) is not None]
-        for k in (keys.leases(), keys.approvals()):
-            out += [(k, _s(m)) for m, _ in self.r.zscan_iter(k, match=keys.member_pattern(sid), count=500)]
-        return out
-
-    def key_sizes(self, names: list[str]) -> dict[str, int]:
-        """Bytes each key takes (``MEMORY USAGE``; where that is refused, its serialized size)."""
-        p = self.r.pipeline(transaction=False)
-        for name in names:
-            p.memory_usage(name)
-        sizes = p.execute(raise_on_error=False)
-        out = {}
-        for name, size in zip(names, sizes):
-            if isinstance(size, Exception):
-                dumped = self.r.dump(name)
-                size = len(dumped) if dumped else 0
-            out[name] = int(size or 0)
-        return out
-
-    def delete_keys(self, names: list[str], members: list[tuple[str, str]], pipe: Pipe | None = None) -> None:
-        """Delete keys and sorted-set members (in one MULTI/EXEC unless ``pipe`` is given)."""
-        p = pipe if pipe is not None else self.pipeline()
-        if names:
-            p.delete(*names)
-        for key, member in members:
-            p.zrem(key, member)
-        if pipe is None:
-            p.execute()
-
-    def delete_steps(self, sid: str, step_ids: list[str]) -> None:
-        """Forget finished steps of a session (and any deadline they still had)."""
-        if not step_ids:
-            return
-        p = self.pipeline()
-        p.hdel(keys.steps(sid), *step_ids)
-        p.zrem(keys.leases(), *(keys.lease_member(sid, s) for s in step_ids))
-        p.execute()
-
-    def step_sizes(self, sid: str, step_ids: list[str]) -> int:
-        """Bytes of the JSON of those step records."""
-        if not step_ids:
-            return 0
-        return sum(len(v) for v in self.r.hmget(keys.steps(sid), step_ids) if v)
 
     # ------------------------------------------------------------------ workers
 
@@ -557,49 +386,3 @@ class RedisFileTracker:
         """Add what was noted to ``ops`` (a commit's recorder) as one HSET."""
         if self.pending:
             ops.hset(self.key, mapping=self.pending)
-
-
-def _s(v) -> str:
-    return v.decode() if isinstance(v, bytes) else v
-
-
-def stream_entries(fields: dict) -> list:
-    """The transcript entries (raw JSON) of one stream entry's fields, in order (see :meth:`Store.append`)."""
-    out = []
-    for key, value in fields.items():
-        name = _s(key)
-        if name == ENTRY_FIELD:
-            out.append((1, value))
-        elif name.startswith(ENTRY_FIELD + "."):
-            out.append((int(name[len(ENTRY_FIELD) + 1:]), value))
-    if len(out) > 1:
-        out.sort(key=lambda kv: kv[0])
-    return [v for _, v in out]
-
-
-def _fields(f: dict) -> dict[str, str]:
-    """A stream entry's fields as text, never raising: a transcript entry's bytes that are not UTF-8 kept as
-    surrogate escapes (so it reads as its marker: workflows/entry_read.py), any other field's replaced."""
-    out = {}
-    for k, v in f.items():
-        name = _s(k)
-        out[name] = field_text(v) if name.startswith(ENTRY_FIELD) else (
-            v.decode(errors="replace") if isinstance(v, bytes) else v)
-    return out
-
-
-def _read_rows(sid: str, rows) -> list[tuple[str, object]]:
-    """(stream id, entry) for each transcript entry of XRANGE ``rows``; an entry that cannot be read is its
-    marker (workflows/entry_read.py), so one bad entry never makes the rest unreadable."""
-    out = []
-    for i, f in rows:
-        row = _s(i)
-        out.extend((row, read_entry(sid, raw, row, n)) for n, raw in enumerate(stream_entries(f)))
-    return out
-
-
-def _pairs(flat) -> dict:
-    """A stream entry's fields as a Lua script hands them back (a flat list) or as redis-py parses them."""
-    if isinstance(flat, dict):
-        return flat
-    return dict(zip(flat[0::2], flat[1::2]))

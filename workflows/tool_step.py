@@ -31,7 +31,7 @@ from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outc
 from workflows.mcp.calls import McpCaller
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
-from workflows.memory import ProjectMemory
+from workflows.store_memory import ProjectMemory
 from workflows.model_client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
 from workflows.permissions import Decision, decide, read_denied_for, sandbox
@@ -56,7 +56,7 @@ QUICK_CHARS_MAX = 1_000_000
 def project_memory(store, rec: SessionRecord) -> ProjectMemory | None:
     """The session's project memory, when auto-memory is on for it."""
     if rec.auto_memory and rec.project_id:
-        return ProjectMemory(store.r, rec.project_id, rec.project_root)
+        return store.project_memory(rec.project_id, rec.project_root)
     return None
 
 
@@ -126,8 +126,8 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
         sandbox=rec.sandbox,
         additional_dirs=tuple(rec.additional_directories),
         env=dict(rec.env),
-        web=WebAccess(store.r, settings, rec) if call.name in WEB_TOOLS else None,
-        shells=SessionShells(store.r, sid, worker, output_chars=settings.bash_background_output_chars,
+        web=WebAccess(store, settings, rec) if call.name in WEB_TOOLS else None,
+        shells=SessionShells(store.shells(), sid, worker, output_chars=settings.bash_background_output_chars,
                              ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
         tool_use_id=call.tool_use_id,
         mcp=McpCaller(rec, settings) if mcp else None,

@@ -7,7 +7,6 @@ import os
 from fastapi import Request
 
 from server.auth import Caller
-from workflows import keys
 from workflows.engine import Engine
 from workflows.exceptions import AmbiguousSession, MainsailError, SessionNotFound
 from workflows.models import SessionRecord
@@ -60,8 +59,7 @@ def visible_session(request: Request, caller: Caller, session: str) -> SessionRe
         except SessionNotFound:
             raise SessionNotFound(_not_found(session)) from None
     prefix = session.strip()
-    every = [x.decode() if isinstance(x, bytes) else x for x in store.r.zrevrange(keys.sessions(), 0, -1)] \
-        if prefix else []
+    every = store.all_session_ids() if prefix else []
     ids = [i for i in every if i.startswith(prefix)]
     exact = [i for i in ids if i == prefix]
     matches = [r for r in store.get_sessions(exact or ids) if caller.sees(r)]

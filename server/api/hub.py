@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import redis
+from workflows.resilience import RedisConnectionError, RedisTimeoutError
+from workflows.store_live import LiveStreams
 
-REDIS_AWAY = (redis.ConnectionError, redis.TimeoutError, OSError)
+REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
 BLOCK_MS = 15_000
 #: Rows a watcher may have waiting before it is dropped.
 MAX_QUEUED = 10_000
@@ -109,7 +110,7 @@ class Feed:
         backoff = 0.1
         while True:
             try:
-                return await self.hub.ar.xrange(key, min=f"({after}", max="+")
+                return await self.hub.streams.rows_after(key, after)
             except REDIS_AWAY:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
@@ -127,17 +128,16 @@ class _Reader:
         self.task = asyncio.get_running_loop().create_task(self.run())
 
     async def run(self) -> None:
-        ar, key, backoff = self.hub.ar, self.key, 0.1
+        streams, key, backoff = self.hub.streams, self.key, 0.1
         last = None
         try:
             while self.feeds:
                 try:
                     if last is None:
-                        newest = await ar.xrevrange(key, count=1)
-                        last = _s(newest[0][0]) if newest else "0-0"
+                        last = await streams.newest_id(key)
                         self.ready.set()
                         continue
-                    rows = await ar.xread({key: last}, block=BLOCK_MS, count=1000)
+                    rows = await streams.wait_for_rows(key, last, BLOCK_MS, 1000)
                 except REDIS_AWAY:  # Redis restarting: read again from the same id, so nothing is lost
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 2.0)
@@ -158,7 +158,7 @@ class Hub:
     """The readers of one server process (``app.state.hub``), on the asyncio client ``ar``."""
 
     def __init__(self, ar) -> None:
-        self.ar = ar
+        self.streams = LiveStreams(ar)
         self.readers: dict[str, _Reader] = {}
 
     async def join(self, key: str, feed: Feed) -> None:

@@ -84,7 +84,7 @@ def _sees(caller: Caller, s: Schedule | BrokenSchedule) -> bool:
 
 
 def _found(request: Request, caller: Caller, schedule: str) -> tuple[Schedule | BrokenSchedule, ScheduleStore]:
-    store = ScheduleStore(engine(request).store.r)
+    store = engine(request).store.schedules()
     try:
         s = store.record(store.resolve(schedule))
     except ScheduleNotFound as exc:
@@ -105,7 +105,7 @@ def _visible(request: Request, caller: Caller, schedule: str) -> tuple[Schedule,
 @router.get("/schedules", response_model=list[ScheduleView])
 def list_schedules(request: Request, caller: Caller = READER):
     """The schedules of the workspaces this token may see, oldest first (broken records marked)."""
-    store = ScheduleStore(engine(request).store.r)
+    store = engine(request).store.schedules()
     return [_view(s, store) for s in store.records() if _sees(caller, s)]
 
 
@@ -126,7 +126,7 @@ def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
                  prompt=body.prompt, mode=body.mode, options=body.options, enabled=body.enabled,
                  created_by=caller.decided_by)
     s = scheduling.add(engine(request), get_settings(), s, token=caller.token, check_dir=caller.check_workspace)
-    return _view(s, ScheduleStore(engine(request).store.r))
+    return _view(s, engine(request).store.schedules())
 
 
 @router.delete("/schedules/{schedule}", status_code=204)

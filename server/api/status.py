@@ -77,17 +77,17 @@ def status(request: Request, caller: Caller = Depends(require_reader)):  # noqa:
         version=version(),
         token=TokenView(name=t.name, read_only=t.read_only, admin=t.admin, allow_bypass=t.allow_bypass,
                         trust_project=t.trust_project, workspaces=list(t.workspaces)),
-        redis=_redis(eng.store.r), workers=workers, unserved_queues=[q for q in QUEUES if q not in served],
+        redis=_redis(eng.store), workers=workers, unserved_queues=[q for q in QUEUES if q not in served],
         server_api_key=bool(eng.settings.anthropic_api_key or eng.settings.anthropic_base_url))
 
 
-def _redis(r) -> RedisView:
-    import redis
+def _redis(store) -> RedisView:
+    from workflows.resilience import ResponseError
 
     try:
-        server = r.info("server")
-        persistence = r.info("persistence")
-    except redis.ResponseError as exc:  # INFO refused (an ACL): it answers, the rest is unknown
+        server = store.server_info("server")
+        persistence = store.server_info("persistence")
+    except ResponseError as exc:  # INFO refused (an ACL): it answers, the rest is unknown
         return RedisView(ok=True, detail=f"INFO refused: {exc}")
     return RedisView(ok=True, version=str(server.get("redis_version")),
                      aof=str(persistence.get("aof_enabled")) == "1")

@@ -94,12 +94,12 @@ async def events(session: str, request: Request, caller: Caller = Depends(requir
 
 async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: int | None, deltas: bool,
                   until_idle: bool):
-    ar = request.app.state.aredis
+    streams = hub_of(request.app).streams
     store = engine(request).store
     log_key, live_key = keys.log(sid), keys.live(sid)
     with hub_of(request.app).feed() as feed:
         if seen is not None:  # the rest of a commit whose first entries were sent before the connection dropped
-            for row, fields in await ar.xrange(log_key, min=last, max=last):
+            for row, fields in await streams.rows_at(log_key, last):
                 raws = stream_entries(fields)
                 for i, raw in enumerate(raws):
                     if i > seen:
@@ -156,7 +156,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                 return
             if time.monotonic() >= recheck:  # a token revoked while its stream is open: end the stream
                 recheck = time.monotonic() + TOKEN_RECHECK_SECONDS
-                if not await ar.exists(keys.api_token(caller.token.digest)):
+                if not await streams.token_exists(caller.token.digest):
                     yield {"event": "end", "data": json.dumps({"session": sid, "reason": "token revoked"})}
                     return
 

@@ -22,7 +22,6 @@ from fastapi import APIRouter, Request
 from server.console.web import money, page, signed_in, to_signin
 from statemachines import State
 from tasks.app import QUEUES, queue_key
-from workflows import keys
 
 router = APIRouter(include_in_schema=False)
 
@@ -78,12 +77,8 @@ def session_figures(records, now: float | None = None, per_day_counted: dict[str
 def queue_figures(store) -> tuple[list[Bar], int]:
     """Messages waiting in each queue (the standard ones and any a live worker serves) and live workers."""
     queues = sorted(set(QUEUES) | store.workers.live_queues())
-    p = store.r.pipeline(transaction=False)
-    for q in queues:
-        p.llen(queue_key(q))
-    p.zcount(keys.workers(), time.time(), "+inf")
-    *depths, workers = p.execute()
-    return bars([(q, n, str(n)) for q, n in zip(queues, depths)]), int(workers)
+    depths = store.queue_lengths([queue_key(q) for q in queues])
+    return bars([(q, n, str(n)) for q, n in zip(queues, depths)]), store.workers.count_live()
 
 
 @router.get("/overview")
@@ -105,10 +100,10 @@ def overview_page(request: Request):
 
 def cost_per_day(store) -> dict[str, float]:
     """Each UTC day's model cost, as the engine counted it (every workspace)."""
-    from workflows.metrics import parse_field, read
+    from workflows.metrics import parse_field
 
     out: dict[str, float] = defaultdict(float)
-    for f, value in read(store.r).items():
+    for f, value in store.tallies().items():
         name, labels = parse_field(f)
         if name == "mainsail_model_cost_usd_by_day":
             out[labels.get("day", "")] += value

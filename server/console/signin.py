@@ -17,7 +17,6 @@ from fastapi.responses import RedirectResponse, Response
 
 from server.auth import COOKIE
 from server.console.web import SECURITY_HEADERS, page, safe_next, same_origin, signed_in
-from workflows.api_tokens import TokenStore
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,7 +46,7 @@ async def signin(request: Request):
     nxt = safe_next((form.get("next") or ["/"])[0])
     if not token:
         return page("signin.html", status=400, next=nxt, error="Paste an API token to sign in.")
-    rec = TokenStore(request.app.state.engine.store.r).find(token)
+    rec = request.app.state.engine.store.tokens().find(token)
     if rec is None:
         return page("signin.html", status=401, next=nxt,
                     error="That token is unknown or revoked. Ask the server's admin for one "

@@ -17,7 +17,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from server.auth import COOKIE, Caller
-from workflows.api_tokens import TokenStore
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,7 +63,7 @@ def signed_in(request: Request) -> Caller | None:
     token = request.cookies.get(COOKIE)
     if not token:
         return None
-    tokens = TokenStore(request.app.state.engine.store.r)
+    tokens = request.app.state.engine.store.tokens()
     rec = tokens.find(token)
     if rec is None:
         return None

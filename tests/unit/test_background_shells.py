@@ -37,7 +37,7 @@ def make_ctx(request, empty_ws, fake_redis):
     box = SandboxSettings() if request.param == "sandbox" else None
 
     def make(sid: str = SID, **kw) -> ToolContext:
-        shells = SessionShells(fake_redis, sid, "worker-a", output_chars=kw.pop("output_chars", 1_000_000))
+        shells = SessionShells(ShellStore(fake_redis), sid, "worker-a", output_chars=kw.pop("output_chars", 1_000_000))
         return ToolContext(workspace=empty_ws, sandbox=box, shells=shells, **kw)
 
     return make

@@ -16,7 +16,6 @@ from workflows.exceptions import MemoryRecordError
 from workflows.memory import (
     SESSION_MEMORY_TEMPLATE,
     MemoryThresholds,
-    ProjectMemory,
     index_markdown,
     make_record,
     parse_markdown,
@@ -26,6 +25,7 @@ from workflows.memory import (
 )
 from workflows.models import CompactBoundaryEntry, StateEntry, StepKind, StepStatus, SystemEntry
 from workflows.store import Store
+from workflows.store_memory import ProjectMemory
 
 T = MemoryThresholds(init_tokens=10_000, update_tokens=5_000, tool_calls=10)
 

@@ -12,6 +12,7 @@ from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows import keys
 from workflows.checkpoints import Checkpoints
+from workflows.store_checkpoints import FileCheckpoints
 from workflows.context import api_messages, model_view
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
@@ -71,14 +72,15 @@ def test_a_checkpoint_keeps_the_first_content_per_message_and_path(fake_redis, t
     ws.mkdir()
     f = ws / "f.txt"
     f.write_text("before")
-    cp = Checkpoints(fake_redis, "s1", "m1", 1024, WorkArea(str(ws)))
+    cp = Checkpoints(FileCheckpoints(fake_redis, "s1"), "m1", 1024, WorkArea(str(ws)))
     cp.before(f)
     f.write_text("after the first attempt")  # the worker died after writing; the step runs again
     cp.before(f)
     snap = json.loads(fake_redis.hget(keys.file_checkpoints("s1", "m1"), str(f)))
     assert snap["state"] == "file"
     assert fake_redis.get(keys.file_blob("s1", snap["sha"])) == b"before"
-    Checkpoints(fake_redis, "s1", "m2", 1024, WorkArea(str(ws))).before(f)  # the next message keeps its own
+    # the next message keeps its own
+    Checkpoints(FileCheckpoints(fake_redis, "s1"), "m2", 1024, WorkArea(str(ws))).before(f)
     snap2 = json.loads(fake_redis.hget(keys.file_checkpoints("s1", "m2"), str(f)))
     assert fake_redis.get(keys.file_blob("s1", snap2["sha"])) == b"after the first attempt"
     missing = ws / "new.txt"

@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from tasks import runtime
+from workflows.store_client import blocking_pool
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_with_every_connection_in_use_a_caller_waits_for_one(monkeypatch):
     import fakeredis
 
     server = fakeredis.FakeServer()
-    pool = runtime.blocking_pool(fakeredis.FakeRedisConnection, 2, server=server)
+    pool = blocking_pool(fakeredis.FakeRedisConnection, 2, server=server)
     r = redis.Redis(connection_pool=pool)
     taken = [pool.get_connection() for _ in range(2)]
     answers = []

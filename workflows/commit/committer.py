@@ -25,9 +25,6 @@ from workflows.exceptions import (
     StepNotFound,
 )
 from workflows.fenced import Recorder
-from workflows.memory import (
-    ProjectMemory,
-)
 from workflows.metrics import STEP_BUCKETS, TALLY
 from workflows.models import (
     SessionRecord,
@@ -272,7 +269,7 @@ class Committer:
         if tx.memory_doc is not None:
             ops.set(keys.session_memory(rec.id), tx.memory_doc)
         if tx.records_put or tx.records_deleted:
-            project = ProjectMemory(s.r, rec.project_id, rec.project_root)
+            project = s.project_memory(rec.project_id, rec.project_root)
             for record in tx.records_put:
                 project.put(record, ops)
             for name in tx.records_deleted:

@@ -139,7 +139,7 @@ class Approvals(Part):
             try:
                 out.extend(self.decide_request(sid, request_id, False, by="timeout"))
             except (RequestClosed, RequestNotFound, SessionNotFound):
-                self.store.r.zrem(keys.approvals(), keys.lease_member(sid, request_id))
+                self.store.forget_approval_deadline(sid, request_id)
         return out
 
     def _settle(self, tx: Tx, req: PermissionRequest, approve: bool, *, by: str, message: str | None = None,

@@ -23,9 +23,7 @@ from workflows.exceptions import (
 )
 from workflows.fenced import reads_transcript
 from workflows.mcp.catalog import idempotent
-from workflows.memory import (
-    ExtractionLock,
-)
+from workflows.store_memory import ExtractionLock
 from workflows.models import (
     SessionRecord,
     StepKind,
@@ -145,8 +143,8 @@ class StepLedger(Part):
         return True
 
     def extraction_lock(self, rec: SessionRecord, step: StepRecord) -> ExtractionLock:
-        return ExtractionLock(self.store.r, rec.project_id, keys.lease_member(rec.id, step.id),
-                              2 * self.settings.lease_seconds)
+        return self.store.extraction_lock(rec.project_id, keys.lease_member(rec.id, step.id),
+                                          2 * self.settings.lease_seconds)
 
     def defer_step(self, sid: str, step_id: str, owner: str, delay: float, why: str) -> list[StepRecord]:
         """Give a claimed step back, unrun and not counted as an attempt; the reaper sends it after ``delay``."""
@@ -195,7 +193,7 @@ class StepLedger(Part):
             try:
                 rec, step, deadline = self.store.load_step(sid, step_id)
             except (SessionNotFound, StepNotFound):
-                self.store.r.zrem(keys.leases(), keys.lease_member(sid, step_id))
+                self.store.forget_lease(sid, step_id)
                 return []
             tx = Tx(rec, fence=(step.id, step.status.value, step.owner or ""))  # a claim may come meanwhile
             if step.finished:

@@ -79,7 +79,7 @@ class Rewinding(Part):
             changes: list[FileChange] = []
             if code:
                 changes = self._plan_code(rec, entries, target, force)
-                apply_restore(self.store.r, rec.id, changes, _restore_context(rec))
+                apply_restore(self.store.file_checkpoints(rec.id), changes, _restore_context(rec))
             for _ in range(MAX_CONFLICTS):
                 try:
                     return self._commit_rewind(rec, entries, target, changes, code, conversation)
@@ -104,7 +104,8 @@ class Rewinding(Part):
         return rec, entries, target
 
     def _plan_code(self, rec: SessionRecord, entries: list, target: UserEntry, force: bool) -> list[FileChange]:
-        changes = plan_restore(self.store.r, rec.id, turns_from(self.store.r, rec.id, entries, target.uuid))
+        files = self.store.file_checkpoints(rec.id)
+        changes = plan_restore(files, turns_from(files, entries, target.uuid))
         todo = [c for c in changes if c.action in ("write", "delete")]
         if todo and not os.path.isdir(rec.workspace):
             raise RewindRefused(f"Cannot rewind the code of session {rec.id[:8]}: its workspace {rec.workspace} is "

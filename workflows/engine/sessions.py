@@ -12,7 +12,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
-from workflows import context_files, keys
+from workflows import context_files
 from workflows.agents import load_agents
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.engine.support import _git_branch, stop_shells
@@ -24,7 +24,6 @@ from workflows.hooks.config import HookSet
 from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
 from workflows.mcp.config import McpServer, fresh
 from workflows.memory import (
-    ProjectMemory,
     memory_context,
     project_id,
     project_root,
@@ -141,7 +140,7 @@ class SessionVerbs(Part):
         if rec.auto_memory:
             rec.project_root = project_root(ws)
             rec.project_id = project_id(rec.project_root)
-            index = ProjectMemory(self.store.r, rec.project_id, rec.project_root).index(
+            index = self.store.project_memory(rec.project_id, rec.project_root).index(
                 self.settings.memory_index_lines)
         # The memory files' imports read only what a Read of this session could (issue 25, item 5).
         access = MemoryAccess(WorkArea(ws, rec.additional_directories), rec.home, read_denied_for(rec))
@@ -239,12 +238,7 @@ class SessionVerbs(Part):
             copies.append(e)
         self.store.append(rec.id, copies, p)
         self.store.save_session(rec, p)
-        read = self.store.r.hgetall(keys.files_read(sid))  # files the fork may Edit without re-reading
-        if read:
-            p.hset(keys.files_read(rec.id), mapping=read)
-        commands = self.store.r.hgetall(keys.commands(sid))  # its custom commands, until the CLI reads them again
-        if commands:
-            p.hset(keys.commands(rec.id), mapping=commands)
+        self.store.copy_reads_and_commands(sid, rec.id, p)
         p.execute()
         return rec
 

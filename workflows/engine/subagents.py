@@ -164,7 +164,7 @@ class SubagentLogic(Part):
         child.mcp_servers = [srv.model_copy(deep=True) for srv in parent.mcp_servers]
         if not digest:
             return
-        payload = self.store.r.get(keys.session_mcp_tools(parent.id, digest))
+        payload = self.store.mcp_tools_json(parent.id, digest)
         if payload is None:  # the parent's list is gone (deleted by hand): the child offers none
             return
         child.mcp_tools_digest = digest
@@ -286,10 +286,7 @@ class SubagentLogic(Part):
         if not (rec.parent_session_id and rec.parent_step_id):
             return True
         try:
-            p = self.store.r.pipeline(transaction=False)
-            p.get(keys.session(rec.parent_session_id))
-            p.hget(keys.steps(rec.parent_session_id), rec.parent_step_id)
-            raw_rec, raw_step = p.execute()
+            raw_rec, raw_step = self.store.raw_session_and_step(rec.parent_session_id, rec.parent_step_id)
         except Exception:  # noqa: BLE001 - a Redis error: let the step run (the report is fenced)
             return True
         if raw_rec is None or raw_step is None:  # the parent was removed

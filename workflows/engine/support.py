@@ -54,12 +54,10 @@ def unknown_outcome(call) -> ToolOutput:
 def stop_shells(store, sid: str, why: str) -> None:
     """Ask the workers running the session's background shells to stop them (best effort: a Redis error is
     logged; a shell whose worker is gone is already lost)."""
-    from redis.exceptions import RedisError
-
-    from workflows.shells import ShellStore
+    from workflows.resilience import RedisError
 
     try:
-        asked = ShellStore(store.r).request_kill_all(sid, why)
+        asked = store.shells().request_kill_all(sid, why)
     except RedisError as exc:
         log.warning("could not ask to stop the background shells of session %s (%s)", sid[:8], exc)
         return

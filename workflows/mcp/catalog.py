@@ -14,7 +14,6 @@ import logging
 import threading
 from collections import OrderedDict
 
-from workflows import keys
 from workflows.exceptions import ToolInputError
 from workflows.mcp.config import McpStatus, McpToolDef
 from workflows.mcp.tools import McpTool, is_mcp_name
@@ -38,7 +37,7 @@ def tool_defs(store, rec) -> dict[str, McpToolDef]:
         hit = _cache.get(digest)
     if hit is not None:
         return hit
-    raw = store.r.get(keys.session_mcp_tools(rec.id, digest))
+    raw = store.mcp_tools_json(rec.id, digest)
     if raw is None:  # only if someone deleted it by hand: the tools are then not offered
         log.warning("session %s: its MCP tool list %s is missing from Redis", rec.id[:8], digest)
         return {}

@@ -24,7 +24,6 @@ from workflows.models import StepRecord, SystemEntry, new_id
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.schedules import cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun
-from workflows.schedules.store import ScheduleStore
 from workflows.session_setup import session_options
 
 log = logging.getLogger(__name__)
@@ -66,12 +65,12 @@ def creator_token(engine, schedule: Schedule):
     """The API token that made ``schedule`` (its scope holds for every firing: a token without
     ``--allow-bypass`` cannot get bypassPermissions sessions later through the beat), or None for a
     schedule made at a terminal. A token revoked since counts as one without the bypass scope."""
-    from workflows.api_tokens import TokenRecord, TokenStore
+    from workflows.api_tokens import TokenRecord
 
     if not schedule.created_by.startswith("token:"):
         return None
     name = schedule.created_by.removeprefix("token:")
-    return TokenStore(engine.store.r).named(name) or TokenRecord(name=name, allow_bypass=False)
+    return engine.store.tokens().named(name) or TokenRecord(name=name, allow_bypass=False)
 
 
 def carried_trust(schedule: Schedule) -> str | None:
@@ -107,9 +106,7 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
                                       mode_given_by="the schedule's permission_mode", trust=carried_trust(schedule))
     # A scoped token's schedule runs sessions that hide the other tokens' workspaces, as the API's do.
     if token is not None:
-        from workflows.api_tokens import TokenStore
-
-        perms = hide_other_workspaces(perms, token, TokenStore(engine.store.r).records())
+        perms = hide_other_workspaces(perms, token, engine.store.tokens().records())
     rec = engine.create_session(str(ws), max_turns=opts.max_turns, max_budget_usd=opts.max_budget_usd,
                                 system_prompt=opts.system_prompt, append_system_prompt=opts.append_system_prompt,
                                 auto_memory=False if opts.no_memory else None, asks="wait", sid=sid, **perms)
@@ -120,7 +117,7 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
 def _note_entry(engine, sid: str, text: str, warnings: list[str]) -> None:
     entries = [SystemEntry(session_id=sid, subtype="info", content=text)]
     entries += [SystemEntry(session_id=sid, subtype="warning", content=w) for w in warnings]
-    with engine.store.r.pipeline() as pipe:
+    with engine.store.pipeline() as pipe:
         engine.store.append(sid, entries, pipe)
         pipe.execute()
 
@@ -144,7 +141,7 @@ def fire(engine, settings, schedule_id: str, due_at: float | None = None, *, fir
     gone, a broken settings file) is recorded in the schedule's runs and returned as ``skipped``, not
     raised: a retry would fail the same way.
     """
-    store = ScheduleStore(engine.store.r)
+    store = engine.store.schedules()
     fired_at = fired_at or time.time()
     slot = f"manual-{new_id().replace('-', '')[:16]}" if manual or due_at is None else cron.slot(cron.utc(due_at))
     with store.lock(schedule_id, wait=LOCK_WAIT_SECONDS):

@@ -91,6 +91,14 @@ class ScheduleStore:
     def __init__(self, r) -> None:
         self.r = r
 
+    def beat_entry_keys(self, schedule_key: str) -> list[str]:
+        """The keys of the beat's entries (redbeat's sorted set ``schedule_key``)."""
+        return [_s(k) for k in self.r.zrange(schedule_key, 0, -1)]
+
+    def has_beat_entry(self, key: str) -> bool:
+        """Whether the beat holds entry ``key`` (redbeat's hash of a schedule)."""
+        return bool(self.r.exists(key))
+
     def add(self, schedule: Schedule) -> Schedule:
         if not self.r.set(keys.schedule(schedule.id), schedule.model_dump_json(), nx=True):
             raise ValueError(f"Schedule {schedule.id} already exists")

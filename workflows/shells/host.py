@@ -29,9 +29,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO
 
-from redis.exceptions import RedisError
-
 from workflows import keys
+from workflows.resilience import RedisError
 from workflows.shells.groups import kill_process_group
 from workflows.shells.store import ShellStore
 
@@ -227,7 +226,7 @@ class ShellHost:
             if not shell.gone:
                 shell.store.finish(shell.sid, shell.shell_id, self.name, status, code)
             else:
-                shell.store.r.srem(keys.shell_host(self.name), shell.member)
+                shell.store.forget_shell(self.name, shell.member)
         except RedisError as exc:  # its set entry lapses; readers then find it lost, with its output so far
             log.warning("background shell %s ended, but Redis refused the record (%s)", shell.shell_id, exc)
         with self._lock:
@@ -237,7 +236,7 @@ class ShellHost:
     def _renew(self, shells: list[LiveShell]) -> None:
         by_client: dict[int, tuple[ShellStore, list[str]]] = {}
         for shell in shells:
-            by_client.setdefault(id(shell.store.r), (shell.store, []))[1].append(shell.member)
+            by_client.setdefault(shell.store.client_id, (shell.store, []))[1].append(shell.member)
         try:
             for store, members in by_client.values():
                 store.renew(self.name, members, self.ttl)
@@ -267,7 +266,7 @@ class ShellHost:
         for shell in shells:
             shell.ended_at = time.time()
             self._finish(shell, "lost")
-            stores[id(shell.store.r)] = shell.store
+            stores[shell.store.client_id] = shell.store
         for store in stores.values():
             try:
                 store.drop_host(self.name)

@@ -14,10 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-import redis
-from redis.exceptions import RedisError
-
 from workflows.exceptions import ToolError
+from workflows.resilience import RedisError
 from workflows.shells import host as hosts
 from workflows.shells.groups import KILL_GRACE_SECONDS, kill_process_group
 from workflows.shells.host import LiveShell, Output
@@ -37,7 +35,7 @@ class SessionShells:
     """Background shells of session ``sid``.
 
     Args:
-        r: the store's Redis client.
+        store: the shells' store (``store.shells()``).
         sid: the session.
         worker: the registered name of the worker running this process (shown, and its shells'
             host is named after it); None outside a worker.
@@ -46,9 +44,9 @@ class SessionShells:
         renew_every: how often the host renews them.
     """
 
-    def __init__(self, r: redis.Redis, sid: str, worker: str | None = None, *,
+    def __init__(self, store: ShellStore, sid: str, worker: str | None = None, *,
                  output_chars: int = DEFAULT_OUTPUT_CHARS, ttl: float = 5.0, renew_every: float = 0.5) -> None:
-        self.store = ShellStore(r)
+        self.store = store
         self.sid = sid
         self.worker = worker
         self.output_chars = output_chars

@@ -145,6 +145,11 @@ class ShellStore:
     def __init__(self, r: redis.Redis) -> None:
         self.r = r
 
+    @property
+    def client_id(self) -> int:
+        """Which Redis client this store talks through: stores sharing one are renewed in one call."""
+        return id(self.r)
+
     # ------------------------------------------------------------------ the host's side
 
     def reserve_id(self, sid: str) -> str:
@@ -197,6 +202,10 @@ class ShellStore:
         if _s(status) != "running":
             return f"it is {_s(status)}"
         return _s(kill) if kill is not None else None
+
+    def forget_shell(self, host: str, member: str) -> None:
+        """Host ``host`` no longer runs shell ``member`` (its record was removed with its session)."""
+        self.r.srem(keys.shell_host(host), member)
 
     def drop_host(self, host: str) -> None:
         self.r.delete(keys.shell_host(host))

@@ -1,6 +1,6 @@
 """MemoryRead, MemoryWrite, MemoryDelete: the project's auto-memory records, for the agent.
 
-The records live in Redis (:class:`workflows.memory.ProjectMemory`), so every
+The records live in Redis (:class:`workflows.store_memory.ProjectMemory`), so every
 worker sees the same memory. The main agent gets these tools when auto-memory
 is on for its session; the extraction fork gets them with read-only tools.
 """

@@ -158,10 +158,10 @@ def _assign_value(a: dict) -> str | None:
     return _value(a["Value"]) if a.get("Value") else ""
 
 
-def _redirect(r: dict) -> tuple:
-    op = r.get("Op", "")
-    fd = (r.get("N") or {}).get("Value")
-    word = r.get("Word") or {}
+def _redirect(redir: dict) -> tuple:
+    op = redir.get("Op", "")
+    fd = (redir.get("N") or {}).get("Value")
+    word = redir.get("Word") or {}
     if op in ("<<", "<<-"):
         quoted = any(p.get("Type") != "Lit" or "\\" in p.get("Value", "") for p in word.get("Parts") or [])
         return (op, fd or "", "'" if quoted else "")

@@ -34,24 +34,22 @@ class ModelAnswer:
 class WebAccess:
     """The session's model and cache, for WebFetch and WebSearch on a tools worker."""
 
-    def __init__(self, redis_client, settings, rec) -> None:
-        self.r = redis_client
+    def __init__(self, store, settings, rec) -> None:
+        self.store = store
         self.settings = settings
         self.rec = rec
 
     # ------------------------------------------------------------------ the cache
 
-    def cache_key(self, url: str) -> str:
-        from workflows import keys
-
-        return keys.web_cache(hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()[:32])
+    def cache_name(self, url: str) -> str:
+        return hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def cached(self, url: str) -> dict | None:
-        raw = self.r.get(self.cache_key(url))
+        raw = self.store.web_page(self.cache_name(url))
         return json.loads(raw) if raw else None
 
     def remember(self, url: str, page: dict) -> None:
-        self.r.set(self.cache_key(url), json.dumps(page), ex=CACHE_SECONDS)
+        self.store.keep_web_page(self.cache_name(url), json.dumps(page), CACHE_SECONDS)
 
     # ------------------------------------------------------------------ model calls
 

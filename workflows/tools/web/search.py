@@ -50,8 +50,8 @@ def links_and_text(blocks: list[dict]) -> tuple[list[dict], list[str], str]:
         if b.get("type") == "web_search_tool_result":
             content = b.get("content")
             if isinstance(content, list):
-                links += [{"title": r.get("title", ""), "url": r.get("url", "")} for r in content
-                          if isinstance(r, dict) and r.get("type") == "web_search_result"]
+                links += [{"title": hit.get("title", ""), "url": hit.get("url", "")} for hit in content
+                          if isinstance(hit, dict) and hit.get("type") == "web_search_result"]
             elif isinstance(content, dict):
                 errors.append(str(content.get("error_code") or "unknown_error"))
         elif b.get("type") == "text" and b.get("text"):
