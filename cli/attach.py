@@ -20,8 +20,7 @@ import click
 from cli.connect import Runtime
 from cli.diff_view import echo_diff
 from cli.render import Renderer, follow
-from tasks.dispatch import dispatch
-from workflows import keys
+from cli.session_service import service
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
@@ -130,7 +129,7 @@ class Prompter:
             self.current = None
             return
         self.answered.add(req.request_id)
-        dispatch(steps)
+        service(self.rt).dispatch(steps)
         self.current = None
 
 
@@ -145,7 +144,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
     serves it) and exits 130.
     """
     after = _last_id(rt, sid)
-    dispatch(rt.engine.submit(sid, prompt))
+    service(rt).submit(sid, prompt)
     if interactive is None:
         interactive = not print_mode
     r = None if print_mode else (renderer or Renderer(show_prompts=False, show_requests=False))
@@ -189,11 +188,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
 
 
 def _last_id(rt: Runtime, sid: str) -> str | None:
-    rows = rt.store.r.xrevrange(keys.log(sid), count=1)
-    if not rows:
-        return None
-    rid = rows[0][0]
-    return rid.decode() if isinstance(rid, bytes) else rid
+    return rt.store.last_log_id(sid)
 
 
 def finish(result: ResultEntry, print_mode: bool) -> None:

@@ -145,9 +145,9 @@ class Store:
         p.zadd(keys.sessions(), {rec.id: rec.updated_at})
         return data
 
-    def session_ids(self, limit: int = 100) -> list[str]:
-        """Session ids, most recently updated first."""
-        return [_s(x) for x in self.r.zrevrange(keys.sessions(), 0, limit - 1)]
+    def session_ids(self, limit: int = 100, start: int = 0) -> list[str]:
+        """Session ids, most recently updated first (``limit`` of them from the ``start``-th)."""
+        return [_s(x) for x in self.r.zrevrange(keys.sessions(), start, start + limit - 1)]
 
     def resolve_session(self, prefix: str) -> str:
         """The one session id starting with ``prefix``.
@@ -196,9 +196,11 @@ class Store:
     def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
         """Transcript entries after stream id ``after`` (exclusive), oldest first. The entries one commit
         wrote together share a stream id; ``count`` counts stream entries."""
-        start = f"({after}" if after else "-"
-        rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
-        return _read_rows(sid, rows)
+        return _read_rows(sid, self.log_rows(sid, after, count))
+
+    def log_rows(self, sid: str, after: str | None = None, count: int | None = None) -> list:
+        """The transcript's stream rows (id, fields) after ``after`` (exclusive), oldest first, undecoded."""
+        return self.r.xrange(keys.log(sid), min=f"({after}" if after else "-", max="+", count=count)
 
     def entries(self, sid: str) -> list:
         return [e for _, e in self.read_log(sid)]
@@ -400,6 +402,29 @@ class Store:
 
     def inbox(self, sid: str) -> list[str]:
         return [_s(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
+
+    def remove_queued(self, sid: str, text: str) -> None:
+        """Take ``text`` (its first copy) out of the inbox; the caller holds the session's lock."""
+        self.r.lrem(keys.inbox(sid), 1, valid_str(text))
+
+    def checkpoint_sizes(self, sid: str, uuids: list[str]) -> list[int]:
+        """How many files each of these messages' checkpoints holds (a rewind point's edits), in one trip."""
+        pipe = self.r.pipeline(transaction=False)
+        for uuid in uuids:
+            pipe.hlen(keys.file_checkpoints(sid, uuid))
+        return pipe.execute() if uuids else []
+
+    def session_exists(self, sid: str) -> bool:
+        return bool(self.r.exists(keys.session(sid)))
+
+    def last_log_id(self, sid: str) -> str | None:
+        """The id of the transcript's newest stream entry (None: empty)."""
+        rows = self.r.xrevrange(keys.log(sid), count=1)
+        return _s(rows[0][0]) if rows else None
+
+    def log_rows_back(self, sid: str, count: int) -> list:
+        """The transcript's newest ``count`` stream rows, newest first (id, fields)."""
+        return self.r.xrevrange(keys.log(sid), count=count)
 
     # ------------------------------------------------------------------ custom slash commands
 

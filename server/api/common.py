@@ -11,6 +11,7 @@ from workflows import keys
 from workflows.engine import Engine
 from workflows.exceptions import AmbiguousSession, MainsailError, SessionNotFound
 from workflows.models import SessionRecord
+from workflows.sessions.service import SessionService
 
 
 class BadRequest(MainsailError):
@@ -40,6 +41,13 @@ def reach(caller: Caller, workspace: str, add_dirs=()) -> str:
 
 def engine(request: Request) -> Engine:
     return request.app.state.engine
+
+
+def service(request: Request) -> SessionService:
+    """The session service on the app's engine; the steps its verbs return go to the workers."""
+    from tasks.dispatch import dispatch
+
+    return SessionService(engine(request), dispatch)
 
 
 def visible_session(request: Request, caller: Caller, session: str) -> SessionRecord:

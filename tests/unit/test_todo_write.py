@@ -9,6 +9,7 @@ from rich.console import Console
 from cli.render import Renderer
 from cli.sessions import describe
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.models import StepKind, UserEntry
 from workflows.scripted import Script, ToolUse, Turn
 from workflows.tools import tool_schemas
@@ -22,7 +23,7 @@ TODOS = [{"content": "Read calc.py", "status": "completed", "activeForm": "Readi
 def run(engine, ws, todos, mode="default"):
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="TodoWrite", input={"todos": todos})]),
                                          Turn(text="planned")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode=mode))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "plan it"))
     kinds = []
