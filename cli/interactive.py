@@ -16,6 +16,10 @@ On a terminal lines are read with prompt_toolkit, which stays open while a turn 
 (cli/repl_terminal.py: typing meanwhile queues the next message, Shift+Tab, multi-line,
 completion); otherwise stdin is read line by line without buffering, so a script can be
 piped in and the permission prompt still sees the answers it holds.
+
+Its parts: cli/interactive_open.py opens the session (through the session service, with every session
+flag), cli/repl_text.py reads lines, cli/repl_info.py and cli/repl_sessions.py hold the read-only and the
+session-switching commands.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import redis
 
 from cli import repl_info as info
 from cli import repl_sessions as switches
-from cli.attach import Prompter, wait_for_memory
+from cli.attach import Prompter, run_start_id, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.esc import EscWatch
 from cli.figures import memory_saved_line
@@ -46,10 +50,9 @@ from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.model_names import describe_model
-from workflows.models import ResultEntry, SessionRecord, parse_entry
+from workflows.models import ResultEntry, SessionRecord
 from workflows.sessions.options import SessionOptions
 from workflows.settings import Settings, load_settings
-from workflows.store import stream_entries
 from workflows.valid_text import valid_str
 
 
@@ -216,7 +219,7 @@ class Interactive:
         rec = self.record()
         busy = rec.state not in (State.IDLE, State.EXTRACTING)  # extracting: a message runs at once
         # A busy session: replay its current run, so its open permission requests are asked too.
-        after = _run_start_id(self.store, sid) if busy else _last_id(self.store, sid)
+        after = run_start_id(self.store, sid) if busy else self.store.last_log_id(sid)
         try:
             steps = self.engine.submit(sid, text)
         finally:
@@ -277,7 +280,7 @@ class Interactive:
 
     def cmd_compact(self, arg: str) -> None:
         """Compact now (from idle); the model sees the summary from the next prompt on."""
-        after = _last_id(self.store, self.sid)
+        after = self.store.last_log_id(self.sid)
         service(self.rt).compact(self.sid, arg or None)
         r = Renderer(show_prompts=False, show_requests=False)
         try:
@@ -343,28 +346,7 @@ class Interactive:
         raise Exit()
 
 
-# ====================================================================== helpers
-
-
-def _last_id(store, sid: str) -> str | None:
-    return store.last_log_id(sid)
-
-
-def _run_start_id(store, sid: str, scan: int = 500) -> str | None:
-    """The log id just before the current run: the last result entry (None: from the start)."""
-    rows = store.log_rows_back(sid, scan)
-    for rid, fields in rows:
-        for raw in stream_entries(fields):  # (a result entry always ends its stream entry)
-            try:
-                entry = parse_entry(raw)
-            except Exception:  # an entry this version cannot parse: not a result
-                continue
-            if isinstance(entry, ResultEntry):
-                return rid.decode() if isinstance(rid, bytes) else rid
-    if len(rows) == scan:
-        rid = rows[-1][0]
-        return rid.decode() if isinstance(rid, bytes) else rid
-    return None
+# ====================================================================== the mode
 
 
 def run_interactive(options: SessionOptions, *, resume: str | None, continue_: bool, fork: bool, workspace: Path,
@@ -408,4 +390,4 @@ def run_interactive(options: SessionOptions, *, resume: str | None, continue_: b
         rt.close()
 
 
-__all__ = ["run_interactive", "Interactive", "LineReader", "open_interactive_session"]
+__all__ = ["run_interactive", "Interactive"]

@@ -9,6 +9,7 @@ import click
 
 from cli.figures import breakdown_lines, money, run_figures
 from cli.repl_text import duration, usage_line
+from cli.session_service import service
 from cli.sessions import describe
 from cli.slash_commands import custom_help
 from workflows.permissions.bypass import effective_mode
@@ -68,9 +69,7 @@ def memory(ui: Interactive, arg: str) -> None:
     if not (rec.auto_memory and rec.project_id):
         click.echo(click.style("Auto-memory is off for this session.", dim=True))
         return
-    from workflows.memory import ProjectMemory
-
-    index = ProjectMemory(ui.store.r, rec.project_id, rec.project_root).index()
+    index = service(ui.rt).memory_index(rec)
     click.echo(click.style(f"\nMEMORY.md of {rec.project_root}", bold=True))
     click.echo(index.rstrip() if index else "  no records yet")
 

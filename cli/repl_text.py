@@ -63,7 +63,8 @@ class LineReader:
         return line
 
 
-def ago(t: float) -> str:
+def ago(t: float, older: str = "%Y-%m-%d %H:%M") -> str:
+    """``12s ago``, ``5m ago``, ``3h ago``; a day or more: the local time in the ``older`` format."""
     age = max(0.0, time.time() - t)
     if age < 60:
         return f"{int(age)}s ago"
@@ -71,7 +72,7 @@ def ago(t: float) -> str:
         return f"{int(age // 60)}m ago"
     if age < 86400:
         return f"{int(age // 3600)}h ago"
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+    return time.strftime(older, time.localtime(t))
 
 
 def duration(ms: int) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from datetime import datetime
 
 import click
@@ -22,6 +21,7 @@ from cli.render import Renderer, follow
 from cli.replay import replay
 from cli.worker_note import unserved_note
 from statemachines import State
+from cli.repl_text import ago
 from cli.session_service import service
 from workflows.engine.support import cancel_message
 from workflows.model_names import describe_model
@@ -32,14 +32,7 @@ from workflows.valid_text import valid_str
 
 
 def _when(t: float) -> str:
-    age = time.time() - t
-    if age < 60:
-        return f"{int(age)}s ago"
-    if age < 3600:
-        return f"{int(age // 60)}m ago"
-    if age < 86400:
-        return f"{int(age // 3600)}h ago"
-    return datetime.fromtimestamp(t).strftime("%Y-%m-%d")
+    return ago(t, "%Y-%m-%d")
 
 
 def _tokens(rec: SessionRecord) -> int:

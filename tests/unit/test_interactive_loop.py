@@ -238,3 +238,17 @@ def test_custom_commands_are_listed_by_help_sent_as_turns_and_unknown_ones_said(
 def test_help_says_how_to_add_a_custom_command_when_there_is_none(rt, ws, capsys):
     make(rt, ws, "/help", "/exit").loop()
     assert "No custom commands: add .claude/commands/NAME.md (this project)" in capsys.readouterr().out
+
+
+def test_memory_shows_the_projects_memory_index(rt, ws, capsys):
+    """/memory reads the project's MEMORY.md through the session service (no Redis client in the CLI)."""
+    from workflows.memory import MemoryRecord, ProjectMemory
+
+    ui = make(rt, ws, "/memory")
+    rec = rt.store.get_session(ui.sid)
+    assert rec.auto_memory and rec.project_id
+    ProjectMemory(rt.store.r, rec.project_id, rec.project_root).put(
+        MemoryRecord(name="prefers-tabs", description="The user indents with tabs", type="user"))
+    ui.loop()
+    out = capsys.readouterr().out
+    assert f"MEMORY.md of {rec.project_root}" in out and "The user indents with tabs" in out

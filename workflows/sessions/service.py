@@ -136,6 +136,14 @@ class SessionService:
         """Whether a session ``sid`` exists (a new session's ``session_id`` must not)."""
         return self.store.session_exists(sid)
 
+    def memory_index(self, rec: SessionRecord) -> str:
+        """The MEMORY.md index of the session's project ("" without auto-memory or records)."""
+        if not (rec.auto_memory and rec.project_id):
+            return ""
+        from workflows.memory import ProjectMemory
+
+        return ProjectMemory(self.store.r, rec.project_id, rec.project_root).index()
+
     # ------------------------------------------------------------------ prompting and stopping
 
     def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:
