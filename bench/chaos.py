@@ -53,6 +53,7 @@ from bench.chaos_report import (  # noqa: E402
     render,
 )
 from bench.step_overhead import Procs, child_env, free_port  # noqa: E402
+from workflows.sessions.options import SessionOptions
 from workflows.store import stream_entries  # noqa: E402
 
 
@@ -188,7 +189,7 @@ class Chaos:
 
         ws = self.tmp / f"ws-{i}"
         ws.mkdir(exist_ok=True)
-        rec = self.engine.create_session(str(ws), permission_mode="bypassPermissions")
+        rec = self.engine.create_session(str(ws), SessionOptions(permission_mode="bypassPermissions"))
         self.sessions[rec.id] = ws
         dispatch(self.engine.submit(rec.id, "Run the steps."))
 

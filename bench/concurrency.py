@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:
 
 
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis  # noqa: E402
+from workflows.sessions.options import SessionOptions
 from workflows.store import stream_entries  # noqa: E402
 
 PROMPT = "Session {i}: plan the work."
@@ -187,7 +188,7 @@ def _measure(cfg: Config, tmp: Path, procs: Procs, url: str, api_url: str, say) 
                     MAINSAIL_AUTO_MEMORY="false", MAINSAIL_SESSION_MEMORY="false", PYTHONUNBUFFERED="1")
     ws = tmp / "ws"
     ws.mkdir()
-    sids = [engine.create_session(str(ws), permission_mode="bypassPermissions").id for _ in range(cfg.sessions)]
+    sids = [engine.create_session(str(ws), SessionOptions(permission_mode="bypassPermissions")).id for _ in range(cfg.sessions)]
     # Submitted before the workers start, so the driver's own work does not compete with them for the
     # CPU: the clock starts once every worker has registered (its consumer runs), all N sessions waiting.
     t0 = time.monotonic()

@@ -28,6 +28,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
+from workflows.sessions.options import SessionOptions
 
 ENTRIES_PER_TURN = 4
 
@@ -116,7 +117,7 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str, ap
 
     turns = turns_for(entries)
     model = f"scripted:read_loop:{turns + steps + 1}" if api_url is None else HTTP_MODEL
-    rec = engine.create_session(workspace, model=model, permission_mode="bypassPermissions", auto_memory=False)
+    rec = engine.create_session(workspace, SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
     preload(engine, rec.id, rec.workspace, turns, file_text)
     n_entries = engine.store.log_length(rec.id)
 

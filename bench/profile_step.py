@@ -37,6 +37,7 @@ import redis  # noqa: E402
 
 from bench import long_transcript  # noqa: E402
 from bench.step_overhead import BENCH_FILE_LINES, Procs, start_fake_api, start_redis  # noqa: E402
+from workflows.sessions.options import SessionOptions
 
 _tls = threading.local()
 TIME: collections.Counter = collections.Counter()
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         def session() -> float:
             """One session, its steps run as a worker serving model and tools runs them: each runs the
             step that follows it (claimed by its commit) and a reply's quick calls itself."""
-            rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+            rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
             queue = collections.deque()
             t0 = time.perf_counter()
             queue.extend(engine.submit(rec.id, "go"))

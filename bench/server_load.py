@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
 
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis
 from demo.scripted import Script, ToolUse, Turn
+from workflows.sessions.options import SessionOptions
 from workflows.api_tokens import TokenStore
 
 PROMPT = "steady"
@@ -183,7 +184,7 @@ def seed_sessions(redis_url: str, tmp: Path, count: int) -> None:
     ws.mkdir()
     engine = Engine(Store(redis.Redis.from_url(redis_url + "/0")), load_settings(data_dir=tmp / "data"))
     for i in range(count):
-        engine.create_session(str(ws), model="claude-sonnet-4-5" if i % 2 else "claude-haiku-4-5")
+        engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5" if i % 2 else "claude-haiku-4-5"))
 
 
 def listing_phase(url: str, token: str, limit: int, requests: int) -> list[float]:

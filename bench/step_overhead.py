@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from workflows.sessions.options import SessionOptions
 
 TARGET_RATIO = 2.0
 BENCH_FILE_LINES = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(1, 21))
@@ -249,7 +250,7 @@ def run_agent_phase(procs: Procs, tmp: Path, base_url: str, steps: int, rounds: 
     model = f"scripted:read_loop:{steps}"
 
     def one_session() -> tuple[float, ResultEntry]:
-        rec = engine.create_session(str(workspace), model=model, permission_mode="bypassPermissions")
+        rec = engine.create_session(str(workspace), SessionOptions(model=model, permission_mode="bypassPermissions"))
         t0 = time.perf_counter()
         dispatch(engine.submit(rec.id, f"Read bench.txt {steps} times."))
         result = follow(store, rec.id, on_entry=lambda e: None, block_ms=200, timeout=120)

@@ -7,7 +7,7 @@ import click
 
 
 def _agents_flag(ctx: click.Context, param: click.Parameter, value: str | None):
-    """``--agents JSON``: sub-agent types for a new session, kept for :func:`session_permissions`."""
+    """``--agents JSON``: sub-agent types for a new session, kept for :func:`cli.opening.flag_options`."""
     if value:
         from workflows.agents import AgentFileError, agents_from_json
 

@@ -8,7 +8,7 @@ import click
 
 from cli.diff_view import echo_diff
 from cli.readonly import existing_runtime
-from tasks.dispatch import dispatch
+from cli.session_service import service
 from workflows.engine.approvals import request_of
 from workflows.models import PermissionRequest
 from workflows.permissions import always_offered, prompt_text
@@ -52,8 +52,7 @@ def _decide(session: str, request: str | None, approve: bool, always: bool = Fal
             message: str | None = None) -> None:
     rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
     sid, req = request_of(rt.store, rt.store.resolve_session(session), request)
-    steps = rt.engine.decide_request(sid, req.id, approve, always=always, message=message)
-    dispatch(steps)
+    steps = service(rt).decide(sid, req.id, approve, always=always, message=message)
     click.echo(decided_line(approve, req.tool, req.summary, sid, req.id, always, req.always))
     if steps and not ({"model", "tools"} & rt.store.live_queues()):
         click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",

@@ -20,12 +20,12 @@ import click
 from cli.connect import Runtime
 from cli.diff_view import echo_diff
 from cli.render import Renderer, follow
-from tasks.dispatch import dispatch
-from workflows import keys
+from cli.session_service import service
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.hooks.session_hooks import is_entry_of_prompt
-from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry
+from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, parse_entry
 from workflows.permissions import always_offered, answer_choices, prompt_text
+from workflows.store import stream_entries
 
 YES = {"y", "yes"}
 NO = {"n", "no"}
@@ -122,15 +122,13 @@ class Prompter:
             return
         approve = low in YES or low in ALWAYS
         try:
-            steps = self.rt.engine.decide_request(
-                self.asker.get(req.request_id, self.sid), req.request_id, approve, always=low in ALWAYS,
-                message=None if (approve or low in NO) else text)
+            service(self.rt).decide(self.asker.get(req.request_id, self.sid), req.request_id, approve,
+                                    always=low in ALWAYS, message=None if (approve or low in NO) else text)
         except (RequestClosed, RequestNotFound) as exc:
             click.echo(f"  {exc}", err=True)
             self.current = None
             return
         self.answered.add(req.request_id)
-        dispatch(steps)
         self.current = None
 
 
@@ -145,7 +143,7 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
     serves it) and exits 130.
     """
     after = _last_id(rt, sid)
-    dispatch(rt.engine.submit(sid, prompt))
+    service(rt).submit(sid, prompt)
     if interactive is None:
         interactive = not print_mode
     r = None if print_mode else (renderer or Renderer(show_prompts=False, show_requests=False))
@@ -189,11 +187,24 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
 
 
 def _last_id(rt: Runtime, sid: str) -> str | None:
-    rows = rt.store.r.xrevrange(keys.log(sid), count=1)
-    if not rows:
-        return None
-    rid = rows[0][0]
-    return rid.decode() if isinstance(rid, bytes) else rid
+    return rt.store.last_log_id(sid)
+
+
+def run_start_id(store, sid: str, scan: int = 500) -> str | None:
+    """The log id just before the current run: the last result entry (None: from the start)."""
+    rows = store.log_rows_back(sid, scan)
+    for rid, fields in rows:
+        for raw in stream_entries(fields):  # (a result entry always ends its stream entry)
+            try:
+                entry = parse_entry(raw)
+            except Exception:  # an entry this version cannot parse: not a result
+                continue
+            if isinstance(entry, ResultEntry):
+                return rid.decode() if isinstance(rid, bytes) else rid
+    if len(rows) == scan:
+        rid = rows[-1][0]
+        return rid.decode() if isinstance(rid, bytes) else rid
+    return None
 
 
 def finish(result: ResultEntry, print_mode: bool) -> None:

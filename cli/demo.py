@@ -17,6 +17,7 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect, ensure_worker
 from cli.figures import memory_saved_line
 from demo import PREFIX  # (importing demo registers the scripted models)
+from workflows.sessions.options import SessionOptions
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
@@ -64,7 +65,7 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
         if asks == "deny":
             click.secho("Nobody can be asked here (stdin is not a terminal): calls that would ask are denied.",
                         fg="yellow", err=True)
-        rec = rt.engine.create_session(str(ws), permission_mode=mode, asks=asks)
+        rec = rt.engine.create_session(str(ws), SessionOptions(permission_mode=mode, asks=asks))
         click.secho(f"Demo workspace: {ws}", dim=True)
         click.secho(f"> {prompt}", bold=True)
         result = submit_and_watch(rt, rec.id, prompt)

@@ -17,7 +17,7 @@ from cli.connect import Runtime
 from cli.readonly import existing_runtime
 from cli.sessions import cancel_message
 from statemachines import State
-from tasks.dispatch import dispatch
+from cli.session_service import service
 from workflows.exceptions import SessionBusy
 from workflows.housekeeping import (
     GC_STATES,
@@ -99,8 +99,7 @@ def _stop(rt: Runtime, sid: str) -> None:
     rec = rt.store.get_session(sid)
     if rec.state is State.IDLE and not rt.store.inbox(sid):
         return
-    stopped = rt.engine.stop(sid, "Removed by user (mainsail rm --force)", clear_queue=True)
-    dispatch(stopped.steps)
+    stopped = service(rt).stop(sid, "Removed by user (mainsail rm --force)", clear_queue=True)
     if stopped.cancelled:
         click.echo(cancel_message(sid, stopped))
     deadline = time.monotonic() + STOP_WAIT_SECONDS

@@ -118,7 +118,7 @@ def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str
     """``mainsail --resume`` with no id: list this workspace's recent sessions and ask which; None: a new one."""
     import os
 
-    from cli.interactive import _ago
+    from cli.repl_text import ago
 
     ws = os.path.realpath(workspace)
     recent = []
@@ -134,7 +134,7 @@ def pick_recent(rt, workspace: Path, prompt: Callable[[str], str | None]) -> str
     click.echo(f"Recent sessions in {ws}:")
     for i, rec in enumerate(recent, 1):
         turns = f"{rec.turns} turn{'s' if rec.turns != 1 else ''}"
-        click.echo(f"  {i:>2}. {rec.id[:8]}  {(rec.title or '(no messages)')[:40]:<40}  {_ago(rec.updated_at):>16}  "
+        click.echo(f"  {i:>2}. {rec.id[:8]}  {(rec.title or '(no messages)')[:40]:<40}  {ago(rec.updated_at):>16}  "
                    f"{turns:>9}  {rec.state.value}")
     choice = (prompt("Resume which? (number or id prefix; Enter starts a new session) ") or "").strip()
     if not choice:

@@ -126,10 +126,12 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
 
     from cli.interactive import run_interactive
 
-    run_interactive(resume=resume, continue_=continue_, fork=fork, model=model, permission_mode=permission_mode,
-                    allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                    approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
-                    add_dirs=add_dirs, fallback_model=fallback_model)
+    from cli.opening import flag_options
+
+    options = flag_options(model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+                           disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, add_dirs=add_dirs,
+                           no_memory=no_memory, fallback_model=fallback_model)
+    run_interactive(options, resume=resume, continue_=continue_, fork=fork, workspace=Path.cwd())
 
 
 def _register() -> None:

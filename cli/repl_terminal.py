@@ -40,7 +40,7 @@ from cli.interactive_habits import SHOWN, next_mode
 from cli.repl_commands import bash_prompt
 from cli.repl_complete import ReplCompleter
 from statemachines import State
-from tasks.dispatch import dispatch
+from cli.session_service import service
 from workflows.exceptions import MainsailError
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.permissions import answer_choices
@@ -238,7 +238,7 @@ class TerminalFront:
         with self._lock:
             if not self._closing:
                 self.waiting.append(text)
-                dispatch(self.ui.engine.submit(self.ui.sid, text))
+                service(self.ui.rt).submit(self.ui.sid, text)
                 ahead = len(self.ui.store.inbox(self.ui.sid))
                 click.echo(click.style(f"  ⧗ queued ({ahead} waiting): runs after the current turn. Esc interrupts "
                                        "and brings it back to edit; /clear-queue drops it.", dim=True))
@@ -326,7 +326,7 @@ class TerminalFront:
 
     def loop(self) -> None:
         """Read and run lines until /exit, Ctrl-D, or Ctrl-C at an idle prompt."""
-        from cli.interactive import Exit
+        from cli.repl_text import Exit
 
         with patch_stdout(raw=True):
             try:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
-from workflows import keys
 from workflows.engine.rewinding import BASH_NOTE, Rewound, message_text
 from workflows.exceptions import RewindRefused
 from workflows.models import UserEntry
@@ -42,10 +41,7 @@ def _one_line(text: str, n: int = 70) -> str:
 
 def point_lines(store, sid: str, points: list[UserEntry]) -> list[str]:
     """`` 2. 23:14:02  fix the parser  (edits 2 files)``, oldest first."""
-    pipe = store.r.pipeline(transaction=False)
-    for p in points:
-        pipe.hlen(keys.file_checkpoints(sid, p.uuid))
-    edited = pipe.execute() if points else []
+    edited = store.checkpoint_sizes(sid, [p.uuid for p in points])
     return [point_line(i, p.timestamp, message_text(p), n) for i, (p, n) in enumerate(zip(points, edited), 1)]
 
 

@@ -8,34 +8,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
-from cli.agents_flag import agents_option, flag_agents
-from cli.trust_flag import flag_trust, trust_option
+from cli.agents_flag import agents_option
+from cli.trust_flag import trust_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.figures import memory_saved_line
-from cli.select import pick_session
-from cli.slash_commands import read_commands
+from cli.opening import MODES, asks_in_print_mode, flag_options, open_session, session_model
+from cli.session_service import service
 from cli.standby import require_model_access
-from tasks.dispatch import dispatch
-from workflows import keys
-from workflows.mcp.sources import McpFlags, read_mcp_config
-from workflows.model_lifecycle import lifecycle_note
-from workflows.models import PermissionMode
-from workflows.permissions.bypass import resumed_mode
-from workflows.pricing import known_price, unknown_price_note
-from workflows.settings.files import load_permission_settings
-from workflows.session_setup import added_dirs, checked_fallback, unrun_hooks  # noqa: F401  (their old home)
-from workflows.session_setup import session_options as new_session_options
+from workflows.mcp.sources import McpFlags
 from workflows.settings import load_settings
-
-MODES = [m.value for m in PermissionMode]
-
 
 def permission_options(f):
     """The permission flags shared by the commands that start sessions."""
@@ -79,149 +66,6 @@ def session_options(f):
     return f
 
 
-def session_permissions(workspace: Path, permission_mode, allowed_tools, disallowed_tools, approval_timeout,
-                        settings, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
-                        extra_settings=None, mcp: McpFlags = McpFlags(), ask_trust=None) -> dict:
-    """Mode, rules, timeout, sandbox, hooks, model, env, added directories and MCP servers for a new session
-    (:func:`workflows.session_setup.session_options`); its warnings are said on stderr. ``--trust-project``
-    vouches for the workspace; ``ask_trust``: the trust prompt (interactive mode).
-
-    Raises:
-        SettingsError: a settings file, a rule or an --add-dir is wrong; the session does not start.
-        McpConfigError: an MCP configuration is malformed; the session does not start.
-    """
-    perms, warnings = new_session_options(workspace, settings, permission_mode=permission_mode,
-                                          allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                                          approval_timeout=approval_timeout, add_dirs=add_dirs,
-                                          fallback_model=fallback_model, setting_sources=setting_sources,
-                                          extra_settings=extra_settings, mcp=mcp, agents=flag_agents(),
-                                          trust=flag_trust(), ask_trust=ask_trust)
-    for warning in warnings:
-        click.secho(f"Warning: {warning}", fg="yellow", err=True)
-    return perms
-
-
-def open_session(rt: Runtime, settings, *, resume, continue_, fork, model, permission_mode, allowed_tools,
-                 disallowed_tools, approval_timeout, max_turns, max_budget_usd, workspace: Path,
-                 system_prompt: str | None = None, append_system_prompt: str | None = None,
-                 no_memory: bool = False, asks: str = "wait", sid: str | None = None, add_dirs=(),
-                 fallback_model: str | None = None, setting_sources=None, extra_settings=None,
-                 mcp: McpFlags = McpFlags(), watched: bool = False) -> str:
-    """The session these flags name (resumed, continued or forked, with the flags applied), or a new one.
-
-    ``asks``: who answers its calls that would ask from now on ("deny": nobody, as in print mode).
-    ``sid``: the id of the new session (Claude Code's --session-id); it must not exist yet.
-    ``setting_sources``, ``extra_settings``: Claude Code's --setting-sources and --settings (a new session).
-    ``mcp``: --mcp-config and --strict-mcp-config (a resumed session keeps its servers; these are added).
-    ``watched``: the command shows the transcript as it runs (see :func:`warn_about_model`).
-    """
-    if sid is not None:
-        if resume or continue_:
-            raise click.UsageError("--session-id starts a new session; it cannot go with --resume or --continue "
-                                   "(unless --fork-session names the copy's id, which Mainsail does not do).")
-        if rt.store.r.exists(keys.session(sid)):
-            raise click.UsageError(f"Session ID {sid} is already in use.")
-    new = sid
-    sid = None if new else pick_session(rt, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
-    if sid is None:
-        perms = session_permissions(workspace, permission_mode, allowed_tools, disallowed_tools,
-                                    approval_timeout, settings, add_dirs, fallback_model, setting_sources,
-                                    extra_settings, mcp)
-        rec = rt.engine.create_session(str(workspace), max_turns=max_turns, max_budget_usd=max_budget_usd,
-                                       system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                                       auto_memory=False if no_memory else None, asks=asks, sid=new, **perms)
-        warn_about_model(rec, lifecycle=not watched)
-        read_commands(rt, rec.id)
-        return rec.id
-    rec = apply_flags(rt, sid, model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
-                      disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, max_turns=max_turns,
-                      max_budget_usd=max_budget_usd, workspace=workspace, add_dirs=add_dirs,
-                      fallback_model=fallback_model, mcp=mcp, extra_settings=extra_settings)
-    warn_about_model(rec, lifecycle=not watched)
-    rt.engine.update_limits(sid, auto_memory=False if no_memory else None, asks=asks)
-    rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
-    read_commands(rt, sid)
-    return sid
-
-
-def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: Path, settings) -> str:
-    """The model the session these flags name uses (a new one: the configured model); creates nothing."""
-    from cli.select import latest_in
-
-    if resume or continue_:
-        sid = rt.store.resolve_session(resume) if resume else latest_in(rt, workspace)
-        return rt.store.get_session(sid).model
-    return settings.model
-
-
-def warn_about_model(rec, *, lifecycle: bool = True) -> None:
-    """Say once, at the start, that the session's model has no price (its cost will show as unknown), or is
-    near or past its end of life (workflows/model_lifecycle.py). ``lifecycle`` False: the command shows the
-    transcript as it runs, where the session says the latter itself (at its first call), so not twice."""
-    sent = rec.sent_model()
-    if not known_price(sent):
-        click.secho(f"Warning: {unknown_price_note(sent)}", fg="yellow", err=True)
-    if lifecycle and (note := lifecycle_note(sent)):
-        click.secho(f"Warning: {note}", fg="yellow", err=True)
-
-
-def apply_flags(rt: Runtime, sid: str, *, model=None, permission_mode=None, allowed_tools=(), disallowed_tools=(),
-                approval_timeout=None, max_turns=None, max_budget_usd=None, workspace: Path, add_dirs=(),
-                fallback_model=None, mcp: McpFlags = McpFlags(), extra_settings=None):
-    """Apply a resume's flags to an existing session: model, mode, limits; flag rules, --add-dir and
-    --mcp-config servers join its own. The mode is chosen by :func:`workflows.permissions.bypass.resumed_mode`
-    (a refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that
-    disables bypass joins the session's own. ``--trust-project`` is said to apply to new sessions only: a
-    session keeps the settings it started with."""
-    if flag_trust() and rt.store.get_session(sid).untrusted_workspace:
-        from workflows.trust.decide import workspace_trust
-
-        workspace_trust(workspace.resolve(), Path.home(), grant=flag_trust())  # recorded for the next sessions
-        click.secho(f"Warning: --trust-project applies to new sessions: session {sid[:8]} keeps the settings it "
-                    "started with (without the workspace's own); the trust is recorded for the next ones.",
-                    fg="yellow", err=True)
-    rec = rt.engine.set_model(sid, model) if model else None
-    permission_mode, disabled_by = resume_mode(rt, sid, permission_mode, workspace, extra_settings)
-    if mcp.configs:
-        rec = rt.engine.add_mcp_servers(sid, [s for value in mcp.configs for s in read_mcp_config(value, os.environ)])
-    if add_dirs or fallback_model:
-        rec = rt.engine.update_limits(sid, additional_directories=added_dirs([], add_dirs),
-                                      fallback_model=checked_fallback(fallback_model, (rec or rt.store.get_session(sid)).model))
-    flag_rules = None
-    if allowed_tools or disallowed_tools:
-        flag_rules = load_permission_settings(workspace.resolve(), Path.home(), allowed_tools=list(allowed_tools),
-                                              disallowed_tools=list(disallowed_tools)).rules
-        flag_rules.allow = [r for r in flag_rules.allow if r.source == "--allowedTools"]
-        flag_rules.deny = [r for r in flag_rules.deny if r.source == "--disallowedTools"]
-        flag_rules.ask = []
-    if any(v is not None for v in (permission_mode, flag_rules, approval_timeout, max_turns, max_budget_usd,
-                                   disabled_by)):
-        rec = rt.engine.update_limits(sid, max_turns=max_turns, max_budget_usd=max_budget_usd,
-                                      permission_mode=permission_mode, rules=flag_rules,
-                                      approval_timeout_seconds=approval_timeout, bypass_disabled_by=disabled_by)
-    return rec or rt.store.get_session(sid)
-
-
-def resume_mode(rt: Runtime, sid: str, permission_mode, workspace: Path, extra_settings=None):
-    """The mode to set on a session taken up again (None: keep its own) and the ``--settings`` layers
-    that disable bypassPermissions (None: none); a refused bypassPermissions is said on stderr."""
-    disabled_by = None
-    if extra_settings:
-        disabled_by = load_permission_settings(workspace.resolve(), Path.home(), sources=(),
-                                               extra=extra_settings).bypass_disabled_by or None
-    mode, warnings = resumed_mode(rt.store.get_session(sid), permission_mode, disabled_by or ())
-    for warning in warnings:
-        click.secho(f"Warning: {warning}", fg="yellow", err=True)
-    return mode, disabled_by
-
-
-def asks_in_print_mode(settings, approval_timeout) -> str:
-    """Print mode asks nobody, as Claude Code's -p: a call that would ask is denied and listed in the
-    result. An approval timeout (flag or MAINSAIL_APPROVAL_TIMEOUT_SECONDS) makes it wait that long for
-    an answer from another shell (`mainsail approve`) instead."""
-    return "wait" if (approval_timeout or settings.approval_timeout_seconds) else "deny"
-
-
 @click.command("run")
 @click.argument("prompt", required=False)
 @click.option("-p", "--print", "print_mode", is_flag=True, help="Print only the final answer (for scripts).")
@@ -243,13 +87,13 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
         from cli.headless.session import PrintRun
 
         # A conversation: stdin read as it arrives, control requests answered (cli/headless/stream.py).
-        PrintRun(prompt=None, output_format="stream-json", streaming=True, model=model, resume=resume,
-                 continue_=continue_, fork=fork, session_id=None, max_turns=max_turns, max_budget_usd=max_budget_usd,
-                 permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                 approval_timeout=approval_timeout, system_prompt=system_prompt,
-                 append_system_prompt=append_system_prompt, no_memory=no_memory, tools=None, prompt_tool=False,
-                 partial_messages=False, replay_user_messages=False, workspace=workspace, add_dirs=add_dirs,
-                 fallback_model=fallback_model, mcp=mcp).run()
+        options = flag_options(
+            model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp,
+            max_turns=max_turns, max_budget_usd=max_budget_usd, system_prompt=system_prompt,
+            append_system_prompt=append_system_prompt, no_memory=no_memory, fallback_model=fallback_model)
+        PrintRun(prompt=None, output_format="stream-json", streaming=True, options=options, resume=resume,
+                 continue_=continue_, fork=fork, workspace=workspace).run()
         return
     if input_format == "stream-json":
         from cli.output import read_stream_json_input
@@ -272,17 +116,17 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
     try:
         # Before anything is created: a refusal must not leave an empty session behind.
         require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
-        sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
-                           permission_mode=permission_mode, allowed_tools=allowed_tools,
-                           disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
-                           max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
-                           system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                           no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model, mcp=mcp,
-                           asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait",
+        options = flag_options(
+            model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp,
+            max_turns=max_turns, max_budget_usd=max_budget_usd, system_prompt=system_prompt,
+            append_system_prompt=append_system_prompt, no_memory=no_memory, fallback_model=fallback_model,
+            asks=asks_in_print_mode(settings, approval_timeout) if print_mode else "wait")
+        sid = open_session(rt, settings, options, resume=resume, continue_=continue_, fork=fork, workspace=workspace,
                            watched=not (print_mode or background))
         if background:
             for p in prompts:
-                dispatch(rt.engine.submit(sid, p))
+                service(rt).submit(sid, p)
             _background_note(rt, sid)
             return
         ensure_worker(rt, settings, quiet=print_mode, sid=sid)
@@ -326,14 +170,13 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
     settings = load_settings(model=model)
     rt = connect(settings, dispatching=True)
     require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
-    sid = open_session(rt, settings, resume=resume, continue_=continue_, fork=fork, model=model,
-                       permission_mode=permission_mode, allowed_tools=allowed_tools,
-                       disallowed_tools=disallowed_tools, approval_timeout=approval_timeout,
-                       max_turns=max_turns, max_budget_usd=max_budget_usd, workspace=workspace,
-                       system_prompt=system_prompt, append_system_prompt=append_system_prompt,
-                       no_memory=no_memory, add_dirs=add_dirs, fallback_model=fallback_model,
-                       mcp=McpFlags(tuple(mcp_config), strict_mcp_config))
-    dispatch(rt.engine.submit(sid, prompt))
+    options = flag_options(
+        model=model, permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+        approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=McpFlags(tuple(mcp_config), strict_mcp_config),
+        max_turns=max_turns, max_budget_usd=max_budget_usd, system_prompt=system_prompt,
+        append_system_prompt=append_system_prompt, no_memory=no_memory, fallback_model=fallback_model)
+    sid = open_session(rt, settings, options, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
+    service(rt).submit(sid, prompt)
     _background_note(rt, sid)
 
 
@@ -359,5 +202,4 @@ def _stream_writer(rt: Runtime, sid: str):
     return stream
 
 
-__all__ = ["run", "submit", "open_session", "session_permissions", "permission_options", "session_options",
-           "load_permission_settings"]
+__all__ = ["run", "submit", "permission_options", "session_options"]

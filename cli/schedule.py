@@ -13,7 +13,8 @@ from cli.connect import Runtime, connect
 from cli.run import permission_options
 from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
-from workflows.schedules import BrokenSchedule, RunMode, Schedule, ScheduleRun, ScheduleStore, SessionOptions
+from workflows.schedules import BrokenSchedule, RunMode, Schedule, ScheduleRun, ScheduleStore
+from workflows.sessions.options import RemoteOptions
 from workflows.settings import load_settings
 
 
@@ -58,7 +59,7 @@ def add(cron: str, prompt: str, workspace: str, name: str | None, continue_: boo
     a terminal. Use --permission-mode and --allowedTools to say what may run unattended.
     """
     rt, settings = _connect()
-    options = SessionOptions(permission_mode=permission_mode, model=model, max_turns=max_turns,
+    options = RemoteOptions(permission_mode=permission_mode, model=model, max_turns=max_turns,
                              max_budget_usd=max_budget_usd, allowed_tools=list(allowed_tools),
                              disallowed_tools=list(disallowed_tools), add_dirs=[os.path.abspath(d) for d in add_dirs],
                              approval_timeout_seconds=approval_timeout, fallback_model=fallback_model,

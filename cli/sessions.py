@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from datetime import datetime
 
 import click
@@ -22,7 +21,8 @@ from cli.render import Renderer, follow
 from cli.replay import replay
 from cli.worker_note import unserved_note
 from statemachines import State
-from tasks.dispatch import dispatch
+from cli.repl_text import ago
+from cli.session_service import service
 from workflows.engine.support import cancel_message
 from workflows.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
@@ -32,14 +32,7 @@ from workflows.valid_text import valid_str
 
 
 def _when(t: float) -> str:
-    age = time.time() - t
-    if age < 60:
-        return f"{int(age)}s ago"
-    if age < 3600:
-        return f"{int(age // 60)}m ago"
-    if age < 86400:
-        return f"{int(age // 3600)}h ago"
-    return datetime.fromtimestamp(t).strftime("%Y-%m-%d")
+    return ago(t, "%Y-%m-%d")
 
 
 def _tokens(rec: SessionRecord) -> int:
@@ -245,22 +238,18 @@ def send(session: str, message: str | None, interrupt: bool, clear: bool) -> Non
         raise click.UsageError("Missing MESSAGE (or --clear alone to drop the queued messages).")
     rt = existing_runtime(what=f"no session {session!r} to send to", code=1)
     sid = rt.store.resolve_session(session)
+    sent = service(rt).send(sid, message, interrupt=interrupt, clear=clear)
     if clear:
-        dropped = rt.engine.clear_queue(sid)
+        dropped = sent.dropped
         click.echo(f"Dropped {_messages(len(dropped))} queued for session {sid[:8]}"
                    + (": " + ", ".join(repr(_cut(m, 40)) for m in dropped) if dropped else "") + ".")
-    if interrupt:
-        stopped = rt.engine.stop(sid, "Interrupted by a new message")
-        dispatch(stopped.steps)
-        if stopped.cancelled:
-            click.echo(f"Interrupted the running turn of session {sid[:8]}.")
+    if interrupt and sent.stopped.cancelled:
+        click.echo(f"Interrupted the running turn of session {sid[:8]}.")
     if message is None:
         return
-    steps = rt.engine.submit(sid, message)
-    dispatch(steps)
-    inbox = rt.store.inbox(sid)
+    inbox = sent.inbox
     message = valid_str(message)  # (as the inbox holds it: workflows/valid_text.py)
-    if message not in inbox:
+    if not sent.queued:
         click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
         return
     n, where = len(inbox), len(inbox) - inbox[::-1].index(message)
@@ -283,7 +272,7 @@ def compact(session: str, instructions: str | None) -> None:
         sid = rt.store.resolve_session(session)
         ensure_worker(rt, settings)
         after = rt.store.read_log(sid)[-1][0] if rt.store.log_length(sid) else None
-        dispatch(rt.engine.compact(sid, instructions))
+        service(rt).compact(sid, instructions)
         r = Renderer(Console(highlight=False, soft_wrap=True), show_prompts=False)
         result = follow(rt.store, sid, on_entry=r.entry, after=after, stop=lambda e: isinstance(e, ResultEntry))
     finally:
@@ -300,8 +289,7 @@ def cancel(session: str, clear: bool) -> None:
     """Stop a session's running turn (and any running command); its next queued message then runs."""
     rt = existing_runtime(what=f"no session {session!r} to cancel", code=1)
     sid = rt.store.resolve_session(session)
-    stopped = rt.engine.stop(sid, clear_queue=clear)
-    dispatch(stopped.steps)
+    stopped = service(rt).stop(sid, clear_queue=clear)
     click.echo(cancel_message(sid, stopped))
 
 

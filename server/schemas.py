@@ -10,11 +10,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from statemachines import State
-from workflows.models import PathText, PermissionMode, PermissionRequest, SessionOptions, SessionRecord, Usage
+from workflows.models import PathText, PermissionMode, PermissionRequest, SessionRecord, Usage
+from workflows.sessions.options import RemoteOptions
 from workflows.permissions.bypass import effective_mode
 
 
-class NewSession(SessionOptions):
+class NewSession(RemoteOptions):
     """``POST /api/sessions``: a new session in ``workspace`` (a directory on the server's machine),
     with ``prompt`` submitted at once when given. Options are those of ``mainsail submit``."""
 

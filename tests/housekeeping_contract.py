@@ -18,6 +18,7 @@ import pytest
 from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.exceptions import SessionBusy
 from workflows.housekeeping import gc, remove_old, retention_due, retention_gc
@@ -108,13 +109,13 @@ class RemovalContract:
         inline = Inline(engine)
         ids = []
         for tag in ("a", "b"):
-            rec = engine.create_session(str(ws), model=scripted_model(script(tag)), permission_mode="bypassPermissions")
+            rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(script(tag)), permission_mode="bypassPermissions"))
             inline.dispatch(engine.submit(rec.id, "look around"))
             inline.drain()
             ids.append(rec.id)
         a, b = ids
         fork = engine.fork_session(a).id
-        c = engine.create_session(str(ws2), model=scripted_model(asking()), permission_mode="default").id
+        c = engine.create_session(str(ws2), SessionOptions(model=scripted_model(asking()), permission_mode="default")).id
         inline.dispatch(engine.submit(c, "make x"))
         inline.drain()
         assert engine.store.get_session(c).state is State.AWAITING_PERMISSION

@@ -565,26 +565,6 @@ def _no_nul(value: str) -> str:
 PathText = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": "^[^\\x00]*$"})]
 
 
-class SessionOptions(BaseModel):
-    """A new session's options, as ``mainsail submit``'s flags: the API's new sessions and each session a
-    schedule starts (workflows/session_setup.py applies them)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    permission_mode: PermissionMode | None = None
-    model: str | None = None
-    max_turns: int | None = Field(default=None, ge=1)
-    max_budget_usd: float | None = Field(default=None, gt=0)
-    allowed_tools: list[str] = Field(default_factory=list)
-    disallowed_tools: list[str] = Field(default_factory=list)
-    add_dirs: list[PathText] = Field(default_factory=list)
-    approval_timeout_seconds: float | None = Field(default=None, gt=0)
-    fallback_model: str | None = None
-    system_prompt: str | None = None
-    append_system_prompt: str | None = None
-    no_memory: bool = False
-
-
 class SessionRecord(_Model):
     # The first three fields lead the record's JSON, in this order: the server-side scripts of the step
     # protocol (workflows/fenced.py) read them from the JSON's first bytes, without decoding the rest.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
@@ -24,6 +25,7 @@ from workflows.permissions.rules.rules import split_rules
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.settings.session_keys import resolve_added_dir
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.trust.decide import workspace_trust
 
 
@@ -158,4 +160,37 @@ def checked_fallback(fallback: str | None, model: str) -> str | None:
     return fallback or None
 
 
-__all__ = ["session_options", "unrun_hooks", "added_dirs", "checked_fallback"]
+
+
+@dataclass
+class Resolved:
+    """A new session's options resolved once (:func:`resolve`): what :meth:`Engine.create_session` takes."""
+
+    options: SessionOptions  # the mode, model, fallback, approval timeout and agents as resolved
+    setup: SessionSetup  # what the settings files add
+    home: str
+    warnings: list[str] = field(default_factory=list)
+
+
+#: The options :func:`session_options` resolves (the rest of what it returns is the :class:`SessionSetup`).
+RESOLVED_OPTIONS = ("permission_mode", "model", "approval_timeout_seconds", "fallback_model", "agents")
+
+
+def resolve(workspace: Path, settings, options: SessionOptions, **how) -> Resolved:
+    """``options`` resolved for a new session in ``workspace`` against ``MAINSAIL_*`` and the settings files
+    (:func:`session_options`; ``how``: its ``home``, ``environ``, ``cwd``, ``token``, ``mode_given_by``,
+    ``ask_trust``). ``options.model`` counts as given explicitly, as ``--model``."""
+    if options.model:
+        settings = settings.model_copy(update={"model": options.model})
+    perms, warnings = session_options(
+        workspace, settings, permission_mode=options.permission_mode, allowed_tools=options.allowed_tools,
+        disallowed_tools=options.disallowed_tools, approval_timeout=options.approval_timeout_seconds,
+        add_dirs=options.add_dirs, fallback_model=options.fallback_model, setting_sources=options.setting_sources,
+        extra_settings=options.extra_settings, mcp=McpFlags(tuple(options.mcp_configs), options.strict_mcp_config),
+        agents=options.agents, trust=options.trust, **how)
+    home = perms.pop("home")
+    resolved = options.model_copy(update={k: perms.pop(k) for k in RESOLVED_OPTIONS})
+    return Resolved(resolved, SessionSetup(**perms), home, warnings)
+
+
+__all__ = ["Resolved", "resolve", "session_options", "unrun_hooks", "added_dirs", "checked_fallback"]

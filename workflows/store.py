@@ -155,9 +155,9 @@ class Store(Transcripts, Steps):
         p.zadd(keys.sessions(), {rec.id: rec.updated_at})
         return data
 
-    def session_ids(self, limit: int = 100) -> list[str]:
-        """Session ids, most recently updated first."""
-        return [as_text(x) for x in self.r.zrevrange(keys.sessions(), 0, limit - 1)]
+    def session_ids(self, limit: int = 100, start: int = 0) -> list[str]:
+        """Session ids, most recently updated first (``limit`` of them from the ``start``-th)."""
+        return [as_text(x) for x in self.r.zrevrange(keys.sessions(), start, start + limit - 1)]
 
     def all_session_ids(self) -> list[str]:
         """Every session id, most recently updated first."""
@@ -244,6 +244,20 @@ class Store(Transcripts, Steps):
 
     def inbox(self, sid: str) -> list[str]:
         return [as_text(v) for v in self.r.lrange(keys.inbox(sid), 0, -1)]
+
+    def remove_queued(self, sid: str, text: str) -> None:
+        """Take ``text`` (its first copy) out of the inbox; the caller holds the session's lock."""
+        self.r.lrem(keys.inbox(sid), 1, valid_str(text))
+
+    def checkpoint_sizes(self, sid: str, uuids: list[str]) -> list[int]:
+        """How many files each of these messages' checkpoints holds (a rewind point's edits), in one trip."""
+        pipe = self.r.pipeline(transaction=False)
+        for uuid in uuids:
+            pipe.hlen(keys.file_checkpoints(sid, uuid))
+        return pipe.execute() if uuids else []
+
+    def session_exists(self, sid: str) -> bool:
+        return bool(self.r.exists(keys.session(sid)))
 
     # ------------------------------------------------------------------ custom slash commands
 

@@ -67,9 +67,20 @@ class Transcripts:
     def read_log(self, sid: str, after: str | None = None, count: int | None = None) -> list[tuple[str, object]]:
         """Transcript entries after stream id ``after`` (exclusive), oldest first. The entries one commit
         wrote together share a stream id; ``count`` counts stream entries."""
-        start = f"({after}" if after else "-"
-        rows = self.r.xrange(keys.log(sid), min=start, max="+", count=count)
-        return _read_rows(sid, rows)
+        return _read_rows(sid, self.log_rows(sid, after, count))
+
+    def log_rows(self, sid: str, after: str | None = None, count: int | None = None) -> list:
+        """The transcript's stream rows (id, fields) after ``after`` (exclusive), oldest first, undecoded."""
+        return self.r.xrange(keys.log(sid), min=f"({after}" if after else "-", max="+", count=count)
+
+    def last_log_id(self, sid: str) -> str | None:
+        """The id of the transcript's newest stream entry (None: empty)."""
+        rows = self.r.xrevrange(keys.log(sid), count=1)
+        return as_text(rows[0][0]) if rows else None
+
+    def log_rows_back(self, sid: str, count: int) -> list:
+        """The transcript's newest ``count`` stream rows, newest first (id, fields)."""
+        return self.r.xrevrange(keys.log(sid), count=count)
 
     def entries(self, sid: str) -> list:
         return [e for _, e in self.read_log(sid)]

@@ -10,8 +10,6 @@ an argument list here only when its first word is not one of them.
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import click
 
 from cli.agents_flag import agents_option
 from cli.trust_flag import trust_option
-from cli.run import MODES
+from cli.opening import MODES, flag_options
 from workflows.mcp.sources import McpFlags
 
 #: Flags of Claude Code that Mainsail does not do (yet): flag -> (takes a value, why).
@@ -184,15 +182,18 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
     sources = _sources(setting_sources)
     extra = _settings_layer(extra_settings)
     mcp = _mcp_flags(mcp_config, strict_mcp_config)
+    options = flag_options(
+        model=model, permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+        approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp, max_turns=max_turns,
+        max_budget_usd=max_budget_usd, system_prompt=system_prompt, append_system_prompt=append_system_prompt,
+        no_memory=no_memory, fallback_model=fallback_model, session_id=session_id, setting_sources=sources,
+        extra_settings=extra, **({"tools": offered} if tools is not None else {}))
     if not print_mode:
         from cli.interactive import run_interactive
 
-        run_interactive(resume=resume or None, pick=resume == "", continue_=continue_, fork=fork, model=model,
-                        permission_mode=permission_mode,
-                        allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-                        approval_timeout=approval_timeout, workspace=Path.cwd(), no_memory=no_memory,
-                        first_prompt=prompt, add_dirs=add_dirs, fallback_model=fallback_model,
-                        setting_sources=sources, extra_settings=extra, mcp=mcp)
+        # Every session flag reaches interactive mode too (the same options as print mode's).
+        run_interactive(options, resume=resume or None, pick=resume == "", continue_=continue_, fork=fork,
+                        workspace=Path.cwd(), first_prompt=prompt)
         return
     if output_format == "stream-json" and not verbose:
         raise click.UsageError("When using --print, --output-format=stream-json requires --verbose.")
@@ -214,19 +215,9 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                                    "using --print.")
     from cli.headless.session import PrintRun
 
-    PrintRun(prompt=prompt, output_format=output_format, streaming=streaming, model=model, resume=resume,
-             continue_=continue_, fork=fork, session_id=session_id, max_turns=max_turns,
-             max_budget_usd=max_budget_usd, permission_mode=permission_mode, allowed_tools=allowed_tools,
-             disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, system_prompt=system_prompt,
-             append_system_prompt=append_system_prompt, no_memory=no_memory, tools=offered,
-             prompt_tool=permission_prompt_tool == "stdio", partial_messages=include_partial_messages,
-             replay_user_messages=replay_user_messages, add_dirs=add_dirs, fallback_model=fallback_model,
-             setting_sources=sources, extra_settings=extra, mcp=mcp).run()
+    PrintRun(prompt=prompt, output_format=output_format, streaming=streaming, options=options, resume=resume,
+             continue_=continue_, fork=fork, prompt_tool=permission_prompt_tool == "stdio",
+             partial_messages=include_partial_messages, replay_user_messages=replay_user_messages).run()
 
 
-def as_stream_input(prompt: str) -> io.StringIO:
-    """A prompt given as an argument, as the one user line of a stream-json conversation."""
-    return io.StringIO(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
-
-
-__all__ = ["main_command", "REFUSED", "as_stream_input"]
+__all__ = ["main_command", "REFUSED"]

@@ -8,6 +8,7 @@ result's ``permission_denials``, as in Claude Code, unless the client answers as
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -18,10 +19,10 @@ import click
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect, ensure_worker
 from cli.output import StreamJson, result_json
-from cli.run import open_session, session_model
+from cli.opening import open_session, session_model
 from cli.slash_commands import unknown_command_note
 from cli.standby import require_model_access
-from workflows.mcp.sources import McpFlags
+from workflows.sessions.options import SessionOptions
 from workflows.settings import load_settings
 
 
@@ -37,58 +38,38 @@ def api_key_source(rt: Runtime, settings) -> str:
 
 @dataclass
 class PrintRun:
+    """One print-mode command: ``options`` for the session (new, or the one ``resume``/``continue_`` name,
+    forked with ``fork``), and how the run is fed and printed."""
+
     prompt: str | None
     output_format: str
     streaming: bool
-    model: str | None
-    resume: str | None
-    continue_: bool
-    fork: bool
-    session_id: str | None
-    max_turns: int | None
-    max_budget_usd: float | None
-    permission_mode: str | None
-    allowed_tools: tuple
-    disallowed_tools: tuple
-    approval_timeout: float | None
-    system_prompt: str | None
-    append_system_prompt: str | None
-    no_memory: bool
-    tools: list[str] | None
-    prompt_tool: bool
-    partial_messages: bool
-    replay_user_messages: bool
+    options: SessionOptions
+    resume: str | None = None
+    continue_: bool = False
+    fork: bool = False
+    prompt_tool: bool = False
+    partial_messages: bool = False
+    replay_user_messages: bool = False
     workspace: Path | None = None  # default: the current directory
-    add_dirs: tuple = ()
-    fallback_model: str | None = None
-    setting_sources: list[str] | None = None
-    extra_settings: list[tuple[str, str]] | None = None
-    mcp: McpFlags = McpFlags()
 
     def asks(self, settings) -> str:
-        waits = self.prompt_tool or self.approval_timeout or settings.approval_timeout_seconds
+        waits = self.prompt_tool or self.options.approval_timeout_seconds or settings.approval_timeout_seconds
         return "wait" if waits else "deny"
 
     def run(self) -> None:
-        settings = load_settings(model=self.model)
+        settings = load_settings(model=self.options.model)
         workspace = self.workspace or Path.cwd()
         rt = connect(settings)
         result = None
         try:
             # Before anything is created: a refusal must not leave an empty session behind.
-            require_model_access(rt, settings, self.model or session_model(rt, self.resume, self.continue_,
-                                                                            workspace, settings))
-            sid = open_session(rt, settings, resume=self.resume, continue_=self.continue_, fork=self.fork,
-                               model=self.model, permission_mode=self.permission_mode,
-                               allowed_tools=self.allowed_tools, disallowed_tools=self.disallowed_tools,
-                               approval_timeout=self.approval_timeout, max_turns=self.max_turns,
-                               max_budget_usd=self.max_budget_usd, workspace=workspace,
-                               system_prompt=self.system_prompt, append_system_prompt=self.append_system_prompt,
-                               no_memory=self.no_memory, asks=self.asks(settings), sid=self.session_id,
-                               add_dirs=self.add_dirs, fallback_model=self.fallback_model,
-                               setting_sources=self.setting_sources, extra_settings=self.extra_settings,
-                               mcp=self.mcp)
-            rt.engine.update_limits(sid, tools=self.tools)
+            require_model_access(rt, settings, self.options.model or session_model(rt, self.resume, self.continue_,
+                                                                                    workspace, settings))
+            # Print mode always sets the tools offered (None: all), on a resumed session too.
+            options = self.options.model_copy(update={"asks": self.asks(settings), "tools": self.options.tools})
+            sid = open_session(rt, settings, options, resume=self.resume, continue_=self.continue_, fork=self.fork,
+                               workspace=workspace)
             ensure_worker(rt, settings, quiet=True, sid=sid)
             if self.output_format == "stream-json":
                 result = self._stream(rt, settings, sid)
@@ -113,7 +94,6 @@ class PrintRun:
             sys.exit(1)
 
     def _stream(self, rt: Runtime, settings, sid: str):
-        from cli.headless.command import as_stream_input
         from cli.headless.stream import StreamServer
 
         out = StreamJson(sys.stdout.write, sys.stdout.flush, replay_user_messages=self.replay_user_messages,
@@ -125,6 +105,11 @@ class PrintRun:
         if server.abandoned:
             self.unfinished = True
         return result
+
+
+def as_stream_input(prompt: str) -> io.StringIO:
+    """A prompt given as an argument, as the one user line of a stream-json conversation."""
+    return io.StringIO(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
 
 
 def _last_stop_reason(rt: Runtime, result) -> str | None:
@@ -141,4 +126,4 @@ def _last_stop_reason(rt: Runtime, result) -> str | None:
     return None
 
 
-__all__ = ["PrintRun", "api_key_source"]
+__all__ = ["PrintRun", "api_key_source", "as_stream_input"]

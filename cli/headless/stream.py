@@ -34,7 +34,7 @@ from cli.headless.control import (
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from cli.slash_commands import sdk_commands, unknown_command_note
-from tasks.dispatch import dispatch
+from cli.session_service import service
 from workflows.context import offered_tools
 from workflows.exceptions import (
     BypassDisabled,
@@ -211,7 +211,7 @@ class StreamServer:
             click.echo(f"mainsail: {note}", err=True)
         if self.results >= self.submitted:  # idle: follow from here
             self.after = _last_id(self.rt, self.sid)
-        dispatch(self.rt.engine.submit(self.sid, prompt))
+        service(self.rt).submit(self.sid, prompt)
         self.submitted += 1
 
     # ------------------------------------------------------------------ what the session records
@@ -279,10 +279,10 @@ class StreamServer:
                 steps = engine.decide_request(sid, e.request_id, False, by="user",
                                               message=answer.get("message") or None)
                 if answer.get("interrupt"):
-                    engine.cancel(self.sid, "Interrupted by the permission callback", dispatch=dispatch)
+                    service(self.rt).stop(self.sid, "Interrupted by the permission callback")
         except (RequestClosed, RequestNotFound):
             return  # answered from another shell meanwhile
-        dispatch(steps)
+        service(self.rt).dispatch(steps)
 
     # ------------------------------------------------------------------ hook callbacks
 
@@ -291,8 +291,7 @@ class StreamServer:
         their outputs to the engine, which joins them to the command hooks' where the call runs."""
         if not left:
             try:
-                dispatch(self.rt.engine.answer_client_hooks(self.asker.get(e.request_id, self.sid), e.request_id,
-                                                            runs))
+                service(self.rt).answer_hooks(self.asker.get(e.request_id, self.sid), e.request_id, runs)
             except (RequestClosed, RequestNotFound):
                 pass  # settled from a shell meanwhile
             return
@@ -327,7 +326,7 @@ class StreamServer:
                                    sdk_commands(self.rt.store.commands(self.sid)))
 
     def _interrupt(self, request: dict) -> dict:
-        self.rt.engine.cancel(self.sid, "Interrupted by the client", dispatch=dispatch)
+        service(self.rt).stop(self.sid, "Interrupted by the client")
         return {}
 
     def _set_mode(self, request: dict) -> dict:

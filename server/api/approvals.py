@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from server.api.common import engine, visible_session
+from server.api.common import engine, service, visible_session
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import Decided, Decision, PendingRequest, problems
-from tasks.dispatch import dispatch
 from workflows.engine.approvals import request_of
 from workflows.permissions import always_offered, prompt_text
 
@@ -52,8 +51,8 @@ def _decide(request: Request, caller: Caller, session: str, body: Decision, appr
         caller.check_bypass(target)
         # ... and one that may write a protected path needs the admin scope; a scoped token's, its workspaces
         caller.check_approval(target, req, body.always, eng.store.tokens().records())
-    dispatch(eng.decide_request(sid, req.id, approve, always=approve and body.always,
-                                message=None if approve else body.message, decider=caller.decided_by))
+    service(request).decide(sid, req.id, approve, always=approve and body.always,
+                            message=None if approve else body.message, decider=caller.decided_by)
     return Decided(session_id=sid, request_id=req.id, tool=req.tool, summary=req.summary, approved=approve,
                    rules_added=list(req.always) if approve and body.always else [], decided_by=caller.decided_by)
 

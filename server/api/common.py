@@ -10,6 +10,7 @@ from server.auth import Caller
 from workflows.engine import Engine
 from workflows.exceptions import AmbiguousSession, MainsailError, SessionNotFound
 from workflows.models import SessionRecord
+from workflows.sessions.service import SessionService
 
 
 class BadRequest(MainsailError):
@@ -39,6 +40,13 @@ def reach(caller: Caller, workspace: str, add_dirs=()) -> str:
 
 def engine(request: Request) -> Engine:
     return request.app.state.engine
+
+
+def service(request: Request) -> SessionService:
+    """The session service on the app's engine; the steps its verbs return go to the workers."""
+    from tasks.dispatch import dispatch
+
+    return SessionService(engine(request), dispatch)
 
 
 def visible_session(request: Request, caller: Caller, session: str) -> SessionRecord:

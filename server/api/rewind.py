@@ -13,7 +13,6 @@ from server.api.common import engine, visible_session
 from server.schemas import problems
 from server.auth import Caller, require_reader, require_writer
 from statemachines import State
-from workflows import keys
 from workflows.engine.rewinding import BASH_NOTE, message_text
 from workflows.exceptions import RewindRefused
 
@@ -61,10 +60,7 @@ def rewind_points(session: str, request: Request, caller: Caller = READER):
     rec = visible_session(request, caller, session)
     eng = engine(request)
     points = eng.rewind_points(rec.id)
-    pipe = eng.store.r.pipeline(transaction=False)
-    for p in points:
-        pipe.hlen(keys.file_checkpoints(rec.id, p.uuid))
-    files = pipe.execute() if points else []
+    files = eng.store.checkpoint_sizes(rec.id, [p.uuid for p in points])
     return [RewindPoint(number=i, uuid=p.uuid, timestamp=p.timestamp, message=message_text(p), files=n)
             for i, (p, n) in enumerate(zip(points, files), 1)]
 

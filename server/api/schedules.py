@@ -25,8 +25,8 @@ from workflows.schedules import (
     Schedule,
     ScheduleRun,
     ScheduleStore,
-    SessionOptions,
 )
+from workflows.sessions.options import RemoteOptions
 from workflows.models import PathText
 from workflows.schedules.firing import continued_session, require_token_may_continue
 from workflows.settings import get_settings
@@ -44,7 +44,7 @@ class NewSchedule(BaseModel):
     prompt: str = Field(min_length=1)
     name: str | None = None
     mode: RunMode = Field(default=RunMode.FRESH, description="continue: each firing continues the last session.")
-    options: SessionOptions = Field(default_factory=SessionOptions)
+    options: RemoteOptions = Field(default_factory=RemoteOptions)
     enabled: bool = True
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from server.api.common import BadRequest, engine, reach, visible_session
+from server.api.common import BadRequest, engine, reach, service, visible_session
 from server.api.stream import parse_event_id
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import (
@@ -28,13 +28,9 @@ from server.schemas import (
     problems,
 )
 from statemachines import State
-from tasks.dispatch import dispatch
-from workflows import keys
-from workflows.api_tokens import TokenStore
 from workflows.engine.support import cancel_message
 from workflows.models import PathText
-from workflows.permissions.token_reach import hide_other_workspaces
-from workflows.session_setup import session_options
+from workflows.sessions.options import SessionOptions
 from workflows.settings import get_settings
 from workflows.entry_read import entry_text
 from workflows.store import stream_entries
@@ -73,8 +69,7 @@ def _id_chunks(store, limit: int):
     reads and parses only as many records as it needs, not every session ever made."""
     size, start = max(limit, 100), 0
     while True:
-        ids = [x.decode() if isinstance(x, bytes) else x
-               for x in store.r.zrevrange(keys.sessions(), start, start + size - 1)]
+        ids = store.session_ids(size, start)
         if not ids:
             return
         yield ids
@@ -92,26 +87,21 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
     if not ws.is_dir():
         raise BadRequest(f"Workspace {body.workspace!r} is not an existing directory on the server (give an "
                          "absolute path on the server's machine).")
-    settings = get_settings()
-    if body.model:
-        settings = settings.model_copy(update={"model": body.model})
     eng = engine(request)
-    perms, warnings = session_options(ws, settings, permission_mode=body.permission_mode,
-                                      allowed_tools=body.allowed_tools, disallowed_tools=body.disallowed_tools,
-                                      approval_timeout=body.approval_timeout_seconds, add_dirs=body.add_dirs,
-                                      fallback_model=body.fallback_model, cwd=str(ws), token=caller.token,
-                                      mode_given_by="the request's permission_mode")
-    for extra in perms.get("additional_directories") or []:  # --add-dir and the settings files' dirs
-        caller.check_workspace(extra)
+
+    def vet(resolved):  # --add-dir and the settings files' dirs are held to the token's workspaces
+        for extra in resolved.setup.additional_directories:
+            caller.check_workspace(extra)
+        return resolved
+
     # A scoped token's session hides the other tokens' workspaces from its commands (sandbox denyRead);
     # its approvals are held to that too (workflows/permissions/token_reach.py).
-    perms = hide_other_workspaces(perms, caller.token, TokenStore(engine(request).store.r).records())
-    rec = eng.create_session(str(ws), max_turns=body.max_turns, max_budget_usd=body.max_budget_usd,
-                             system_prompt=body.system_prompt, append_system_prompt=body.append_system_prompt,
-                             auto_memory=False if body.no_memory else None, asks="wait", **perms)
+    opened = service(request).create(ws, SessionOptions.of(body, asks="wait"), get_settings(), token=caller.token,
+                                     vet=vet, cwd=str(ws), mode_given_by="the request's permission_mode")
+    rec, warnings = opened.rec, opened.warnings
     warnings += [f"custom command {p}" for p in eng.refresh_commands(rec.id)]
     if body.prompt:
-        dispatch(eng.submit(rec.id, body.prompt))
+        service(request).submit(rec.id, body.prompt)
     rec = eng.store.get_session(rec.id)
     return SessionDetail.of(rec, eng.store.inbox(rec.id), warnings)
 
@@ -130,11 +120,11 @@ def transcript(session: str, request: Request, caller: Caller = READER,
                ):
     """A page of the transcript, oldest first; ``next`` is the ``after`` of the next page."""
     rec = visible_session(request, caller, session)
-    r = engine(request).store.r
+    store = engine(request).store
     start, seen = parse_event_id(after)
     if seen is not None:
         raise BadRequest(f"Invalid 'after' {after!r}: give an id of the 'ids' or 'next' of a previous page.")
-    rows = r.xrange(keys.log(rec.id), min=f"({start}" if after else "-", max="+", count=limit)
+    rows = store.log_rows(rec.id, start if after else None, limit)
     entries, ids = [], []
     for sid_, fields in rows:
         row = sid_.decode() if isinstance(sid_, bytes) else sid_
@@ -168,12 +158,11 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
         dropped = eng.clear_queue(rec.id)
         notes.append(f"dropped {len(dropped)} queued message{'s' if len(dropped) != 1 else ''}")
     if body.interrupt:
-        stopped = eng.stop(rec.id, "Interrupted by a new message")
-        dispatch(stopped.steps)
+        stopped = service(request).stop(rec.id, "Interrupted by a new message")
         if stopped.cancelled:
             notes.append("interrupted the running turn")
     if body.message is not None:
-        dispatch(eng.submit(rec.id, body.message))
+        service(request).submit(rec.id, body.message)
         inbox = eng.store.inbox(rec.id)
         queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/valid_text.py)
         notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if queued else "sent")
@@ -185,8 +174,7 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
 def cancel(session: str, request: Request, body: Cancel | None = None, caller: Caller = WRITER):
     """Stop the running turn (``mainsail cancel``); the next queued message then runs unless ``clear``."""
     rec = visible_session(request, caller, session)
-    stopped = engine(request).stop(rec.id, clear_queue=bool(body and body.clear))
-    dispatch(stopped.steps)
+    stopped = service(request).stop(rec.id, clear_queue=bool(body and body.clear))
     return Done(session_id=rec.id, message=cancel_message(rec.id, stopped),
                 state=engine(request).store.get_session(rec.id).state)
 
@@ -195,5 +183,5 @@ def cancel(session: str, request: Request, body: Cancel | None = None, caller: C
 def compact(session: str, request: Request, body: Compact | None = None, caller: Caller = WRITER):
     """Compact an idle session now (``mainsail compact``); follow its events for the result."""
     rec = visible_session(request, caller, session)
-    dispatch(engine(request).compact(rec.id, body.instructions if body else None))
+    service(request).compact(rec.id, body.instructions if body else None)
     return Done(session_id=rec.id, message="Compacting.", state=engine(request).store.get_session(rec.id).state)

@@ -11,10 +11,12 @@ from demo.scripted import Script, ToolUse, Turn
 from server.app import create_app
 from tasks.app import configure
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.api_tokens import TokenStore
 from workflows.engine import Engine
 from workflows.models import PermissionMode
-from workflows.schedules import RunMode, Schedule, ScheduleStore, SessionOptions
+from workflows.schedules import RunMode, Schedule, ScheduleStore
+from workflows.sessions.options import RemoteOptions
 from workflows.store import Store
 
 pytestmark = pytest.mark.integration
@@ -41,7 +43,7 @@ def tokens(real_redis) -> dict[str, dict]:
 def test_approving_in_a_bypass_session_needs_the_scope_denying_never(engine, client, tokens, ws):
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={"command": "touch out.txt"})]),
                                          Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, asks="wait")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, asks="wait"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "make out.txt"))
     inline.drain()
@@ -57,7 +59,7 @@ def test_approving_in_a_bypass_session_needs_the_scope_denying_never(engine, cli
 
 
 def test_running_a_continue_schedule_into_a_bypass_session_needs_the_scope(engine, client, tokens, ws):
-    last = engine.create_session(str(ws), permission_mode=PermissionMode.BYPASS)
+    last = engine.create_session(str(ws), SessionOptions(permission_mode=PermissionMode.BYPASS))
     s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(ws), prompt="report", mode=RunMode.CONTINUE,
                  created_by="user:me", last_session_id=last.id)
     ScheduleStore(engine.store.r).add(s)
@@ -70,7 +72,7 @@ def test_running_a_continue_schedule_into_a_bypass_session_needs_the_scope(engin
 
 def test_enabling_a_bypass_schedule_while_its_settings_are_broken_is_refused(engine, client, tokens, ws):
     s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(ws), prompt="report", created_by="user:me",
-                 enabled=False, options=SessionOptions(permission_mode=PermissionMode.BYPASS))
+                 enabled=False, options=RemoteOptions(permission_mode=PermissionMode.BYPASS))
     ScheduleStore(engine.store.r).add(s)
     (ws / ".claude").mkdir()
     (ws / ".claude" / "settings.json").write_text("{broken")

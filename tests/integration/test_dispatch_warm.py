@@ -11,6 +11,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
 from tasks.app import configure, queue_key
+from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
 from workflows.store import Store
 
@@ -40,7 +41,7 @@ def test_a_prepared_process_sends_its_first_step_once_to_the_model_queue(real_re
     dispatch_mod.prepare()  # a second call starts nothing more
     assert dispatch_mod._warming is first
     engine = Engine(Store(real_redis), settings)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     steps = engine.submit(rec.id, DEMO_PROMPT)
     dispatch_mod.dispatch(steps)
     assert not first.is_alive()  # the send waited for the warm-up
@@ -53,7 +54,7 @@ def test_a_send_from_a_new_thread_leaves_the_result_backend_alone(real_redis, re
     backend, once per thread (an entry-point scan and an import), in every new thread that sends."""
     configure(redis_server.url)
     engine = Engine(Store(real_redis), settings)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     seen = {}
 

@@ -17,6 +17,7 @@ from tasks import reaper, runtime
 from tasks.app import configure, queue_key
 from tests.conftest import free_port
 from tests.inline import Inline
+from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
 from workflows.models import AssistantEntry, StepStatus
 from workflows.resilience import ResilientEngine
@@ -84,7 +85,7 @@ def test_a_commit_rides_out_a_redis_restart_without_a_second_attempt_or_entry(re
     settings = settings_for(restartable.url, lease_seconds=30)
     client = runtime.redis_client(restartable.url, once_transactions=True)
     engine = Engine(Store(client), settings)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     owner = "me:1:x"
@@ -125,14 +126,14 @@ def test_a_pending_step_whose_message_is_nowhere_is_sent_again(real_redis, redis
     configure(redis_server.url)
     settings = settings_for(redis_server.url)
     engine = Engine(Store(real_redis), settings)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (lost,) = engine.submit(rec.id, DEMO_PROMPT)  # committed, never dispatched (say, its sender died)
-    other = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    other = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (queued,) = engine.submit(other.id, DEMO_PROMPT)
     from tasks.dispatch import dispatch
 
     dispatch([queued])  # in its queue: not lost
-    third = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    third = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (taken,) = engine.submit(third.id, DEMO_PROMPT)
     engine.store.workers.register("alive#1", ["model"], ttl=30)
     engine.store.workers.note_taken("alive#1", third.id, taken.id)  # a live worker has it
@@ -157,7 +158,7 @@ def test_an_in_process_worker_registers_once_consuming_and_leaves_in_millisecond
         assert set(engine.store.workers.live()) == {worker.name}
         info = engine.store.workers.live()[worker.name]
         assert info["api_key"] == "no" and info["queues"] == "model,tools,memory"
-        rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+        rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
         from cli.render import follow
         from tasks.dispatch import dispatch
         from workflows.models import ResultEntry

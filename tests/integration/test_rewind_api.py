@@ -10,6 +10,7 @@ from server.app import create_app
 from tasks.app import configure
 from tests.inline import Inline, scripted_model
 from tests.unit.test_rewind import script
+from workflows.sessions.options import SessionOptions
 from workflows.api_tokens import TokenStore
 from workflows.engine import Engine
 from workflows.store import Store
@@ -25,8 +26,7 @@ def engine(real_redis, redis_server, settings):
 
 def test_the_api_lists_the_messages_and_rewinds_code_and_conversation(engine, real_redis, ws, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "server-home"))
-    rec = engine.create_session(str(ws), model=scripted_model(script(ws)), permission_mode="bypassPermissions",
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(script(ws)), permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     for prompt in ("one", "two"):
         inline.dispatch(engine.submit(rec.id, prompt))

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import running
 
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, run_tool
@@ -414,8 +415,7 @@ def test_who_approved_a_git_line_decides_whether_it_can_write_dot_git(ws, fake_r
         subprocess.run(["git", "-C", str(ws), "config", key, value], check=True)
     (ws / "a.txt").write_text("a\n")
     engine = Engine(Store(fake_redis, lock_wait=1.0), settings)
-    rec = engine.create_session(str(ws), permission_mode=mode, home=str(ws.parent), auto_memory=False,
-                                rules=RuleSet(allow=[RuleSpec(rule=r) for r in rules]))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode=mode, no_memory=True), SessionSetup(rules=RuleSet(allow=[RuleSpec(rule=r) for r in rules])), home=str(ws.parent))
     call = ToolCall(tool_use_id="t1", name="Bash", approved_by=approved_by, input={
         "command": "git add a.txt && git commit -qm first"})
     done = execute_call(engine, rec, call, get_tool("Bash"), threading.Event(), None)

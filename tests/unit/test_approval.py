@@ -8,6 +8,7 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
 from workflows import keys
 from workflows.engine import Engine
@@ -28,7 +29,7 @@ RUN = ToolUse(name="Bash", input={"command": "python3 calc.py"})
 
 def start(engine, ws, turns, mode="default", **kw):
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode, **kw)
+    rec = create_session(engine, str(ws), model=model, permission_mode=mode, **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

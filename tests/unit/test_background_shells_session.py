@@ -9,9 +9,11 @@ import time
 import pytest
 
 from demo.scripted import ToolUse, Turn
+from tests.session_kw import create as create_session
 from tests.conftest import running
 from tests.inline import Inline, scripted_model
 from tests.unit.test_tools_bash import gone, marker
+from workflows.sessions.options import SessionOptions
 from workflows.models import RuleSet
 from workflows.shells import ShellStore, shutdown
 
@@ -51,7 +53,7 @@ def run(engine, ws, agent: Agent, **session) -> str:
         kind, rule = session["rules"].split(" ", 1)
         session["rules"] = RuleSet()
         session["rules"].add(kind, rule, "test")
-    rec = engine.create_session(str(ws), model=scripted_model(agent), auto_memory=False, **session)
+    rec = create_session(engine, str(ws), model=scripted_model(agent), auto_memory=False, **session)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "start it"))
     inline.drain()
@@ -99,8 +101,7 @@ def test_the_background_flag_never_bypasses_the_permission_check(engine, ws, ses
 def test_a_background_start_whose_worker_died_is_not_run_again_and_says_what_that_means(engine, ws, settings):
     m = marker()
     agent = Agent(f"sleep {m}")
-    rec = engine.create_session(str(ws), model=scripted_model(agent), auto_memory=False,
-                                permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(agent), no_memory=True, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "start it"))
     inline.run(1)

@@ -15,16 +15,19 @@ import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, scripted_model
+from tests.session_kw import create as create_session
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import choose_mode, effective_mode, refusal, resumed_mode
-from workflows.schedules import Schedule, ScheduleStore, SessionOptions
-from workflows.schedules.firing import fire
-from workflows.session_setup import session_options
+from workflows.schedules import Schedule, ScheduleStore
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
+from workflows.sessions.options import RemoteOptions
+from workflows.schedules.firing import fire
+from workflows.session_setup import session_options
 from workflows.tools import get_tool
 
 BYPASS = PermissionMode.BYPASS
@@ -118,7 +121,7 @@ def test_a_new_session_never_starts_in_bypass_while_disabled(engine, settings, w
     perms, warnings = session_options(ws, settings, home=home, **kw)
     assert perms["permission_mode"] is expected
     assert warnings[0].startswith(WARNING + " (") and f"runs in {expected.value} mode" in warnings[0]
-    rec = engine.create_session(str(ws), **perms)
+    rec = create_session(engine, str(ws), **perms)
     assert rec.permission_mode is expected and rec.bypass_disabled_by
     assert decide(get_tool("Bash"), {"command": "rm -rf build"}, rec).decision is not Decision.ALLOW
 
@@ -136,7 +139,7 @@ def test_a_projects_own_files_never_grant_bypass(engine, settings, ws, home, n):
     assert warnings == [f"{UNTRUSTED}{path} is ignored: only user settings or flags may grant bypass mode (a "
                         "project's settings files are the repository's to write). Ask for it with --permission-mode "
                         "bypassPermissions, or in ~/.claude/settings.json."]
-    rec = engine.create_session(str(ws), **perms)
+    rec = create_session(engine, str(ws), **perms)
     assert decide(get_tool("Bash"), {"command": "rm -rf build"}, rec).decision is not Decision.ALLOW
     # another mode from a project's file is still the project's to choose; a flag still grants bypass
     layer(n, ws, home, {"permissions": {"defaultMode": "acceptEdits"}})
@@ -164,7 +167,7 @@ def test_the_users_files_and_the_settings_flag_may_grant_bypass(settings, ws, ho
 def test_without_the_setting_bypass_is_what_it_was(engine, settings, ws, home):
     perms, warnings = session_options(ws, settings, home=home, permission_mode="bypassPermissions")
     assert perms["permission_mode"] is BYPASS and warnings == []
-    rec = engine.create_session(str(ws), **perms)
+    rec = create_session(engine, str(ws), **perms)
     assert decide(get_tool("Bash"), {"command": "rm -rf build"}, rec).decision is Decision.ALLOW
 
 
@@ -172,11 +175,11 @@ def test_the_engine_refuses_a_bypass_session_whatever_called_it(engine, ws, home
     """The backstop under every front door: create_session itself (the demo, /clear, a future path)."""
     path = write(home, ".claude/settings.json", DISABLE)
     with pytest.raises(BypassDisabled) as info:
-        engine.create_session(str(ws), permission_mode="bypassPermissions", home=str(home))
+        engine.create_session(str(ws), SessionOptions(permission_mode="bypassPermissions"), home=str(home))
     assert str(info.value).startswith(SWITCH) and str(path) in str(info.value)
     path.unlink()  # the files are gone (another machine): what the session recorded still refuses
     with pytest.raises(BypassDisabled):
-        engine.create_session(str(ws), permission_mode=BYPASS, home=str(home), bypass_disabled_by=[str(path)])
+        engine.create_session(str(ws), SessionOptions(permission_mode=BYPASS), SessionSetup(bypass_disabled_by=[str(path)]), home=str(home))
     assert engine.store.session_ids() == []
 
 
@@ -187,7 +190,7 @@ def test_a_switch_mid_session_is_refused_and_changes_nothing(engine, settings, w
     """Every switch (an SDK client's set_permission_mode, Shift+Tab, a resume's --permission-mode) is
     the engine's update_limits."""
     write(ws, ".mainsail/settings.local.json", DISABLE)
-    rec = engine.create_session(str(ws), permission_mode="acceptEdits", home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode="acceptEdits"), home=str(home))
     with pytest.raises(BypassDisabled) as info:
         engine.update_limits(rec.id, permission_mode="bypassPermissions", max_turns=3)
     assert str(info.value).startswith(SWITCH) and "settings.local.json" in str(info.value)
@@ -197,7 +200,7 @@ def test_a_switch_mid_session_is_refused_and_changes_nothing(engine, settings, w
 
 
 def test_a_settings_flag_given_at_a_resume_joins_the_session_for_good(engine, ws, home):
-    rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode=BYPASS), home=str(home))
     engine.update_limits(rec.id, bypass_disabled_by=["--settings x.json"])
     with pytest.raises(BypassDisabled):
         engine.update_limits(rec.id, permission_mode=BYPASS)
@@ -206,8 +209,7 @@ def test_a_settings_flag_given_at_a_resume_joins_the_session_for_good(engine, ws
 
 def stale(engine, ws, home, mode=BYPASS):
     """A session that started in bypass before its user's settings disabled it."""
-    rec = engine.create_session(str(ws), permission_mode=mode, home=str(home),
-                                rules=RuleSet(allow=[RuleSpec(rule="Task", source="test")]))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode=mode), SessionSetup(rules=RuleSet(allow=[RuleSpec(rule="Task", source="test")])), home=str(home))
     write(home, ".claude/settings.json", DISABLE)
     return engine.store.get_session(rec.id)
 
@@ -233,7 +235,7 @@ def test_a_stale_record_holding_bypass_asks_like_default_mode(engine, ws, home, 
 ], ids=["not-json", "other-value", "array", "string", "number", "permissions-array", "permissions-string",
         "huge-int", "deep-nesting"])
 def test_a_settings_file_broken_after_the_start_fails_closed(engine, ws, home, content):
-    rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode=BYPASS), home=str(home))
     write(ws, ".claude/settings.json", content)
     why = refusal(BYPASS, workspace=rec.workspace, home=rec.home)
     assert why is not None and "is refused until it is fixed" in why.text()
@@ -271,7 +273,7 @@ def test_a_sub_agent_of_a_stale_session_does_not_inherit_bypass(engine, ws, home
 
 def schedule(engine, ws, created_by="user:me", **options) -> Schedule:
     s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(ws), prompt="report",
-                 options=SessionOptions(**options), created_by=created_by)
+                 options=RemoteOptions(**options), created_by=created_by)
     ScheduleStore(engine.store.r).add(s)
     return s
 
@@ -350,7 +352,7 @@ def test_the_files_are_read_again_when_one_changes_even_at_the_same_size(engine,
     clock's tick (same size, same inode) is still seen, as the first read of a fresh file is not kept."""
     from workflows.permissions import bypass
 
-    rec = engine.create_session(str(ws), permission_mode=BYPASS, home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode=BYPASS), home=str(home))
     assert effective_mode(rec) is BYPASS and effective_mode(rec) is BYPASS  # (none of the files exist)
     disabled = json.dumps(DISABLE)
     path = layer(2, ws, home, "{" + " " * (len(disabled) - 2) + "}")  # valid, empty, the same size

@@ -9,6 +9,7 @@ import pytest
 
 from demo.scripted import Script, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from workflows.models import (
     PermissionRequestEntry,
@@ -28,7 +29,7 @@ def write(ws, name: str, text: str) -> None:
 
 def open_session(engine, ws, home, turns=None, *, mode="default", asks="wait", rules=None, **kw):
     model = scripted_model(Script(turns=turns or [Turn(text="Done.")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode, auto_memory=False, asks=asks,
+    rec = create_session(engine, str(ws), model=model, permission_mode=mode, auto_memory=False, asks=asks,
                                 home=str(home), rules=rules, **kw)
     problems = engine.refresh_commands(rec.id)
     return rec.id, model, problems

@@ -11,7 +11,9 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ScriptError, ScriptUsage, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.compaction import SUMMARY_SYSTEM
 from workflows.context import SUMMARY_INTRO, build_request
@@ -66,7 +68,7 @@ def model(reads: int = 1, fail_compactions: bool = False):
 
 def run(engine, ws, turn_fn, prompt="fix calc.py", **kw):
     m = scripted_model(turn_fn)
-    rec = engine.create_session(str(ws), model=m, permission_mode="bypassPermissions", **kw)
+    rec = create_session(engine, str(ws), model=m, permission_mode="bypassPermissions", **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, prompt))
     inline.drain()
@@ -121,7 +123,7 @@ def test_a_resumed_session_after_compaction_sends_the_summary_not_the_old_messag
 
 def test_session_memory_is_used_first_and_makes_no_summary_call(engine, ws, fake_redis):
     m = scripted_model(model())
-    rec = engine.create_session(str(ws), model=m, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=m, permission_mode="bypassPermissions"))
     fake_redis.set(keys.session_memory(rec.id), "# Session memory\nFixing calc.py add().")
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "fix calc.py"))

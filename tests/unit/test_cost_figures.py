@@ -15,6 +15,7 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows import model_providers
+from workflows.sessions.options import SessionOptions
 from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
 from workflows.pricing import cost_usd
 
@@ -39,7 +40,7 @@ def ran(engine, ws):
     st = engine.settings
     st.session_memory_init_tokens, st.session_memory_tool_calls, st.session_memory_update_tokens = 100, 1, 1000
     model = scripted_model(Script(turns=turns()))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "why does add fail?"))
     inline.run(1)  # the first reply: it asks for a session-memory update and a Read
@@ -126,7 +127,7 @@ def test_the_json_result_keeps_claude_codes_keys_and_adds_a_breakdown(ran):
 
 def test_compaction_is_its_own_kind_and_inside_the_run(engine, ws):
     model = scripted_model(Script(turns=[Turn(text="hi", usage=ScriptUsage(input_tokens=500, output_tokens=10))]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "hello"))
     inline.drain()
@@ -140,7 +141,7 @@ def test_compaction_is_its_own_kind_and_inside_the_run(engine, ws):
 
 
 def test_calls_from_before_the_breakdown_show_as_earlier_calls(engine, ws):
-    rec = engine.create_session(str(ws), model="claude-sonnet-4-5", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5", no_memory=True))
     rec.usage = Usage(input_tokens=1000, output_tokens=100)
     rec.cost_usd = 0.0045
     rec.usage_by_kind = {"main": Usage(input_tokens=400, output_tokens=50)}
@@ -157,7 +158,7 @@ def test_a_run_without_forks_says_nothing_about_memory():
 
 
 def test_run_figures_show_the_main_loop_alone_until_a_fork_finishes(engine, ws):
-    rec = engine.create_session(str(ws), model="claude-sonnet-4-5", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5", no_memory=True))
     rec.run_usage, rec.run_cost_usd = Usage(input_tokens=3591), 0.0126
     assert run_figures(rec) == "$0.0126 · 3,591 tokens"
     rec.run_memory_usage, rec.run_memory_cost_usd = Usage(input_tokens=3356), 0.0128

@@ -12,6 +12,7 @@ from cli.replay import replay
 from demo.scripted import ToolUse, Turn
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.agents.labels import MAX_LABEL, TaskLabels
 from workflows.models import AssistantEntry, AssistantMessage, ToolUseBlock, UserEntry
 
@@ -108,8 +109,7 @@ def _same_prompt_family(ws):
 
 
 def test_show_nests_each_sub_agents_lines_under_its_own_task_call(engine, ws):
-    rec = engine.create_session(str(ws), model=scripted_model(_same_prompt_family(ws)),
-                                permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(_same_prompt_family(ws)), permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "split the work"))
     inline.drain()
@@ -155,7 +155,7 @@ def test_the_resume_picker_shows_each_sessions_age_and_turns_and_no_sub_agents(e
     from cli.interactive_habits import pick_recent
 
     model = scripted_model(_same_prompt_family(ws))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "split the work"))
     inline.drain()
@@ -169,10 +169,10 @@ def test_the_resume_picker_shows_each_sessions_age_and_turns_and_no_sub_agents(e
 
 
 def test_a_resume_recaps_the_whole_conversation_compactly(engine, ws, capsys):
-    from cli.interactive import recap
+    from cli.interactive_open import recap
 
     model = scripted_model(_same_prompt_family(ws))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "split the work"))
     inline.drain()

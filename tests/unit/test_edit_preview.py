@@ -8,7 +8,9 @@ import json
 import pytest
 
 from demo.scripted import Script, ToolUse, Turn
+from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionSetup
 from workflows.edit_preview import MAX_DIFF_LINES, preview
 from workflows.exceptions import AlwaysNotOffered
 from workflows.models import PermissionRequestEntry, RuleSet
@@ -18,7 +20,7 @@ EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b"
 
 
 def start(engine, ws, turns, **kw):
-    rec = engine.create_session(str(ws), model=scripted_model(Script(turns=turns)), **kw)
+    rec = create_session(engine, str(ws), model=scripted_model(Script(turns=turns)), **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -73,7 +75,7 @@ def test_a_file_the_session_may_not_read_gets_no_diff_and_says_why(engine, ws):
     (ws / ".env").write_text("SECRET=hunter2\n")
     rules = RuleSet()
     rules.add("deny", "Read(./.env)", "test")
-    rec = engine.create_session(str(ws), rules=rules)
+    rec = engine.create_session(str(ws), setup=SessionSetup(rules=rules))
     shown = preview(rec, "Edit", {"file_path": ".env", "old_string": "SECRET=hunter2", "new_string": "SECRET=x"})
     assert shown.diff == "" and "hunter2" not in shown.note
     assert shown.note.startswith("diff not shown: the session may not read") and "Read(./.env)" in shown.note

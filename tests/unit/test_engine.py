@@ -8,7 +8,9 @@ import pytest
 
 from demo.scripted import DEMO_FILES, DEMO_PROMPT, Script, ScriptError, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.context import api_messages
 from workflows.engine import Engine
 from workflows.models import (
@@ -27,7 +29,7 @@ from workflows.tools.base import ToolOutput
 
 def session(engine, ws, turns, mode="bypassPermissions", **kw):
     model = scripted_model(Script(turns=turns) if isinstance(turns, list) else turns)
-    return engine.create_session(str(ws), model=model, permission_mode=mode, **kw)
+    return create_session(engine, str(ws), model=model, permission_mode=mode, **kw)
 
 
 def results(engine, sid):
@@ -41,7 +43,7 @@ def tool_results(engine, sid):
 
 def test_demo_session_reads_edits_runs_and_finishes(engine, ws):
     model = "scripted:demo"
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     inline.drain()
@@ -70,7 +72,7 @@ def test_demo_session_reads_edits_runs_and_finishes(engine, ws):
 
 
 def test_messages_sent_to_the_model_pair_every_tool_use_with_a_result(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     inline.drain()
@@ -160,7 +162,7 @@ def test_sdk_retry_after_a_529_then_success(engine, ws, settings):
 
 
 def test_missing_api_key_ends_the_run_with_how_to_set_one(engine, ws):
-    rec = engine.create_session(str(ws), model="claude-sonnet-4-5")
+    rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -169,7 +171,7 @@ def test_missing_api_key_ends_the_run_with_how_to_set_one(engine, ws):
 
 
 def test_unknown_scripted_model_ends_the_run_with_the_reason(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:no-such-script")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:no-such-script"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -178,7 +180,7 @@ def test_unknown_scripted_model_ends_the_run_with_the_reason(engine, ws):
 
 
 def test_a_duplicate_delivery_of_a_finished_step_changes_nothing(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     inline.drain()
@@ -215,7 +217,7 @@ def test_a_late_result_after_cancel_is_discarded_and_the_transcript_stays_valid(
 
 
 def test_reaper_redispatches_a_step_whose_worker_died(engine, ws, settings):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     dead = engine.claim(rec.id, step.id, "dead-worker").step  # claims, then never finishes
@@ -236,7 +238,7 @@ def test_reaper_redispatches_a_step_whose_worker_died(engine, ws, settings):
 
 def test_a_step_that_keeps_losing_its_worker_fails_the_run(engine, ws, settings):
     settings.max_attempts = 2
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     now = time.time()
     for i in range(2):
@@ -268,7 +270,7 @@ def test_a_mutating_command_whose_worker_died_is_not_run_again(engine, ws, setti
 
 
 def test_a_pending_step_nobody_picked_up_is_dispatched_again(engine, ws, settings):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)  # the dispatch is "lost"
     assert engine.reap(time.time()) == []
     again = engine.reap(time.time() + settings.pickup_timeout_seconds + 1)
@@ -292,7 +294,7 @@ def test_a_message_sent_while_busy_waits_in_the_inbox_and_runs_next(engine, ws):
 
 
 def test_cancel_of_an_idle_session_is_a_no_op(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     assert engine.cancel(rec.id) is False
     assert engine.store.log_length(rec.id) == 0
 

@@ -12,6 +12,7 @@ import typing
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.fenced import Recorder
 from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry
@@ -20,8 +21,7 @@ from workflows.tools.base import ToolOutput
 
 
 def _session(engine, ws, turns):
-    return engine.create_session(str(ws), model=scripted_model(Script(turns=turns)),
-                                 permission_mode="bypassPermissions", auto_memory=False)
+    return engine.create_session(str(ws), SessionOptions(model=scripted_model(Script(turns=turns)), permission_mode="bypassPermissions", no_memory=True))
 
 
 def test_step_records_hold_only_scalars_so_the_scripts_can_round_trip_them_with_cjson():

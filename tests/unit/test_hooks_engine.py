@@ -9,7 +9,9 @@ import time
 
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows import tool_step
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (
@@ -42,7 +44,7 @@ def hooks(event: str, command: str, matcher: str = "Bash"):
 
 def start(engine, ws, turns, hookset, mode="bypassPermissions", **kw):
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode, hooks=hookset, auto_memory=False, **kw)
+    rec = create_session(engine, str(ws), model=model, permission_mode=mode, hooks=hookset, auto_memory=False, **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -144,8 +146,7 @@ def test_a_retried_step_acts_on_the_recorded_verdict_without_running_the_hook_ag
  {"file_path": "out.txt", "content": "from the hook"}}}'""")
     write = ToolUse(name="Write", input={"file_path": "out.txt", "content": "from the model"})
     model = scripted_model(Script(turns=[Turn(tool_uses=[write]), Turn(text="ok")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False,
-                                hooks=hooks("PreToolUse", rewrite, matcher="Write"))
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True), SessionSetup(hooks=hooks("PreToolUse", rewrite, matcher="Write")))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.run(1)  # the model step

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.housekeeping_contract import RemovalContract
+from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
 from workflows.store import Store
 
@@ -21,7 +22,7 @@ def test_the_housekeeper_starts_the_retention_gc_at_most_hourly(fake_redis, sett
     engine = Engine(Store(fake_redis, lock_wait=1.0), settings)
     assert start_retention(engine, "w1") is None, "no retention set: never"
     settings.retention_days = 30
-    rec = engine.create_session(str(ws), model="scripted:demo", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", no_memory=True))
     engine.store.r.zadd("mainsail:sessions", {rec.id: 1.0})  # inactive since 1970
     rec.updated_at = 1.0
     engine.store.r.set(f"mainsail:session:{rec.id}", rec.model_dump_json())

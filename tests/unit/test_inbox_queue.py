@@ -9,6 +9,7 @@ from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import last_prompt
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.models import ResultEntry, UserEntry
 
@@ -24,8 +25,7 @@ def echo(body: dict) -> Turn:
 @pytest.fixture
 def busy(engine, ws):
     """A session whose run of "zero" is running its tool step, with "first" and "second" queued."""
-    rec = engine.create_session(str(ws), model=scripted_model(echo), permission_mode="bypassPermissions",
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(echo), permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "zero"))
     inline.run(1)  # the model asked for a Read; the tool step is queued, not run
@@ -87,8 +87,7 @@ def test_the_bool_cancel_dispatches_the_next_message_through_its_dispatcher(engi
 
 def test_an_idle_session_with_a_stranded_queue_runs_it_first(engine, ws):
     """What an older version's cancel left behind: idle, with queued messages nothing would run."""
-    rec = engine.create_session(str(ws), model=scripted_model(echo), permission_mode="bypassPermissions",
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(echo), permission_mode="bypassPermissions", no_memory=True))
     engine.store.r.rpush(keys.inbox(rec.id), "first", "second")
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "third"))
@@ -108,7 +107,7 @@ def test_a_failed_run_also_goes_on_with_the_queue(engine, ws, settings):
     from demo.scripted import Script, ScriptError
 
     model = scripted_model(Script(turns=[Turn(text="fine", errors=[ScriptError(status=400, message="bad")])]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "one"))
     assert engine.submit(rec.id, "two") == []

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from cli import interactive
+from cli import interactive, interactive_open
 from cli.connect import Runtime
 from cli.interactive import Interactive
 from cli.interactive_habits import CYCLE_COMMAND
 from statemachines import State
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.engine import Engine
 from workflows.models import ResultEntry, SystemEntry, UserEntry
 from workflows.store import Store
@@ -59,7 +60,7 @@ def ws(tmp_path):
 
 
 def make(rt, ws, *lines, mode="default") -> Interactive:
-    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode=mode)
+    rec = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode=mode))
     return Interactive(rt, rt.engine.settings, ws, Lines(*lines), rec.id)
 
 
@@ -107,7 +108,7 @@ def test_model_switch_and_credentials(rt, ws, capsys):
 
 
 def test_clear_keeps_mode_rules_and_model(rt, ws, capsys):
-    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="acceptEdits")
+    rec = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode="acceptEdits"))
     rec.rules.add("allow", "Bash(npm test:*)", "--allowedTools")
     rt.store.save_session(rec)
     ui = Interactive(rt, rt.engine.settings, ws, Lines("/clear", "/permissions", "/exit"), rec.id)
@@ -125,8 +126,8 @@ def test_a_bypass_disabled_since_the_start_is_left_by_shift_tab_clear_and_resume
     """A session that started in bypassPermissions, then its workspace's settings disabled the mode:
     /permissions says what applies, Shift+Tab cycles among the other modes only, /clear does not carry
     bypass over, and /resume of such a session sets it to default with the warning."""
-    old = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
-    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
+    old = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode="bypassPermissions"))
+    rec = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode="bypassPermissions"))
     (ws / ".claude").mkdir()
     (ws / ".claude" / "settings.json").write_text('{"permissions": {"disableBypassPermissionsMode": "disable"}}')
     ui = Interactive(rt, rt.engine.settings, ws, Lines("/permissions", *[CYCLE_COMMAND] * 4, "/clear", "/permissions",
@@ -146,8 +147,8 @@ def test_a_bypass_disabled_since_the_start_is_left_by_shift_tab_clear_and_resume
 def test_resume_carries_the_settings_flags_disable_to_the_session_it_takes_up(rt, ws, capsys):
     """`mainsail --settings '{...disable...}'`, then /resume of a bypass session: it leaves bypass for good
     (the flag's layer joins its record), as `--settings ... --resume ID` at the start would."""
-    other = rt.engine.create_session(str(ws), model=MODEL, permission_mode="bypassPermissions")
-    rec = rt.engine.create_session(str(ws), model=MODEL)
+    other = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode="bypassPermissions"))
+    rec = rt.engine.create_session(str(ws), SessionOptions(model=MODEL))
     extra = [("--settings (inline JSON)", '{"permissions": {"disableBypassPermissionsMode": "disable"}}')]
     ui = Interactive(rt, rt.engine.settings, ws, Lines(f"/resume {other.id}", "/exit"), rec.id, extra_settings=extra)
     ui.loop()
@@ -159,7 +160,7 @@ def test_resume_carries_the_settings_flags_disable_to_the_session_it_takes_up(rt
 
 
 def test_resume_lists_this_workspaces_sessions_and_takes_a_number(rt, ws, capsys):
-    first = rt.engine.create_session(str(ws), model=MODEL)
+    first = rt.engine.create_session(str(ws), SessionOptions(model=MODEL))
     first.title = "the first one"
     rt.store.save_session(first)
     ui = make(rt, ws, "/resume", "2", "/exit")
@@ -172,7 +173,7 @@ def test_resume_lists_this_workspaces_sessions_and_takes_a_number(rt, ws, capsys
 
 def test_ctrl_c_during_a_turn_cancels_the_session_and_returns_to_the_prompt(rt, ws, capsys, monkeypatch):
     sent = []
-    monkeypatch.setattr(interactive, "dispatch", sent.extend)
+    monkeypatch.setattr("cli.session_service.dispatch", sent.extend)
 
     def follow(store, sid, **kw):
         assert store.get_session(sid).state is not State.IDLE
@@ -198,17 +199,17 @@ def test_clear_ends_the_old_session_and_the_new_one_starts_with_source_clear(rt,
     from workflows.hooks.settings import parse_hooks
 
     sent = []
-    monkeypatch.setattr(interactive, "dispatch", sent.extend)
+    monkeypatch.setattr("cli.session_service.dispatch", sent.extend)
     hooks = parse_hooks({event: [{"hooks": [{"type": "command", "command": "true"}]}]
                          for event in ("SessionEnd", "SessionStart")}, "test")
-    rec = rt.engine.create_session(str(ws), model=MODEL, permission_mode="default", hooks=hooks)
+    rec = rt.engine.create_session(str(ws), SessionOptions(model=MODEL, permission_mode="default"), SessionSetup(hooks=hooks))
     ui = Interactive(rt, rt.engine.settings, ws, Lines("/clear"), rec.id)
     ui.loop()
     (end,) = sent
     assert (end.session_id, end.event, end.detail, end.background) == (rec.id, "SessionEnd", "clear", True)
     new = rt.store.get_session(ui.sid)
     assert ui.sid != rec.id and (new.session_started, new.start_source) == (False, "clear")
-    interactive.end_session(rt, ui.sid, "prompt_input_exit")
+    interactive_open.end_session(rt, ui.sid, "prompt_input_exit")
     assert [(s.session_id, s.detail) for s in sent[1:]] == [(ui.sid, "prompt_input_exit")]
 
 
@@ -237,3 +238,17 @@ def test_custom_commands_are_listed_by_help_sent_as_turns_and_unknown_ones_said(
 def test_help_says_how_to_add_a_custom_command_when_there_is_none(rt, ws, capsys):
     make(rt, ws, "/help", "/exit").loop()
     assert "No custom commands: add .claude/commands/NAME.md (this project)" in capsys.readouterr().out
+
+
+def test_memory_shows_the_projects_memory_index(rt, ws, capsys):
+    """/memory reads the project's MEMORY.md through the session service (no Redis client in the CLI)."""
+    from workflows.memory import MemoryRecord, ProjectMemory
+
+    ui = make(rt, ws, "/memory")
+    rec = rt.store.get_session(ui.sid)
+    assert rec.auto_memory and rec.project_id
+    ProjectMemory(rt.store.r, rec.project_id, rec.project_root).put(
+        MemoryRecord(name="prefers-tabs", description="The user indents with tabs", type="user"))
+    ui.loop()
+    out = capsys.readouterr().out
+    assert f"MEMORY.md of {rec.project_root}" in out and "The user indents with tabs" in out

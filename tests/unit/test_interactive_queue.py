@@ -10,7 +10,7 @@ from workflows.models import UserEntry
 
 
 def test_clear_queue_drops_the_messages_sent_from_elsewhere(rt, ws, capsys, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(interactive, "dispatch", lambda steps: None)
+    monkeypatch.setattr("cli.session_service.dispatch", lambda steps: None)
     ui = make(rt, ws, "/status", "/clear-queue", "/clear-queue", "/exit", mode="bypassPermissions")
     rt.engine.submit(ui.sid, "now")  # busy: the model step is never run here
     for text in ("later one", "later two"):
@@ -25,7 +25,7 @@ def test_clear_queue_drops_the_messages_sent_from_elsewhere(rt, ws, capsys, monk
 
 def test_ctrl_c_during_a_turn_runs_the_next_queued_message(rt, ws, capsys, monkeypatch):  # noqa: F811
     sent = []
-    monkeypatch.setattr(interactive, "dispatch", sent.extend)
+    monkeypatch.setattr("cli.session_service.dispatch", sent.extend)
 
     def follow(store, sid, **kw):
         rt.engine.submit(sid, "from another shell")  # queued while the turn runs

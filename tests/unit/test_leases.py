@@ -6,6 +6,7 @@ import threading
 import time
 
 from demo.scripted import DEMO_PROMPT
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.leases import LeaseKeeper, keeper_for
 from workflows.resilience import ResilientEngine
@@ -16,7 +17,7 @@ def claimed(engine, ws, n=1):
     """``n`` sessions, each with its model step claimed: ``[(sid, step, owner)]``."""
     out = []
     for _ in range(n):
-        rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+        rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
         (step,) = engine.submit(rec.id, DEMO_PROMPT)
         owner = owner_token()
         assert engine.claim(rec.id, step.id, owner).step is not None

@@ -11,6 +11,7 @@ from tests.inline import Inline, api_of, scripted_model
 from tests.unit.test_compaction import is_compaction, model as compacting_model
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
 from tests.unit.test_session_hooks import session_hooks
+from tests.session_kw import create as create_session
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (
     CompactBoundaryEntry,
@@ -27,7 +28,7 @@ EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b"
 
 def new_session(engine, ws, turns, hookset, mode="bypassPermissions"):
     m = scripted_model(turns if callable(turns) else Script(turns=turns))
-    rec = engine.create_session(str(ws), model=m, permission_mode=mode, hooks=hookset, auto_memory=False)
+    rec = create_session(engine, str(ws), model=m, permission_mode=mode, auto_memory=False, hooks=hookset)
     return rec.id, Inline(engine), m
 
 

@@ -11,6 +11,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, Turn
 from tasks import reaper
 from tests.inline import api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.models import ResultEntry, StepStatus
 from workflows.steps import owner_token, run_step
@@ -31,7 +32,7 @@ def expire(engine, sid, step_id):
 
 
 def claimed_by(engine, ws, worker):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     owner = owner_token()
     assert engine.claim(rec.id, step.id, owner, worker).step is not None
@@ -89,7 +90,7 @@ def test_a_model_call_whose_lease_expires_while_it_runs_is_made_once(engine, ws,
     with its first call, which commits, and the model was asked once."""
     engine.store.workers.register(LIVE, ["model"], ttl=30)
     model = scripted_model(Script(turns=[Turn(text="Slow answer.", delay_seconds=1.0)]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, "go")
     follow_ups = []
     run = threading.Thread(target=run_step, args=(engine, rec.id, step.id, follow_ups.extend, LIVE))

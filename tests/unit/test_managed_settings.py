@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from workflows.sessions.options import SessionOptions
 from workflows.models import PermissionMode
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import effective_mode
@@ -84,7 +85,7 @@ def test_a_policy_may_grant_bypass_as_the_users_own_files_may(settings, ws, home
 
 
 def test_the_check_at_each_decision_sees_a_policy_file_dropped_in_mid_session(engine, ws, home, managed):
-    rec = engine.create_session(str(ws), permission_mode="bypassPermissions", home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode="bypassPermissions"), home=str(home))
     bash = get_tool("Bash"), {"command": "rm -rf build"}
     assert effective_mode(rec) is PermissionMode.BYPASS and decide(*bash, rec).decision is Decision.ALLOW
     write(managed / "managed-settings.d" / "50-lockdown.json", DISABLE)
@@ -92,7 +93,7 @@ def test_the_check_at_each_decision_sees_a_policy_file_dropped_in_mid_session(en
 
 
 def test_a_drop_in_directory_that_cannot_be_listed_fails_closed(engine, ws, home, managed, monkeypatch):
-    rec = engine.create_session(str(ws), permission_mode="bypassPermissions", home=str(home))
+    rec = engine.create_session(str(ws), SessionOptions(permission_mode="bypassPermissions"), home=str(home))
     drop_in = managed / "managed-settings.d"
     drop_in.mkdir()
     real = os.listdir

@@ -13,6 +13,7 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.mcp_server import build
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.context import offered_tools
 from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
 from workflows.mcp.pool import McpPool, install
@@ -53,8 +54,7 @@ def start(engine, ws, turns, *, servers=None, mode="default", allow=(), deny=(),
     for r in deny:
         rules.add("deny", r, "test")
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode, rules=rules, asks=asks,
-                                mcp_servers=[server()] if servers is None else servers)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode=mode, asks=asks), SessionSetup(rules=rules, mcp_servers=[server()] if servers is None else servers))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     return rec, inline, model
@@ -272,7 +272,7 @@ def test_a_sub_agent_gets_the_parents_mcp_tools_and_calls_them(engine, ws):
 
     rules = RuleSet()
     rules.add("allow", "mcp__t", "test")
-    rec = engine.create_session(str(ws), model=scripted_model(turn), rules=rules, mcp_servers=[server()])
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(turn)), SessionSetup(rules=rules, mcp_servers=[server()]))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

@@ -9,7 +9,9 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ScriptUsage, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError
@@ -121,7 +123,7 @@ def big(n: int) -> ScriptUsage:
 def run_session(engine, ws, script, prompt: str, mode: str = "bypassPermissions", **kw):
     """A new session on ``script``, ``prompt`` run to the end (memory forks included); its id and model."""
     model = scripted_model(script)
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode, **kw)
+    rec = create_session(engine, str(ws), model=model, permission_mode=mode, **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, prompt))
     inline.drain()
@@ -143,7 +145,7 @@ def test_a_session_crossing_the_thresholds_updates_its_memory_in_the_background(
              for _ in range(12)]
     turns.append(Turn(text="Done reading.", usage=big(20_000)))
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "read calc.py a dozen times"))
 
@@ -179,7 +181,7 @@ def test_a_request_while_an_update_runs_waits_and_runs_once_after_it(engine, ws)
              for i in range(4)]
     turns.append(Turn(text="ok", usage=big(9_000)))
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     held = []
@@ -208,7 +210,7 @@ def test_compaction_uses_the_session_memory_and_makes_no_summary_call(engine, ws
              Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})], usage=big(190_000)),
              Turn(text="second answer", usage=big(1_000))]
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "remember the plan"))
     inline.drain()
@@ -261,7 +263,7 @@ EXTRACT_SAVES = [
 
 def test_a_final_answer_extracts_records_that_the_next_session_starts_with(engine, ws):
     model = scripted_model(Script(turns=[Turn(text="Noted.")], extract=EXTRACT_SAVES))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "I'm a data scientist; never mock the database in tests"))
     inline.run(1)
@@ -286,7 +288,7 @@ def test_a_final_answer_extracts_records_that_the_next_session_starts_with(engin
     # The next session of the project starts with the index; the records are read on demand.
     model2 = scripted_model(Script(turns=[
         Turn(tool_uses=[ToolUse(name="MemoryRead", input={"name": "no-mocks"})]), Turn(text="ok")]))
-    rec2 = engine.create_session(str(ws), model=model2, permission_mode="default")
+    rec2 = engine.create_session(str(ws), SessionOptions(model=model2, permission_mode="default"))
     inline.dispatch(engine.submit(rec2.id, "write the tests"))
     inline.drain()
     first = api_of(model2).requests[0]
@@ -331,7 +333,7 @@ def test_three_quick_turns_give_one_trailing_extraction_not_three(engine, ws):
 
     main.extract = extract
     model = scripted_model(main)
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "first"))
     inline.run(1)
@@ -375,7 +377,7 @@ def test_no_memory_sessions_neither_extract_nor_load_nor_offer_memory_tools(engi
 @pytest.mark.parametrize("action", ["cancel", "compact"])
 def test_cancel_or_compact_while_extracting_does_not_wait_for_the_extraction(engine, ws, action):
     model = scripted_model(Script(turns=[Turn(text="ok")], extract=EXTRACT_SAVES))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "I'm a data scientist"))
     inline.run(1)
@@ -468,8 +470,8 @@ def test_two_sessions_of_a_project_never_extract_at_once(engine, ws):
 
     main.extract = extract
     model = scripted_model(main)
-    a = engine.create_session(str(ws), model=model)
-    b = engine.create_session(str(ws), model=model)
+    a = engine.create_session(str(ws), SessionOptions(model=model))
+    b = engine.create_session(str(ws), SessionOptions(model=model))
     assert a.project_id == b.project_id
     inline = Inline(engine)
     inline.dispatch(engine.submit(a.id, "from A"))

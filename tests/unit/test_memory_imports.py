@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from workflows.sessions.options import SessionSetup
 from workflows.context_files import memory_files, user_context
 from workflows.memory_access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec
@@ -160,8 +161,8 @@ def test_default_access_is_the_workspace_alone(world):
 def test_the_engine_applies_the_sessions_rules(engine, world):
     ws, home = world
     (ws / "CLAUDE.md").write_text("@.env @/proc/self/environ @../outside/secret.txt")
-    rec = engine.create_session(str(ws), home=str(home), rules=RuleSet(deny=[RuleSpec(rule="Read(./.env)")]))
+    rec = engine.create_session(str(ws), setup=SessionSetup(rules=RuleSet(deny=[RuleSpec(rule="Read(./.env)")])), home=str(home))
     assert_no_secret(rec.user_context)
     assert rec.user_context.count(" left out: ") == 3
-    rec = engine.create_session(str(ws), home=str(home), additional_directories=[str(ws.parent / "outside")])
+    rec = engine.create_session(str(ws), setup=SessionSetup(additional_directories=[str(ws.parent / "outside")]), home=str(home))
     assert SECRET in rec.user_context and DOTENV in rec.user_context

@@ -6,6 +6,7 @@ import pytest
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.metrics import TALLY, Tally, field, read
 
 
@@ -41,7 +42,7 @@ def test_a_flush_adds_counts_and_histogram_buckets_to_redis_and_keeps_them_when_
 
 def test_a_session_counts_its_steps_tokens_and_approvals_once_each(engine, ws):
     turns = [Turn(tool_uses=[ToolUse(name="Bash", input={"command": "echo hi > x.txt"})]), Turn(text="done")]
-    rec = engine.create_session(str(ws), model=scripted_model(Script(turns=turns)), auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(Script(turns=turns)), no_memory=True))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

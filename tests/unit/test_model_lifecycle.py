@@ -10,6 +10,7 @@ from anthropic._data import DEPRECATED_MODELS
 
 from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.model_lifecycle import end_of_life, lifecycle_note, retired
 from workflows.model_names import resolve_model
 from workflows.models import SystemEntry
@@ -51,7 +52,7 @@ def test_a_date_in_another_form_gives_no_note(monkeypatch):
 def test_the_transcript_says_it_once_at_the_first_call(engine, ws, monkeypatch):
     model = scripted_model(Script(turns=[Turn(text="one"), Turn(text="two")]))
     monkeypatch.setitem(DEPRECATED_MODELS, model, "November 30th, 2026")
-    rec = engine.create_session(str(ws), model=model)
+    rec = engine.create_session(str(ws), SessionOptions(model=model))
     inline = Inline(engine)
     for prompt in ("go", "again"):
         inline.dispatch(engine.submit(rec.id, prompt))
@@ -65,7 +66,7 @@ def test_the_transcript_says_it_once_at_the_first_call(engine, ws, monkeypatch):
 def test_a_failed_call_of_a_retired_model_says_why(engine, ws, monkeypatch, day, said):
     model = scripted_model(Script(turns=[Turn(text="never", errors=[ScriptError(status=404)])]))
     monkeypatch.setitem(DEPRECATED_MODELS, model, day)
-    rec = engine.create_session(str(ws), model=model)
+    rec = engine.create_session(str(ws), SessionOptions(model=model))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

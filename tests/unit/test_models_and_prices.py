@@ -10,6 +10,7 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows import model_providers
+from workflows.sessions.options import SessionOptions
 from workflows.model_names import describe_model, model_overrides, resolve_model, session_model
 from workflows.models import AssistantEntry, PermissionMode, ResultEntry, SystemEntry, Usage
 from workflows.pricing import PRICES, add_cost, cost_usd, known_price, price_for
@@ -48,7 +49,7 @@ def test_the_session_model_precedence():
 
 
 def test_a_session_keeps_what_was_asked_and_sends_the_id(engine, ws):
-    rec = engine.create_session(str(ws), model="opusplan", permission_mode="default")
+    rec = engine.create_session(str(ws), SessionOptions(model="opusplan", permission_mode="default"))
     assert rec.model == "opusplan" and rec.sent_model() == "claude-sonnet-5-5"
     rec.permission_mode = PermissionMode.PLAN
     assert rec.sent_model() == "claude-opus-5-5"
@@ -80,7 +81,7 @@ def unpriced_scripted_models(monkeypatch) -> None:
 
 
 def _priced_run(engine, ws, model, monkeypatch, price=None):
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -112,7 +113,7 @@ def test_a_budget_cannot_hold_an_unknown_cost_so_the_run_stops(engine, ws, monke
 
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "*"})])] * 3))
     unpriced_scripted_models(monkeypatch)
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", max_budget_usd=1.0)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", max_budget_usd=1.0))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -124,7 +125,7 @@ def test_fallback_model_answers_once_the_main_one_is_overloaded(engine, ws, sett
     settings.api_max_retries = 0
     busy = scripted_model(Script(turns=[Turn(text="never", errors=[ScriptError(status=529, retry_after=0.01)] * 9)]))
     calm = scripted_model(Script(turns=[Turn(text="from the fallback")]))
-    rec = engine.create_session(str(ws), model=busy, fallback_model=calm, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=busy, fallback_model=calm, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -141,7 +142,7 @@ def test_no_fallback_for_other_errors(engine, ws, settings):
     settings.api_max_retries = 0
     broken = scripted_model(Script(turns=[Turn(text="never", errors=[ScriptError(status=500)] * 9)]))
     calm = scripted_model(Script(turns=[Turn(text="from the fallback")]))
-    rec = engine.create_session(str(ws), model=broken, fallback_model=calm, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=broken, fallback_model=calm, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

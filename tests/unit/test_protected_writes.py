@@ -250,7 +250,8 @@ def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allo
 
 def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engine, settings, tmp_path):
     from workflows.schedules.firing import fire
-    from workflows.schedules.models import Schedule, SessionOptions
+    from workflows.schedules.models import Schedule
+    from workflows.sessions.options import RemoteOptions
     from workflows.schedules.store import ScheduleStore
 
     for d in ("a", "b"):
@@ -261,7 +262,7 @@ def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engi
     fired = {}
     for who in ("token:team-a", "user:me"):
         s = Schedule(name="nightly", cron="0 3 * * *", workspace=str(tmp_path / "a"), prompt="report",
-                     options=SessionOptions(), created_by=who)
+                     options=RemoteOptions(), created_by=who)
         ScheduleStore(engine.store.r).add(s)
         fired[who] = engine.store.get_session(fire(engine, settings, s.id, manual=True).session_id)
     assert fired["token:team-a"].sandbox.deny_read == [os.path.realpath(tmp_path / "b")]

@@ -15,7 +15,9 @@ import pytest
 
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
@@ -25,7 +27,7 @@ from workflows.tools.base import ToolOutput
 
 
 def _session(engine, ws, turns, mode="bypassPermissions", **kw):
-    return engine.create_session(str(ws), model=scripted_model(Script(turns=turns)), permission_mode=mode,
+    return create_session(engine, str(ws), model=scripted_model(Script(turns=turns)), permission_mode=mode,
                                  auto_memory=False, **kw)
 
 
@@ -77,7 +79,7 @@ def test_the_transcript_is_the_same_as_when_tool_steps_run_the_reads(engine, ws)
 
     def shape(quick: bool):
         engine.settings.quick_tools = quick
-        rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+        rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
         [step] = engine.submit(rec.id, "read")
         _run_chain(engine, rec.id, step.id, lambda s: True, [])
         out = []
@@ -354,7 +356,7 @@ def test_a_hostile_read_gets_the_same_answer_run_early_as_on_a_tool_step(engine,
 
     def result(quick: bool):
         engine.settings.quick_tools = quick
-        rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+        rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
         [step] = engine.submit(rec.id, "read")
         sent: list = []
         _run_chain(engine, rec.id, step.id, lambda s: True, sent)

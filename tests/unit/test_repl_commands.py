@@ -29,7 +29,7 @@ def test_note_asks_which_memory_file_and_appends_a_line(rt, ws, tmp_path, capsys
 
 def test_bang_submits_bash_mode(rt, ws, capsys, monkeypatch):  # noqa: F811
     inline = Inline(rt.engine)
-    monkeypatch.setattr(interactive, "dispatch", inline.dispatch)
+    monkeypatch.setattr("cli.session_service.dispatch", inline.dispatch)
     monkeypatch.setattr(interactive.Interactive, "follow_turn",
                         lambda self, text, **kw: (inline.dispatch(self.engine.submit(self.sid, text)), inline.drain()))
     ui = make(rt, ws, "!echo from-bash", "!", "/exit", mode="bypassPermissions")

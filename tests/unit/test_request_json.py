@@ -6,6 +6,7 @@ import json
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import request_json
 from workflows.context import build_request
 from workflows.model_client import client_for, stream_reply
@@ -21,7 +22,7 @@ def test_the_body_is_the_sdks_json_text_byte_for_byte(engine, ws):
     (ws / "a.txt").write_text("é ünïcode \u2028 \"quoted\" \\ tab\t\n")
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": str(ws / "a.txt")})]),
                                          Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "read a.txt, then say 'done'"))
     inline.drain()
@@ -32,7 +33,7 @@ def test_the_body_is_the_sdks_json_text_byte_for_byte(engine, ws):
 
 
 def test_a_shared_block_is_encoded_once_across_requests(engine, ws, monkeypatch):
-    rec = engine.create_session(str(ws), model="scripted:demo")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     entries_request = build_request(rec, [], 1000)
     tools = entries_request["tools"]
     shared = [t for t in tools if type(t) is Block]
@@ -53,7 +54,7 @@ def test_a_block_is_json_like_any_dict_and_nested_values_are_plain():
 
 def test_a_model_call_through_the_prepared_body_reaches_the_api_whole(engine, ws, settings):
     model = scripted_model(Script(turns=[Turn(text="hello there")]))
-    rec = engine.create_session(str(ws), model=model)
+    rec = engine.create_session(str(ws), SessionOptions(model=model))
     request = build_request(rec, [], 100)
     request["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi ü"}]}]
     texts = []

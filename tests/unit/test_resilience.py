@@ -12,6 +12,7 @@ from redis.exceptions import ResponseError
 
 from demo.scripted import DEMO_PROMPT
 from tests.inline import Inline
+from workflows.sessions.options import SessionOptions
 from workflows import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus
@@ -52,7 +53,7 @@ def test_retrying_rides_out_transient_errors_and_gives_up_after_its_budget(monke
 
 def test_a_claim_whose_reply_was_lost_is_not_counted_twice(engine, ws, monkeypatch):
     monkeypatch.setattr(resilience, "FIRST_DELAY", 0.001)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     monkeypatch.setattr(engine, "claim", Flaky(engine.claim, failures=1, landed=True))
     claimed = ResilientEngine(engine).claim(rec.id, step.id, "me:1:a")
@@ -61,7 +62,7 @@ def test_a_claim_whose_reply_was_lost_is_not_counted_twice(engine, ws, monkeypat
 
 def test_a_commit_that_landed_before_its_reply_was_lost_still_sends_what_follows(engine, ws, monkeypatch):
     monkeypatch.setattr(resilience, "FIRST_DELAY", 0.001)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     monkeypatch.setattr(engine, "record_model_reply", Flaky(engine.record_model_reply, failures=1, landed=True))
@@ -74,7 +75,7 @@ def test_a_commit_that_landed_before_its_reply_was_lost_still_sends_what_follows
 
 def test_a_step_rides_out_an_outage_without_spending_an_attempt(engine, ws, monkeypatch):
     monkeypatch.setattr(resilience, "FIRST_DELAY", 0.001)
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     monkeypatch.setattr(engine, "claim", Flaky(engine.claim, failures=3))
@@ -87,7 +88,7 @@ def test_a_step_rides_out_an_outage_without_spending_an_attempt(engine, ws, monk
 
 def test_a_live_delta_redis_refuses_is_dropped_and_the_call_goes_on(engine, ws, caplog):
     caplog.set_level(logging.WARNING, logger="workflows.steps")  # an in-process worker may have quieted it
-    rec = engine.create_session(str(ws), model="scripted:demo")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
 
     class Down:

@@ -10,6 +10,7 @@ import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.checkpoints import Checkpoints
 from workflows.store_checkpoints import FileCheckpoints
@@ -58,7 +59,7 @@ class Lines:
 
 def two_turns(engine, ws):
     model = scripted_model(script(ws))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     for prompt in ("one", "two"):
         inline.dispatch(engine.submit(rec.id, prompt))
@@ -199,8 +200,7 @@ def test_a_sub_agents_edits_are_checkpointed_for_its_parents_message(engine, ws)
         return Turn(tool_uses=[ToolUse(id="toolu_t1", name="Task", input={
             "description": "write c", "prompt": "child job", "subagent_type": "general-purpose"})])
 
-    rec = engine.create_session(str(ws), model=scripted_model(turn), permission_mode="bypassPermissions",
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=scripted_model(turn), permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "delegate"))
     inline.drain()

@@ -12,6 +12,7 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.models import StepKind, StepStatus, UserEntry
 from workflows.tools.base import ToolOutput
 from workflows.tools.saved import save_large_result
@@ -23,7 +24,7 @@ def run_bash(engine, ws, command):
     """A session that runs ``command`` with Bash, to its end; its tool result and its tool step."""
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={"command": command})]),
                                          Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -56,7 +57,7 @@ def test_a_result_that_cannot_be_saved_is_an_error_result_at_once(engine, ws):
     folder.mkdir(parents=True)
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={"command": BIG})]),
                                          Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.run(1)  # the model step: the tool call's id is known now

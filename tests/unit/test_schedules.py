@@ -7,12 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.models import SystemEntry, UserEntry
 from workflows.schedules import cron
 from workflows.schedules.firing import fire
-from workflows.schedules.models import RunMode, Schedule, SessionOptions
+from workflows.schedules.models import RunMode, Schedule
+from workflows.sessions.options import RemoteOptions
 from workflows.schedules.store import BrokenSchedule, ScheduleStore
 
 
@@ -141,7 +143,7 @@ def notes(engine, sid):
 
 def test_one_run_fires_once_however_many_messages_ask(engine, settings, ws):
     store = ScheduleStore(engine.store.r)
-    s = store.add(make(ws, options=SessionOptions(permission_mode="acceptEdits", max_turns=3)))
+    s = store.add(make(ws, options=RemoteOptions(permission_mode="acceptEdits", max_turns=3)))
     due = at(3, 0).timestamp()
     first = fire(engine, settings, s.id, due, fired_at=due + 1.5)
     again = fire(engine, settings, s.id, due, fired_at=due + 2.0)
@@ -220,7 +222,7 @@ def test_a_continued_run_whose_worker_died_after_sending_is_not_sent_again(engin
 
 
 def test_submit_with_a_key_sends_a_message_once(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     assert engine.submit(rec.id, "first", once="k1")
     assert engine.submit(rec.id, "first", once="k1") == []
     engine.submit(rec.id, "second", once="k2")

@@ -7,8 +7,10 @@ import json
 
 from demo.scripted import Script, Turn
 from statemachines import State
+from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT
 from workflows.hooks.settings import parse_hooks
 from workflows.models import HookEntry, ResultEntry, StepKind, UserEntry
@@ -22,7 +24,7 @@ def session_hooks(**events: str):
 
 def start(engine, ws, turns, hookset, prompt="go", **kw):
     model = scripted_model(Script(turns=turns))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", hooks=hookset,
+    rec = create_session(engine, str(ws), model=model, permission_mode="bypassPermissions", hooks=hookset,
                                 auto_memory=False, **kw)
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, prompt))
@@ -115,8 +117,7 @@ def submitted(engine, ws, body: str, answer: str):
     """A prompt submitted to a session with a UserPromptSubmit hook ``body``: its hook step queued, not run."""
     cmd = hook_script(ws, "ups", body)
     model = scripted_model(Script(turns=[Turn(text=answer)]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False,
-                                hooks=session_hooks(UserPromptSubmit=cmd))
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True), SessionSetup(hooks=session_hooks(UserPromptSubmit=cmd)))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     (step,) = list(inline.queue)
@@ -153,7 +154,7 @@ def test_sessions_without_session_hooks_send_no_hook_step(engine, ws):
 
 
 def test_the_cli_warns_only_about_events_that_still_do_not_run():
-    from cli.run import unrun_hooks
+    from workflows.session_setup import unrun_hooks
 
     assert unrun_hooks(session_hooks(UserPromptSubmit="a", Stop="b", SessionStart="c", PreToolUse="d",
                                      PreCompact="e", Notification="f", SessionEnd="g")) == []

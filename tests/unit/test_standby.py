@@ -9,6 +9,7 @@ import pytest
 
 from cli import standby
 from demo.scripted import DEMO_PROMPT
+from workflows.sessions.options import SessionOptions
 from workflows.exceptions import MissingCredentials
 
 
@@ -43,7 +44,7 @@ def started(monkeypatch):
 
 
 def test_a_worker_starts_here_the_moment_nobody_serves_a_needed_queue(rt, settings, started, ws):
-    rec = rt.engine.create_session(str(ws), model="scripted:demo", tools_queue="tools.ws-host")
+    rec = rt.engine.create_session(str(ws), SessionOptions(model="scripted:demo"), tools_queue="tools.ws-host")
     rt.store.workers.register("w#1", ["model", "tools", "memory"], ttl=30)
     keeper = standby.Standby(rt, settings)
     assert keeper.check() == set() and started == []
@@ -63,7 +64,7 @@ def test_no_worker_starts_here_when_embedded_workers_are_off(rt, settings, start
 
 
 def test_what_a_session_waits_for(rt, ws):
-    rec = rt.engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = rt.engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     assert standby.waiting_for(rt.store, rec.id, embedded=True) is None  # idle
     (step,) = rt.engine.submit(rec.id, DEMO_PROMPT)
     assert standby.waiting_for(rt.store, rec.id, embedded=False) == (
@@ -83,7 +84,7 @@ def test_what_a_session_waits_for(rt, ws):
 
 
 def test_a_note_comes_after_a_quiet_while_and_once_per_change(rt, ws, capsys):
-    rec = rt.engine.create_session(str(ws), model="scripted:demo")
+    rec = rt.engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     rt.engine.submit(rec.id, DEMO_PROMPT)
     notes = standby.WaitNotes(rt.store, 2.0, lambda: False)
     notes.note(rec.id, 1.0)

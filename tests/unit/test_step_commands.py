@@ -15,6 +15,7 @@ import time
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.commit.committer import LIST_SECONDS
 from workflows.fenced import Recorder, coalesced
@@ -24,8 +25,7 @@ from workflows.store import stream_entries
 
 
 def _session(engine, ws, turns):
-    return engine.create_session(str(ws), model=scripted_model(Script(turns=turns)),
-                                 permission_mode="bypassPermissions", auto_memory=False)
+    return engine.create_session(str(ws), SessionOptions(model=scripted_model(Script(turns=turns)), permission_mode="bypassPermissions", no_memory=True))
 
 
 def _read_loop(engine, ws, n=2):
@@ -289,7 +289,7 @@ def test_one_script_call_renews_every_lease_a_process_holds(engine, ws, monkeypa
     rec = _read_loop(engine, ws, 1)
     steps = []
     for _ in range(3):
-        r = engine.create_session(str(ws), model=rec.model, permission_mode="bypassPermissions", auto_memory=False)
+        r = engine.create_session(str(ws), SessionOptions(model=rec.model, permission_mode="bypassPermissions", no_memory=True))
         [s] = engine.submit(r.id, "go")
         owner = owner_token()
         engine.claim(r.id, s.id, owner)

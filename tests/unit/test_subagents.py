@@ -8,6 +8,7 @@ from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.agents import AgentFileError, agents_from_json, load_agents, parse_agent_file
 from workflows.context import build_request
 from workflows.engine.subagents import tree
@@ -45,7 +46,7 @@ def tool_results(engine, sid):
 
 def test_three_task_calls_start_three_children_and_their_answers_come_back_once(engine, ws):
     model = scripted_model(family([Turn(tool_uses=[task(1), task(2), task(3)]), Turn(text="all done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "split the work"))
     inline.run(1)  # the parent's model call: three Task calls, one batch
@@ -82,7 +83,7 @@ def test_three_task_calls_start_three_children_and_their_answers_come_back_once(
 
 def test_an_unknown_agent_type_is_an_error_result_naming_the_available_ones(engine, ws):
     model = scripted_model(family([Turn(tool_uses=[task(1, kind="nope")]), Turn(text="ok")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -96,7 +97,7 @@ def test_a_reply_starts_at_most_ten_sub_agents_and_the_rest_are_refused_saying_s
 
     n = MAX_SUBAGENTS_PER_REPLY + 2
     model = scripted_model(family([Turn(tool_uses=[task(i) for i in range(1, n + 1)]), Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "fan out"))
     inline.run(1)
@@ -117,7 +118,7 @@ def test_a_child_inherits_the_parents_mode_and_rules_and_its_ask_waits_in_the_ch
         return Turn(text="made it")
 
     model = scripted_model(family([Turn(tool_uses=[task(1)]), Turn(text="parent done")], child))
-    rec = engine.create_session(str(ws), model=model, permission_mode="default")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="default"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -139,7 +140,7 @@ def test_cancelling_the_parent_stops_its_running_children(engine, ws):
                                        input={"command": "rm -rf /tmp/nothing-here"})])
 
     model = scripted_model(family([Turn(tool_uses=[task(1), task(2)]), Turn(text="x")], child))
-    rec = engine.create_session(str(ws), model=model, permission_mode="default")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="default"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -159,7 +160,7 @@ def test_cancelling_the_parent_stops_its_running_children(engine, ws):
 
 def test_a_child_step_claimed_after_its_parent_stopped_waiting_is_not_run(engine, ws):
     model = scripted_model(family([Turn(tool_uses=[task(1)]), Turn(text="x")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.run(1)
@@ -181,7 +182,7 @@ def test_the_task_schema_lists_the_sessions_agents_and_a_child_has_no_task_tool(
     (agents_dir / "reviewer.md").write_text(
         "---\nname: reviewer\ndescription: Reviews code for bugs\ntools: Read, Grep\nmodel: haiku\n---\n"
         "You are a careful reviewer.\n")
-    rec = engine.create_session(str(ws), model="claude-sonnet-4-5")
+    rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5"))
     tools = {t["name"]: t for t in build_request(rec, [], 100)["tools"]}
     assert "- reviewer: Reviews code for bugs (Tools: Read, Grep)" in tools["Task"]["description"]
     assert "- general-purpose: General-purpose agent" in tools["Task"]["description"]
@@ -200,7 +201,7 @@ def test_a_custom_agent_runs_with_its_prompt_tools_and_model(engine, ws):
     agents = agents_from_json({"reviewer": {"description": "Reviews", "prompt": "You review.",
                                             "tools": ["Read", "Bash"], "model": "inherit"}})
     model = scripted_model(family([Turn(tool_uses=[task(1, kind="reviewer")]), Turn(text="x")], child))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", agents=agents)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", agents=agents))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -237,8 +238,7 @@ def test_subagent_stop_hooks_run_for_a_child_and_stop_hooks_only_for_the_parent(
     hooks = parse_hooks({event: [{"hooks": [{"type": "command", "command": f"echo {event} >> {log}"}]}]
                          for event in ("Stop", "SubagentStop")}, "test")
     model = scripted_model(family([Turn(tool_uses=[task(1)]), Turn(text="parent done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", hooks=hooks,
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True), SessionSetup(hooks=hooks))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -248,7 +248,7 @@ def test_subagent_stop_hooks_run_for_a_child_and_stop_hooks_only_for_the_parent(
 
 def test_removing_a_parent_removes_its_sub_agents(engine, ws):
     model = scripted_model(family([Turn(tool_uses=[task(1), task(2)]), Turn(text="x")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()

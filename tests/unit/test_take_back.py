@@ -9,6 +9,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from tasks import reaper
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.models import StepStatus, SystemEntry, UserEntry
 from workflows.steps import owner_token
@@ -27,7 +28,7 @@ def sent(monkeypatch):
 def bash_session(engine, ws, command="echo x >> ran.txt"):
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={"command": command})]),
                                          Turn(text="done")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.run(1)  # the model asks for the command
@@ -47,7 +48,7 @@ def warnings(engine, sid):
 
 
 def test_a_dead_workers_model_step_runs_again_at_once_and_says_so(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     owner = owner_token()
     die(engine)
@@ -89,7 +90,7 @@ def test_a_command_running_when_its_worker_died_is_reported_once_and_never_run_a
 
 
 def test_a_message_taken_but_not_claimed_is_sent_again_without_a_word(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     die(engine)
     engine.store.workers.note_taken(DEAD, rec.id, step.id)
@@ -100,7 +101,7 @@ def test_a_message_taken_but_not_claimed_is_sent_again_without_a_word(engine, ws
 
 
 def test_a_step_claimed_by_another_worker_since_is_left_alone(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     die(engine)
     engine.store.workers.note_taken(DEAD, rec.id, step.id)
@@ -121,7 +122,7 @@ def test_the_follow_ups_of_a_finished_step_are_sent_again(engine, ws, sent):
 
 
 def test_a_session_lock_the_dead_worker_held_is_freed_at_once(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     die(engine)
     engine.store.workers.note_taken(DEAD, rec.id, step.id)
@@ -136,14 +137,14 @@ def test_a_session_lock_the_dead_worker_held_is_freed_at_once(engine, ws, sent):
 
 
 def test_a_worker_takes_its_locks_with_its_name(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     engine.store.lock_owner = "w#1"
     with engine.store.lock(rec.id):
         assert engine.store.r.get(keys.lock(rec.id)).decode().startswith("w#1|")
 
 
 def test_a_reaper_never_takes_back_its_own_steps(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     die(engine, "me#1")  # its own registration lapsed (a stall), but it is alive
     engine.claim(rec.id, step.id, owner_token(), "me#1")
@@ -159,7 +160,7 @@ def test_a_worker_that_registered_again_is_not_dead(engine, ws, sent):
 
 
 def test_leaving_hands_back_what_the_worker_took(engine, ws, sent):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     engine.store.workers.register("leaving#1", ["model"], ttl=30)
     engine.store.workers.note_taken("leaving#1", rec.id, step.id)
@@ -181,7 +182,7 @@ def test_an_expired_lease_of_a_command_is_reported_as_unknown_not_re_run(engine,
 
 
 def test_a_claim_asked_again_by_its_owner_is_the_same_claim(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     first = engine.claim(rec.id, step.id, "me:1:a").step
     again = engine.claim(rec.id, step.id, "me:1:a").step  # its first reply was lost to a Redis error
@@ -192,7 +193,7 @@ def test_a_claim_asked_again_by_its_owner_is_the_same_claim(engine, ws):
 def test_a_worker_that_died_mid_sweep_leaves_nothing_waiting_long(engine, ws, sent):
     """A reaper killed after taking a step back but before sending it: the dead worker is still listed
     with that step, so the next reaper sends the (now pending) step."""
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     owner = owner_token()
     die(engine)
@@ -223,7 +224,7 @@ def test_a_step_whose_session_was_removed_meanwhile_is_simply_not_ours_any_more(
 def test_a_worker_whose_registration_lapsed_is_taken_back_only_once_it_stays_gone(engine, ws, sent):
     """A live worker starved of CPU refreshes its registration late: its running model calls must not be
     made a second time, so a lapse has to last ``confirm`` seconds before its steps are taken back."""
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     die(engine)
     assert engine.claim(rec.id, step.id, owner_token(), DEAD).step is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from demo.scripted import Script, ScriptError, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
 from workflows.memory import fork_kind
 from workflows.models import StepKind, StepStatus
@@ -17,7 +18,7 @@ def titled(engine: Engine) -> Engine:
 
 def run(engine, ws, script: Script, *prompts: str):
     model = scripted_model(script)
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True))
     inline = Inline(engine)
     for prompt in prompts:
         inline.dispatch(engine.submit(rec.id, prompt))

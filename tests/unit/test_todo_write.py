@@ -10,6 +10,7 @@ from cli.render import Renderer
 from cli.sessions import describe
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.models import StepKind, UserEntry
 from workflows.tools import tool_schemas
 from workflows.tools.todo import RESULT
@@ -22,7 +23,7 @@ TODOS = [{"content": "Read calc.py", "status": "completed", "activeForm": "Readi
 def run(engine, ws, todos, mode="default"):
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="TodoWrite", input={"todos": todos})]),
                                          Turn(text="planned")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode=mode)
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode=mode))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "plan it"))
     kinds = []

@@ -9,6 +9,7 @@ import pytest
 from demo.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows.context import api_messages
 from workflows.engine import INTERRUPTED, Engine
 from workflows.models import (
@@ -29,7 +30,7 @@ CLAUDE_FIELDS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", 
 
 def demo_session(engine, ws, mode="bypassPermissions"):
     """The demo run to the end; in default mode Edit is approved and Bash denied with a message."""
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode=mode)
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode=mode))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     inline.drain()
@@ -142,7 +143,7 @@ def test_export_then_import_round_trips_exactly(engine, ws, mode):
 
 
 def test_a_cancelled_session_round_trips(engine, ws):
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, DEMO_PROMPT))
     inline.run(2)  # the model call and the Read: the Edit's model call is next

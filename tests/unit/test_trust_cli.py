@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from cli.mcp import approve_project_servers
-from cli.run import session_permissions
+from workflows.session_setup import resolve
+from workflows.sessions.options import SessionOptions
 from cli.trust_flag import ask_trust
 from workflows.mcp.config import McpStatus
 from workflows.settings import Settings
@@ -35,17 +36,15 @@ def here(tmp_path, monkeypatch):
 def test_the_trust_prompt_asks_once_and_a_yes_is_remembered(here, capsys, answer, trusted):
     ws, home = here
     asked = []
-    perms = session_permissions(ws, None, (), (), None, Settings(),
-                                ask_trust=ask_trust(lambda text: asked.append(text) or answer))
+    r = resolve(ws, Settings(), SessionOptions(), ask_trust=ask_trust(lambda text: asked.append(text) or answer))
     out = capsys.readouterr()
     assert "Quick safety check: Is this a project you created or one you trust?" in out.out
     assert asked == ["Yes, I trust this folder (y) / No, continue without these settings (n): "]
-    assert perms["sandbox"].enabled is (not trusted)
-    assert ("is not trusted" in out.err) is (not trusted)
-    again = session_permissions(ws, None, (), (), None, Settings(),
-                                ask_trust=ask_trust(lambda text: asked.append(text) or "n"))
+    assert r.setup.sandbox.enabled is (not trusted)
+    assert any("is not trusted" in w for w in r.warnings) is (not trusted)
+    again = resolve(ws, Settings(), SessionOptions(), ask_trust=ask_trust(lambda text: asked.append(text) or "n"))
     assert len(asked) == (1 if trusted else 2)  # trusted: not asked again while the settings are the same
-    assert again["sandbox"].enabled is (not trusted)
+    assert again.setup.sandbox.enabled is (not trusted)
 
 
 def test_mcp_list_never_starts_an_untrusted_workspaces_servers(here, tmp_path):

@@ -12,6 +12,7 @@ from rich.console import Console
 from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions
 from workflows import keys
 from workflows.context import build_request
 from workflows.entry_read import read_entry
@@ -73,7 +74,7 @@ def model_with_surrogates() -> str:
 
 def test_a_session_whose_model_sends_lone_surrogates_finishes_and_reads_back(engine, ws):
     model = model_with_surrogates()
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
@@ -95,7 +96,7 @@ def test_a_session_whose_model_sends_lone_surrogates_finishes_and_reads_back(eng
 
 def test_a_session_with_an_unreadable_entry_shows_exports_and_runs_on(engine, ws):
     model = scripted_model(Script(turns=[Turn(text="First answer."), Turn(text="Second answer.")]))
-    rec = engine.create_session(str(ws), model=model)
+    rec = engine.create_session(str(ws), SessionOptions(model=model))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "one"))
     inline.drain()
@@ -157,7 +158,7 @@ def test_a_marker_for_a_tool_call_or_its_result_leaves_a_conversation_the_api_ac
     (ws / "a.txt").write_text("hello\n")
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "a.txt"})]),
                                          Turn(text="Read it.")]))
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions")
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "read a.txt"))
     inline.drain()

@@ -14,6 +14,7 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.exceptions import ToolError
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, UserEntry
 from workflows.permissions import Decision, decide
@@ -140,8 +141,7 @@ def results(engine, sid):
 
 
 def run_session(engine, ws, model, prompt):
-    rec = engine.create_session(str(ws), model=model, permission_mode="bypassPermissions", auto_memory=False,
-                                model_overrides={"ANTHROPIC_DEFAULT_HAIKU_MODEL": model})
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions", no_memory=True), SessionSetup(model_overrides={"ANTHROPIC_DEFAULT_HAIKU_MODEL": model}))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, prompt))
     inline.drain()

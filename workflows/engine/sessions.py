@@ -20,9 +20,8 @@ from workflows.exceptions import (
     SessionBusy,
     SessionNotFound,
 )
-from workflows.hooks.config import HookSet
 from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
-from workflows.mcp.config import McpServer, fresh
+from workflows.mcp.config import fresh
 from workflows.memory import (
     memory_context,
     project_id,
@@ -30,7 +29,6 @@ from workflows.memory import (
 )
 from workflows.memory_access import MemoryAccess
 from workflows.models import (
-    AgentDefinition,
     PermissionMode,
     ResultEntry,
     RuleSet,
@@ -39,6 +37,7 @@ from workflows.models import (
     StepRecord,
     new_id,
 )
+from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea
@@ -53,89 +52,57 @@ class SessionVerbs(Part):
 
     hooks: HookCommits
 
-    def create_session(
-        self,
-        workspace: str,
-        *,
-        model: str | None = None,
-        permission_mode: PermissionMode | str | None = None,
-        max_turns: int | None = None,
-        max_budget_usd: float | None = None,
-        tools_queue: str = "tools",
-        sid: str | None = None,
-        rules: RuleSet | None = None,
-        home: str | None = None,
-        approval_timeout_seconds: float | None = None,
-        system_prompt: str | None = None,
-        append_system_prompt: str | None = None,
-        auto_memory: bool | None = None,
-        sandbox: SandboxSettings | None = None,
-        asks: str = "wait",
-        hooks: HookSet | None = None,
-        additional_directories: list[str] | None = None,
-        env: dict[str, str] | None = None,
-        model_overrides: dict[str, str] | None = None,
-        fallback_model: str | None = None,
-        agents: dict[str, AgentDefinition] | None = None,
-        mcp_servers: list[McpServer] | None = None,
-        bypass_disabled_by: list[str] | None = None,
-        untrusted_workspace: bool = False,
-    ) -> SessionRecord:
-        """Create an idle session for ``workspace`` (an existing directory).
-
-        ``sandbox``: the settings files' sandbox settings; None: the defaults (on where bwrap works).
-        ``asks``: who answers a call that would ask ("wait": a person; "deny": nobody, print mode).
-        ``hooks``: the settings files' hooks, a snapshot every worker runs (more: :meth:`add_hooks`).
-        ``additional_directories``: resolved directories that count as inside the workspace;
-        ``env``: the settings files' env for tool processes; ``model_overrides``: what the aliases
-        stand for (``ANTHROPIC_DEFAULT_*_MODEL``); ``fallback_model``: see :mod:`workflows.steps`;
-        ``agents``: sub-agent types from ``--agents`` (over the built-in and the agent files').
-        ``mcp_servers``: its MCP servers (:mod:`workflows.mcp.sources`), found when its first run starts.
-        ``bypass_disabled_by``: the settings files that disabled bypassPermissions (kept for its life).
-        ``untrusted_workspace``: the workspace was not trusted (:mod:`workflows.trust`), kept for its life.
+    def create_session(self, workspace: str, options: SessionOptions | None = None,
+                       setup: SessionSetup | None = None, *, home: str | None = None,
+                       tools_queue: str = "tools") -> SessionRecord:
+        """Create an idle session for ``workspace`` (an existing directory) with ``options``, as resolved by
+        :class:`workflows.sessions.service.SessionService` (unset ones: this engine's settings), and
+        ``setup``, what the settings files add (rules, sandbox, hooks, MCP servers...; None: nothing).
+        ``home``: the submitting user's home (default: this process's); ``tools_queue``: its tools' queue.
 
         Raises:
             BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.permissions.bypass`).
 
-        With auto-memory on (``auto_memory``, default the setting), the session
-        belongs to the project of its git root and starts with that project's
-        MEMORY.md index in its context.
+        With auto-memory on (not ``options.no_memory`` and the setting), the session belongs to the project
+        of its git root and starts with that project's MEMORY.md index in its context.
         """
+        opts, setup = options or SessionOptions(), setup or SessionSetup()
         ws = os.path.realpath(workspace)
         if not os.path.isdir(ws):
             raise FileNotFoundError(f"Workspace {workspace!r} is not a directory")
         home = home or os.path.expanduser("~")
-        permission_mode = PermissionMode(permission_mode or self.settings.permission_mode or "default")
-        bypass.require(permission_mode, workspace=ws, home=home, recorded=bypass_disabled_by or ())
+        permission_mode = PermissionMode(opts.permission_mode or self.settings.permission_mode or "default")
+        bypass.require(permission_mode, workspace=ws, home=home, recorded=setup.bypass_disabled_by)
         rec = SessionRecord(
-            id=sid or new_id(),
-            model=model or self.settings.model,
+            id=opts.session_id or new_id(),
+            model=opts.model or self.settings.model,
             permission_mode=permission_mode,
             workspace=ws,
             git_branch=_git_branch(ws),
-            max_turns=max_turns if max_turns is not None else self.settings.max_turns,
-            max_budget_usd=max_budget_usd,
+            max_turns=opts.max_turns if opts.max_turns is not None else self.settings.max_turns,
+            max_budget_usd=opts.max_budget_usd,
             tools_queue=tools_queue,
-            rules=rules or RuleSet(),
-            asks=asks,
+            rules=setup.rules,
+            asks=opts.asks,
+            tools=opts.tools,
             home=home,
-            custom_system_prompt=system_prompt,
-            append_system_prompt=append_system_prompt,
-            approval_timeout_seconds=approval_timeout_seconds or self.settings.approval_timeout_seconds,
-            sandbox=sandbox or SandboxSettings(),
-            hooks=hooks or HookSet(),
-            additional_directories=list(additional_directories or []),
-            env=dict(env or {}),
-            model_overrides=dict(model_overrides or {}),
-            fallback_model=fallback_model,
-            mcp_servers=list(mcp_servers or []),
-            bypass_disabled_by=list(bypass_disabled_by or []),
-            untrusted_workspace=untrusted_workspace,
+            custom_system_prompt=opts.system_prompt,
+            append_system_prompt=opts.append_system_prompt,
+            approval_timeout_seconds=opts.approval_timeout_seconds or self.settings.approval_timeout_seconds,
+            sandbox=setup.sandbox or SandboxSettings(),
+            hooks=setup.hooks,
+            additional_directories=list(setup.additional_directories),
+            env=dict(setup.env),
+            model_overrides=dict(setup.model_overrides),
+            fallback_model=opts.fallback_model,
+            mcp_servers=list(setup.mcp_servers),
+            bypass_disabled_by=list(setup.bypass_disabled_by),
+            untrusted_workspace=setup.untrusted_workspace,
         )
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
-        rec.agents = load_agents(ws, rec.home, agents)
-        rec.auto_memory = self.settings.auto_memory if auto_memory is None else auto_memory
+        rec.agents = load_agents(ws, rec.home, opts.agents)
+        rec.auto_memory = False if opts.no_memory else self.settings.auto_memory
         index = ""
         if rec.auto_memory:
             rec.project_root = project_root(ws)

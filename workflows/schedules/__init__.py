@@ -2,7 +2,7 @@
 ``tasks/beat.py``), each firing a normal session (docs/schedules.md)."""
 
 from workflows.schedules.cron import parse as parse_cron
-from workflows.schedules.models import RunMode, Schedule, ScheduleRun, SessionOptions
+from workflows.schedules.models import RunMode, Schedule, ScheduleRun
 from workflows.schedules.store import BrokenSchedule, ScheduleStore
 
-__all__ = ["BrokenSchedule", "RunMode", "Schedule", "ScheduleRun", "ScheduleStore", "SessionOptions", "parse_cron"]
+__all__ = ["BrokenSchedule", "RunMode", "Schedule", "ScheduleRun", "ScheduleStore", "parse_cron"]

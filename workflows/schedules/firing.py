@@ -7,7 +7,7 @@ a leader change) finds the claim and starts nothing. A firing whose worker died 
 by the redelivered message: the claim names the session to create, and says whether its prompt went
 in.
 
-The session is made as ``mainsail submit`` makes one (:func:`workflows.session_setup.session_options`:
+The session is made as ``mainsail submit`` makes one (:class:`workflows.sessions.service.SessionService`:
 the workspace's settings files, permission rules, hooks, sandbox), and nobody is at a terminal: a
 call that would ask waits for a decision (``asks="wait"``; ``mainsail approve`` or the API).
 """
@@ -21,10 +21,10 @@ from pathlib import Path
 
 from workflows.exceptions import InvalidSchedule, MainsailError, ScheduleBroken, SessionNotFound
 from workflows.models import StepRecord, SystemEntry, new_id
-from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.schedules import cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun
-from workflows.session_setup import session_options
+from workflows.sessions.options import SessionOptions
+from workflows.sessions.service import SessionService
 
 log = logging.getLogger(__name__)
 
@@ -95,21 +95,11 @@ def new_session(engine, schedule: Schedule, settings, sid: str):
         raise InvalidSchedule(f"The workspace {schedule.workspace} of schedule {schedule.id[:8]} "
                               f"({schedule.name}) is not a directory on this worker; restore it, or remove the "
                               f"schedule (`mainsail schedule rm {schedule.id[:8]}`).")
-    opts = schedule.options
-    if opts.model:
-        settings = settings.model_copy(update={"model": opts.model})
-    perms, warnings = session_options(ws, settings, permission_mode=opts.permission_mode,
-                                      allowed_tools=opts.allowed_tools, disallowed_tools=opts.disallowed_tools,
-                                      approval_timeout=opts.approval_timeout_seconds, add_dirs=opts.add_dirs,
-                                      fallback_model=opts.fallback_model, cwd=str(ws),
-                                      token=(token := creator_token(engine, schedule)),
-                                      mode_given_by="the schedule's permission_mode", trust=carried_trust(schedule))
+    options = SessionOptions.of(schedule.options, asks="wait", session_id=sid, trust=carried_trust(schedule))
     # A scoped token's schedule runs sessions that hide the other tokens' workspaces, as the API's do.
-    if token is not None:
-        perms = hide_other_workspaces(perms, token, engine.store.tokens().records())
-    rec = engine.create_session(str(ws), max_turns=opts.max_turns, max_budget_usd=opts.max_budget_usd,
-                                system_prompt=opts.system_prompt, append_system_prompt=opts.append_system_prompt,
-                                auto_memory=False if opts.no_memory else None, asks="wait", sid=sid, **perms)
+    opened = SessionService(engine).create(ws, options, settings, token=creator_token(engine, schedule),
+                                           cwd=str(ws), mode_given_by="the schedule's permission_mode")
+    rec, warnings = opened.rec, opened.warnings
     warnings += [f"custom command {p}" for p in engine.refresh_commands(rec.id)]
     return rec, warnings
 
@@ -197,7 +187,7 @@ def _start(engine, settings, schedule: Schedule, sid: str, existing: bool, run: 
                 return []
     else:  # --continue: the session may have been put into bypassPermissions since the schedule was made
         require_token_may_continue(engine.store.get_session(sid), creator_token(engine, schedule))
-    return engine.submit(sid, prompt, once=once)
+    return SessionService(engine).submit(sid, prompt, once=once)  # dispatched once the firing is marked
 
 
 def require_token_may_continue(rec, token) -> None:

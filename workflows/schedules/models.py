@@ -8,7 +8,8 @@ from enum import Enum
 
 from pydantic import ConfigDict, Field, field_validator
 
-from workflows.models import SessionOptions, new_id  # noqa: F401  (SessionOptions: re-exported)
+from workflows.models import new_id
+from workflows.sessions.options import RemoteOptions
 from workflows.schedules import cron
 from workflows.valid_text import ValidJson
 
@@ -31,7 +32,7 @@ class Schedule(ValidJson):
     workspace: str = Field(description="Absolute path of the workspace, on the workers' machines.")
     prompt: str = Field(min_length=1)
     mode: RunMode = RunMode.FRESH
-    options: SessionOptions = Field(default_factory=SessionOptions)
+    options: RemoteOptions = Field(default_factory=RemoteOptions)
     enabled: bool = True
     created_at: float = Field(default_factory=time.time)
     created_by: str = ""
@@ -62,4 +63,4 @@ class ScheduleRun(ValidJson):
     error: str | None = None
 
 
-__all__ = ["RunMode", "Schedule", "ScheduleRun", "SessionOptions"]
+__all__ = ["RunMode", "Schedule", "ScheduleRun"]
