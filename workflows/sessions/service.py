@@ -18,7 +18,7 @@ from pathlib import Path
 from workflows.mcp.sources import read_mcp_config
 from workflows.models import SessionRecord, StepRecord
 from workflows.permissions.bypass import resumed_mode
-from workflows.permissions.settings_files import load_permission_settings
+from workflows.settings.files import load_permission_settings
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.session_setup import Resolved, added_dirs, checked_fallback, resolve
 from workflows.sessions.options import SessionOptions
