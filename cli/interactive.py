@@ -32,7 +32,7 @@ import click
 import redis
 
 from cli.attach import Prompter, wait_for_memory
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, connect
 from cli.esc import EscWatch
 from cli.figures import breakdown_lines, memory_saved_line, money, run_figures
 from cli.mcp import approve_project_servers
@@ -42,7 +42,7 @@ from cli.run import apply_flags, resume_mode, session_permissions, warn_about_mo
 from cli.select import pick_session
 from cli.slash_commands import custom_help, read_commands
 from cli.sessions import describe
-from cli.standby import require_model_access
+from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from tasks.dispatch import dispatch
 from workflows import keys

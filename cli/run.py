@@ -17,11 +17,11 @@ import click
 from cli.agents_flag import agents_option, flag_agents
 from cli.trust_flag import flag_trust, trust_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, connect
 from cli.figures import memory_saved_line
 from cli.select import pick_session
 from cli.slash_commands import read_commands
-from cli.standby import require_model_access
+from cli.standby import ensure_worker, require_model_access
 from tasks.dispatch import dispatch
 from workflows import keys
 from workflows.mcp.sources import McpFlags, read_mcp_config
