@@ -21,7 +21,8 @@ from workflows.models import (
 )
 from workflows.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from workflows.store import Store
-from workflows.transcript_io import export_entries, export_jsonl, import_entries, import_session
+from workflows.transcript_export import export_entries, export_jsonl
+from workflows.transcript_io import import_entries, import_session
 
 CLAUDE_FIELDS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "gitBranch", "version",
                  "isSidechain", "userType")
