@@ -33,7 +33,7 @@ import anthropic
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.memory import fork_kind
+from workflows.side_calls import fork_kind
 
 __all__ = [
     "DEMO_FILES",

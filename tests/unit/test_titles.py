@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.inline import Inline, api_of, scripted_model
 from workflows.engine import Engine
-from workflows.memory import fork_kind
+from workflows.side_calls import fork_kind
 from workflows.models import StepKind, StepStatus
 from workflows.scripted import Script, ScriptError, ToolUse, Turn
 from workflows.titles import SYSTEM, clean_title, title_request
