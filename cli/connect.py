@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from cli.embedded_redis import embedded, embedded_url_file, read_embedded_url
 from cli.in_process import hand_over
-from cli.redis_probe import probe, redis_error, say_which
+from cli.redis_probe import mask_url, probe, redis_error, say_which
 from workflows.engine import Engine
 from workflows.settings import Settings
 from workflows.store import Store
