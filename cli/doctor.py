@@ -17,7 +17,8 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 import redis
 
-from cli.connect import mask_url, probe, read_embedded_url, redis_error
+from cli.embedded_redis import read_embedded_url
+from cli.redis_probe import mask_url, probe, redis_error
 from tasks.runtime import redis_client
 from workflows import keys
 from workflows.model_providers import is_local_model

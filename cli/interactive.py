@@ -37,7 +37,7 @@ import redis
 from cli import repl_info as info
 from cli import repl_sessions as switches
 from cli.attach import Prompter, run_start_id, wait_for_memory
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, connect
 from cli.esc import EscWatch
 from cli.figures import memory_saved_line
 from cli.interactive_open import end_session, open_interactive_session
@@ -45,7 +45,7 @@ from cli.opening import warn_about_model
 from cli.render import Renderer, follow
 from cli.repl_text import PROMPT, Exit, LineReader, cut, say_error
 from cli.session_service import service
-from cli.standby import require_model_access
+from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt

@@ -227,9 +227,9 @@ def main() -> None:
         code = 130
     except SystemExit as exc:
         code = exc.code
-    from cli import connect
+    from cli import in_process
 
-    if connect.in_process_threads_started():
+    if in_process.in_process_threads_started():
         # Celery's pool threads of an in-process worker cannot be joined reliably
         # (a blocking broker read may never return); the session state is all in
         # Redis, so leave without waiting for them.

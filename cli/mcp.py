@@ -269,7 +269,7 @@ def approve_project_servers(servers: list[McpServer], workspace: Path, ask) -> l
     click.echo(f"{workspace / '.mcp.json'} names MCP servers that start only once you approve them:")
     for s in waiting:
         click.echo(f"  {s.name}: {s.config.describe()}")
-        if (s.error or "").startswith("MCP server"):  # approved before, with another command (workflows.trust.mcp)
+        if (s.error or "").startswith("MCP server"):  # approved before, with another command (workflows.mcp.trusted)
             click.secho(f"    {s.error.split(' (')[0]}", fg="yellow")
     answer = (ask("Use them? (y)es / (a)ll, also those added later / (n)o ") or "").strip().lower()
     choice = {"y": "yes", "yes": "yes", "a": "all", "all": "all"}.get(answer, "no")

@@ -25,7 +25,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.tokens import model_limits
-from workflows.transcript_io import assistant_api_message as api_message
+from workflows.transcript_export import assistant_api_message as api_message
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
 RESULT_SUBTYPES = {

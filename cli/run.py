@@ -16,11 +16,11 @@ import click
 from cli.agents_flag import agents_option
 from cli.trust_flag import trust_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, connect
 from cli.figures import memory_saved_line
 from cli.opening import MODES, asks_in_print_mode, flag_options, open_session, session_model
 from cli.session_service import service
-from cli.standby import require_model_access
+from cli.standby import ensure_worker, require_model_access
 from workflows.mcp.sources import McpFlags
 from workflows.settings import load_settings
 

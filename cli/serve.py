@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from cli.connect import connect, ensure_worker
+from cli.connect import connect
+from cli.standby import ensure_worker
 from workflows.api_tokens import TokenStore
 from workflows.settings import load_settings
 

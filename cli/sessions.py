@@ -14,11 +14,12 @@ import click
 from rich.console import Console
 
 from cli.attach import wait_for_memory
-from cli.connect import Runtime, ensure_worker
+from cli.connect import Runtime
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
 from cli.replay import replay
+from cli.standby import ensure_worker
 from cli.worker_note import unserved_note
 from statemachines import State
 from cli.repl_text import ago

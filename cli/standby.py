@@ -10,7 +10,7 @@ ended), starts one in this process (unless ``MAINSAIL_EMBEDDED_WORKER=false``).
 While the command waits without news, :meth:`WaitNotes.note` says what for
 ("waiting for a worker on queue tools…"), once, and again only when that changes.
 
-A command's in-process worker leaves by handing over (:func:`hand_over`): it takes
+A command's in-process worker leaves by handing over (:func:`cli.in_process.hand_over`): it takes
 no new step, lets the steps it runs finish (saying so if that takes over a second,
 and leaving at once on Ctrl-C, when they go to another worker), then leaves the
 registry; another command that still waits notices within ``standby_check_seconds``
@@ -25,6 +25,7 @@ import threading
 import click
 from redis.exceptions import RedisError
 
+from cli.in_process import in_process_redis, mark_threads_started
 from statemachines import State
 from workflows.engine import display_worker
 from workflows.exceptions import MissingCredentials
@@ -52,13 +53,12 @@ def start_embedded_worker(rt, settings: Settings, *, queues: set[str] | None = N
                           why: str | None = None) -> None:
     """Run a worker for ``queues`` (default: model, tools, memory) in this process (threads pool) for as
     long as the command runs."""
-    from cli import connect
     from tasks.worker import InProcessWorker
 
-    connect.mark_threads_started()
+    mark_threads_started()
     rt.worker = InProcessWorker(queues=sorted(set(BASE_QUEUES) | set(queues or ())),
                                 concurrency=settings.worker_concurrency,
-                                in_process_redis=connect.in_process_redis()).start()
+                                in_process_redis=in_process_redis()).start()
     if not quiet:
         _note(why or "No worker is listening; running one in this process. "
                      "Start `mainsail worker` to keep sessions running after this command ends.")
@@ -214,22 +214,6 @@ def _worker_of(live: dict[str, dict[str, str]], owner: str | None) -> str | None
     return next((n for n, info in live.items() if info.get("host") == host and info.get("pid") == pid), None)
 
 
-# ---------------------------------------------------------------------------- leaving
-
-
-def hand_over(worker) -> None:
-    """Stop this command's in-process worker (see the module docstring)."""
-
-    def finishing(running: dict[str, float]) -> None:
-        sessions = sorted({m.partition("/")[0][:8] for m in running})
-        n = len(running)
-        _note(f"Finishing {n} step{'s' if n != 1 else ''} on this command's worker before leaving (session "
-              f"{', '.join(sessions)}); Ctrl-C leaves now, and {'they go' if n != 1 else 'it goes'} to another "
-              "worker.")
-
-    worker.stop(on_wait=finishing)
-
-
 # ---------------------------------------------------------------------------- credentials
 
 
@@ -264,10 +248,10 @@ def require_model_access(rt, settings: Settings, model: str) -> None:
         "here is never sent to workers).")
 
 
-def ensure(rt, settings: Settings, queues: tuple[str, ...] = BASE_QUEUES, quiet: bool = False,
-           sid: str | None = None) -> "Standby":
-    """Start a worker here now if nobody serves ``queues`` (and ``sid``'s), and keep checking while the
-    command runs."""
+def ensure_worker(rt, settings: Settings, queues: tuple[str, ...] = BASE_QUEUES, quiet: bool = False,
+                  sid: str | None = None) -> "Standby":
+    """Run a worker in this process when no registered worker serves ``queues`` (and ``sid``'s, a session
+    it waits on), now or later while this command runs: it keeps checking."""
     global _current
     standby = getattr(rt, "standby", None)
     fresh = standby is None

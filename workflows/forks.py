@@ -29,10 +29,8 @@ from workflows.context import _blocks, model_view
 from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError, MissingCredentials, ToolInputError
 from workflows.memory import (
-    EXTRACT_MARK,
     INDEX_NAME,
     MEMORY_TYPES,
-    SESSION_MEMORY_MARK,
     SESSION_MEMORY_TEMPLATE,
     MemoryRecord,
     index_markdown,
@@ -52,6 +50,7 @@ from workflows.models import (
 )
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.resilience import RedisError
+from workflows.side_calls import EXTRACT_MARK, SESSION_MEMORY_MARK
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
 from workflows.valid_text import ValidJson
 

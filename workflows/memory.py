@@ -26,7 +26,6 @@ from pydantic import Field, ValidationError
 
 from workflows.exceptions import MemoryRecordError
 from workflows.frontmatter import split_frontmatter, yaml_mapping
-from workflows.titles import TITLE_MARK
 from workflows.valid_text import ValidJson
 
 # =========================================================================== session memory: when
@@ -100,31 +99,6 @@ def session_memory_path(sid: str) -> str:
 def has_content(doc: str | None) -> bool:
     """A document worth compacting with: present, and not the bare template."""
     return bool(doc and doc.strip() and doc.strip() != SESSION_MEMORY_TEMPLATE.strip())
-
-
-# =========================================================================== the forks' requests
-
-#: How each memory fork's system prompt begins; the scripted model answers forks by it.
-SESSION_MEMORY_MARK = "You are Mainsail's session-memory agent."
-EXTRACT_MARK = "You are Mainsail's memory extraction agent."
-
-
-def fork_kind(body: dict) -> str | None:
-    """``"session_memory"`` or ``"extract"`` for a memory fork's Messages API request, ``"title"`` for a
-    session title's (workflows/titles.py), else None."""
-
-    system = body.get("system")
-    if isinstance(system, list) and system and isinstance(system[0], dict):
-        system = system[0].get("text")
-    if not isinstance(system, str):
-        return None
-    if system.startswith(SESSION_MEMORY_MARK):
-        return "session_memory"
-    if system.startswith(EXTRACT_MARK):
-        return "extract"
-    if system.startswith(TITLE_MARK):  # not a memory fork, but a side call all the same (workflows.titles)
-        return "title"
-    return None
 
 
 # =========================================================================== auto-memory records

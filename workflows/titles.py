@@ -7,7 +7,7 @@ like any other, so a title is asked once and recorded once even when a worker di
 Messages API call goes to the session's ``haiku`` alias (a session on a local model: that model);
 its cost is the session's, under the ``title`` kind. The request's system prompt starts with
 :data:`TITLE_MARK`, by which the demo's scripted model and the tests' fake API tell it from a session's
-own turns (``workflows.memory.fork_kind``).
+own turns (``workflows.side_calls.fork_kind``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import threading
 
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
 from workflows.model_providers import is_local_model
+from workflows.side_calls import TITLE_MARK
 
 log = logging.getLogger(__name__)
 
-#: How the title request's system prompt begins.
-TITLE_MARK = "Write a title for this coding session."
 SYSTEM = (TITLE_MARK + " Summarize the conversation below in a short title (3 to 7 words, under 50 "
           "characters) that says what the user is working on: the main task, and the key file or thing it is about. "
           "Answer with the title only: no quotes, no punctuation at the end, no preamble.")
@@ -99,5 +98,5 @@ def run_title_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
                                model=model, error=None if title else "the model gave no title")
 
 
-__all__ = ["MAX_TITLE", "SYSTEM", "TITLE_MARK", "clean_title", "first_exchange", "run_title_step", "small_model",
+__all__ = ["MAX_TITLE", "SYSTEM", "clean_title", "first_exchange", "run_title_step", "small_model",
            "title_request"]

@@ -17,11 +17,11 @@ from pathlib import Path
 import click
 
 from cli.attach import finish, submit_and_watch, wait_for_memory
-from cli.connect import Runtime, connect, ensure_worker
+from cli.connect import Runtime, connect
 from cli.output import StreamJson, result_json
 from cli.opening import open_session, session_model
 from cli.slash_commands import unknown_command_note
-from cli.standby import require_model_access
+from cli.standby import ensure_worker, require_model_access
 from workflows.sessions.options import SessionOptions
 from workflows.settings import load_settings
 

@@ -34,7 +34,7 @@ from workflows.sessions.options import SessionOptions
 from workflows.settings import get_settings
 from workflows.entry_read import entry_text
 from workflows.store import stream_entries
-from workflows.transcript_io import export_jsonl
+from workflows.transcript_export import export_jsonl
 from workflows.valid_text import valid_str
 
 router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))

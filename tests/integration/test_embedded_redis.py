@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from cli import connect
+from cli.redis_probe import probe
 from tests.conftest import free_port
 from workflows.settings import load_settings
 
@@ -101,7 +102,7 @@ def test_a_foreign_server_on_the_remembered_port_is_left_alone(data, redis_serve
 
 def _wait(url: str) -> None:
     deadline = time.monotonic() + 10
-    while connect.probe(url) is not None:
+    while probe(url) is not None:
         assert time.monotonic() < deadline, f"{url} did not start"
         time.sleep(0.05)
 

@@ -8,7 +8,8 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from cli.connect import probe, resolve_redis_url
+from cli.connect import resolve_redis_url
+from cli.redis_probe import probe
 from cli.main import cli
 from tasks import runtime
 from tasks.app import app, configure

@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 
-from cli.connect import RedisProblem, mask_url, redis_error
+from cli.redis_probe import RedisProblem, mask_url, redis_error
 from tasks.app import broker_ssl
 from workflows.store_client import tls_options, without_tls_query
 from workflows.exceptions import ConfigurationError, StoreUnavailable

@@ -22,7 +22,8 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.store import Store
-from workflows.transcript_io import export_entries, export_jsonl, import_entries, import_session
+from workflows.transcript_export import export_entries, export_jsonl
+from workflows.transcript_io import import_entries, import_session
 
 CLAUDE_FIELDS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "gitBranch", "version",
                  "isSidechain", "userType")

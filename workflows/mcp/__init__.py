@@ -6,6 +6,7 @@ Modules (this package imports none of them, nor the MCP SDK: the record's models
 * :mod:`~workflows.mcp.config`: a server's configuration (Claude Code's entries, ``${VAR}``), the record's
   ``McpServer`` and ``McpToolDef``;
 * :mod:`~workflows.mcp.sources`: every place a server is configured, scopes, ``.mcp.json`` approval;
+* :mod:`~workflows.mcp.trusted`: an ``.mcp.json`` server held to the entry that was trusted;
 * :mod:`~workflows.mcp.settings`: the settings files' MCP keys;
 * :mod:`~workflows.mcp.scopes`: the files ``mainsail mcp add`` and ``remove`` change;
 * :mod:`~workflows.mcp.connection` and :mod:`~workflows.mcp.pool`: SDK clients on the process's MCP loop,

@@ -10,7 +10,7 @@ beats them all):
 * ``project``: the workspace's ``.mcp.json``, checked into the repository, so a server there starts
   only once the user approved it (:mod:`workflows.mcp.settings`); otherwise it is kept as
   ``unapproved`` and never started (fail closed); and only in a trusted workspace, with the command
-  that was trusted (:mod:`workflows.trust.mcp`);
+  that was trusted (:mod:`workflows.mcp.trusted`);
 * ``dynamic``: ``--mcp-config`` (a file or a JSON string); with ``--strict-mcp-config`` only these.
 
 A file that is not JSON, or a malformed server, stops the session before it starts with the file
@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from workflows.mcp.config import McpConfigError, McpServer, McpStatus, parse_servers
 from workflows.mcp.settings import McpSettings
+from workflows.mcp.trusted import check_servers
 
 __all__ = ["McpFlags", "McpLoad", "claude_json", "load_mcp", "read_json", "read_mcp_config"]
 
@@ -63,7 +64,7 @@ def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[
     ``flags``: the ``--mcp-config`` values; ``strict``: only those (``--strict-mcp-config``).
     ``trusted``: the ``.mcp.json`` entries the person trusted, by name
     (:attr:`workflows.trust.decide.WorkspaceTrust.servers`); None: the workspace is not trusted, so none of
-    its ``.mcp.json`` servers is kept (:func:`workflows.trust.mcp.check_servers`).
+    its ``.mcp.json`` servers is kept (:func:`workflows.mcp.trusted.check_servers`).
 
     Raises:
         McpConfigError: a malformed ``.mcp.json``, ``--mcp-config`` or settings server.
@@ -93,8 +94,6 @@ def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[
 
 def _project_servers(workspace: Path, approvals: McpSettings, env: Mapping[str, str],
                      trusted: Mapping[str, object] | None) -> list[McpServer]:
-    from workflows.trust.mcp import check_servers
-
     path = workspace / ".mcp.json"
     data = read_json(path)
     if data is None:

@@ -8,7 +8,7 @@ In order:
    schedule made with either): trusted, and recorded for the current hash;
 4. ``trustedWorkspaces`` in ``~/.mainsail/settings.json`` lists it (or a folder above it): trusted,
    whatever its settings become (each ``.mcp.json`` server still starts only with the command that was
-   recorded for it: :func:`workflows.trust.mcp.check_servers`);
+   recorded for it: :func:`workflows.mcp.trusted.check_servers`);
 5. a person is there to ask (interactive mode): the trust prompt; yes records it;
 6. otherwise untrusted: the gated settings are ignored, with one warning naming the files, the keys,
    what changed since the workspace was last trusted, and the fix.
@@ -52,7 +52,7 @@ class WorkspaceTrust:
 
     @property
     def mcp_trusted(self) -> dict | None:
-        """The ``.mcp.json`` entries that may start (:func:`workflows.trust.mcp.check_servers`); None: none."""
+        """The ``.mcp.json`` entries that may start (:func:`workflows.mcp.trusted.check_servers`); None: none."""
         return self.servers if self.trusted else None
 
     def check_unchanged(self, workspace: Path) -> None:

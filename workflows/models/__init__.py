@@ -1,0 +1,69 @@
+"""Pydantic models for everything Mainsail stores or sends, one module a concern:
+
+- :mod:`~workflows.models.content`: content blocks and messages in the Anthropic Messages API shape,
+  and token usage;
+- :mod:`~workflows.models.entries`: transcript entries, a discriminated union on ``type``, each carrying
+  the fields Claude Code's transcripts carry (uuid, parentUuid, sessionId, timestamp, cwd, gitBranch);
+- :mod:`~workflows.models.steps`: the step records of the ledger and the turn's tool calls;
+- :mod:`~workflows.models.policy`: permission rules, mode and requests, and the sandbox settings;
+- :mod:`~workflows.models.session`: the session record and options, and sub-agent types;
+- :mod:`~workflows.models.base`: the base class, ids and timestamps.
+
+Every name is importable from here (``from workflows.models import SessionRecord``).
+"""
+
+from workflows.models.base import iso_now, new_id, now
+from workflows.models.content import (
+    AssistantMessage,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaSource,
+    Message,
+    ResultContent,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from workflows.models.entries import (
+    AssistantEntry,
+    CompactBoundaryEntry,
+    ENTRY_ADAPTER,
+    Entry,
+    HookEntry,
+    PermissionDecisionEntry,
+    PermissionRequestEntry,
+    ResultEntry,
+    RewindEntry,
+    StateEntry,
+    SummaryEntry,
+    SystemEntry,
+    UserEntry,
+    _Entry,
+    entry_json,
+    parse_entry,
+)
+from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
+from workflows.models.session import AgentDefinition, COST_KINDS, PathText, SessionRecord
+from workflows.models.steps import (
+    BACKGROUND_HOOK_EVENTS,
+    BACKGROUND_KINDS,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    ToolCall,
+    ToolCallStatus,
+)
+
+__all__ = [
+    "AgentDefinition", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
+    "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookEntry",
+    "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
+    "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",
+    "RuleSet", "RuleSpec", "SandboxSettings", "SessionRecord", "StateEntry", "StepKind",
+    "StepRecord", "StepStatus", "SummaryEntry", "SystemEntry", "TextBlock", "ThinkingBlock", "ToolCall",
+    "ToolCallStatus", "ToolResultBlock", "ToolUseBlock", "Usage", "UserEntry", "_Entry", "entry_json", "iso_now",
+    "new_id", "now", "parse_entry",
+]
