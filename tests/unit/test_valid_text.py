@@ -19,7 +19,6 @@ from workflows.entry_read import read_entry
 from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
 from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
 from workflows.request_json import Block, body
-from demo.scripted import Script, ToolUse, Turn
 from workflows.transcript_export import export_jsonl
 from workflows.valid_text import MAX_PLACES, ValidJson, note, repair, valid_str
 
