@@ -6,13 +6,16 @@ task name, tasks/steps.py registers one Celery task per row, and :func:`workflow
 row's runner. The task and queue names are part of the deployed protocol (workers and queued messages
 carry them): they never change.
 
-A runner takes a :class:`StepRun` and returns the steps that follow (already committed). The runners
-import their feature's module when first called: this module imports nothing but the models, so that the
-engine can read the table without importing the features that run steps.
+A runner takes a :class:`StepRun` and returns the steps that follow (already committed). A row names its
+runner, a function of :mod:`workflows.step_runners`, which :func:`runner_for` looks up when a step first
+runs: this module imports nothing but the models, so that the engine can read the table without importing
+the features that run steps.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -46,7 +49,9 @@ class StepKindSpec:
     kind: StepKind
     queue: str | None  # the queue its steps go to; None: the session's tools queue (where its workspace is)
     task: str | None  # the Celery task that runs it; None: never sent (a Task call's wait for its child)
-    run: Runner | None
+    #: Its runner: the name of a function in :mod:`workflows.step_runners` (a name, not the function, so that
+    #: this table imports none of the features that run steps); None: never run by a worker.
+    runner: str | None
     doc: str  # what one step of the kind is (the Celery task's docstring)
     #: It writes nothing until its fenced commit, so after a Redis error it is simply run again.
     rerun_on_redis_error: bool = False
@@ -54,74 +59,28 @@ class StepKindSpec:
     for_abandoned_child: bool = False
 
 
-def _model(run: StepRun) -> list[StepRecord]:
-    from workflows.steps import model_step
-
-    return model_step(run)
-
-
-def _tool(run: StepRun) -> list[StepRecord]:
-    from workflows.tool_step import tool_step
-
-    return tool_step(run.engine, run.rec, run.step, run.owner, run.cancel, run.worker)
-
-
-def _hook(run: StepRun) -> list[StepRecord]:
-    from workflows.hooks.session_hooks import run_hook_step
-
-    return run_hook_step(run.engine, run.rec, run.step, run.owner, run.cancel)
-
-
-def _report(run: StepRun) -> list[StepRecord]:
-    return run.engine.deliver_report(run.rec, run.step, run.owner)
-
-
-def _mcp(run: StepRun) -> list[StepRecord]:
-    from workflows.mcp.calls import run_discovery_step
-
-    return run_discovery_step(run.engine, run.rec, run.step, run.owner)
-
-
-def _title(run: StepRun) -> list[StepRecord]:
-    from workflows.titles import run_title_step
-
-    return run_title_step(run.engine, run.rec, run.step, run.owner, run.cancel)
-
-
-def _compact(run: StepRun) -> list[StepRecord]:
-    from workflows.compaction import run_compaction
-
-    return run_compaction(run.engine, run.rec, run.step, run.owner, run.cancel)
-
-
-def _memory_fork(run: StepRun) -> list[StepRecord]:
-    from workflows.forks import run_memory_fork
-
-    return run_memory_fork(run.engine, run.rec, run.step, run.owner, run.cancel)
-
-
 #: Every step kind, once.
 STEP_KINDS: tuple[StepKindSpec, ...] = (
-    StepKindSpec(StepKind.MODEL, "model", "mainsail.model.call", _model, "One model call of a session."),
-    StepKindSpec(StepKind.TOOL, None, "mainsail.tools.run", _tool,
+    StepKindSpec(StepKind.MODEL, "model", "mainsail.model.call", "model", "One model call of a session."),
+    StepKindSpec(StepKind.TOOL, None, "mainsail.tools.run", "tool",
                  "One tool call of a session, in the session's workspace."),
-    StepKindSpec(StepKind.HOOK, None, "mainsail.tools.hook", _hook,
+    StepKindSpec(StepKind.HOOK, None, "mainsail.tools.hook", "hook",
                  "One session-level hook event of a session (UserPromptSubmit, Stop, SessionStart), in its "
                  "workspace."),
-    StepKindSpec(StepKind.REPORT, "model", "mainsail.model.report", _report,
+    StepKindSpec(StepKind.REPORT, "model", "mainsail.model.report", "report",
                  "A sub-agent's final answer, committed as its parent's Task result (workflows.engine.subagents).",
                  for_abandoned_child=True),
-    StepKindSpec(StepKind.MCP, None, "mainsail.tools.mcp", _mcp,
+    StepKindSpec(StepKind.MCP, None, "mainsail.tools.mcp", "mcp",
                  "Connect a session's MCP servers and list their tools (on its tools queue: stdio servers run "
                  "there)."),
-    StepKindSpec(StepKind.TITLE, "model", "mainsail.model.title", _title,
+    StepKindSpec(StepKind.TITLE, "model", "mainsail.model.title", "title",
                  "One session title: the small model names the session after its first turn (workflows.titles)."),
-    StepKindSpec(StepKind.COMPACT, "model", "mainsail.model.compact", _compact,
+    StepKindSpec(StepKind.COMPACT, "model", "mainsail.model.compact", "compact",
                  "One compaction of a session (a summary call, or its memory document).", rerun_on_redis_error=True),
-    StepKindSpec(StepKind.MEMORY, "memory", "mainsail.memory.session", _memory_fork,
+    StepKindSpec(StepKind.MEMORY, "memory", "mainsail.memory.session", "memory_fork",
                  "One session-memory update: a fork that edits the session's notes (in the background).",
                  rerun_on_redis_error=True),
-    StepKindSpec(StepKind.EXTRACT, "memory", "mainsail.memory.extract", _memory_fork,
+    StepKindSpec(StepKind.EXTRACT, "memory", "mainsail.memory.extract", "memory_fork",
                  "One auto-memory extraction: a fork that saves durable records for the session's project.",
                  rerun_on_redis_error=True),
     StepKindSpec(StepKind.AGENT, None, None, None,
@@ -142,6 +101,14 @@ def spec_for(kind: StepKind) -> StepKindSpec:
     return _BY_KIND[kind]
 
 
+@functools.cache
+def runner_for(spec: StepKindSpec) -> Runner:
+    """The function that runs one step of ``spec``'s kind."""
+    if spec.runner is None:
+        raise ValueError(f"steps of kind {spec.kind.value} are never run by a worker")
+    return getattr(importlib.import_module("workflows.step_runners"), spec.runner)
+
+
 def queue_for(kind: StepKind, tools_queue: str) -> str:
     """The queue a new step of ``kind`` goes to, in a session whose tools queue is ``tools_queue``."""
     queue = _BY_KIND[kind].queue
@@ -157,4 +124,4 @@ def task_for(kind: StepKind) -> str:
 
 
 __all__ = ["STEP_KINDS", "STEP_TASKS", "QUEUE_FOR_KIND", "StepKindSpec", "StepRun", "Runner", "spec_for",
-           "queue_for", "task_for"]
+           "queue_for", "runner_for", "task_for"]

@@ -31,7 +31,7 @@ from workflows.model_client import (
 from workflows.model_lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.resilience import TRANSIENT, RedisError, ResilientEngine, retrying
-from workflows.step_kinds import StepRun, spec_for
+from workflows.step_kinds import StepRun, runner_for, spec_for
 from workflows.tool_step import quick_calls, run_quick
 
 log = logging.getLogger(__name__)
@@ -134,12 +134,12 @@ def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, own
     spec = spec_for(step.kind)
     if not spec.for_abandoned_child and rec.parent_session_id and not engine.parent_waits(rec):
         return engine.abandon_child_step(sid, step.id, owner)  # its parent stopped waiting for it
-    if spec.run is None:
+    if spec.runner is None:
         return engine.fail_step(sid, step.id, owner, f"Step kind {step.kind.value} is not supported yet.")
     run = StepRun(engine, rec, step, owner, cancel, worker, serves_tools)
     if not spec.rerun_on_redis_error:
-        return spec.run(run)
-    return retrying(lambda: spec.run(run), what=f"{step.kind.value} step {step.id[:8]} (session {sid[:8]})",
+        return runner_for(spec)(run)
+    return retrying(lambda: runner_for(spec)(run), what=f"{step.kind.value} step {step.id[:8]} (session {sid[:8]})",
                     budget=engine.settings.redis_retry_seconds)
 
 

@@ -33,7 +33,7 @@ from workflows.fenced import Recorder, Reply, Scripts
 from workflows.models import SessionRecord
 from workflows.registry import LOCK_TOKEN_SEP, Workers
 from workflows.store_streams import LIVE_MAXLEN, LIVE_TTL_SECONDS, Transcripts, as_text, stream_entries
-from workflows.store_client import blocking_pool
+from workflows.store_client import Pipe, blocking_pool
 from workflows.store_steps import Steps
 from workflows.valid_text import valid_str
 
@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # (the feature stores are imported when asked for: they impor
 
 FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 
-Pipe = redis.client.Pipeline
 
 _RELEASE_IF_OURS = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -252,8 +251,8 @@ class Store(Transcripts, Steps):
     def checkpoint_sizes(self, sid: str, uuids: list[str]) -> list[int]:
         """How many files each of these messages' checkpoints holds (a rewind point's edits), in one trip."""
         pipe = self.r.pipeline(transaction=False)
-        for uuid in uuids:
-            pipe.hlen(keys.file_checkpoints(sid, uuid))
+        for message in uuids:
+            pipe.hlen(keys.file_checkpoints(sid, message))
         return pipe.execute() if uuids else []
 
     def session_exists(self, sid: str) -> bool:

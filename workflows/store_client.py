@@ -78,6 +78,10 @@ def blocking_pool(connection_class, max_connections: int, **connection_kwargs) -
                                         timeout=POOL_WAIT_SECONDS, **connection_kwargs)
 
 
+#: A pipeline (or a commit's recorder, which has the same command methods) that a store verb writes on.
+Pipe = redis.client.Pipeline
+
+
 class _OncePipeline(redis.client.Pipeline):
     def execute(self, raise_on_error: bool = True):
         if not (self.transaction or self.explicit_transaction):

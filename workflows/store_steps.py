@@ -16,7 +16,7 @@ from workflows.models import SessionRecord, StepRecord
 from workflows.store_streams import as_text
 
 if TYPE_CHECKING:
-    from workflows.store import Pipe
+    from workflows.store_client import Pipe
 
 #: Move a step's message (found among the newest ARGV[2]+1 of the queue) to the end consumed next.
 _TO_FRONT = """

@@ -17,7 +17,7 @@ from workflows.models import entry_json
 from workflows.valid_text import valid_str
 
 if TYPE_CHECKING:
-    from workflows.store import Pipe
+    from workflows.store_client import Pipe
 
 LIVE_MAXLEN = 2000
 LIVE_TTL_SECONDS = 3600

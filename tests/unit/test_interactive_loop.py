@@ -242,12 +242,12 @@ def test_help_says_how_to_add_a_custom_command_when_there_is_none(rt, ws, capsys
 
 def test_memory_shows_the_projects_memory_index(rt, ws, capsys):
     """/memory reads the project's MEMORY.md through the session service (no Redis client in the CLI)."""
-    from workflows.memory import MemoryRecord, ProjectMemory
+    from workflows.memory import MemoryRecord
 
     ui = make(rt, ws, "/memory")
     rec = rt.store.get_session(ui.sid)
     assert rec.auto_memory and rec.project_id
-    ProjectMemory(rt.store.r, rec.project_id, rec.project_root).put(
+    rt.store.project_memory(rec.project_id, rec.project_root).put(
         MemoryRecord(name="prefers-tabs", description="The user indents with tabs", type="user"))
     ui.loop()
     out = capsys.readouterr().out

@@ -9,7 +9,8 @@ import pytest
 
 from tests.inline import Inline
 from workflows.models import StepKind, StepStatus
-from workflows.step_kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, spec_for, task_for
+from workflows.sessions.options import SessionOptions
+from workflows.step_kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, runner_for, spec_for, task_for
 
 #: What deployed workers and queued messages carry: these names never change.
 DEPLOYED = {
@@ -34,7 +35,7 @@ def test_every_kind_has_one_row_with_its_deployed_queue_and_task_names():
     assert task_for(StepKind.MEMORY) == "mainsail.memory.session"
     with pytest.raises(ValueError):
         task_for(StepKind.AGENT)
-    assert all(s.run is not None for s in STEP_KINDS if s.task is not None)
+    assert all(s.runner is not None and runner_for(s) for s in STEP_KINDS if s.task is not None)
 
 
 def test_the_celery_app_has_one_task_per_row_named_and_documented_by_it():
@@ -50,20 +51,20 @@ def test_the_celery_app_has_one_task_per_row_named_and_documented_by_it():
 
 
 def test_a_step_runs_through_its_rows_runner(engine, ws, monkeypatch):
-    from workflows import step_kinds
+    from workflows import step_kinds, step_runners
 
-    rec = engine.create_session(str(ws), model="scripted:demo", permission_mode="bypassPermissions",
-                                auto_memory=False)
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions",
+                                                        no_memory=True))
     [step] = engine.submit(rec.id, "hi")
-    monkeypatch.setitem(step_kinds._BY_KIND, StepKind.MODEL, replace(spec_for(StepKind.MODEL), run=None))
+    monkeypatch.setitem(step_kinds._BY_KIND, StepKind.MODEL, replace(spec_for(StepKind.MODEL), runner=None))
     inline = Inline(engine)
     inline.dispatch([step])
     inline.run(1)
     stored = engine.store.get_step(rec.id, step.id)
     assert stored.status is StepStatus.FAILED and stored.error == "Step kind model is not supported yet."
     ran = []
-    monkeypatch.setitem(step_kinds._BY_KIND, StepKind.MODEL,
-                        replace(spec_for(StepKind.MODEL), run=lambda run: ran.append(run.step.id) or []))
+    monkeypatch.setattr(step_runners, "probe", lambda run: ran.append(run.step.id) or [], raising=False)
+    monkeypatch.setitem(step_kinds._BY_KIND, StepKind.MODEL, replace(spec_for(StepKind.MODEL), runner="probe"))
     [step] = engine.submit(rec.id, "again")
     inline.dispatch([step])
     inline.run(1)
