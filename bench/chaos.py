@@ -54,7 +54,7 @@ from bench.chaos_report import (  # noqa: E402
 )
 from bench.step_overhead import Procs, child_env, free_port  # noqa: E402
 from workflows.sessions.options import SessionOptions
-from workflows.store import stream_entries  # noqa: E402
+from workflows.store.redis_store import stream_entries  # noqa: E402
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflows.models import AssistantEntry, ResultEntry, SystemEntry, UserEntry
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 @dataclass

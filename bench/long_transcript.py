@@ -42,7 +42,7 @@ class Growth:
     fake_api_ms: float  # of which the in-process scripted API's own work (median; nan when it runs apart)
     sdk_ms: float  # ... the model call less the API's work (when timed) and the body's encoding
     build_ms: float  # ... building the request (context assembly)
-    body_ms: float  # ... encoding its JSON body (workflows/request_json.py)
+    body_ms: float  # ... encoding its JSON body (workflows/model/request_json.py)
     cpu_ms: float  # median CPU time of this process per agent step (the fake API's too when it runs here)
     mainsail_cpu_ms: float  # ... of which Mainsail's: less the model call's CPU, but for its body's encoding
     best_ms: float  # the fastest agent step after the first (least disturbed by other processes)
@@ -110,9 +110,9 @@ def measure(engine, workspace: str, entries: int, steps: int, file_text: str, ap
     """Preload about ``entries`` transcript entries, then time ``steps`` agent steps (a model call to the next) after
     the first. ``api_url``: the fake Messages API serving ``read_loop`` with turns enough (None: the
     scripted API in this process)."""
-    import workflows.steps as steps_mod
+    import workflows.steps.run as steps_mod
     from demo import scripted
-    from workflows import request_json
+    from workflows.model import request_json
     from workflows.models import StepKind
 
     turns = turns_for(entries)
@@ -205,8 +205,8 @@ def request_costs(engine, sid: str, rounds: int = 15) -> tuple[float, float, flo
     """Fastest of ``rounds``: building session ``sid``'s next request, encoding its body as Mainsail
     sends it (its shared blocks' JSON kept), and what the SDK would take to copy and encode the same
     request itself (its private helper: nan when it is gone)."""
-    from workflows import request_json
-    from workflows.context import build_request
+    from workflows.model import request_json
+    from workflows.context.assemble import build_request
 
     rec, entries = engine.store.get_session(sid), engine.store.cached_entries(sid)
 

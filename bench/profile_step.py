@@ -4,7 +4,7 @@
                                  [--pyinstrument]
 
 Starts a private redis-server, then runs sessions of ``scripted:read_loop:N``
-by calling :func:`workflows.steps.run_one` in a loop as a worker serving the model and tools queues
+by calling :func:`workflows.steps.run.run_one` in a loop as a worker serving the model and tools queues
 does (each step runs the one its commit claimed next, a reply's quick calls run in its model step; the
 "dispatch" callable appends to a local queue instead of sending Celery messages). It reports, per
 agent step (model step + tool step), the wall time and Redis round trips of
@@ -86,18 +86,19 @@ def instrument_redis() -> None:
 
 
 def instrument_mainsail() -> None:
-    import workflows.context
-    import workflows.steps as steps_mod
-    import workflows.tool_step as tool_step_mod
-    from workflows import model_client, tools
+    import workflows.context.assemble
+    import workflows.steps.run as steps_mod
+    import workflows.steps.tool as tool_step_mod
+    from workflows import tools
+    from workflows.model import client as model_client
     from workflows.engine import Engine
-    from workflows.store import Store
+    from workflows.store.redis_store import Store
 
     for name in ("claim", "record_model_reply", "record_tool_output", "submit", "create_session"):
         setattr(Engine, name, timed(f"engine.{name}", getattr(Engine, name)))
     Store.get_session = timed("store.get_session", Store.get_session)
     Store.entries = timed("store.entries (full transcript)", Store.entries)
-    steps_mod.build_request = timed("context.build_request", workflows.context.build_request)
+    steps_mod.build_request = timed("context.build_request", workflows.context.assemble.build_request)
     steps_mod.client_for = timed("model_client.client_for", model_client.client_for)
     steps_mod.stream_reply = timed("model_client.stream_reply (SDK, scripted)", model_client.stream_reply)
     tool_step_mod.run_tool = timed("tools.run_tool (Read)", tools.run_tool)
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         url = base + "/0"
         os.environ["MAINSAIL_REDIS_URL"] = url
         os.environ["MAINSAIL_DATA_DIR"] = str(tmp / "data")
-        import workflows.steps as steps_mod
+        import workflows.steps.run as steps_mod
         from tasks import runtime
         from tasks.app import app, configure
         from tasks.dispatch import dispatch as celery_dispatch

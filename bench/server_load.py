@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis
 from demo.scripted import Script, ToolUse, Turn
 from workflows.sessions.options import SessionOptions
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 PROMPT = "steady"
 
@@ -178,7 +178,7 @@ async def watchers_phase(url: str, token: str, n: int, serve_pid: int, r: redis.
 def seed_sessions(redis_url: str, tmp: Path, count: int) -> None:
     from workflows.engine import Engine
     from workflows.settings import load_settings
-    from workflows.store import Store
+    from workflows.store.redis_store import Store
 
     ws = tmp / "seeded"
     ws.mkdir()

@@ -25,7 +25,7 @@ from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, parse_entry
 from workflows.permissions import always_offered, answer_choices, prompt_text
-from workflows.store import stream_entries
+from workflows.store.redis_store import stream_entries
 
 YES = {"y", "yes"}
 NO = {"n", "no"}

@@ -30,7 +30,7 @@ from cli.in_process import hand_over
 from cli.redis_probe import mask_url, probe, redis_error, say_which
 from workflows.engine import Engine
 from workflows.settings import Settings
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 def configured_url(settings: Settings) -> str:

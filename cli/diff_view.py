@@ -1,5 +1,5 @@
 """An edit's diff at the terminal (the prompt, ``pending``, ``watch``): the lines
-:mod:`workflows.edit_preview` made when the call asked, coloured as ``git diff`` colours them
+:mod:`workflows.edits.preview` made when the call asked, coloured as ``git diff`` colours them
 (on a terminal only: click and rich drop the colours elsewhere), then its note."""
 
 from __future__ import annotations

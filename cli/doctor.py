@@ -20,8 +20,8 @@ import redis
 from cli.embedded_redis import read_embedded_url
 from cli.redis_probe import mask_url, probe, redis_error
 from tasks.runtime import redis_client
-from workflows import keys
-from workflows.model_providers import is_local_model
+from workflows.store import keys
+from workflows.model.providers import is_local_model
 from workflows.settings import Settings, load_settings
 
 OK, WARN, FAIL = "✓", "!", "✗"

@@ -20,8 +20,8 @@ import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from workflows import keys
-from workflows.store import Store, stream_entries
+from workflows.store import keys
+from workflows.store.redis_store import Store, stream_entries
 
 #: What a lost connection raises; the feed retries it (after a backoff) from the same ids.
 REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)

@@ -13,7 +13,7 @@ Where each figure comes from (so that they agree):
 from __future__ import annotations
 
 from workflows.models import COST_KINDS, ResultEntry, SessionRecord, Usage
-from workflows.pricing import add_cost
+from workflows.model.pricing import add_cost
 
 
 def tokens(u: Usage) -> int:
@@ -21,7 +21,7 @@ def tokens(u: Usage) -> int:
 
 
 def money(usd: float | None) -> str:
-    """``$0.0123``; ``?`` for a cost that is unknown (a model without a price, workflows.pricing)."""
+    """``$0.0123``; ``?`` for a cost that is unknown (a model without a price, workflows.model.pricing)."""
     return "?" if usd is None else f"${usd:.4f}"
 
 

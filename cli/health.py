@@ -31,7 +31,7 @@ def _redis():
 
 def check_worker(host: str | None = None) -> str | None:
     """None when a worker of ``host`` (default: this container's host name) is registered and live."""
-    from workflows.registry import Workers
+    from workflows.store.registry import Workers
 
     host = host or socket.gethostname()
     live = Workers(_redis()).live()

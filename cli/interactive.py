@@ -49,11 +49,11 @@ from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt
-from workflows.model_names import describe_model
+from workflows.model.names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.sessions.options import SessionOptions
 from workflows.settings import Settings, load_settings
-from workflows.valid_text import valid_str
+from workflows.models.valid_text import valid_str
 
 
 class Interactive:
@@ -227,7 +227,7 @@ class Interactive:
                 submitted()
         service(self.rt).dispatch(steps)
         inbox = self.store.inbox(sid)
-        queued = valid_str(text) in inbox  # (as the inbox holds it: workflows/valid_text.py)
+        queued = valid_str(text) in inbox  # (as the inbox holds it: workflows/models/valid_text.py)
         if queued:
             ahead = len(inbox) - 1 - inbox[::-1].index(valid_str(text))
             before = f" and the {ahead} queued before it" if ahead else ""

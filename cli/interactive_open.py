@@ -20,7 +20,7 @@ from cli.standby import require_model_access
 from cli.trust_flag import ask_trust
 from statemachines import State
 from workflows.mcp.config import fresh
-from workflows.model_names import describe_model
+from workflows.model.names import describe_model
 from workflows.models import SessionRecord
 from workflows.permissions.bypass import effective_mode
 from workflows.sessions.options import SessionOptions, SessionSetup

@@ -183,7 +183,7 @@ def add_json_cmd(scope: str, name: str, json_text: str) -> None:
 
 
 def _modified(written: Written) -> None:
-    """The file a command wrote, and what was done to keep it out of git (workflows/git_ignore.py)."""
+    """The file a command wrote, and what was done to keep it out of git (workflows/git/ignore.py)."""
     click.echo(f"File modified: {written.path}")
     _git_note(written.note)
 

@@ -19,8 +19,8 @@ from rich.table import Table
 from cli.connect import Runtime, connect
 from cli.readonly import existing_runtime
 from workflows.exceptions import MemoryRecordError, SessionNotFound
-from workflows.memory import INDEX_NAME, MEMORY_TYPES, make_record, parse_markdown
-from workflows.store_memory import ProjectMemory
+from workflows.memory.records import INDEX_NAME, MEMORY_TYPES, make_record, parse_markdown
+from workflows.store.memory import ProjectMemory
 from workflows.settings import load_settings
 
 project_option = click.option(

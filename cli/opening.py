@@ -17,9 +17,9 @@ from cli.session_service import say_warnings, service
 from cli.slash_commands import read_commands
 from cli.trust_flag import flag_trust
 from workflows.mcp.sources import McpFlags
-from workflows.model_lifecycle import lifecycle_note
+from workflows.model.lifecycle import lifecycle_note
 from workflows.models import PermissionMode
-from workflows.pricing import known_price, unknown_price_note
+from workflows.model.pricing import known_price, unknown_price_note
 from workflows.sessions.options import SessionOptions
 
 MODES = [m.value for m in PermissionMode]
@@ -94,7 +94,7 @@ def session_model(rt: Runtime, resume: str | None, continue_: bool, workspace: P
 
 def warn_about_model(rec, *, lifecycle: bool = True) -> None:
     """Say once, at the start, that the session's model has no price (its cost will show as unknown), or is
-    near or past its end of life (workflows/model_lifecycle.py). ``lifecycle`` False: the command shows the
+    near or past its end of life (workflows/model/lifecycle.py). ``lifecycle`` False: the command shows the
     transcript as it runs, where the session says the latter itself (at its first call), so not twice."""
     sent = rec.sent_model()
     if not known_price(sent):

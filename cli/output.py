@@ -24,8 +24,8 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
-from workflows.tokens import model_limits
-from workflows.transcript_export import assistant_api_message as api_message
+from workflows.model.tokens import model_limits
+from workflows.context.export import assistant_api_message as api_message
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
 RESULT_SUBTYPES = {

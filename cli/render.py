@@ -19,7 +19,7 @@ from cli.diff_view import diff_text
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
 from workflows.agents.labels import TaskLabels
-from workflows.entry_read import read_entry
+from workflows.store.entry_read import read_entry
 from workflows.mcp.tools import is_mcp_name
 from workflows.mcp.tools import summary as mcp_summary
 from workflows.models import (
@@ -33,9 +33,9 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.permissions import prompt_text
-from workflows.store import Store
+from workflows.store.redis_store import Store
 from workflows.tools import REGISTRY
-from workflows.valid_text import repair_note
+from workflows.models.valid_text import repair_note
 
 
 #: Input fields that name a file or directory: shown relative to the session's directory when inside it.

@@ -86,9 +86,9 @@ def note(ui: "Interactive", line: str) -> None:
 
 def context(ui: "Interactive") -> None:
     """The context window: the last measured size, and an estimate of each part of the next request."""
-    from workflows.context import build_request
+    from workflows.context.assemble import build_request
     from workflows.mcp.catalog import tool_schemas
-    from workflows.tokens import describe_usage, estimate_tokens, model_limits, thresholds
+    from workflows.model.tokens import describe_usage, estimate_tokens, model_limits, thresholds
 
     rec = ui.record()
     model = rec.sent_model()
@@ -116,7 +116,7 @@ def context(ui: "Interactive") -> None:
         click.echo(f"Last model call: {describe_usage(rec.context_tokens, model, pct)}")
     click.echo(click.style("Estimates are four characters a token; the last model call's figure is measured.",
                            dim=True))
-    from workflows.context_files import memory_files
+    from workflows.context.files import memory_files
 
     files = [f for f in memory_files(rec.workspace, rec.home or str(Path.home())) if f.content]
     for f in files:
@@ -180,7 +180,7 @@ def agents(ui: "Interactive") -> None:
 
 def add_dir(ui: "Interactive", arg: str) -> None:
     """Add a working directory, checked as ``--add-dir`` is (an existing directory, not /)."""
-    from workflows.session_setup import added_dirs
+    from workflows.sessions.setup import added_dirs
 
     if not arg.strip():
         click.echo("Usage: /add-dir DIR (an existing directory the session may then read and edit in).", err=True)

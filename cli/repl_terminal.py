@@ -45,7 +45,7 @@ from workflows.exceptions import MainsailError
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.permissions import answer_choices
 from workflows.permissions.bypass import effective_mode
-from workflows.valid_text import valid_str
+from workflows.models.valid_text import valid_str
 
 if TYPE_CHECKING:
     from cli.interactive import Interactive

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from statemachines import State
 from workflows.models import AssistantEntry, UserEntry
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 def replay(store: Store, sid: str, renderer, entries=None, *, compact: bool = False,

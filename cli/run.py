@@ -190,7 +190,7 @@ def _background_note(rt: Runtime, sid: str) -> None:
 
 def _stream_writer(rt: Runtime, sid: str):
     from cli.output import StreamJson
-    from workflows.context import offered_tools
+    from workflows.context.assemble import offered_tools
 
     stream = StreamJson(sys.stdout.write, sys.stdout.flush)
 

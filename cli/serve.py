@@ -11,7 +11,7 @@ import click
 
 from cli.connect import connect
 from cli.standby import ensure_worker
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 from workflows.settings import load_settings
 
 

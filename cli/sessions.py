@@ -25,11 +25,11 @@ from statemachines import State
 from cli.repl_text import ago
 from cli.session_service import service
 from workflows.engine.support import cancel_message
-from workflows.model_names import describe_model
+from workflows.model.names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
-from workflows.tokens import describe_usage
-from workflows.valid_text import valid_str
+from workflows.model.tokens import describe_usage
+from workflows.models.valid_text import valid_str
 
 
 def _when(t: float) -> str:
@@ -249,7 +249,7 @@ def send(session: str, message: str | None, interrupt: bool, clear: bool) -> Non
     if message is None:
         return
     inbox = sent.inbox
-    message = valid_str(message)  # (as the inbox holds it: workflows/valid_text.py)
+    message = valid_str(message)  # (as the inbox holds it: workflows/models/valid_text.py)
     if not sent.queued:
         click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
         return

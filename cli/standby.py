@@ -29,7 +29,7 @@ from cli.in_process import in_process_redis, mark_threads_started
 from statemachines import State
 from workflows.engine import display_worker
 from workflows.exceptions import MissingCredentials
-from workflows.model_providers import is_local_model
+from workflows.model.providers import is_local_model
 from workflows.models import StepKind, StepStatus
 from workflows.settings import Settings
 

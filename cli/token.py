@@ -1,6 +1,6 @@
 """``mainsail token``: API tokens of the team server (create, list, revoke).
 
-A token is shown once, when created; Redis keeps only its SHA-256 (workflows/api_tokens.py).
+A token is shown once, when created; Redis keeps only its SHA-256 (workflows/store/api_tokens.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime
 import click
 
 from cli.connect import connect
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 from workflows.settings import load_settings
 
 

@@ -11,8 +11,8 @@ from cli.connect import connect
 from cli.readonly import existing_runtime
 from workflows.exceptions import MainsailError
 from workflows.settings import load_settings
-from workflows.transcript_export import export_jsonl
-from workflows.transcript_io import import_session
+from workflows.context.export import export_jsonl
+from workflows.context.transcript import import_session
 
 
 @click.command("export")

@@ -1,7 +1,7 @@
 """The demo and testing model: ``scripted:NAME`` models, answered in-process by a scripted Messages API.
 
 Not part of the domain: :mod:`workflows` never imports it. Importing this package registers the
-``scripted:`` provider (workflows/model_providers.py), which the program's composition roots do: the
+``scripted:`` provider (workflows/model/providers.py), which the program's composition roots do: the
 CLI (``mainsail demo``, and any command given a scripted model) and the worker start-up. A scripted
 model needs no credentials, costs nothing, has a 200k-token window, and answers a session's side calls
 (its title, its memory forks) itself. The SDK and the scripts are imported at the first call only.
@@ -9,7 +9,7 @@ model needs no credentials, costs nothing, has a 200k-token window, and answers 
 
 from __future__ import annotations
 
-from workflows.model_providers import ModelProvider, register
+from workflows.model.providers import ModelProvider, register
 
 #: The prefix of the scripted models' names: ``scripted:demo``, ``scripted:read_loop:5``, ...
 PREFIX = "scripted:"

@@ -40,7 +40,7 @@ from demo.scripts import (
     read_loop,
 )
 from demo.wire import Reply, error_body, estimate_tokens, sse_chunks
-from workflows.side_calls import fork_kind
+from workflows.model.side_calls import fork_kind
 
 __all__ = [
     "DEMO_FILES",

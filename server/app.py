@@ -70,7 +70,7 @@ def create_app(engine: Engine, aredis, *, title: str = "Mainsail", max_body: int
     """The app: ``/api`` (the HTTP API and live streams), ``/`` (the console), ``/metrics``.
 
     ``engine``: the engine and store the routes use; ``aredis``: an asyncio Redis client on the same
-    server (:func:`workflows.store_client.async_redis_client`) for the live streams; ``max_body``: the largest
+    server (:func:`workflows.store.client.async_redis_client`) for the live streams; ``max_body``: the largest
     request body accepted, in bytes.
     """
     from server.api import router as api
@@ -107,7 +107,7 @@ def create_app(engine: Engine, aredis, *, title: str = "Mainsail", max_body: int
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        from workflows.resilience import RedisConnectionError, RedisTimeoutError
+        from workflows.store.resilience import RedisConnectionError, RedisTimeoutError
 
         if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
             return JSONResponse({"detail": "The server cannot reach its Redis right now; try again shortly."},

@@ -1,5 +1,5 @@
 """Who is asking: every request carries an API token (``Authorization: Bearer mst_...``, or the
-console's cookie), found by its SHA-256 in Redis (:mod:`workflows.api_tokens`).
+console's cookie), found by its SHA-256 in Redis (:mod:`workflows.store.api_tokens`).
 
 - No token, or an unknown or revoked one: 401.
 - A read-only token asking to change something (send, cancel, approve...): 403.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from fastapi import Depends, HTTPException, Request
 
-from workflows.api_tokens import TokenRecord
+from workflows.store.api_tokens import TokenRecord
 from workflows.exceptions import SessionNotFound
 from workflows.models import PermissionRequest, SessionRecord
 from workflows.permissions import bypass

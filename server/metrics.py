@@ -4,7 +4,7 @@ scrape config).
 Everything is read from Redis at scrape time by a custom collector (the official ``prometheus_client``
 renders it), so any number of server processes answer the same figures and none keeps state:
 
-- counters and histograms the engine counts as commits land (workflows/metrics.py): steps created,
+- counters and histograms the engine counts as commits land (workflows/store/metrics.py): steps created,
   finished (done, superseded, failed) and retaken by the reaper, by kind; step latency by kind; model
   calls, tokens and cost by model; approvals asked and the time to decide them;
 - gauges read from the store: sessions by state, approvals waiting and the oldest one's age, queue
@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from server.auth import Caller, require_reader
 from server.schemas import problems
 from statemachines import State
-from workflows.metrics import DECISION_BUCKETS, STEP_BUCKETS, parse_field
+from workflows.store.metrics import DECISION_BUCKETS, STEP_BUCKETS, parse_field
 
 router = APIRouter(tags=["metrics"])
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from redbeat.schedulers import RedBeatScheduler, RedBeatSchedulerEntry
 
 from tasks.app import app, broker_ssl
-from workflows import keys
+from workflows.store import keys
 from workflows.schedules import cron
 from workflows.schedules.models import Schedule
 from workflows.schedules.store import BrokenSchedule, ScheduleStore

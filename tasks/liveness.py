@@ -19,8 +19,8 @@ import socket
 import threading
 import time
 
-from workflows.registry import Workers
-from workflows.resilience import RedisError
+from workflows.store.registry import Workers
+from workflows.store.resilience import RedisError
 from workflows.settings import Settings
 
 log = logging.getLogger(__name__)

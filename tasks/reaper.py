@@ -43,13 +43,13 @@ from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
 from tasks.liveness import Beacon, Health
-from workflows import keys
+from workflows.store import keys
 from workflows.engine import Engine, display_worker
-from workflows.housekeeping import retention_due, retention_gc
-from workflows.leases import keeper_for
+from workflows.sessions.housekeeping import retention_due, retention_gc
+from workflows.store.leases import keeper_for
 from workflows.models import StepRecord, StepStatus
-from workflows.registry import Workers, hold_value
-from workflows.resilience import LockError, RedisError, ResponseError
+from workflows.store.registry import Workers, hold_value
+from workflows.store.resilience import LockError, RedisError, ResponseError
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 def resend(steps) -> None:
     """Send steps taken back (from a dead worker, a passed deadline, a lost message) to the front of their
     queues, counting them by kind (``mainsail_steps_retaken_total``)."""
-    from workflows.metrics import TALLY
+    from workflows.store.metrics import TALLY
 
     for step in steps:
         TALLY.add("mainsail_steps_retaken_total", kind=step.kind.value)

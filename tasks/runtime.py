@@ -1,7 +1,7 @@
 """Per-process singletons the tasks need: settings, Redis client, store, engine, and the worker's
 own state (its registered name, the steps it runs now, whether it is draining before it stops).
 
-Clients are made by :mod:`workflows.store_client` (its makers are importable from here too, for the
+Clients are made by :mod:`workflows.store.client` (its makers are importable from here too, for the
 CLI and the Celery configuration).
 """
 
@@ -12,9 +12,9 @@ import time
 
 from workflows.engine import Engine
 from workflows.settings import Settings, get_settings
-from workflows.store import Store
+from workflows.store.redis_store import Store
 # (async_redis_client, tls_options and without_tls_query: for the CLI and the Celery configuration)
-from workflows.store_client import async_redis_client, redis_client, tls_options, without_tls_query  # noqa: F401
+from workflows.store.client import async_redis_client, redis_client, tls_options, without_tls_query  # noqa: F401
 
 _lock = threading.Lock()
 _redis_url: str | None = None
@@ -61,9 +61,9 @@ def engine(settings: Settings | None = None) -> Engine:
             store.lock_owner = _worker
             store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
-            from workflows.metrics import TALLY
+            from workflows.store.metrics import TALLY
 
-            TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/metrics.py)
+            TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/store/metrics.py)
         return _engine
 
 

@@ -7,7 +7,7 @@ import logging
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
-from workflows.resilience import LockError
+from workflows.store.resilience import LockError
 from workflows.schedules.firing import fire
 from workflows.settings import get_settings
 

@@ -18,7 +18,7 @@ from workflows.schedules import cron
 from workflows.schedules.firing import Fired, fire
 from workflows.schedules.models import Schedule
 from workflows.schedules.store import BrokenSchedule
-from workflows.session_setup import session_options
+from workflows.sessions.setup import session_options
 
 
 def check_workspace(raw: str) -> str:

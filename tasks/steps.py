@@ -1,7 +1,7 @@
 """The step tasks: parse ids, claim, run one workflow function, commit, dispatch.
 
-One task per row of the table of step kinds (workflows/step_kinds.py), each a
-thin shell around :func:`workflows.steps.run_one`; producers send them by the
+One task per row of the table of step kinds (workflows/steps/kinds.py), each a
+thin shell around :func:`workflows.steps.run.run_one`; producers send them by the
 table's names and never import this module. The shell also keeps count of
 the steps this process runs (a stopping worker waits for them), and once the
 worker is draining, sends any newly arrived message back to its queue unrun.
@@ -15,9 +15,9 @@ import time
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
-from workflows import keys
-from workflows.step_kinds import STEP_KINDS, StepKindSpec
-from workflows.steps import run_one
+from workflows.store import keys
+from workflows.steps.kinds import STEP_KINDS, StepKindSpec
+from workflows.steps.run import run_one
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from tasks.reaper import Housekeeper
 from workflows import shells
 from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
-from workflows.step_kinds import STEP_TASKS
+from workflows.steps.kinds import STEP_TASKS
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ _sandbox_checked = threading.Event()
 MODEL_QUEUES = frozenset({"model", "memory"})
 #: A command's in-process worker keeps these to errors: its user follows a session, and the command
 #: says itself what that session waits for; another session's recovery is the workers' log's business.
-EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.resilience", "workflows.steps")
+EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.store.resilience", "workflows.steps.run")
 
 
 def check_sandbox() -> None:

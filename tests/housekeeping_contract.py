@@ -19,11 +19,11 @@ from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.exceptions import SessionBusy
-from workflows.housekeeping import gc, remove_old, retention_due, retention_gc
-from workflows.memory import make_record
-from workflows.store_memory import ProjectMemory
+from workflows.sessions.housekeeping import gc, remove_old, retention_due, retention_gc
+from workflows.memory.records import make_record
+from workflows.store.memory import ProjectMemory
 from workflows.models import StepRecord
 
 SHARED_SETS = (keys.sessions(), keys.leases(), keys.approvals(), keys.awaiting())

@@ -12,7 +12,7 @@ from collections import deque
 from demo import scripted
 from workflows.engine import Engine
 from workflows.models import StepRecord
-from workflows.steps import run_step
+from workflows.steps.run import run_step
 
 _names = itertools.count()
 

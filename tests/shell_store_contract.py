@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import keys
+from workflows.store import keys
 from workflows.shells import ShellStore
 
 SID, HOST = "sess-1", "worker-a~abc123"

@@ -2,7 +2,7 @@
 
 ``StoreContract`` is a plain class (pytest does not collect it by name): a test
 module subclasses it as ``Test...`` and provides a ``store`` fixture, a
-:class:`workflows.store.Store` on an empty Redis (fakeredis or a real server).
+:class:`workflows.store.redis_store.Store` on an empty Redis (fakeredis or a real server).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.exceptions import (
     AmbiguousSession,
     LockTimeout,
@@ -39,7 +39,7 @@ from workflows.models import (
     entry_json,
     parse_entry,
 )
-from workflows.store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store, stream_entries
+from workflows.store.redis_store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store, stream_entries
 
 
 def _id(stream_id) -> str:
@@ -592,7 +592,7 @@ class StoreContract:
             with store.lock("a:b"):
                 pass
 
-    # ------------------------------------------------------------------ valid text (workflows/valid_text.py)
+    # ------------------------------------------------------------------ valid text (workflows/models/valid_text.py)
 
     def test_text_utf8_cannot_encode_is_stored_repaired_and_noted(self, store):
         sid = "s-surrogate"
@@ -627,7 +627,7 @@ class StoreContract:
         store.push_inbox(sid, "queued \udc80")
         assert store.inbox(sid) == ["queued \ufffd"]
 
-    # ------------------------------------------------------------------ unreadable entries (workflows/entry_read.py)
+    # ------------------------------------------------------------------ unreadable entries (workflows/store/entry_read.py)
 
     def test_an_entry_that_cannot_be_read_is_a_marker_and_the_rest_reads(self, store):
         sid = "s-bad-entry"

@@ -7,7 +7,7 @@ like any other, so a title is asked once and recorded once even when a worker di
 Messages API call goes to the session's ``haiku`` alias (a session on a local model: that model);
 its cost is the session's, under the ``title`` kind. The request's system prompt starts with
 :data:`TITLE_MARK`, by which the demo's scripted model and the tests' fake API tell it from a session's
-own turns (``workflows.side_calls.fork_kind``).
+own turns (``workflows.model.side_calls.fork_kind``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import logging
 import threading
 
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
-from workflows.model_providers import is_local_model
-from workflows.side_calls import TITLE_MARK
+from workflows.model.providers import is_local_model
+from workflows.model.side_calls import TITLE_MARK
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def run_title_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
     import anthropic  # here, not at import: a worker starts sooner (the SDK is large)
 
     from workflows.exceptions import MissingCredentials
-    from workflows.model_client import client_for, describe_api_error, stream_reply
+    from workflows.model.client import client_for, describe_api_error, stream_reply
 
     sid, settings = step.session_id, engine.settings
     prompt, answer = first_exchange(engine.store.entries(sid))

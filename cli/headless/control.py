@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from cli.output import CLAUDE_CODE_VERSION, StreamJson
 from workflows.models import PermissionMode
-from workflows.tokens import model_limits
+from workflows.model.tokens import model_limits
 
 Answer = Callable[[dict | Exception], None]
 

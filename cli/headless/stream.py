@@ -35,7 +35,7 @@ from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.session_service import service
-from workflows.context import offered_tools
+from workflows.context.assemble import offered_tools
 from workflows.exceptions import (
     BypassDisabled,
     RequestClosed,

@@ -11,7 +11,7 @@ from cli.remote.client import Client, open_client, session_path
 from cli.remote.views import record_of
 from cli.render import Renderer
 from cli.sessions import describe, print_table
-from workflows.entry_read import read_entry
+from workflows.store.entry_read import read_entry
 from workflows.models import PermissionRequest, SessionRecord
 
 #: Rows of one transcript page (the API's largest).

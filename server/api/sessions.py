@@ -32,10 +32,10 @@ from workflows.engine.support import cancel_message
 from workflows.models import PathText
 from workflows.sessions.options import SessionOptions
 from workflows.settings import get_settings
-from workflows.entry_read import entry_text
-from workflows.store import stream_entries
-from workflows.transcript_export import export_jsonl
-from workflows.valid_text import valid_str
+from workflows.store.entry_read import entry_text
+from workflows.store.redis_store import stream_entries
+from workflows.context.export import export_jsonl
+from workflows.models.valid_text import valid_str
 
 router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)
@@ -164,7 +164,7 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
     if body.message is not None:
         service(request).submit(rec.id, body.message)
         inbox = eng.store.inbox(rec.id)
-        queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/valid_text.py)
+        queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/models/valid_text.py)
         notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if queued else "sent")
     return Done(session_id=rec.id, message="; ".join(notes).capitalize() + ".",
                 state=eng.store.get_session(rec.id).state)

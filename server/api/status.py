@@ -82,7 +82,7 @@ def status(request: Request, caller: Caller = Depends(require_reader)):  # noqa:
 
 
 def _redis(store) -> RedisView:
-    from workflows.resilience import ResponseError
+    from workflows.store.resilience import ResponseError
 
     try:
         server = store.server_info("server")

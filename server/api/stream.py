@@ -38,9 +38,9 @@ from server.api.hub import BLOCK_MS, Overflow, hub_of
 from server.auth import Caller, require_reader
 from server.schemas import problems
 from statemachines import State
-from workflows import keys
-from workflows.entry_read import entry_text, field_text
-from workflows.store import stream_entries
+from workflows.store import keys
+from workflows.store.entry_read import entry_text, field_text
+from workflows.store.redis_store import stream_entries
 
 router = APIRouter(tags=["live"], responses=problems(403, 404, 409))
 _EVENT_ID = re.compile(r"\A(([0-9]{1,20})-([0-9]{1,20}))(?:\.([0-9]{1,6}))?\Z")  # [0-9]: \d matches any script's digits

@@ -3,7 +3,7 @@
 Figures come from the session records the token may see (top-level sessions only: a sub-agent's
 cost is already rolled into its parent's) and from the broker's queues and the worker registry.
 Cost per day: for a token that sees every workspace, the engine's own count of each model call's
-cost on its day (UTC; workflows/metrics.py, the figure /metrics reads). Those counts are not kept per
+cost on its day (UTC; workflows/store/metrics.py, the figure /metrics reads). Those counts are not kept per
 workspace, so for a token limited to workspaces a session's cost counts on the day of its last
 activity (records keep totals, not a ledger per day).
 
@@ -100,7 +100,7 @@ def overview_page(request: Request):
 
 def cost_per_day(store) -> dict[str, float]:
     """Each UTC day's model cost, as the engine counted it (every workspace)."""
-    from workflows.metrics import parse_field
+    from workflows.store.metrics import parse_field
 
     out: dict[str, float] = defaultdict(float)
     for f, value in store.tallies().items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 MAINSAIL = shutil.which("mainsail")
 

@@ -19,8 +19,8 @@ import httpx
 
 from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL, Cluster, wait_for
-from workflows import keys
-from workflows.store import stream_entries
+from workflows.store import keys
+from workflows.store.redis_store import stream_entries
 
 
 class Serve:

@@ -14,7 +14,7 @@ from demo.scripted import ToolUse, Turn
 from tests.conftest import running
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer, last_prompt
-from workflows import keys
+from workflows.store import keys
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,7 @@ from tests.conftest import ROOT, TEAM_ACL, free_port
 from tests.e2e.conftest import MAINSAIL, Cluster, wait_for
 from tests.e2e.test_agent_loop import check_transcript, script
 from tests.fakeapi import FakeMessagesServer
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.e2e
 

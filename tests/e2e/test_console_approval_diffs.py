@@ -12,7 +12,7 @@ from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.e2e.test_console_browser import ARTIFACTS, WAIT_MS, browser, server, sign_in  # noqa: F401 (fixtures)
 from tests.fakeapi import FakeMessagesServer
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

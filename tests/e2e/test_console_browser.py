@@ -17,7 +17,7 @@ from demo.scripted import Script, ToolUse, Turn
 from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.test_console_browser import WAIT_MS, browser, server, watch_errors  # noqa: F401 - fixtures
 from tests.e2e.test_subagent_display_e2e import TwoSameTasks
 from tests.fakeapi import FakeMessagesServer
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.e2e.serving import Serve
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

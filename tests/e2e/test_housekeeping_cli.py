@@ -16,7 +16,7 @@ from tests.conftest import free_port, processes_under, running
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from tests.housekeeping_contract import scan, without
-from workflows import keys
+from workflows.store import keys
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import pytest
 from demo.scripted import Script, ScriptedMessagesAPI, ScriptUsage, ToolUse, Turn, default_fork_turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.store_memory import ProjectMemory
+from workflows.store.memory import ProjectMemory
 from workflows.models import CompactBoundaryEntry, StepKind, StepStatus, SystemEntry
 
 pytestmark = pytest.mark.e2e

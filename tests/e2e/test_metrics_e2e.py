@@ -11,7 +11,7 @@ from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve
 from tests.e2e.test_server_api import COMMAND, create, model, wait_idle, wait_state
 from tests.fakeapi import FakeMessagesServer
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

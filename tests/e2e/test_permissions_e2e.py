@@ -21,7 +21,7 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.store_memory import ProjectMemory
+from workflows.store.memory import ProjectMemory
 from workflows.models import PermissionDecisionEntry, SystemEntry
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.conftest import MAINSAIL, Cluster
 from tests.e2e.test_agent_loop import check_transcript, script
 from tests.fakeapi import FakeMessagesServer
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.e2e
 

@@ -172,7 +172,7 @@ def test_deny_with_a_message_and_cancel_through_the_server(cluster, server, work
 
 
 def test_export_and_compact_through_the_server(cluster, server, workspace):
-    from workflows.compaction import SUMMARY_SYSTEM
+    from workflows.context.compaction import SUMMARY_SYSTEM
 
     def model(body: dict) -> Turn:
         if body["system"][0]["text"] == SUMMARY_SYSTEM:

@@ -15,7 +15,7 @@ from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.e2e.serving import Serve
 from tests.fakeapi import FakeMessagesServer
-from workflows import keys
+from workflows.store import keys
 from workflows.schedules import Schedule, ScheduleStore
 
 pytestmark = pytest.mark.e2e

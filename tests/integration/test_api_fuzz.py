@@ -29,7 +29,7 @@ from server.app import create_app
 from tasks.app import configure
 from tests.integration.test_api_edges import tokens  # noqa: F401 (a fixture: a token for all, one for a workspace)
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

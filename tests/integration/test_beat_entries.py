@@ -85,7 +85,7 @@ def test_an_entry_that_cannot_be_read_is_skipped_not_fatal(beat_redis, ws, caplo
 def test_start_up_skips_a_broken_record_and_says_so(beat_redis, ws, caplog):
     import json
 
-    from workflows import keys
+    from workflows.store import keys
 
     good = add(beat_redis, ws)
     beat_redis.set(keys.schedule("bad"), json.dumps({"id": "bad", "name": "feb", "cron": "0 0 31 2 *",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workflows.context_files import system_context
+from workflows.context.files import system_context
 from workflows.hooks.config import CommandHook
 from workflows.hooks.runner import run_command_hook
 from workflows.mcp.calls import server_env

@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 from server.app import create_app
 from server.auth import COOKIE
 from server.console.web import CSP
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 
@@ -146,7 +146,7 @@ def test_an_unknown_session_page_is_a_404_page(client, token):
 def test_the_overview_counts_sessions_queues_and_workers(client, token, app, ws, real_redis):
     import time
 
-    from workflows import keys
+    from workflows.store import keys
 
     engine = app.state.engine
     rec = engine.create_session(str(ws))

@@ -13,7 +13,7 @@ from tasks import dispatch as dispatch_mod
 from tasks.app import configure, queue_key
 from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from cli import doctor
 from cli.main import cli
 from tests.conftest import RedisServer, free_port
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

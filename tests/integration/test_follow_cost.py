@@ -16,7 +16,7 @@ import redis
 
 from cli.render import follow
 from workflows.models import ResultEntry, SystemEntry
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

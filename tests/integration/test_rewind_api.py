@@ -11,9 +11,9 @@ from tasks.app import configure
 from tests.inline import Inline, scripted_model
 from tests.unit.test_rewind import script
 from workflows.sessions.options import SessionOptions
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

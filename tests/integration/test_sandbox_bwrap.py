@@ -406,8 +406,8 @@ def test_who_approved_a_git_line_decides_whether_it_can_write_dot_git(ws, fake_r
 
     from workflows.engine import Engine
     from workflows.models import RuleSet, RuleSpec, ToolCall
-    from workflows.store import Store
-    from workflows.tool_step import execute_call
+    from workflows.store.redis_store import Store
+    from workflows.steps.tool import execute_call
     from workflows.tools import get_tool
 
     git_init(ws)

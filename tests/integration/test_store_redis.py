@@ -11,7 +11,7 @@ from redis.retry import Retry
 
 from tests.store_contract import StoreContract
 from workflows.exceptions import StoreUnavailable
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
 

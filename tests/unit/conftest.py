@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""API tokens (workflows/api_tokens.py): created once, found by their hash, revoked at once, and a
+"""API tokens (workflows/store/api_tokens.py): created once, found by their hash, revoked at once, and a
 workspace restriction that no path trick stretches."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from workflows import keys
-from workflows.api_tokens import TOKEN_PREFIX, TokenRecord, TokenStore, describe, digest
+from workflows.store import keys
+from workflows.store.api_tokens import TOKEN_PREFIX, TokenRecord, TokenStore, describe, digest
 from workflows.exceptions import TokenError
 
 

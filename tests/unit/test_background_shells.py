@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import running
 from tests.unit.test_tools_bash import gone, marker
-from workflows import keys
+from workflows.store import keys
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.shells import SessionShells, ShellStore, shutdown
@@ -221,7 +221,7 @@ def test_a_finished_shell_cannot_be_killed(ctx):
 
 def test_a_cancel_stops_the_sessions_shells_and_says_why(ctx, fake_redis):
     from workflows.engine.support import stop_shells
-    from workflows.store import Store
+    from workflows.store.redis_store import Store
 
     mark = marker()
     shell_id = start(ctx, f"sleep {mark}")

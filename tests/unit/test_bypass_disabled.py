@@ -17,7 +17,7 @@ from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from tests.session_kw import create as create_session
 from workflows.sessions.options import SessionOptions, SessionSetup
-from workflows.api_tokens import TokenRecord, TokenStore
+from workflows.store.api_tokens import TokenRecord, TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
 from workflows.permissions import Decision, decide
@@ -27,7 +27,7 @@ from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.sessions.options import RemoteOptions
 from workflows.schedules.firing import fire
-from workflows.session_setup import session_options
+from workflows.sessions.setup import session_options
 from workflows.tools import get_tool
 
 BYPASS = PermissionMode.BYPASS

@@ -14,9 +14,9 @@ from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
-from workflows.compaction import SUMMARY_SYSTEM
-from workflows.context import SUMMARY_INTRO, build_request
+from workflows.store import keys
+from workflows.context.compaction import SUMMARY_SYSTEM
+from workflows.context.assemble import SUMMARY_INTRO, build_request
 from workflows.engine import Engine
 from workflows.exceptions import ContextFull
 from workflows.models import (
@@ -27,8 +27,8 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
-from workflows.store import Store
-from workflows.tokens import effective_window, thresholds
+from workflows.store.redis_store import Store
+from workflows.model.tokens import effective_window, thresholds
 from workflows.tools.base import ToolContext
 from workflows.tools import run_tool
 

@@ -17,8 +17,8 @@ import pytest
 from cli import health
 from tests.compose import load_compose, mainsail_services, service_env
 from tests.conftest import ROOT
-from workflows.model_client import DEFAULT_BASE_URL, _make
-from workflows.registry import Workers
+from workflows.model.client import DEFAULT_BASE_URL, _make
+from workflows.store.registry import Workers
 from workflows.settings import Settings, load_settings
 
 HOST = {"MAINSAIL_REDIS_PASSWORD": "pw", "ANTHROPIC_API_KEY": "sk-test"}  # all a user must set

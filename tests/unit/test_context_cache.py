@@ -9,8 +9,10 @@ import json
 
 import pytest
 
-from workflows import context, request_json
-from workflows.context import (
+from workflows.context import assemble as context
+
+from workflows.model import request_json
+from workflows.context.assemble import (
     CONTINUE,
     SUMMARY_INTRO,
     api_messages,
@@ -39,7 +41,7 @@ SID = "s-ctx"
 
 
 # --------------------------------------------------------------------------- the uncached builder
-# As workflows/context.py built requests before the caches (kept here as the reference).
+# As workflows/context/assemble.py built requests before the caches (kept here as the reference).
 
 
 def _ref_blocks(content) -> list[dict]:
@@ -90,7 +92,7 @@ def _ref_api_messages(entries: list, user_context: str = "") -> list[dict]:
 
 
 def _ref_build_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
-    from workflows.context_files import system_prompt
+    from workflows.context.files import system_prompt
 
     request = {
         "model": rec.sent_model(),

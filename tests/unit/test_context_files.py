@@ -1,4 +1,4 @@
-"""Context files (workflows.context_files): env and git status, memory files and imports, the system prompt."""
+"""Context files (workflows.context.files): env and git status, memory files and imports, the system prompt."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import git, isolate_git
-from workflows.context_files import (
+from workflows.context.files import (
     DEFAULT_SYSTEM_PROMPT,
     MemoryFile,
     environment_block,

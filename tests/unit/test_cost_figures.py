@@ -14,10 +14,10 @@ from cli.sessions import describe
 from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.inline import Inline, scripted_model
-from workflows import model_providers
+from workflows.model import providers as model_providers
 from workflows.sessions.options import SessionOptions
 from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
-from workflows.pricing import cost_usd
+from workflows.model.pricing import cost_usd
 
 SONNET = (3.0, 15.0, 3.75, 0.30)
 

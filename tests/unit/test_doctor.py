@@ -14,7 +14,7 @@ from cli import doctor
 from cli.main import cli
 from tests.conftest import free_port
 from workflows.settings import load_settings
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 @pytest.fixture

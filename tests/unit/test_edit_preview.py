@@ -1,4 +1,4 @@
-"""An edit's approval shows its diff (workflows.edit_preview), made from the file as it is when the call
+"""An edit's approval shows its diff (workflows.edits.preview), made from the file as it is when the call
 asks, never from a file the session may not read; and "always" is offered by one rule everywhere."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from demo.scripted import Script, ToolUse, Turn
 from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionSetup
-from workflows.edit_preview import MAX_DIFF_LINES, preview
+from workflows.edits.preview import MAX_DIFF_LINES, preview
 from workflows.exceptions import AlwaysNotOffered
 from workflows.models import PermissionRequestEntry, RuleSet
 from workflows.permissions import always_offered, answer_choices, prompt_text
@@ -130,7 +130,7 @@ def apply(a: list[str], diff: str) -> list[str]:
 def test_a_diff_applies_to_the_old_text_to_give_the_new_one_and_a_large_file_is_diffed_where_it_changed():
     import random
 
-    from workflows.edit_preview import unified
+    from workflows.edits.preview import unified
 
     rng = random.Random(26)
     for _ in range(500):

@@ -11,7 +11,7 @@ from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows.context import api_messages
+from workflows.context.assemble import api_messages
 from workflows.engine import Engine
 from workflows.models import (
     AssistantEntry,
@@ -22,8 +22,8 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
-from workflows.steps import owner_token, run_step
-from workflows.store import Store
+from workflows.steps.run import owner_token, run_step
+from workflows.store.redis_store import Store
 from workflows.tools.base import ToolOutput
 
 
@@ -300,7 +300,7 @@ def test_cancel_of_an_idle_session_is_a_no_op(engine, ws):
 
 
 def _files_read(engine, sid) -> dict:
-    from workflows import keys
+    from workflows.store import keys
 
     return {k.decode(): float(v) for k, v in engine.store.r.hgetall(keys.files_read(sid)).items()}
 

@@ -1,4 +1,4 @@
-"""The step protocol's scripts (workflows/fenced.py) and the engine's optimistic commit, on fakeredis.
+"""The step protocol's scripts (workflows/store/fenced.py) and the engine's optimistic commit, on fakeredis.
 
 Each event is one script call: a commit made on an older revision is refused and applied again on
 what Redis holds, a re-sent commit is recognised as landed, a claim and a heartbeat check the fence
@@ -13,10 +13,10 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
-from workflows.fenced import Recorder
+from workflows.store import keys
+from workflows.store.fenced import Recorder
 from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry
-from workflows.steps import owner_token, run_one
+from workflows.steps.run import owner_token, run_one
 from workflows.tools.base import ToolOutput
 
 
@@ -130,7 +130,7 @@ def test_a_message_sent_while_the_last_step_commits_is_started_not_lost(engine, 
     claim = engine.claim(rec.id, step.id, owner)  # the worker holds the record as of this claim
     assert claim.step
     assert engine.submit(rec.id, "two") == []  # busy: queued, in a commit of its own
-    from workflows.model_client import ModelReply
+    from workflows.model.client import ModelReply
     from workflows.models import AssistantMessage, TextBlock, Usage
 
     reply = ModelReply(message=AssistantMessage(content=[TextBlock(text="first")], usage=Usage(),
@@ -147,7 +147,7 @@ def test_a_message_sent_while_the_last_step_commits_is_started_not_lost(engine, 
 
 def test_a_worker_runs_the_next_step_itself_claimed_by_the_commit_before_it(engine, ws):
     (ws / "a.txt").write_text("a\n")
-    # (Glob: not a quick tool, whose call the model step would run itself: workflows/tool_step.py)
+    # (Glob: not a quick tool, whose call the model step would run itself: workflows/steps/tool.py)
     rec = _session(engine, ws, [Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "*.txt"})]),
                                 Turn(text="done")])
     [step] = engine.submit(rec.id, "find")

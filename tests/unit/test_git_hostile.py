@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import git, isolate_git
-from workflows import git_state
-from workflows.context_files import git_status, system_context
+from workflows.git import state as git_state
+from workflows.context.files import git_status, system_context
 from workflows.engine.support import _git_branch
-from workflows.memory import project_root
+from workflows.memory.records import project_root
 
 SECRET_SUBJECT = "SECRET-SUBJECT-OF-THE-OUTSIDE-REPO"
 SECRET_FILE = "secret-name-outside.txt"

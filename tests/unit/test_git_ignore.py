@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from workflows.git_ignore import global_excludes_file, keep_out_of_git
+from workflows.git.ignore import global_excludes_file, keep_out_of_git
 from workflows.mcp.scopes import record_approval
 
 RULE = "**/.mainsail/settings.local.json"

@@ -1,4 +1,4 @@
-"""workflows.git_state reads what git's porcelain shows: ``status --short`` compared with git itself."""
+"""workflows.git.state reads what git's porcelain shows: ``status --short`` compared with git itself."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from tests.gitrepo import git, isolate_git
-from workflows import git_state
+from workflows.git import state as git_state
 
 
 @pytest.fixture(autouse=True)

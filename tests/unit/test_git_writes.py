@@ -1,6 +1,6 @@
 """Who may write ``.git`` (issue 25, item 3): the checker protects every ``.git`` of the workspace, nested
 ones and ``.git`` files included; in the sandbox only a git-only line a rule or a person approved gets a
-writable ``.git`` (:func:`workflows.tool_step.git_writes`), never a mode."""
+writable ``.git`` (:func:`workflows.steps.tool.git_writes`), never a mode."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, ToolCall
 from workflows.permissions.rules import paths
 from workflows.permissions.sandbox import git_only
-from workflows.tool_step import git_writes
+from workflows.steps.tool import git_writes
 from workflows.tools import get_tool
 
 

@@ -7,7 +7,7 @@ import pytest
 from tests.housekeeping_contract import RemovalContract
 from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 class TestRemovalFakeRedis(RemovalContract):

@@ -10,7 +10,7 @@ from statemachines import State
 from tests.fakeapi import last_prompt
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.models import ResultEntry, UserEntry
 
 

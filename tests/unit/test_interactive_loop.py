@@ -17,7 +17,7 @@ from statemachines import State
 from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.engine import Engine
 from workflows.models import ResultEntry, SystemEntry, UserEntry
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 MODEL = "scripted:demo"
 
@@ -242,7 +242,7 @@ def test_help_says_how_to_add_a_custom_command_when_there_is_none(rt, ws, capsys
 
 def test_memory_shows_the_projects_memory_index(rt, ws, capsys):
     """/memory reads the project's MEMORY.md through the session service (no Redis client in the CLI)."""
-    from workflows.memory import MemoryRecord
+    from workflows.memory.records import MemoryRecord
 
     ui = make(rt, ws, "/memory")
     rec = rt.store.get_session(ui.sid)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import keys
+from workflows.store import keys
 from workflows.exceptions import ConfigurationError, MainsailError, MissingCredentials
 from workflows.settings import Settings, load_settings
 

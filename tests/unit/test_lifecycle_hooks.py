@@ -21,7 +21,7 @@ from workflows.models import (
     StepKind,
     SystemEntry,
 )
-from workflows.steps import run_step
+from workflows.steps.run import run_step
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
 

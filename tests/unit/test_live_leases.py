@@ -12,9 +12,9 @@ from demo.scripted import DEMO_PROMPT, Script, Turn
 from tasks import reaper
 from tests.inline import api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.models import ResultEntry, StepStatus
-from workflows.steps import owner_token, run_step
+from workflows.steps.run import owner_token, run_step
 
 LIVE = "mainsail-77@box#c0ffee"
 

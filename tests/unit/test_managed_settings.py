@@ -14,7 +14,7 @@ from workflows.sessions.options import SessionOptions
 from workflows.models import PermissionMode
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import effective_mode
-from workflows.session_setup import session_options
+from workflows.sessions.setup import session_options
 from workflows.settings.errors import SettingsError
 from workflows.settings.files import load_permission_settings
 from workflows.tools import get_tool

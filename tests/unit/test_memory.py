@@ -12,10 +12,10 @@ from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError
-from workflows.memory import (
+from workflows.memory.records import (
     SESSION_MEMORY_TEMPLATE,
     MemoryThresholds,
     index_markdown,
@@ -26,8 +26,8 @@ from workflows.memory import (
     should_update_session_memory,
 )
 from workflows.models import CompactBoundaryEntry, StateEntry, StepKind, StepStatus, SystemEntry
-from workflows.store import Store
-from workflows.store_memory import ProjectMemory
+from workflows.store.redis_store import Store
+from workflows.store.memory import ProjectMemory
 
 T = MemoryThresholds(init_tokens=10_000, update_tokens=5_000, tool_calls=10)
 
@@ -318,7 +318,7 @@ def test_a_direct_write_by_the_main_agent_skips_the_extraction(engine, ws):
 def test_three_quick_turns_give_one_trailing_extraction_not_three(engine, ws):
     import threading
 
-    from workflows.steps import run_step
+    from workflows.steps.run import run_step
 
     release = threading.Event()
     extracting = threading.Event()
@@ -436,7 +436,7 @@ def test_compaction_from_notes_keeps_what_they_do_not_cover_yet(engine, ws):
 
 
 def test_the_kept_part_never_cuts_a_tool_call_from_its_result_and_has_a_limit(engine, ws):
-    from workflows.compaction import kept_after_notes
+    from workflows.context.compaction import kept_after_notes
     from workflows.models import AssistantEntry, UserEntry
 
     turns = [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]), Turn(text="done")]
@@ -455,7 +455,7 @@ def test_two_sessions_of_a_project_never_extract_at_once(engine, ws):
     import threading
     import time as _time
 
-    from workflows.steps import run_step
+    from workflows.steps.run import run_step
 
     release, extracting = threading.Event(), threading.Event()
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from workflows.sessions.options import SessionSetup
-from workflows.context_files import memory_files, user_context
-from workflows.memory_access import MemoryAccess
+from workflows.context.files import memory_files, user_context
+from workflows.memory.access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec
 from workflows.permissions.evaluate import read_denied
 from workflows.permissions.rules.paths import WorkArea

@@ -1,4 +1,4 @@
-"""workflows/message_stream.py puts a streamed reply together exactly as the SDK's own accumulator does.
+"""workflows/model/stream.py puts a streamed reply together exactly as the SDK's own accumulator does.
 
 Each case feeds the same event dicts to :class:`MessageAccumulator` and to the SDK's
 ``accumulate_event`` and compares the finished messages as the engine reads them
@@ -14,8 +14,8 @@ import httpx2
 import pytest
 from anthropic.lib.streaming._messages import accumulate_event
 
-from workflows.message_stream import MessageAccumulator, StreamProtocolError
-from workflows.model_client import stream_reply
+from workflows.model.stream import MessageAccumulator, StreamProtocolError
+from workflows.model.client import stream_reply
 
 
 def _start(**usage) -> dict:

@@ -1,4 +1,4 @@
-"""The engine's counts (workflows/metrics.py): noted when a commit lands, added to Redis by a flush."""
+"""The engine's counts (workflows/store/metrics.py): noted when a commit lands, added to Redis by a flush."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows.metrics import TALLY, Tally, field, read
+from workflows.store.metrics import TALLY, Tally, field, read
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import pytest
 
 from demo.scripted import Script, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows import model_client
-from workflows.model_client import client_for, stream_reply
+from workflows.model import client as model_client
+from workflows.model.client import client_for, stream_reply
 
 MODEL = "claude-sonnet-5"
 

@@ -1,4 +1,4 @@
-"""The model providers' plug point (workflows/model_providers.py): the domain asks a model's provider
+"""The model providers' plug point (workflows/model/providers.py): the domain asks a model's provider
 (its client, whether it is local, its window, its price) and never knows the demo's ``scripted:`` models,
 which the demo package registers."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from demo import PREFIX, PROVIDER
-from workflows import model_providers
+from workflows.model import providers as model_providers
 from workflows.exceptions import MissingCredentials
-from workflows.model_providers import ModelProvider, is_local_model, provider_for
-from workflows.pricing import price_for
-from workflows.tokens import model_limits
+from workflows.model.providers import ModelProvider, is_local_model, provider_for
+from workflows.model.pricing import price_for
+from workflows.model.tokens import model_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def test_prices_windows_and_credentials_come_from_the_provider(monkeypatch, sett
 
 
 def test_the_domain_never_imports_the_demo():
-    code = ("import sys, workflows.memory, workflows.model_client, workflows.steps, workflows.titles; "
+    code = ("import sys, workflows.memory.records, workflows.model.client, workflows.steps.run, workflows.titles; "
             "print(sorted(m for m in sys.modules if m == 'demo' or m.startswith('demo.')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -2,8 +2,8 @@
 through a named store verb.
 
 A static check over the product packages, by the syntax tree. Outside :data:`STORE_MODULES` a module may
-not import redis-py (the errors it catches come from :mod:`workflows.resilience`, the clients from
-:mod:`workflows.store_client`), call a Redis command on a name that holds a client (``r``, ``client``,
+not import redis-py (the errors it catches come from :mod:`workflows.store.resilience`, the clients from
+:mod:`workflows.store.client`), call a Redis command on a name that holds a client (``r``, ``client``,
 ``redis``...), or reach into a store for its client (``store.r``).
 """
 
@@ -18,11 +18,11 @@ PACKAGES = ("workflows", "tasks", "server", "cli", "statemachines")
 #: The modules that hold the Redis client: the store and the feature stores (once gathered into a
 #: ``workflows/store/`` package, everything under it counts too).
 STORE_MODULES = frozenset({
-    "workflows/store.py", "workflows/store_streams.py", "workflows/store_steps.py", "workflows/store_client.py",
-    "workflows/store_memory.py", "workflows/store_checkpoints.py", "workflows/store_live.py",
-    "workflows/keys.py", "workflows/fenced.py", "workflows/leases.py", "workflows/registry.py",
-    "workflows/resilience.py", "workflows/schedules/store.py", "workflows/shells/store.py",
-    "workflows/api_tokens.py", "workflows/metrics.py",
+    "workflows/store/redis_store.py", "workflows/store/streams.py", "workflows/store/steps.py", "workflows/store/client.py",
+    "workflows/store/memory.py", "workflows/store/checkpoints.py", "workflows/store/live.py",
+    "workflows/store/keys.py", "workflows/store/fenced.py", "workflows/store/leases.py", "workflows/store/registry.py",
+    "workflows/store/resilience.py", "workflows/schedules/store.py", "workflows/store/shells.py",
+    "workflows/store/api_tokens.py", "workflows/store/metrics.py",
 })
 STORE_PACKAGE = "workflows/store/"
 

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from workflows import keys
-from workflows.api_tokens import TokenRecord, TokenStore, describe
+from workflows.store import keys
+from workflows.store.api_tokens import TokenRecord, TokenStore, describe
 from workflows.models import SandboxSettings, SessionRecord
 from workflows.permissions import sandbox
 from workflows.permissions.protected_writes import always_problem, protected_write
@@ -233,7 +233,7 @@ def test_the_admin_scope_is_off_unless_asked_and_an_old_record_reads_as_without_
 def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allowing_protected_writes(
         ws, home, bwrap):
     from workflows.exceptions import ScopeMissing
-    from workflows.session_setup import session_options
+    from workflows.sessions.setup import session_options
     from workflows.settings import Settings
 
     alice, boss = TokenRecord(name="alice"), TokenRecord(name="boss", admin=True)

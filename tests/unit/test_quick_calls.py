@@ -1,4 +1,4 @@
-"""Quick calls (workflows/tool_step.py): a reply's Reads run in its model step and are recorded with it.
+"""Quick calls (workflows/steps/tool.py): a reply's Reads run in its model step and are recorded with it.
 
 A worker that serves the session's tools queue runs a reply whose every call is a quick one (Read),
 allowed as it stands and without hooks, itself, and one commit records the reply, the results and the
@@ -18,11 +18,11 @@ from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
-from workflows.steps import owner_token, run_one
-from workflows.tool_step import Ran, quick_calls, run_quick
+from workflows.steps.run import owner_token, run_one
+from workflows.steps.tool import Ran, quick_calls, run_quick
 from workflows.tools.base import ToolOutput
 
 
@@ -136,7 +136,7 @@ def _rules(kind, path):
 
 def _claimed_reply(engine, ws, turns, rules=None, **kw):
     """A session whose first model step is claimed and its reply in hand (not committed)."""
-    from workflows.model_client import AssistantMessage, ModelReply
+    from workflows.model.client import AssistantMessage, ModelReply
 
     rec = _session(engine, ws, turns, **kw)
     if rules is not None:
@@ -256,7 +256,7 @@ def test_an_ask_rule_added_meanwhile_asks(engine, ws):
 
 
 def test_a_large_file_or_a_notebook_is_read_on_a_tool_step(engine, ws):
-    from workflows import tool_step
+    from workflows.steps import tool as tool_step
 
     (ws / "big.txt").write_text("x" * 100 + "\n" + "y" * tool_step.QUICK_BYTES)
     (ws / "n.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
@@ -267,7 +267,7 @@ def test_a_large_file_or_a_notebook_is_read_on_a_tool_step(engine, ws):
 
 
 def test_quick_results_past_their_total_go_to_tool_steps(engine, ws, monkeypatch):
-    from workflows import tool_step
+    from workflows.steps import tool as tool_step
 
     (ws / "a.txt").write_text("a" * 300 + "\n")
     (ws / "b.txt").write_text("b" * 300 + "\n")
@@ -284,7 +284,7 @@ def test_a_commit_whose_reply_was_lost_still_hands_over_the_step_it_claimed(engi
     unrun until its lease runs out (found by a review; older than quick calls)."""
     import redis
 
-    from workflows.store import Store
+    from workflows.store.redis_store import Store
 
     (ws / "a.txt").write_text("a\n")
     rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])
@@ -310,7 +310,7 @@ def test_a_commit_whose_reply_was_lost_still_hands_over_the_step_it_claimed(engi
 
 
 def test_a_failing_quick_run_still_records_the_paid_reply_and_sends_its_calls_to_tool_steps(engine, ws, monkeypatch):
-    from workflows import steps
+    from workflows.steps import run as steps
 
     (ws / "a.txt").write_text("a\n")
     rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])

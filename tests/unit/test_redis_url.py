@@ -9,7 +9,7 @@ import pytest
 
 from cli.redis_probe import RedisProblem, mask_url, redis_error
 from tasks.app import broker_ssl
-from workflows.store_client import tls_options, without_tls_query
+from workflows.store.client import tls_options, without_tls_query
 from workflows.exceptions import ConfigurationError, StoreUnavailable
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from workflows import keys
-from workflows.registry import Workers
+from workflows.store import keys
+from workflows.store.registry import Workers
 
 
 def test_a_worker_is_live_until_its_registration_expires_then_dead_until_dropped(fake_redis):

@@ -7,10 +7,10 @@ import json
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import request_json
-from workflows.context import build_request
-from workflows.model_client import client_for, stream_reply
-from workflows.request_json import Block, body, dumps
+from workflows.model import request_json
+from workflows.context.assemble import build_request
+from workflows.model.client import client_for, stream_reply
+from workflows.model.request_json import Block, body, dumps
 
 
 def _sdk_text(value) -> str:

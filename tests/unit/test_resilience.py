@@ -13,11 +13,11 @@ from redis.exceptions import ResponseError
 from demo.scripted import DEMO_PROMPT
 from tests.inline import Inline
 from workflows.sessions.options import SessionOptions
-from workflows import resilience
+from workflows.store import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus
-from workflows.resilience import ResilientEngine, retrying
-from workflows.steps import LiveDeltas, owner_token, run_step
+from workflows.store.resilience import ResilientEngine, retrying
+from workflows.steps.run import LiveDeltas, owner_token, run_step
 
 
 class Flaky:
@@ -87,7 +87,7 @@ def test_a_step_rides_out_an_outage_without_spending_an_attempt(engine, ws, monk
 
 
 def test_a_live_delta_redis_refuses_is_dropped_and_the_call_goes_on(engine, ws, caplog):
-    caplog.set_level(logging.WARNING, logger="workflows.steps")  # an in-process worker may have quieted it
+    caplog.set_level(logging.WARNING, logger="workflows.steps.run")  # an in-process worker may have quieted it
     rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
 
@@ -115,7 +115,7 @@ def test_a_lock_whose_release_redis_never_got_does_not_block_the_retry(fake_redi
     block the commit's own retry; it is released (if still ours) before the session is locked next."""
     from redis.lock import Lock
 
-    from workflows.store import Store
+    from workflows.store.redis_store import Store
 
     store = Store(fake_redis, lock_timeout=30, lock_wait=60)  # waiting for the stale lock: its 30 s expiry
     real_release = Lock.release

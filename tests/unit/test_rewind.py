@@ -11,10 +11,10 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
-from workflows.checkpoints import Checkpoints
-from workflows.store_checkpoints import FileCheckpoints
-from workflows.context import api_messages, model_view
+from workflows.store import keys
+from workflows.edits.checkpoints import Checkpoints
+from workflows.store.checkpoints import FileCheckpoints
+from workflows.context.assemble import api_messages, model_view
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
 from workflows.permissions.rules.paths import WorkArea
@@ -232,7 +232,7 @@ def test_a_write_run_twice_keeps_the_checkpoint_of_its_first_attempt(engine, ws)
     import threading
 
     from workflows.models import ToolCall
-    from workflows.tool_step import execute_call
+    from workflows.steps.tool import execute_call
     from workflows.tools import get_tool
 
     sid, _, _ = two_turns(engine, ws)

@@ -42,7 +42,7 @@ def test_a_result_under_the_save_cap_is_saved_whole_and_called_full(engine, ws):
 
 
 def test_a_result_cut_at_the_save_cap_is_not_called_full(engine, ws, monkeypatch):
-    monkeypatch.setattr("workflows.tool_step.SAVED_RESULT_CAP", 40_000)
+    monkeypatch.setattr("workflows.steps.tool.SAVED_RESULT_CAP", 40_000)
     block, _, _ = run_bash(engine, ws, BIG)
     assert "full output" not in block.text
     assert "exceeded the 40,000-character save limit: only its first 40,000 characters" in block.text

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.models import SystemEntry, UserEntry
 from workflows.schedules import cron

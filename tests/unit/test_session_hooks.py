@@ -14,7 +14,7 @@ from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT
 from workflows.hooks.settings import parse_hooks
 from workflows.models import HookEntry, ResultEntry, StepKind, UserEntry
-from workflows.steps import run_step
+from workflows.steps.run import run_step
 
 
 def session_hooks(**events: str):
@@ -154,7 +154,7 @@ def test_sessions_without_session_hooks_send_no_hook_step(engine, ws):
 
 
 def test_the_cli_warns_only_about_events_that_still_do_not_run():
-    from workflows.session_setup import unrun_hooks
+    from workflows.sessions.setup import unrun_hooks
 
     assert unrun_hooks(session_hooks(UserPromptSubmit="a", Stop="b", SessionStart="c", PreToolUse="d",
                                      PreCompact="e", Notification="f", SessionEnd="g")) == []

@@ -16,12 +16,12 @@ import time
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
+from workflows.store import keys
 from workflows.commit.committer import LIST_SECONDS
-from workflows.fenced import Recorder, coalesced
+from workflows.store.fenced import Recorder, coalesced
 from workflows.models import ResultEntry, StepKind, SystemEntry
-from workflows.steps import owner_token, run_one
-from workflows.store import stream_entries
+from workflows.steps.run import owner_token, run_one
+from workflows.store.redis_store import stream_entries
 
 
 def _session(engine, ws, turns):
@@ -336,7 +336,7 @@ def test_a_tool_output_commit_still_counts_once_when_sent_twice(engine, ws):
 
 
 def test_a_calls_live_deltas_set_the_streams_expiry_once_not_per_delta(engine, ws):
-    from workflows.steps import LiveDeltas
+    from workflows.steps.run import LiveDeltas
 
     rec = _session(engine, ws, [Turn(text="hi")])
     [step] = engine.submit(rec.id, "go")

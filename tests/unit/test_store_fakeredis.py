@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.store_contract import StoreContract
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 class TestStoreFakeRedis(StoreContract):

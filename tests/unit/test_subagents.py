@@ -10,10 +10,10 @@ from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
 from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.agents import AgentFileError, agents_from_json, load_agents, parse_agent_file
-from workflows.context import build_request
+from workflows.context.assemble import build_request
 from workflows.engine.subagents import tree
 from workflows.models import ResultEntry, StepKind, StepStatus, UserEntry
-from workflows.steps import run_step
+from workflows.steps.run import run_step
 
 
 def task(i: int, kind: str = "general-purpose", prompt: str | None = None) -> ToolUse:

@@ -7,7 +7,7 @@ from demo.scripted import Script, ScriptError, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
 from workflows.engine import Engine
-from workflows.side_calls import fork_kind
+from workflows.model.side_calls import fork_kind
 from workflows.models import StepKind, StepStatus
 from workflows.titles import SYSTEM, clean_title, title_request
 

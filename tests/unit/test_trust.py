@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from workflows.api_tokens import TokenStore
+from workflows.store.api_tokens import TokenStore
 from workflows.exceptions import ConfigurationError, TokenError
 from workflows.mcp.config import McpStatus
 from workflows.models import PermissionMode
-from workflows.session_setup import session_options
+from workflows.sessions.setup import session_options
 from workflows.settings import Settings
 from workflows.trust import git_index
 from workflows.trust.decide import workspace_trust
@@ -280,7 +280,7 @@ def test_settings_that_appear_or_change_while_a_session_starts_are_not_applied(c
         return real(*args, **kwargs)
 
     options(ws, home, trust="--trust-project")
-    monkeypatch.setattr("workflows.session_setup.load_permission_settings", swapped)
+    monkeypatch.setattr("workflows.sessions.setup.load_permission_settings", swapped)
     with pytest.raises(ConfigurationError, match="changed while the session was starting"):
         options(ws, home)
 

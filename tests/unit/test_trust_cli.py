@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from cli.mcp import approve_project_servers
-from workflows.session_setup import resolve
+from workflows.sessions.setup import resolve
 from workflows.sessions.options import SessionOptions
 from cli.trust_flag import ask_trust
 from workflows.mcp.config import McpStatus
@@ -60,7 +60,7 @@ def test_mcp_list_never_starts_an_untrusted_workspaces_servers(here, tmp_path):
 
 def test_approving_a_changed_server_at_start_up_records_its_new_command(here):
     ws, home = here
-    from workflows.session_setup import session_options
+    from workflows.sessions.setup import session_options
 
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"p": {"command": "old"}}}))
     (ws / ".claude" / "settings.local.json").write_text(json.dumps({"enabledMcpjsonServers": ["p"]}))

@@ -1,5 +1,5 @@
-"""Valid text at the store boundary (workflows/valid_text.py) and reads that meet a bad entry
-(workflows/entry_read.py): a lone surrogate is repaired and noted, never a failed step; one entry that
+"""Valid text at the store boundary (workflows/models/valid_text.py) and reads that meet a bad entry
+(workflows/store/entry_read.py): a lone surrogate is repaired and noted, never a failed step; one entry that
 cannot be read is a marker, never an unreadable session."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.sessions.options import SessionOptions
-from workflows import keys
-from workflows.context import build_request
-from workflows.entry_read import read_entry
+from workflows.store import keys
+from workflows.context.assemble import build_request
+from workflows.store.entry_read import read_entry
 from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
 from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
-from workflows.request_json import Block, body
-from workflows.transcript_export import export_jsonl
-from workflows.valid_text import MAX_PLACES, ValidJson, note, repair, valid_str
+from workflows.model.request_json import Block, body
+from workflows.context.export import export_jsonl
+from workflows.models.valid_text import MAX_PLACES, ValidJson, note, repair, valid_str
 
 BAD = "\udc80"
 

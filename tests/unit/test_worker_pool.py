@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from tasks import runtime
-from workflows.store_client import blocking_pool
+from workflows.store.client import blocking_pool
 
 
 @pytest.fixture

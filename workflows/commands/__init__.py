@@ -1,6 +1,6 @@
 """Custom slash commands: Claude Code's ``.claude/commands/*.md`` files, invoked as ``/name args``.
 
-- :mod:`~workflows.commands.models`: a command file parsed, and one run of it (kept in the session record);
+- :mod:`~workflows.models.commands`: a command file parsed, and one run of it (kept in the session record);
 - :mod:`~workflows.commands.definitions`: reading the files (frontmatter, namespaces, user over project);
 - :mod:`~workflows.commands.expand`: arguments, ``!`` lines, ``@`` references, and the prompt it sends.
 
@@ -20,7 +20,7 @@ from workflows.commands.expand import (
     parse_invocation,
     prompt_blocks,
 )
-from workflows.commands.models import CommandDefinition, CommandLine, CommandRun
+from workflows.models.commands import CommandDefinition, CommandLine, CommandRun
 
 __all__ = ["CommandDefinition", "CommandError", "CommandFileError", "CommandLine", "CommandRun", "CommandSet",
            "expand", "load_commands", "parse_command_file", "parse_invocation", "prompt_blocks"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from workflows.commands.models import CommandDefinition
+from workflows.models.commands import CommandDefinition
 from workflows.frontmatter import split_frontmatter
 
 __all__ = ["CommandFileError", "CommandSet", "load_commands", "parse_command_file", "MAX_FILE_BYTES",
@@ -124,7 +124,7 @@ def _allowed_tools(value: Any, where: str) -> list[str]:
 
 
 def _model(value: str, where: str) -> str | None:
-    from workflows.model_names import valid_name
+    from workflows.model.names import valid_name
 
     if value in ("", "inherit"):
         return None

@@ -21,7 +21,7 @@ import json
 import re
 import shlex
 
-from workflows.commands.models import CommandDefinition, CommandLine, CommandRun
+from workflows.models.commands import CommandDefinition, CommandLine, CommandRun
 
 __all__ = ["CommandError", "MAX_FILE_REFS", "MAX_SHELL_LINES", "attached_files", "bash_mode", "bash_mode_texts",
            "expand", "mentions", "parse_invocation", "prompt_blocks", "split_args", "substitute"]

@@ -2,7 +2,7 @@
 
 - :class:`~workflows.commit.tx.Tx`: what one event changes (entries, steps, leases, memory writes);
 - :class:`~workflows.commit.committer.Committer`: read, apply, one atomic write checked by Redis itself
-  (the fenced script of :mod:`workflows.fenced`), and the claims this process remembers between a
+  (the fenced script of :mod:`workflows.store.fenced`), and the claims this process remembers between a
   step's events;
 - :class:`~workflows.commit.part.Part`: the base of the engine's parts (:mod:`workflows.engine`), which
   fill a ``Tx`` and hand it to the committer. The hooks' and MCP's parts (``workflows/hooks/commits.py``,

@@ -1,7 +1,7 @@
 """The one committer: every event of a session is committed here, read, apply, one atomic write.
 
 :meth:`Committer.commit` writes what a :class:`~workflows.commit.tx.Tx` holds in one fenced script call
-(:mod:`workflows.fenced`): Redis itself checks the session's revision (and, for a step's outcome, that
+(:mod:`workflows.store.fenced`): Redis itself checks the session's revision (and, for a step's outcome, that
 the step is still the caller's), so a commit lands whole or not at all. :meth:`Committer.step_event` is
 the commit of a step's outcome (a late or duplicate delivery changes nothing); :func:`retry_on_conflict`
 applies a person's command again when another commit came first. The committer also remembers this
@@ -17,15 +17,15 @@ import uuid
 from typing import Callable
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.commit.tx import Tx
 from workflows.exceptions import (
     LockTimeout,
     SessionNotFound,
     StepNotFound,
 )
-from workflows.fenced import Recorder
-from workflows.metrics import STEP_BUCKETS, TALLY
+from workflows.store.fenced import Recorder
+from workflows.store.metrics import STEP_BUCKETS, TALLY
 from workflows.models import (
     SessionRecord,
     StepKind,
@@ -33,9 +33,9 @@ from workflows.models import (
     StepStatus,
     new_id,
 )
-from workflows.registry import hold_value
+from workflows.store.registry import hold_value
 from workflows.settings import Settings
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 #: How many times one event is applied again because another committed first, before it gives up.
 MAX_CONFLICTS = 50
@@ -96,7 +96,7 @@ class Committer:
         #: owner -> the follow-up step its commit claimed for this worker, and the new claim's owner token.
         self._kept: dict[str, tuple[StepRecord, str]] = {}
         #: owner token of a step claimed by a commit -> (field, value) of its hold in the worker's held steps
-        #: (a slot it took over from the step before it; see workflows/registry.py).
+        #: (a slot it took over from the step before it; see workflows/store/registry.py).
         self._holds: dict[str, tuple[str, str]] = {}
 
     def step_event(self, sid: str, step_id: str, owner: str,
@@ -233,7 +233,7 @@ class Committer:
         return now - tx.rec.listed_at >= LIST_SECONDS
 
     def commit(self, tx: Tx) -> None:
-        """Write everything ``tx`` holds in one atomic, fenced script call (workflows/fenced.py).
+        """Write everything ``tx`` holds in one atomic, fenced script call (workflows/store/fenced.py).
 
         Raises:
             CommitConflict: the session moved on since ``tx.rec`` was read (its revision), or the
@@ -323,7 +323,7 @@ _ENDED = {StepStatus.DONE: "done", StepStatus.SUPERSEDED: "superseded", StepStat
 
 
 def count_commit(tx: Tx, now: float) -> None:
-    """Note what a landed commit did in this process's metrics (workflows/metrics.py; no Redis command)."""
+    """Note what a landed commit did in this process's metrics (workflows/store/metrics.py; no Redis command)."""
     seen: set[str] = set()
     for step in tx.steps:
         outcome = _ENDED.get(step.status)

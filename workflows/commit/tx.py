@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from statemachines import Snapshot, State, next_state
-from workflows.memory import MemoryRecord
+from workflows.memory.records import MemoryRecord
 from workflows.models import SessionRecord, StateEntry, StepRecord, StepStatus
 
 
@@ -35,7 +35,7 @@ class Tx:
     #: Run once the commit lands (e.g. stopping a cancelled run's sub-agents); their steps are dispatched too.
     after: list[Callable[[], list[StepRecord]]] = field(default_factory=list)
     extra: list[Callable] = field(default_factory=list)  # more writes: each called with the recorder
-    counts: list[Callable] = field(default_factory=list)  # metrics to note once the commit lands (workflows.metrics)
+    counts: list[Callable] = field(default_factory=list)  # metrics to note once the commit lands (workflows.store.metrics)
     #: A step event's fence: (step id, status, owner) the step must still have for the commit to land.
     fence: tuple[str, str, str] | None = None
     was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)

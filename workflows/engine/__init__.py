@@ -18,8 +18,8 @@ Where each concern is committed (the engine's attribute, its class and module):
 - ``approvals``: asking a person and settling the answer (:mod:`~workflows.engine.approvals`);
 - ``commands``: custom slash commands (their ``!`` lines and ``@`` files run first) (:mod:`~workflows.engine.commands`);
 - ``compaction``: compaction's commit side (:mod:`~workflows.engine.compaction_commits`; its run side is
-  :mod:`workflows.compaction`);
-- ``forks``: memory forks' commit side (:mod:`~workflows.engine.fork_commits`; run side :mod:`workflows.forks`);
+  :mod:`workflows.context.compaction`);
+- ``forks``: memory forks' commit side (:mod:`~workflows.engine.fork_commits`; run side :mod:`workflows.memory.forks`);
 - ``subagents``: Task calls as child sessions, and their answers coming back (:mod:`~workflows.engine.subagents`);
 - ``titles``: a session's title step (:mod:`~workflows.engine.titles`; run side :mod:`workflows.titles`);
 - ``rewinding``: ``/rewind`` of the conversation, the code, or both (:mod:`~workflows.engine.rewinding`);
@@ -58,7 +58,7 @@ from workflows.engine.turn import TurnLogic
 from workflows.hooks.commits import HookCommits
 from workflows.mcp.commits import McpCommits
 from workflows.settings import Settings
-from workflows.store import Store
+from workflows.store.redis_store import Store
 
 
 class _Verb:

@@ -10,9 +10,9 @@ import time
 from typing import TYPE_CHECKING
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
-from workflows.edit_preview import preview
+from workflows.edits.preview import preview
 from workflows.engine.support import (
     DENIED_BY_USER,
     KEEP_REQUESTS,
@@ -27,7 +27,7 @@ from workflows.exceptions import (
     SessionNotFound,
 )
 from workflows.mcp.catalog import find_tool
-from workflows.metrics import DECISION_BUCKETS, TALLY
+from workflows.store.metrics import DECISION_BUCKETS, TALLY
 from workflows.models import (
     PermissionDecisionEntry,
     PermissionRequest,

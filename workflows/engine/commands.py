@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from workflows import keys
+from workflows.store import keys
 from workflows.commands import (
     CommandError,
     CommandRun,
@@ -54,7 +54,7 @@ from workflows.models import (
 )
 from workflows.permissions import Decision, decide
 from workflows.permissions.rules import paths
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 

@@ -22,7 +22,7 @@ from workflows.models import (
     SystemEntry,
     Usage,
 )
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from workflows.engine.turn import TurnLogic

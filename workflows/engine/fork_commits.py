@@ -18,7 +18,7 @@ from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
-from workflows.memory import (
+from workflows.memory.records import (
     MemoryRecord,
     MemoryThresholds,
     has_content,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Callable
 
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict, stale
 from workflows.engine.support import (
     Claim,
@@ -21,9 +21,9 @@ from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
-from workflows.fenced import reads_transcript
+from workflows.store.fenced import reads_transcript
 from workflows.mcp.catalog import idempotent
-from workflows.store_memory import ExtractionLock
+from workflows.store.memory import ExtractionLock
 from workflows.models import (
     SessionRecord,
     StepKind,

@@ -27,7 +27,7 @@ from workflows.models import (
     SystemEntry,
     Usage,
 )
-from workflows.tokens import estimate_tokens, thresholds
+from workflows.model.tokens import estimate_tokens, thresholds
 
 if TYPE_CHECKING:
     from workflows.engine.compaction_commits import Compacting

@@ -1,12 +1,12 @@
 """Rewinding a session (``/rewind``, ``mainsail rewind``): the conversation back to before one of its user
-messages, the files its edit tools changed since back to their checkpoints (:mod:`workflows.checkpoints`), or
+messages, the files its edit tools changed since back to their checkpoints (:mod:`workflows.edits.checkpoints`), or
 both, as Claude Code's ``/rewind`` does.
 
 A part of :class:`workflows.engine.Engine` (``engine.rewinding``). A human-paced verb: under the session's lock, on an
 idle session (a memory extraction still running is left to go on beside it, as ``compact`` does) with no
 queued message. Everything is checked before anything changes. The files are restored first, by the process
 that asks (it must see the workspace); then one fenced commit appends a :class:`RewindEntry`, which
-:func:`workflows.context.model_view` reads: the model no longer sees the message and what followed it (the
+:func:`workflows.context.assemble.model_view` reads: the model no longer sees the message and what followed it (the
 transcript keeps everything, like a compaction). The entry's ``parentUuid`` is the message's own parent, so the
 next messages continue that chain (Claude Code's branch; an export follows it). The record follows the
 conversation it now holds: its context estimate, its task list, and its session-memory notes (dropped when they
@@ -19,15 +19,15 @@ import os
 from dataclasses import dataclass, field
 
 from statemachines import State
-from workflows.checkpoints import FileChange, apply_restore, plan_restore, turns_from
+from workflows.edits.checkpoints import FileChange, apply_restore, plan_restore, turns_from
 from workflows.commit import MAX_CONFLICTS, CommitConflict, Part, Tx
-from workflows.context import model_view
+from workflows.context.assemble import model_view
 from workflows.engine.support import (
     require_idle,
 )
 from workflows.exceptions import LockTimeout, RewindRefused, StepNotFound
 from workflows.models import AssistantEntry, RewindEntry, SessionRecord, UserEntry
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 
 #: What a code rewind's output says of Bash (Claude Code says the same).
 BASH_NOTE = "Changes made by Bash commands are not tracked and were not undone."

@@ -12,7 +12,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
-from workflows import context_files
+from workflows.context import files as context_files
 from workflows.agents import load_agents
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.engine.support import _git_branch, stop_shells
@@ -20,14 +20,14 @@ from workflows.exceptions import (
     SessionBusy,
     SessionNotFound,
 )
-from workflows.housekeeping import Removal, apply_removal, busy_reason, plan_removal
+from workflows.sessions.housekeeping import Removal, apply_removal, busy_reason, plan_removal
 from workflows.mcp.config import fresh
-from workflows.memory import (
+from workflows.memory.records import (
     memory_context,
     project_id,
     project_root,
 )
-from workflows.memory_access import MemoryAccess
+from workflows.memory.access import MemoryAccess
 from workflows.models import (
     PermissionMode,
     ResultEntry,
@@ -41,7 +41,7 @@ from workflows.sessions.options import SessionOptions, SessionSetup
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from workflows.hooks.commits import HookCommits

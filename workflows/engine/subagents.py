@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.engine.support import (
     _add_to,
@@ -49,7 +49,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.permissions.bypass import effective_mode
-from workflows.pricing import add_cost
+from workflows.model.pricing import add_cost
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ CHILD_NEVER = frozenset({"Task"})
 AGENT_OWNER = "agent:{child}"
 
 
-#: The session record's JSON starts with its revision, commit token and epoch (workflows/fenced.py).
+#: The session record's JSON starts with its revision, commit token and epoch (workflows/store/fenced.py).
 _HEAD = re.compile(rb'^\{"revision":\d+,"commit":"[^"]*","epoch":(\d+)')
 
 

@@ -21,8 +21,8 @@ from workflows.models import (
     Usage,
     new_id,
 )
-from workflows.pricing import add_cost
-from workflows.step_kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
+from workflows.model.pricing import add_cost
+from workflows.steps.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def unknown_outcome(call) -> ToolOutput:
 def stop_shells(store, sid: str, why: str) -> None:
     """Ask the workers running the session's background shells to stop them (best effort: a Redis error is
     logged; a shell whose worker is gone is already lost)."""
-    from workflows.resilience import RedisError
+    from workflows.store.resilience import RedisError
 
     try:
         asked = store.shells().request_kill_all(sid, why)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from workflows.engine.commands import CommandRuns
     from workflows.engine.subagents import SubagentLogic
     from workflows.engine.turn import TurnLogic
-    from workflows.fenced import Recorder
+    from workflows.store.fenced import Recorder
     from workflows.hooks.commits import HookCommits
 
 #: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
@@ -52,7 +52,7 @@ MAX_SUBAGENTS_PER_REPLY = 10
 
 def runs_early(rec: SessionRecord, name: str, tool) -> bool:
     """Whether a call of ``tool`` (registered as ``name``) may run in the model step of the reply that
-    asks for it, the session as ``rec`` holds (workflows/tool_step.py): a quick tool the session offers,
+    asks for it, the session as ``rec`` holds (workflows/steps/tool.py): a quick tool the session offers,
     with no PreToolUse or PostToolUse hook on it, outside a custom command's run. Asked by the model step
     before it runs the call, and by the commit of the reply before it records the result."""
     return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)

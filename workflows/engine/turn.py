@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx
 from workflows.engine.charges import charge
 from workflows.engine.support import (
@@ -19,7 +19,7 @@ from workflows.engine.support import (
     _title,
     context_size,
 )
-from workflows.model_client import ModelReply
+from workflows.model.client import ModelReply
 from workflows.models import (
     AssistantEntry,
     Message,
@@ -34,7 +34,7 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from workflows.tokens import estimate_tokens, media_tokens, thresholds
+from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class TurnLogic(Part):
         """Commit a model reply: record it, then fan out tool calls or end the run.
 
         ``ran``: tool_use id -> what the model step got running that call itself (a quick call,
-        ``workflows.tool_step.Ran``); used for each call the fan-out allows, recorded as its tool step's.
+        ``workflows.steps.tool.Ran``); used for each call the fan-out allows, recorded as its tool step's.
         """
 
         def apply(tx: Tx, step: StepRecord) -> None:

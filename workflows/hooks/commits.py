@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from statemachines import State
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.hooks.config import HookEvent, HookSet
 from workflows.hooks.lifecycle import LifecycleHooks
@@ -34,7 +34,7 @@ from workflows.models import (
     ToolCallStatus,
     UserEntry,
 )
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class HookCommits(LifecycleHooks):
     @retry_on_conflict
     def answer_client_hooks(self, sid: str, request_id: str, runs: list[HookRun]) -> list[StepRecord]:
         """The SDK client answered a ``hook`` request: keep its callbacks' outputs on the call and run the
-        call's step again, which joins them to the command hooks' and decides (workflows/steps.py).
+        call's step again, which joins them to the command hooks' and decides (workflows/steps/run.py).
 
         Raises:
             RequestNotFound, RequestClosed: as :meth:`decide_request`.

@@ -17,7 +17,7 @@ import threading
 from workflows.hooks.config import HookEvent
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
-from workflows.valid_text import valid_str
+from workflows.models.valid_text import valid_str
 
 __all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step", "starts_run"]
 
@@ -55,7 +55,7 @@ def is_entry_of_prompt(entry, prompt: str) -> bool:
     """Whether ``entry`` shows that the run of ``prompt`` began: its user entry, its prompt hooks' verdict
     (a blocked prompt has no user entry), or, for a custom command, the entry that marks its start (its
     prompt comes once its lines ran, if they do). ``prompt`` as sent: the stored text is valid UTF-8
-    (workflows/valid_text.py), so it is compared repaired as well."""
+    (workflows/models/valid_text.py), so it is compared repaired as well."""
     prompt = valid_str(prompt)
     if isinstance(entry, UserEntry):
         return entry.origin in ("prompt", "inbox") and (entry.command or entry.message.text()) == prompt

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from workflows import keys
+from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.mcp.calls import Found
 from workflows.mcp.catalog import tool_defs

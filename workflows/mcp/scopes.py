@@ -8,7 +8,7 @@ Claude Code keeps the first two in ``~/.claude.json``, its own state file: Mains
 there but never writes that file (``claude mcp`` owns it). A file is rewritten whole, atomically, with
 its other keys kept; a new one is created readable by you alone (it may hold tokens in ``env`` or
 ``headers``). A ``settings.local.json`` written is then kept out of git as Claude Code keeps its own
-(:mod:`workflows.git_ignore`); the write's ``note`` says what was done.
+(:mod:`workflows.git.ignore`); the write's ``note`` says what was done.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from workflows.exceptions import McpConfigError
-from workflows.git_ignore import keep_out_of_git
+from workflows.git.ignore import keep_out_of_git
 from workflows.mcp.config import McpServerConfig
 from workflows.mcp.sources import claude_json, read_json
 

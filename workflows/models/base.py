@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from pydantic import ConfigDict
 
-from workflows import valid_text
+from workflows.models import valid_text
 
 
 

@@ -8,13 +8,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, TypeAdapter
 
 from statemachines import State
-from workflows import valid_text
+from workflows.models import valid_text
 from workflows.hooks.outcome import HookOutcome
 from workflows.models.base import _Model, iso_now, new_id
 from workflows.models.content import AssistantMessage, Message, Usage
 
 
-#: Cost fields whose None means "no price is known" (workflows.pricing); an entry keeps them when None.
+#: Cost fields whose None means "no price is known" (workflows.model.pricing); an entry keeps them when None.
 _UNKNOWN_COSTS = ("cost_usd", "total_cost_usd", "memory_cost_usd")
 
 
@@ -27,7 +27,7 @@ class _Entry(_Model):
     git_branch: str | None = Field(default=None, alias="gitBranch")
     step_id: str | None = None
     # Where text that UTF-8 cannot encode (a lone surrogate) was replaced by U+FFFD when the entry was
-    # stored (workflows/valid_text.py): ``message.content.1.input.content``.
+    # stored (workflows/models/valid_text.py): ``message.content.1.input.content``.
     repaired: list[str] | None = None
 
     def note_repair(self, data: dict, places: list[str]) -> dict:
@@ -55,7 +55,7 @@ class UserEntry(_Entry):
 class AssistantEntry(_Entry):
     type: Literal["assistant"] = "assistant"
     message: AssistantMessage
-    cost_usd: float | None = 0.0  # None: no price is known for the model (workflows.pricing)
+    cost_usd: float | None = 0.0  # None: no price is known for the model (workflows.model.pricing)
     duration_ms: int = 0
 
 
@@ -72,7 +72,7 @@ class SystemEntry(_Entry):
     """A notice for the user and the record: an error, a retry, a recovered step."""
 
     type: Literal["system"] = "system"
-    # unreadable: the marker of a stored entry that could not be read (workflows/entry_read.py)
+    # unreadable: the marker of a stored entry that could not be read (workflows/store/entry_read.py)
     subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable"] = "info"
     content: str
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
@@ -198,7 +198,7 @@ def entry_json(entry: _Entry) -> str:
     only the text may differ where JSON allows (non-ASCII characters as UTF-8 instead of ``\\u``
     escapes, floats in shortest form: ``1e-5`` for ``1e-05``). A string Python can hold but UTF-8
     cannot (a lone surrogate: from the model's JSON, or a file read with ``surrogateescape``) is
-    replaced by U+FFFD and the places are noted in ``repaired`` (:class:`workflows.valid_text.ValidJson`):
+    replaced by U+FFFD and the places are noted in ``repaired`` (:class:`workflows.models.valid_text.ValidJson`):
     what is stored can always be read back.
     """
     text = entry.model_dump_json(by_alias=True, exclude_none=True)

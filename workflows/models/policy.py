@@ -68,7 +68,7 @@ class PermissionRequest(_Model):
     reason: str = ""
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, computed when it asked
     #: What an edit would change (Edit, MultiEdit, Write, NotebookEdit): a unified diff made from the file
-    #: as it was when the call asked (workflows.edit_preview), and a note (cut, or why no diff is shown).
+    #: as it was when the call asked (workflows.edits.preview), and a note (cut, or why no diff is shown).
     diff: str = ""
     diff_note: str = ""
     #: "permission": a person decides; "hook": the SDK client runs its PreToolUse ``callbacks`` on

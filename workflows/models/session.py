@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from statemachines import State
-from workflows.commands.models import CommandRun
+from workflows.models.commands import CommandRun
 from workflows.hooks.config import HookSet
 from workflows.mcp.config import McpServer
 from workflows.models.base import _Model, now
@@ -55,7 +55,7 @@ PathText = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pat
 
 class SessionRecord(_Model):
     # The first three fields lead the record's JSON, in this order: the server-side scripts of the step
-    # protocol (workflows/fenced.py) read them from the JSON's first bytes, without decoding the rest.
+    # protocol (workflows/store/fenced.py) read them from the JSON's first bytes, without decoding the rest.
     revision: int = 0  # +1 at every commit; a commit made on an older revision is refused (optimistic)
     commit: str = ""  # the token of the commit that wrote this revision (a re-sent commit is recognised)
     epoch: int = 0  # +1 at every cancel: steps of an older epoch are superseded
@@ -199,7 +199,7 @@ class SessionRecord(_Model):
     def sent_model(self, name: str | None = None) -> str:
         """The model id the next call sends for ``name`` (default: the run's model, a custom command's, else the
         session's): aliases resolved, ``opusplan`` by the current permission mode."""
-        from workflows.model_names import resolve_model
+        from workflows.model.names import resolve_model
 
         return resolve_model(name or self.run_model or self.model, plan=self.permission_mode is PermissionMode.PLAN,
                              overrides=self.model_overrides)

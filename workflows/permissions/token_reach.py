@@ -34,7 +34,7 @@ from workflows.permissions.protected_writes import (
 )
 
 if TYPE_CHECKING:
-    from workflows.api_tokens import TokenRecord
+    from workflows.store.api_tokens import TokenRecord
 
 __all__ = ["hidden_from", "hide_other_workspaces", "reach_problem"]
 
@@ -63,7 +63,7 @@ def hidden_from(token: "TokenRecord", others: Iterable["TokenRecord"]) -> list[s
 
 
 def hide_other_workspaces(perms: dict, token: "TokenRecord | None", records: Iterable["TokenRecord"]) -> dict:
-    """``perms`` (:func:`~workflows.session_setup.session_options`'s) with the sandbox's ``denyRead`` holding
+    """``perms`` (:func:`~workflows.sessions.setup.session_options`'s) with the sandbox's ``denyRead`` holding
     every workspace :func:`hidden_from` gives for ``token`` (unchanged for none, or an unscoped token)."""
     from workflows.models import SandboxSettings
 

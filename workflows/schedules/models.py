@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 from workflows.models import new_id
 from workflows.sessions.options import RemoteOptions
 from workflows.schedules import cron
-from workflows.valid_text import ValidJson
+from workflows.models.valid_text import ValidJson
 
 
 class RunMode(str, Enum):

@@ -1,6 +1,6 @@
 """Schedules in Redis: records, their latest runs, and the claim that makes a firing happen once.
 
-Keys (all built by :mod:`workflows.keys`): ``mainsail:schedules`` (zset of ids),
+Keys (all built by :mod:`workflows.store.keys`): ``mainsail:schedules`` (zset of ids),
 ``mainsail:schedule:{id}`` (the record), ``...:runs`` (latest firings), ``...:lock`` (one firing at a
 time) and ``...:fired:{slot}`` (a firing's claim, ``SET NX``).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from workflows import keys
+from workflows.store import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.schedules.models import Schedule, ScheduleRun
 

@@ -2,7 +2,7 @@
 
 :class:`SessionOptions` is the one input object (Temporal's "single dataclass instead of many
 parameters", the Agents SDK's ``RunConfig``): a front door fills it from its flags or request body,
-:mod:`workflows.session_setup` resolves it once against ``MAINSAIL_*`` and the settings files, and
+:mod:`workflows.sessions.setup` resolves it once against ``MAINSAIL_*`` and the settings files, and
 :meth:`workflows.engine.Engine.create_session` makes the session from it. Its base
 :class:`RemoteOptions` is the part a remote client may give (the API's new sessions, a schedule's
 sessions, stored with the schedule); the rest only a process at the workspace may set.
@@ -74,7 +74,7 @@ class SessionOptions(RemoteOptions):
 
 class SessionSetup(BaseModel):
     """What the settings files (and ``MAINSAIL_*``) add to a new session's options, resolved once by
-    :func:`workflows.session_setup.session_options`; kept in the session for its life."""
+    :func:`workflows.sessions.setup.session_options`; kept in the session for its life."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 

@@ -2,7 +2,7 @@
 
 The CLI (``mainsail run``/``submit``/``-p``, interactive mode), the SDK's stream-json door, the team
 server and a schedule's firing all call :class:`SessionService`: it resolves a new session's
-:class:`~workflows.sessions.options.SessionOptions` once (:func:`workflows.session_setup.resolve`:
+:class:`~workflows.sessions.options.SessionOptions` once (:func:`workflows.sessions.setup.resolve`:
 settings files, bypass policy), applies a resume's options by the same rules wherever it is resumed,
 commits through the engine and hands the steps a verb returns to the ``dispatch`` it was given
 (``tasks.dispatch.dispatch`` at a terminal or in the server; workflows/ never imports tasks/).
@@ -20,9 +20,9 @@ from workflows.models import SessionRecord, StepRecord
 from workflows.permissions.bypass import resumed_mode
 from workflows.settings.files import load_permission_settings
 from workflows.permissions.token_reach import hide_other_workspaces
-from workflows.session_setup import Resolved, added_dirs, checked_fallback, resolve
+from workflows.sessions.setup import Resolved, added_dirs, checked_fallback, resolve
 from workflows.sessions.options import SessionOptions
-from workflows.valid_text import valid_str
+from workflows.models.valid_text import valid_str
 
 Dispatch = Callable[[list[StepRecord]], None]
 
@@ -63,13 +63,13 @@ class SessionService:
     def create(self, workspace: Path, options: SessionOptions, settings, *, token=None,
                vet: Callable[[Resolved], Resolved] | None = None, **how) -> Opened:
         """A new session in ``workspace`` with ``options`` resolved once against ``settings`` and the
-        settings files (``how``: :func:`~workflows.session_setup.session_options`'s ``cwd``, ``home``,
+        settings files (``how``: :func:`~workflows.sessions.setup.session_options`'s ``cwd``, ``home``,
         ``mode_given_by``, ``ask_trust``). ``token``: the API token it is made for (its scope is checked, and
         a scoped token's session hides the other tokens' workspaces); ``vet``: a front door's last look at the
         resolved options (the server checks the added directories, a terminal asks about MCP servers).
 
         Raises:
-            SettingsError, McpConfigError, BypassDisabled, ScopeMissing: see :func:`~workflows.session_setup.resolve`.
+            SettingsError, McpConfigError, BypassDisabled, ScopeMissing: see :func:`~workflows.sessions.setup.resolve`.
         """
         resolved = resolve(workspace, settings, options, token=token, **how)
         if vet is not None:
@@ -158,7 +158,7 @@ class SessionService:
         if message is not None:
             self.submit(sid, message)
             sent.inbox = self.store.inbox(sid)
-            sent.queued = valid_str(message) in sent.inbox  # (as the inbox holds it: workflows/valid_text.py)
+            sent.queued = valid_str(message) in sent.inbox  # (as the inbox holds it: workflows/models/valid_text.py)
         return sent
 
     def stop(self, sid: str, reason: str = "Cancelled by user", *, clear_queue: bool = False):

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workflows.exceptions import ConfigurationError, MissingCredentials
-from workflows.model_providers import is_local_model
+from workflows.model.providers import is_local_model
 
 
 def _default_data_dir() -> Path:

@@ -28,7 +28,7 @@ import os
 import re
 from typing import Any
 
-from workflows.model_names import ALIAS_ENV, MODEL_ENV, valid_name
+from workflows.model.names import ALIAS_ENV, MODEL_ENV, valid_name
 from workflows.permissions.rules import paths
 from workflows.settings.errors import SettingsError, describe, strings
 

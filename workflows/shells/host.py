@@ -5,7 +5,7 @@ Two threads read its stdout and stderr into an :class:`Output` buffer; the host'
 :data:`TICK_SECONDS`:
 
 - stores what was read in Redis (one script call per shell with new output), keeping the latest
-  ``cap`` characters (:class:`~workflows.shells.store.ShellStore`);
+  ``cap`` characters (:class:`~workflows.store.shells.ShellStore`);
 - stops a shell someone asked to stop (KillShell on any worker, a cancel, the session's end or
   removal), in a thread of its own (stopping a group takes up to two seconds);
 - records a command that ended, with its exit code;
@@ -29,10 +29,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO
 
-from workflows import keys
-from workflows.resilience import RedisError
+from workflows.store import keys
+from workflows.store.resilience import RedisError
 from workflows.shells.groups import kill_process_group
-from workflows.shells.store import ShellStore
+from workflows.store.shells import ShellStore
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from workflows.exceptions import ToolError
-from workflows.resilience import RedisError
+from workflows.store.resilience import RedisError
 from workflows.shells import host as hosts
 from workflows.shells.groups import KILL_GRACE_SECONDS, kill_process_group
 from workflows.shells.host import LiveShell, Output
-from workflows.shells.store import Read, ShellStore, Status
+from workflows.store.shells import Read, ShellStore, Status
 
 GUARD = Path(__file__).with_name("guard.py")
 #: How long KillShell waits for the shell's host to confirm it stopped the command.

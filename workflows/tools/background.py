@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.shells.store import Read
+from workflows.store.shells import Read
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.read import split_lines
 from workflows.tools.regex import LineSearcher

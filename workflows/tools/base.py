@@ -80,13 +80,13 @@ class ToolContext:
     tool_use_id: str = ""
     # The session's MCP servers on this worker (workflows.mcp.calls.McpCaller); MCP tools only.
     mcp: Any = None
-    # A quick run (workflows/tool_step.py): a quick tool finding more than this many bytes to read raises
+    # A quick run (workflows/steps/tool.py): a quick tool finding more than this many bytes to read raises
     # NotQuick instead of reading them; None: not a quick run.
     quick_bytes: int | None = None
-    # A git-only Bash line a rule or a person approved (workflows.tool_step.git_writes): its sandbox leaves
+    # A git-only Bash line a rule or a person approved (workflows.steps.tool.git_writes): its sandbox leaves
     # .git writable (but .git/config and .git/hooks); every other command sees .git read-only.
     git_writes: bool = False
-    # The file checkpoints of /rewind (workflows.checkpoints.Checkpoints): every file write keeps the file as
+    # The file checkpoints of /rewind (workflows.edits.checkpoints.Checkpoints): every file write keeps the file as
     # it was first; None: nothing is kept (tests, the scripted demo, a rewind's own restore).
     checkpoints: Any = None
 
@@ -183,7 +183,7 @@ class Tool:
     # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
     subagent: ClassVar[bool] = False
     # Read-only and cheap: a model step whose worker serves the tools queue runs such a call itself,
-    # before the commit of its reply (workflows/tool_step.py); it honours ``ToolContext.quick_bytes``.
+    # before the commit of its reply (workflows/steps/tool.py); it honours ``ToolContext.quick_bytes``.
     quick: ClassVar[bool] = False
 
     def validate(self, raw: Any) -> Any:

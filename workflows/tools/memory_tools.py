@@ -1,6 +1,6 @@
 """MemoryRead, MemoryWrite, MemoryDelete: the project's auto-memory records, for the agent.
 
-The records live in Redis (:class:`workflows.store_memory.ProjectMemory`), so every
+The records live in Redis (:class:`workflows.store.memory.ProjectMemory`), so every
 worker sees the same memory. The main agent gets these tools when auto-memory
 is on for its session; the extraction fork gets them with read-only tools.
 """
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.memory import INDEX_NAME, make_record
+from workflows.memory.records import INDEX_NAME, make_record
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 
 TYPES_HELP = (

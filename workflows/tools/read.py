@@ -18,7 +18,7 @@ from typing import BinaryIO
 from pydantic import Field
 
 from workflows.exceptions import ToolError
-from workflows.tokens import estimate_tokens
+from workflows.model.tokens import estimate_tokens
 from workflows.tools import media, notebook
 from workflows.tools.base import NotQuick, Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import (directory_error, format_size, missing_file_error, open_regular, os_error,

@@ -20,7 +20,7 @@ window.Mainsail = (function () {
 
   // A unified diff (lines starting "+", "-", "@@", "---"/"+++", " ") as a <pre class="diff">, each line
   // coloured by its mark, then its note (cut, or why no diff is shown). The server makes the diffs
-  // (workflows/edit_preview.py); this only shows them.
+  // (workflows/edits/preview.py); this only shows them.
   function diff(text, note) {
     const pre = el("pre", "diff");
     const lines = text ? String(text).split("\n") : [];

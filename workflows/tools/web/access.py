@@ -70,7 +70,7 @@ class WebAccess:
                             messages=[{"role": "user", "content": f"Perform a web search for the query: {query}"}])
 
     def _create(self, **request) -> ModelAnswer:
-        from workflows.model_client import client_for
+        from workflows.model.client import client_for
 
         client = client_for(request["model"], self.settings)
         t0 = time.monotonic()

@@ -1,0 +1,1 @@
+"""The store: the one Redis adapter (sessions, transcripts, steps, queues), every key, the fenced commit, leases, the worker registry, riding out Redis, and the records features keep in Redis. Nothing outside this package (and the schedules' own store) calls the Redis client."""
