@@ -186,7 +186,7 @@ def _title(prompt: str) -> str:
 
 def _git_branch(path: str) -> str | None:
     """The workspace's branch, read through libgit2 (no program of the repository runs)."""
-    from workflows import git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+    from workflows.git import state as git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
 
     return git_state.current_branch(path)
 

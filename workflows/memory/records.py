@@ -186,7 +186,7 @@ def index_markdown(records: list[MemoryRecord]) -> str:
 
 def project_root(workspace: str) -> str:
     """The project a workspace belongs to: its git root, else the workspace itself."""
-    from workflows import git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+    from workflows.git import state as git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
 
     return git_state.toplevel(workspace) or os.path.realpath(workspace)
 
