@@ -159,7 +159,8 @@ def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, 
         session.click("#send-button")
         transcript.locator(".prompt").filter(has_text="> Thanks, once more").wait_for(timeout=WAIT_MS)
         transcript.locator(".text").filter(has_text="Second answer.").wait_for(timeout=WAIT_MS)
-        assert transcript.locator(".closing").count() == 2
+        # The closing line is its own stream entry, after the answer: wait for it, do not race it.
+        wait_for(lambda: transcript.locator(".closing").count() == 2, 60, what="the second closing line")
         session.screenshot(path=str(ARTIFACTS / "session-answered.png"), full_page=True)
 
         overview = context.new_page()
