@@ -53,7 +53,7 @@ from bench.chaos_report import (  # noqa: E402
     render,
 )
 from bench.step_overhead import Procs, child_env, free_port  # noqa: E402
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store.redis_store import stream_entries  # noqa: E402
 
 

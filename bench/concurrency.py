@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis  # noqa: E402
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store.redis_store import stream_entries  # noqa: E402
 
 PROMPT = "Session {i}: plan the work."

@@ -28,7 +28,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 
 ENTRIES_PER_TURN = 4
 

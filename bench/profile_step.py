@@ -37,7 +37,7 @@ import redis  # noqa: E402
 
 from bench import long_transcript  # noqa: E402
 from bench.step_overhead import BENCH_FILE_LINES, Procs, start_fake_api, start_redis  # noqa: E402
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 
 _tls = threading.local()
 TIME: collections.Counter = collections.Counter()

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from bench.step_overhead import Procs, child_env, free_port, process_cpu, start_redis
 from demo.scripted import Script, ToolUse, Turn
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store.api_tokens import TokenStore
 
 PROMPT = "steady"

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 
 TARGET_RATIO = 2.0
 BENCH_FILE_LINES = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(1, 21))

@@ -17,7 +17,7 @@ from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect
 from cli.figures import memory_saved_line
 from demo import PREFIX  # (importing demo registers the scripted models)
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from cli.standby import ensure_worker
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import choose_mode

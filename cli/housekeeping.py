@@ -1,6 +1,6 @@
 """``mainsail rm`` and ``mainsail gc``: removing sessions, by name or by age.
 
-Both remove exactly what a session owns (see :mod:`workflows.sessions.housekeeping`): its
+Both remove exactly what a session owns (see :mod:`workflows.store.housekeeping`): its
 keys, its entries in the shared sets, the saved tool results of its own calls.
 Neither starts a server: with none running there is nothing to remove.
 """
@@ -19,7 +19,7 @@ from cli.sessions import cancel_message
 from statemachines import State
 from cli.session_service import service
 from workflows.exceptions import SessionBusy
-from workflows.sessions.housekeeping import (
+from workflows.store.housekeeping import (
     GC_STATES,
     STOP_WAIT_SECONDS,
     GcReport,

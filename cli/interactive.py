@@ -49,9 +49,9 @@ from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt
-from workflows.model.names import describe_model
+from workflows.models.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.settings import Settings, load_settings
 from workflows.models.valid_text import valid_str
 

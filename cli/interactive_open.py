@@ -19,11 +19,11 @@ from cli.slash_commands import read_commands
 from cli.standby import require_model_access
 from cli.trust_flag import ask_trust
 from statemachines import State
-from workflows.mcp.config import fresh
-from workflows.model.names import describe_model
+from workflows.models.mcp import fresh
+from workflows.models.model_names import describe_model
 from workflows.models import SessionRecord
 from workflows.permissions.bypass import effective_mode
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.settings import Settings
 
 
@@ -105,7 +105,7 @@ def end_session(rt: Runtime, sid: str, reason: str, rec=None, *, wait: bool = Tr
     """SessionEnd hooks, in a background hook step (nothing in the session waits for it). With the in-process
     worker and ``wait``, let it run before the command exits (at most its hooks' timeouts); without one, a
     worker runs it later. Without SessionEnd hooks: nothing is written or sent."""
-    from workflows.hooks.config import HookEvent
+    from workflows.models.hooks import HookEvent
 
     rec = rec or rt.store.get_session(sid)
     steps = service(rt).end(sid, reason, rec)

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import click
 
 from workflows.exceptions import McpConfigError
-from workflows.mcp.config import (
+from workflows.models.mcp import (
     McpServer,
     McpStatus,
     parse_servers,
@@ -45,7 +45,7 @@ def mcp() -> None:
 def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     """The servers a new session here would get, and the settings env their commands get."""
     from workflows.mcp.sources import load_mcp
-    from workflows.settings.files import load_permission_settings
+    from workflows.sessions.settings_files import load_permission_settings
 
     from workflows.trust.decide import workspace_trust
 

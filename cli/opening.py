@@ -20,7 +20,7 @@ from workflows.mcp.sources import McpFlags
 from workflows.model.lifecycle import lifecycle_note
 from workflows.models import PermissionMode
 from workflows.model.pricing import known_price, unknown_price_note
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 
 MODES = [m.value for m in PermissionMode]
 

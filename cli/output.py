@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
-from workflows.mcp.config import McpStatus
+from workflows.models.mcp import McpStatus
 from workflows.models import (
     AssistantEntry,
     ResultEntry,

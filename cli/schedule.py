@@ -13,8 +13,9 @@ from cli.connect import Runtime, connect
 from cli.run import permission_options
 from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
-from workflows.schedules import BrokenSchedule, RunMode, Schedule, ScheduleRun, ScheduleStore
-from workflows.sessions.options import RemoteOptions
+from workflows.schedules import RunMode, Schedule, ScheduleRun
+from workflows.store.schedules import BrokenSchedule, ScheduleStore
+from workflows.models.options import RemoteOptions
 from workflows.settings import load_settings
 
 

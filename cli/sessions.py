@@ -24,8 +24,8 @@ from cli.worker_note import unserved_note
 from statemachines import State
 from cli.repl_text import ago
 from cli.session_service import service
-from workflows.engine.support import cancel_message
-from workflows.model.names import describe_model
+from workflows.commit.support import cancel_message
+from workflows.models.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
 from workflows.model.tokens import describe_usage

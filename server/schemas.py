@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statemachines import State
 from workflows.models import PathText, PermissionMode, PermissionRequest, SessionRecord, Usage
-from workflows.sessions.options import RemoteOptions
+from workflows.models.options import RemoteOptions
 from workflows.permissions.bypass import effective_mode
 
 

@@ -10,7 +10,7 @@ What redbeat does with a run missed while no beat ran: Celery's ``crontab.is_due
 overdue from its last run, and it is sent ONCE, at once; the entry's last run becomes now, so the
 runs in between are not sent again. :class:`Scheduler` adds to each message the time the run was due
 (the cron's first time after the last run), which makes the firing idempotent (a claim per schedule
-and due minute, :mod:`workflows.schedules.firing`) and lets the session say it is late.
+and due minute, :mod:`workflows.sessions.firing`) and lets the session say it is late.
 
 Entries mirror the enabled schedules: one per schedule, named by its id, that sends
 ``mainsail.schedule.fire(id)`` (queue ``tools``: the firing reads the workspace's settings files).
@@ -27,7 +27,7 @@ from tasks.app import app, broker_ssl
 from workflows.store import keys
 from workflows.schedules import cron
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import BrokenSchedule, ScheduleStore
+from workflows.store.schedules import BrokenSchedule, ScheduleStore
 
 log = logging.getLogger("mainsail.beat")
 

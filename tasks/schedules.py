@@ -8,7 +8,7 @@ from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
 from workflows.store.resilience import LockError
-from workflows.schedules.firing import fire
+from workflows.sessions.firing import fire
 from workflows.settings import get_settings
 
 log = logging.getLogger(__name__)

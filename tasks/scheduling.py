@@ -15,9 +15,9 @@ from tasks import beat
 from tasks.dispatch import dispatch
 from workflows.exceptions import InvalidSchedule
 from workflows.schedules import cron
-from workflows.schedules.firing import Fired, fire
+from workflows.sessions.firing import Fired, fire
 from workflows.schedules.models import Schedule
-from workflows.schedules.store import BrokenSchedule
+from workflows.store.schedules import BrokenSchedule
 from workflows.sessions.setup import session_options
 
 

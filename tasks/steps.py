@@ -1,6 +1,6 @@
 """The step tasks: parse ids, claim, run one workflow function, commit, dispatch.
 
-One task per row of the table of step kinds (workflows/steps/kinds.py), each a
+One task per row of the table of step kinds (workflows/commit/kinds.py), each a
 thin shell around :func:`workflows.steps.run.run_one`; producers send them by the
 table's names and never import this module. The shell also keeps count of
 the steps this process runs (a stopping worker waits for them), and once the
@@ -16,7 +16,7 @@ from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
 from workflows.store import keys
-from workflows.steps.kinds import STEP_KINDS, StepKindSpec
+from workflows.commit.kinds import STEP_KINDS, StepKindSpec
 from workflows.steps.run import run_one
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from tasks.reaper import Housekeeper
 from workflows import shells
 from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
-from workflows.steps.kinds import STEP_TASKS
+from workflows.commit.kinds import STEP_TASKS
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ takes, so a test helper can pass its ``**kw`` through."""
 
 from __future__ import annotations
 
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 
 FACTS = {"home", "tools_queue"}
 

@@ -1,7 +1,7 @@
 """Session titles: after a session's first turn the small, fast model names it, as Claude Code does.
 
 Until then (and for good when the call fails) a session's title is its first prompt, cut to one line
-(``workflows.engine.support._title``). The end of the first run asks for a ``title`` step
+(``workflows.commit.support._title``). The end of the first run asks for a ``title`` step
 (``workflows.engine.titles``): a background step on the ``model`` queue, claimed, leased and reaped
 like any other, so a title is asked once and recorded once even when a worker dies. Its one
 Messages API call goes to the session's ``haiku`` alias (a session on a local model: that model);

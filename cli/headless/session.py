@@ -22,7 +22,7 @@ from cli.output import StreamJson, result_json
 from cli.opening import open_session, session_model
 from cli.slash_commands import unknown_command_note
 from cli.standby import ensure_worker, require_model_access
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.settings import load_settings
 
 

@@ -42,14 +42,14 @@ from workflows.exceptions import (
     RequestNotFound,
     ToolInputError,
 )
-from workflows.hooks.config import (
+from workflows.models.hooks import (
     DEFAULT_TIMEOUT_SECONDS,
     CallbackHook,
     HookEvent,
     HookMatcher,
     HookSet,
 )
-from workflows.hooks.outcome import HookRun
+from workflows.models.hook_outcome import HookRun
 from workflows.hooks.session_hooks import starts_run
 from workflows.models import (
     PermissionDecisionEntry,

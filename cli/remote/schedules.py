@@ -16,7 +16,8 @@ from cli import schedule as local
 from cli.remote.client import open_client
 from cli.remote.listing import server_path
 from tasks.scheduling import NextRun
-from workflows.schedules import BrokenSchedule, Schedule, ScheduleRun
+from workflows.schedules import Schedule, ScheduleRun
+from workflows.store.schedules import BrokenSchedule
 
 
 def _path(schedule_id: str, *rest: str) -> str:

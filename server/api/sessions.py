@@ -28,9 +28,9 @@ from server.schemas import (
     problems,
 )
 from statemachines import State
-from workflows.engine.support import cancel_message
+from workflows.commit.support import cancel_message
 from workflows.models import PathText
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.settings import get_settings
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries

@@ -8,7 +8,7 @@ import pytest
 
 from demo.scripted import ScriptUsage, ToolUse, Turn
 from tests.fakeapi import FakeMessagesServer
-from workflows.context.compaction import SUMMARY_SYSTEM
+from workflows.compaction.run import SUMMARY_SYSTEM
 from workflows.models import CompactBoundaryEntry
 
 pytestmark = pytest.mark.e2e

@@ -172,7 +172,7 @@ def test_deny_with_a_message_and_cancel_through_the_server(cluster, server, work
 
 
 def test_export_and_compact_through_the_server(cluster, server, workspace):
-    from workflows.context.compaction import SUMMARY_SYSTEM
+    from workflows.compaction.run import SUMMARY_SYSTEM
 
     def model(body: dict) -> Turn:
         if body["system"][0]["text"] == SUMMARY_SYSTEM:
@@ -242,7 +242,7 @@ def test_schedules_through_the_server(cluster, server, workspace):
     """`mainsail schedule add/list/show/run/disable/enable/rm` as a teammate: the same output as locally,
     the schedule in the server's Redis, a run by hand a real session; read-only and other-workspace
     tokens refused."""
-    from workflows.schedules import ScheduleStore
+    from workflows.store.schedules import ScheduleStore
 
     with FakeMessagesServer(Script(turns=[Turn(text="Nightly report.")])) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url

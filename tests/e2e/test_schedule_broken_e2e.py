@@ -16,7 +16,8 @@ from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.e2e.serving import Serve
 from tests.fakeapi import FakeMessagesServer
 from workflows.store import keys
-from workflows.schedules import Schedule, ScheduleStore
+from workflows.schedules import Schedule
+from workflows.store.schedules import ScheduleStore
 
 pytestmark = pytest.mark.e2e
 

@@ -20,7 +20,7 @@ from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from workflows.models import SystemEntry
-from workflows.schedules import ScheduleStore
+from workflows.store.schedules import ScheduleStore
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve, event_ids, sse
 from tests.fakeapi import FakeMessagesServer, assistant_turns, last_prompt
 from workflows.store.api_tokens import TokenStore
-from workflows.context.compaction import SUMMARY_SYSTEM
+from workflows.compaction.run import SUMMARY_SYSTEM
 from workflows.models import CompactBoundaryEntry, PermissionDecisionEntry
 
 pytestmark = pytest.mark.e2e

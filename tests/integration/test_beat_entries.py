@@ -11,7 +11,8 @@ import pytest
 
 from tasks import beat
 from tasks.app import app, configure
-from workflows.schedules import Schedule, ScheduleStore, cron
+from workflows.schedules import Schedule, cron
+from workflows.store.schedules import ScheduleStore
 
 pytestmark = pytest.mark.integration
 

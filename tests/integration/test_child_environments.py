@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from workflows.context.files import system_context
-from workflows.hooks.config import CommandHook
+from workflows.models.hooks import CommandHook
 from workflows.hooks.runner import run_command_hook
 from workflows.mcp.calls import server_env
-from workflows.mcp.config import McpServerConfig
+from workflows.models.mcp import McpServerConfig
 from workflows.mcp.pool import McpPool
 from workflows.mcp.tools import to_output
 from workflows.models import SandboxSettings, SessionRecord

@@ -11,7 +11,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
 from tasks.app import configure, queue_key
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.store.redis_store import Store
 

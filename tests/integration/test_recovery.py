@@ -17,7 +17,7 @@ from tasks import reaper, runtime
 from tasks.app import configure, queue_key
 from tests.conftest import free_port
 from tests.inline import Inline
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.models import AssistantEntry, StepStatus
 from workflows.store.resilience import ResilientEngine

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import running
 
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, run_tool

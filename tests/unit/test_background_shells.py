@@ -220,7 +220,7 @@ def test_a_finished_shell_cannot_be_killed(ctx):
 
 
 def test_a_cancel_stops_the_sessions_shells_and_says_why(ctx, fake_redis):
-    from workflows.engine.support import stop_shells
+    from workflows.commit.support import stop_shells
     from workflows.store.redis_store import Store
 
     mark = marker()

@@ -13,7 +13,7 @@ from tests.session_kw import create as create_session
 from tests.conftest import running
 from tests.inline import Inline, scripted_model
 from tests.unit.test_tools_bash import gone, marker
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.models import RuleSet
 from workflows.shells import ShellStore, shutdown
 

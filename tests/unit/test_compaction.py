@@ -13,9 +13,9 @@ from demo.scripted import DEMO_FILES, Script, ScriptError, ScriptUsage, ToolUse,
 from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
-from workflows.context.compaction import SUMMARY_SYSTEM
+from workflows.compaction.run import SUMMARY_SYSTEM
 from workflows.context.assemble import SUMMARY_INTRO, build_request
 from workflows.engine import Engine
 from workflows.exceptions import ContextFull

@@ -15,7 +15,7 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.model import providers as model_providers
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
 from workflows.model.pricing import cost_usd
 

@@ -10,7 +10,7 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionSetup
+from workflows.models.options import SessionSetup
 from workflows.edits.preview import MAX_DIFF_LINES, preview
 from workflows.exceptions import AlwaysNotOffered
 from workflows.models import PermissionRequestEntry, RuleSet

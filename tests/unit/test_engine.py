@@ -10,7 +10,7 @@ from demo.scripted import DEMO_FILES, DEMO_PROMPT, Script, ScriptError, ToolUse,
 from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.context.assemble import api_messages
 from workflows.engine import Engine
 from workflows.models import (

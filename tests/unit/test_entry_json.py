@@ -7,8 +7,8 @@ import json
 import pytest
 
 from statemachines import State
-from workflows.hooks.config import HookEvent
-from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.models.hooks import HookEvent
+from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,

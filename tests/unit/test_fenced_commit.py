@@ -12,7 +12,7 @@ import typing
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.store.fenced import Recorder
 from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry

@@ -19,7 +19,7 @@ import pytest
 from tests.gitrepo import git, isolate_git
 from workflows.git import state as git_state
 from workflows.context.files import git_status, system_context
-from workflows.engine.support import _git_branch
+from workflows.commit.support import _git_branch
 from workflows.memory.records import project_root
 
 SECRET_SUBJECT = "SECRET-SUBJECT-OF-THE-OUTSIDE-REPO"

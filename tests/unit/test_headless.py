@@ -114,7 +114,7 @@ def test_always_rules_become_the_sdks_permission_suggestions():
 
 def test_settings_sources_and_an_extra_layer(tmp_path):
     """--setting-sources picks the files read; --settings adds a layer above them (a file or inline JSON)."""
-    from workflows.settings.files import load_permission_settings
+    from workflows.sessions.settings_files import load_permission_settings
 
     ws, home = tmp_path / "ws", tmp_path / "home"
     (ws / ".claude").mkdir(parents=True)

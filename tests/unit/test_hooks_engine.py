@@ -11,7 +11,7 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.steps import tool as tool_step
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.housekeeping_contract import RemovalContract
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.store.redis_store import Store
 

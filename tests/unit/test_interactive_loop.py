@@ -14,7 +14,7 @@ from cli.connect import Runtime
 from cli.interactive import Interactive
 from cli.interactive_habits import CYCLE_COMMAND
 from statemachines import State
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.engine import Engine
 from workflows.models import ResultEntry, SystemEntry, UserEntry
 from workflows.store.redis_store import Store

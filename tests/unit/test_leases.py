@@ -6,7 +6,7 @@ import threading
 import time
 
 from demo.scripted import DEMO_PROMPT
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.store.leases import LeaseKeeper, keeper_for
 from workflows.store.resilience import ResilientEngine

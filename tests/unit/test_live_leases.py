@@ -11,7 +11,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, Turn
 from tasks import reaper
 from tests.inline import api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.models import ResultEntry, StepStatus
 from workflows.steps.run import owner_token, run_step

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from cli.main import cli
 from cli.mcp import approve_project_servers, session_lines
 from cli.output import StreamJson
-from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
 from workflows.models import SessionRecord
 from workflows.trust.decide import workspace_trust
 

@@ -13,9 +13,9 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.mcp_server import build
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.context.assemble import offered_tools
-from workflows.mcp.config import McpServer, McpServerConfig, McpStatus
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
 from workflows.mcp.pool import McpPool, install
 from workflows.models import RuleSet, StepKind, SystemEntry, UserEntry
 

@@ -9,7 +9,7 @@ from workflows.models import PermissionMode, RuleSet
 from workflows.permissions import Decision, always_rules, evaluate
 from workflows.permissions.rules.rules import RuleSyntaxError, mcp_covers, parse_rule
 from workflows.settings.errors import SettingsError
-from workflows.settings.files import load_permission_settings
+from workflows.sessions.settings_files import load_permission_settings
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK
 

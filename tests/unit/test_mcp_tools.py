@@ -11,7 +11,7 @@ import pytest
 
 from workflows.exceptions import ToolInputError
 from workflows.mcp.calls import _definitions
-from workflows.mcp.config import McpToolDef
+from workflows.models.mcp import McpToolDef
 from workflows.mcp.tools import McpTool, full_name, to_output
 
 

@@ -11,7 +11,7 @@ from demo.scripted import DEMO_FILES, Script, ScriptUsage, ToolUse, Turn
 from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError
@@ -436,7 +436,7 @@ def test_compaction_from_notes_keeps_what_they_do_not_cover_yet(engine, ws):
 
 
 def test_the_kept_part_never_cuts_a_tool_call_from_its_result_and_has_a_limit(engine, ws):
-    from workflows.context.compaction import kept_after_notes
+    from workflows.compaction.run import kept_after_notes
     from workflows.models import AssistantEntry, UserEntry
 
     turns = [Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})]), Turn(text="done")]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workflows.sessions.options import SessionSetup
+from workflows.models.options import SessionSetup
 from workflows.context.files import memory_files, user_context
 from workflows.memory.access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec

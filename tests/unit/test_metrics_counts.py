@@ -6,7 +6,7 @@ import pytest
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store.metrics import TALLY, Tally, field, read
 
 

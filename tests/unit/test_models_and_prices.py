@@ -10,8 +10,8 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.model import providers as model_providers
-from workflows.sessions.options import SessionOptions
-from workflows.model.names import describe_model, model_overrides, resolve_model, session_model
+from workflows.models.options import SessionOptions
+from workflows.models.model_names import describe_model, model_overrides, resolve_model, session_model
 from workflows.models import AssistantEntry, PermissionMode, ResultEntry, SystemEntry, Usage
 from workflows.model.pricing import PRICES, add_cost, cost_usd, known_price, price_for
 

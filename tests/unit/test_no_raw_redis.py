@@ -21,7 +21,7 @@ STORE_MODULES = frozenset({
     "workflows/store/redis_store.py", "workflows/store/streams.py", "workflows/store/steps.py", "workflows/store/client.py",
     "workflows/store/memory.py", "workflows/store/checkpoints.py", "workflows/store/live.py",
     "workflows/store/keys.py", "workflows/store/fenced.py", "workflows/store/leases.py", "workflows/store/registry.py",
-    "workflows/store/resilience.py", "workflows/schedules/store.py", "workflows/store/shells.py",
+    "workflows/store/resilience.py", "workflows/store/schedules.py", "workflows/store/shells.py",
     "workflows/store/api_tokens.py", "workflows/store/metrics.py",
 })
 STORE_PACKAGE = "workflows/store/"

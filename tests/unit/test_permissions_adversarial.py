@@ -861,7 +861,7 @@ def test_without_the_added_directory_the_same_calls_ask(case, area):
 
 def test_an_added_directory_is_resolved_physically_and_never_the_root(area):
     from workflows.permissions.rules.paths import WorkArea, inside, protected
-    from workflows.settings.session_keys import resolve_added_dir
+    from workflows.sessions.session_keys import resolve_added_dir
 
     wa = WorkArea(f"{area}/ws", [f"{area}/shared/link-secret", "/"])
     assert wa.dirs == (f"{area}/ws", f"{area}/secret")  # the symlink's target; "/" is dropped

@@ -249,10 +249,10 @@ def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allo
 
 
 def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engine, settings, tmp_path):
-    from workflows.schedules.firing import fire
+    from workflows.sessions.firing import fire
     from workflows.schedules.models import Schedule
-    from workflows.sessions.options import RemoteOptions
-    from workflows.schedules.store import ScheduleStore
+    from workflows.models.options import RemoteOptions
+    from workflows.store.schedules import ScheduleStore
 
     for d in ("a", "b"):
         (tmp_path / d).mkdir()

@@ -17,7 +17,7 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry

@@ -7,7 +7,7 @@ from __future__ import annotations
 from cli import interactive
 from tests.inline import Inline
 from tests.unit.test_interactive_loop import Lines, make, rt, ws  # noqa: F401 - fixtures
-from workflows.hooks.config import CommandHook, HookEvent, HookMatcher, HookSet
+from workflows.models.hooks import CommandHook, HookEvent, HookMatcher, HookSet
 from workflows.models import UserEntry
 
 

@@ -6,7 +6,7 @@ import json
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.model import request_json
 from workflows.context.assemble import build_request
 from workflows.model.client import client_for, stream_reply

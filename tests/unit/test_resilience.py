@@ -12,7 +12,7 @@ from redis.exceptions import ResponseError
 
 from demo.scripted import DEMO_PROMPT
 from tests.inline import Inline
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus

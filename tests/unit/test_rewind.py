@@ -10,7 +10,7 @@ import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.edits.checkpoints import Checkpoints
 from workflows.store.checkpoints import FileCheckpoints

@@ -9,7 +9,7 @@ import pytest
 
 from workflows.models import SandboxSettings
 from workflows.settings.errors import SettingsError
-from workflows.settings.files import load_permission_settings
+from workflows.sessions.settings_files import load_permission_settings
 
 LAYERS = [  # (base, relative path), lowest precedence first (as in test_settings_files)
     ("home", ".claude/settings.json"),

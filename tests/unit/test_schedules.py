@@ -7,15 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.models import SystemEntry, UserEntry
 from workflows.schedules import cron
-from workflows.schedules.firing import fire
+from workflows.sessions.firing import fire
 from workflows.schedules.models import RunMode, Schedule
-from workflows.sessions.options import RemoteOptions
-from workflows.schedules.store import BrokenSchedule, ScheduleStore
+from workflows.models.options import RemoteOptions
+from workflows.store.schedules import BrokenSchedule, ScheduleStore
 
 
 def at(h: int, m: int, s: int = 0, day: int = 24) -> datetime:
@@ -260,7 +260,7 @@ def test_a_firing_that_cannot_take_the_lock_is_tried_again_not_lost(engine, sett
     """Another firing holds the schedule's lock past the wait: the task is sent again (eagerly here) and
     the run fires once the lock is free, late and saying so, instead of being lost."""
     from tasks import runtime, schedules
-    from workflows.schedules import firing
+    from workflows.sessions import firing
 
     store = ScheduleStore(engine.store.r)
     s = store.add(make(ws, cron="* * * * *"))
@@ -282,7 +282,7 @@ def test_a_firing_that_never_gets_the_lock_gives_up_after_its_retries(engine, se
     from redis.exceptions import LockError
 
     from tasks import runtime, schedules
-    from workflows.schedules import firing
+    from workflows.sessions import firing
 
     store = ScheduleStore(engine.store.r)
     s = store.add(make(ws, cron="* * * * *"))

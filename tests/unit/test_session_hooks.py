@@ -10,7 +10,7 @@ from statemachines import State
 from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT
 from workflows.hooks.settings import parse_hooks
 from workflows.models import HookEntry, ResultEntry, StepKind, UserEntry

@@ -1,4 +1,4 @@
-"""Settings files and flags (workflows.settings.files): layering, flag splitting, and every error message."""
+"""Settings files and flags (workflows.sessions.settings_files): layering, flag splitting, and every error message."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from workflows.exceptions import ConfigurationError
 from workflows.models import PermissionMode
 from workflows.permissions.rules.rules import split_rules
 from workflows.settings.errors import SettingsError
-from workflows.settings.files import load_permission_settings
+from workflows.sessions.settings_files import load_permission_settings
 
 LAYERS = [  # (base, relative path), lowest precedence first
     ("home", ".claude/settings.json"),

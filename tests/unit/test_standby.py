@@ -9,7 +9,7 @@ import pytest
 
 from cli import standby
 from demo.scripted import DEMO_PROMPT
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.exceptions import MissingCredentials
 
 

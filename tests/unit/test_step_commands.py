@@ -15,7 +15,7 @@ import time
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.commit.committer import LIST_SECONDS
 from workflows.store.fenced import Recorder, coalesced

@@ -1,4 +1,4 @@
-"""The table of step kinds (workflows/steps/kinds.py): one row per kind with the names deployed workers
+"""The table of step kinds (workflows/commit/kinds.py): one row per kind with the names deployed workers
 and queued messages carry, one Celery task per row, and a runner found through the table."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from tests.inline import Inline
 from workflows.models import StepKind, StepStatus
-from workflows.sessions.options import SessionOptions
-from workflows.steps.kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, runner_for, spec_for, task_for
+from workflows.models.options import SessionOptions
+from workflows.commit.kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, runner_for, spec_for, task_for
 
 #: What deployed workers and queued messages carry: these names never change.
 DEPLOYED = {
@@ -51,7 +51,7 @@ def test_the_celery_app_has_one_task_per_row_named_and_documented_by_it():
 
 
 def test_a_step_runs_through_its_rows_runner(engine, ws, monkeypatch):
-    from workflows.steps import kinds as step_kinds
+    from workflows.commit import kinds as step_kinds
     from workflows.steps import runners as step_runners
 
     rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions",

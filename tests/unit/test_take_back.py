@@ -9,7 +9,7 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from tasks import reaper
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.models import StepStatus, SystemEntry, UserEntry
 from workflows.steps.run import owner_token

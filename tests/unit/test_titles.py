@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from demo.scripted import Script, ScriptError, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.model.side_calls import fork_kind
 from workflows.models import StepKind, StepStatus

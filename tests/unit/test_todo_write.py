@@ -10,7 +10,7 @@ from cli.render import Renderer
 from cli.sessions import describe
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.models import StepKind, UserEntry
 from workflows.tools import tool_schemas
 from workflows.tools.todo import RESULT

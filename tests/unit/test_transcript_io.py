@@ -9,7 +9,7 @@ import pytest
 from demo.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.context.assemble import api_messages
 from workflows.engine import INTERRUPTED, Engine
 from workflows.models import (

@@ -14,11 +14,11 @@ import pytest
 
 from workflows.store.api_tokens import TokenStore
 from workflows.exceptions import ConfigurationError, TokenError
-from workflows.mcp.config import McpStatus
+from workflows.models.mcp import McpStatus
 from workflows.models import PermissionMode
 from workflows.sessions.setup import session_options
 from workflows.settings import Settings
-from workflows.trust import git_index
+from workflows.git import index as git_index
 from workflows.trust.decide import workspace_trust
 from workflows.trust.gated import local_is_project, project_gated
 
@@ -269,7 +269,7 @@ def test_keys_that_grant_nothing_are_not_asked_about(tmp_path):
 
 def test_settings_that_appear_or_change_while_a_session_starts_are_not_applied(clone, monkeypatch):
     """The trust decision and the settings read are two reads: what changes between them is never let through."""
-    from workflows.settings import files as settings_files
+    from workflows.sessions import settings_files
 
     ws, home = clone
     real = settings_files.load_permission_settings

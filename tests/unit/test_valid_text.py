@@ -12,7 +12,7 @@ from rich.console import Console
 from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.store import keys
 from workflows.context.assemble import build_request
 from workflows.store.entry_read import read_entry

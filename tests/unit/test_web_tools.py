@@ -14,7 +14,7 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.exceptions import ToolError
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, UserEntry
 from workflows.permissions import Decision, decide

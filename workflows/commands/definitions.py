@@ -124,7 +124,7 @@ def _allowed_tools(value: Any, where: str) -> list[str]:
 
 
 def _model(value: str, where: str) -> str | None:
-    from workflows.model.names import valid_name
+    from workflows.models.model_names import valid_name
 
     if value in ("", "inherit"):
         return None

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from workflows.engine import INTERRUPTED, _git_branch
+from workflows.commit.support import INTERRUPTED, _git_branch
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,

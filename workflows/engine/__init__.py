@@ -13,13 +13,13 @@ Where each concern is committed (the engine's attribute, its class and module):
 - ``prompts``: submit, compact, cancel, stop, clear the queue (:mod:`~workflows.engine.prompts`);
 - ``ledger``: the step protocol's claim, heartbeat, and the reaper's take-backs (:mod:`~workflows.engine.ledger`);
 - ``turns``: one turn of the agent loop: a run's start, the model's reply, the next call, the run's end
-  (:mod:`~workflows.engine.turn`), and what a call costs (:mod:`~workflows.engine.charges`);
+  (:mod:`~workflows.engine.turn`), and what a call costs (:mod:`~workflows.commit.charges`);
 - ``tools``: a reply's tool calls: checked, batched, dispatched, their results (:mod:`~workflows.engine.tool_calls`);
 - ``approvals``: asking a person and settling the answer (:mod:`~workflows.engine.approvals`);
 - ``commands``: custom slash commands (their ``!`` lines and ``@`` files run first) (:mod:`~workflows.engine.commands`);
-- ``compaction``: compaction's commit side (:mod:`~workflows.engine.compaction_commits`; its run side is
-  :mod:`workflows.context.compaction`);
-- ``forks``: memory forks' commit side (:mod:`~workflows.engine.fork_commits`; run side :mod:`workflows.memory.forks`);
+- ``compaction``: compaction's commit side (:mod:`~workflows.compaction.commits`; its run side is
+  :mod:`workflows.compaction.run`);
+- ``forks``: memory forks' commit side (:mod:`~workflows.forks.commits`; run side :mod:`workflows.forks.run`);
 - ``subagents``: Task calls as child sessions, and their answers coming back (:mod:`~workflows.engine.subagents`);
 - ``titles``: a session's title step (:mod:`~workflows.engine.titles`; run side :mod:`workflows.titles`);
 - ``rewinding``: ``/rewind`` of the conversation, the code, or both (:mod:`~workflows.engine.rewinding`);
@@ -34,14 +34,14 @@ The engine never imports ``tasks/``: it returns the steps to dispatch.
 from workflows.commit import Committer, Tx  # noqa: F401  (Tx: the engine's transaction type)
 from workflows.engine.approvals import Approvals
 from workflows.engine.commands import CommandRuns
-from workflows.engine.compaction_commits import Compacting
-from workflows.engine.fork_commits import MemoryForks
+from workflows.compaction.commits import Compacting
+from workflows.forks.commits import MemoryForks
 from workflows.engine.ledger import StepLedger
 from workflows.engine.prompts import PromptVerbs
 from workflows.engine.rewinding import Rewinding
 from workflows.engine.sessions import SessionVerbs
 from workflows.engine.subagents import SubagentLogic
-from workflows.engine.support import (  # noqa: F401  (the engine's public names)
+from workflows.commit.support import (  # noqa: F401  (the engine's public names)
     INTERRUPTED,
     QUEUE_FOR_KIND,
     UNKNOWN_OUTCOME,

@@ -13,7 +13,7 @@ from statemachines import State
 from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.edits.preview import preview
-from workflows.engine.support import (
+from workflows.commit.support import (
     DENIED_BY_USER,
     KEEP_REQUESTS,
     _denial,

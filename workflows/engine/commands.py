@@ -40,7 +40,7 @@ from workflows.commands import (
 from workflows.commands.expand import attached_files, bash_mode, bash_mode_texts, mentions
 from workflows.commit import Part, Tx
 from workflows.exceptions import ToolInputError
-from workflows.hooks.config import HookEvent
+from workflows.models.hooks import HookEvent
 from workflows.models import (
     Message,
     RequestStatus,

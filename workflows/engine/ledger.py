@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict, stale
-from workflows.engine.support import (
+from workflows.commit.support import (
     Claim,
     display_worker,
     log,

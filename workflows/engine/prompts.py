@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from statemachines import State
 from workflows.commit import Part, Tx, retry_on_conflict
-from workflows.engine.support import (
+from workflows.commit.support import (
     Stopped,
     _reset_run_figures,
     context_size,
@@ -30,8 +30,8 @@ from workflows.models import (
 from workflows.model.tokens import estimate_tokens, thresholds
 
 if TYPE_CHECKING:
-    from workflows.engine.compaction_commits import Compacting
-    from workflows.engine.fork_commits import MemoryForks
+    from workflows.compaction.commits import Compacting
+    from workflows.forks.commits import MemoryForks
     from workflows.engine.turn import TurnLogic
 
 #: Message keys a session remembers (:meth:`PromptVerbs.submit`'s ``once``).

@@ -22,7 +22,7 @@ from statemachines import State
 from workflows.edits.checkpoints import FileChange, apply_restore, plan_restore, turns_from
 from workflows.commit import MAX_CONFLICTS, CommitConflict, Part, Tx
 from workflows.context.assemble import model_view
-from workflows.engine.support import (
+from workflows.commit.support import (
     require_idle,
 )
 from workflows.exceptions import LockTimeout, RewindRefused, StepNotFound

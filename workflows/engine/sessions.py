@@ -15,13 +15,13 @@ from statemachines import State
 from workflows.context import files as context_files
 from workflows.agents import load_agents
 from workflows.commit import Part, Tx, retry_on_conflict
-from workflows.engine.support import _git_branch, stop_shells
+from workflows.commit.support import _git_branch, stop_shells
 from workflows.exceptions import (
     SessionBusy,
     SessionNotFound,
 )
-from workflows.sessions.housekeeping import Removal, apply_removal, busy_reason, plan_removal
-from workflows.mcp.config import fresh
+from workflows.store.housekeeping import Removal, apply_removal, busy_reason, plan_removal
+from workflows.models.mcp import fresh
 from workflows.memory.records import (
     memory_context,
     project_id,
@@ -37,7 +37,7 @@ from workflows.models import (
     StepRecord,
     new_id,
 )
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea

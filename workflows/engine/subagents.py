@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from statemachines import State
 from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
-from workflows.engine.support import (
+from workflows.commit.support import (
     _add_to,
 )
 from workflows.exceptions import ToolInputError

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from workflows.commit import Part, Tx
-from workflows.engine.charges import charge
+from workflows.commit.charges import charge
 from workflows.models import StepKind, StepRecord, StepStatus, Usage
 
 log = logging.getLogger(__name__)

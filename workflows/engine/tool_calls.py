@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from workflows.commit import Part, Tx
-from workflows.engine.charges import charge
-from workflows.engine.support import (
+from workflows.commit.charges import charge
+from workflows.commit.support import (
     MEMORY_WRITERS,
     _denial,
 )
@@ -19,8 +19,8 @@ from workflows.exceptions import (
     ToolInputError,
 )
 from workflows.hooks.commits import tool_event_stops
-from workflows.hooks.config import HookEvent
-from workflows.hooks.outcome import HookOutcome
+from workflows.models.hooks import HookEvent
+from workflows.models.hook_outcome import HookOutcome
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
 from workflows.models import (

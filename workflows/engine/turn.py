@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from statemachines import State
 from workflows.store import keys
 from workflows.commit import Part, Tx
-from workflows.engine.charges import charge
-from workflows.engine.support import (
+from workflows.commit.charges import charge
+from workflows.commit.support import (
     INTERRUPTED,
     _reset_run_figures,
     _title,
@@ -39,8 +39,8 @@ from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
     from workflows.engine.commands import CommandRuns
-    from workflows.engine.compaction_commits import Compacting
-    from workflows.engine.fork_commits import MemoryForks
+    from workflows.compaction.commits import Compacting
+    from workflows.forks.commits import MemoryForks
     from workflows.engine.subagents import SubagentLogic
     from workflows.engine.titles import TitleLogic
     from workflows.engine.tool_calls import ToolCalls

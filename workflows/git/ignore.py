@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from workflows.trust import git_index
+from workflows.git import index as git_index
 
 #: The local settings files Mainsail writes, relative to a workspace.
 LOCAL_SETTINGS = (".mainsail/settings.local.json", ".claude/settings.local.json")

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from statemachines import State
 from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
-from workflows.hooks.config import HookEvent, HookSet
+from workflows.models.hooks import HookEvent, HookSet
 from workflows.hooks.lifecycle import LifecycleHooks
-from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.hooks.session_hooks import (
     STOP_BLOCK_LIMIT,
     context_text,

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from workflows.exceptions import ToolError
-from workflows.hooks.config import CommandHook, HookEvent
-from workflows.hooks.outcome import HookOutcome, HookRun, interpret
+from workflows.models.hooks import CommandHook, HookEvent
+from workflows.models.hook_outcome import HookOutcome, HookRun, interpret
 from workflows.models import SessionRecord
 from workflows.permissions import sandbox
 from workflows.permissions.bypass import effective_mode

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from workflows.hooks.config import HookEvent
+from workflows.models.hooks import HookEvent
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
 from workflows.models.valid_text import valid_str

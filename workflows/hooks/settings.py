@@ -1,7 +1,7 @@
-"""Parsing the ``hooks`` value of one settings file into a :class:`~workflows.hooks.config.HookSet`.
+"""Parsing the ``hooks`` value of one settings file into a :class:`~workflows.models.hooks.HookSet`.
 
 Every mistake is a :class:`HookConfigError` naming the dotted key and the fix;
-:mod:`workflows.settings.files` adds the file and line.
+:mod:`workflows.sessions.settings_files` adds the file and line.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from workflows.exceptions import ConfigurationError
-from workflows.hooks.config import _PLAIN, CommandHook, HookEvent, HookMatcher, HookSet
+from workflows.models.hooks import _PLAIN, CommandHook, HookEvent, HookMatcher, HookSet
 
 __all__ = ["HookConfigError", "parse_hooks"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workflows.exceptions import ToolInputError
-from workflows.hooks.config import HookEvent
-from workflows.hooks.outcome import HookOutcome
+from workflows.models.hooks import HookEvent
+from workflows.models.hook_outcome import HookOutcome
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import SessionRecord, ToolCall
 from workflows.permissions import Decision, decide

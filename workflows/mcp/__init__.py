@@ -1,9 +1,9 @@
 """MCP servers: their tools join a session's as ``mcp__<server>__<tool>``.
 
 Modules (this package imports none of them, nor the MCP SDK: the record's models import
-:mod:`~workflows.mcp.config` and must stay light):
+:mod:`~workflows.models.mcp` and must stay light):
 
-* :mod:`~workflows.mcp.config`: a server's configuration (Claude Code's entries, ``${VAR}``), the record's
+* :mod:`~workflows.models.mcp`: a server's configuration (Claude Code's entries, ``${VAR}``), the record's
   ``McpServer`` and ``McpToolDef``;
 * :mod:`~workflows.mcp.sources`: every place a server is configured, scopes, ``.mcp.json`` approval;
 * :mod:`~workflows.mcp.trusted`: an ``.mcp.json`` server held to the entry that was trusted;

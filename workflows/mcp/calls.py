@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from workflows.exceptions import McpServerError
-from workflows.mcp.config import McpServer, McpServerConfig, McpStatus, McpToolDef
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus, McpToolDef
 from workflows.mcp.pool import pool as process_pool
 from workflows.mcp.tools import MAX_NAME, full_name, to_output
 from workflows.tools.base import ToolOutput

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 
 from workflows.exceptions import ToolInputError
-from workflows.mcp.config import McpStatus, McpToolDef
+from workflows.models.mcp import McpStatus, McpToolDef
 from workflows.mcp.tools import McpTool, is_mcp_name
 
 __all__ = ["find_tool", "idempotent", "offered_names", "tool_defs", "tool_schemas"]

@@ -19,7 +19,7 @@ from workflows.store import keys
 from workflows.commit import Part, Tx, retry_on_conflict
 from workflows.mcp.calls import Found
 from workflows.mcp.catalog import tool_defs
-from workflows.mcp.config import McpServer, McpStatus, McpToolDef, tools_digest
+from workflows.models.mcp import McpServer, McpStatus, McpToolDef, tools_digest
 from workflows.models import StepKind, StepRecord, StepStatus, SystemEntry
 
 __all__ = ["McpCommits"]

@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Callable
 
 from workflows.exceptions import McpServerError
-from workflows.mcp.config import McpServerConfig
+from workflows.models.mcp import McpServerConfig
 
 __all__ = ["Connection", "Opener", "describe_error", "open_client", "run_soon"]
 

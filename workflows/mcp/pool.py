@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from workflows.mcp.config import McpServerConfig
+from workflows.models.mcp import McpServerConfig
 from workflows.mcp.connection import Connection, Opener
 
 __all__ = ["McpPool", "close_all", "install", "pool"]

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from workflows.exceptions import McpConfigError
 from workflows.git.ignore import keep_out_of_git
-from workflows.mcp.config import McpServerConfig
+from workflows.models.mcp import McpServerConfig
 from workflows.mcp.sources import claude_json, read_json
 
 __all__ = ["SCOPES", "SCOPE_TEXT", "Written", "entry", "in_claude_json", "record_approval", "remove_server",

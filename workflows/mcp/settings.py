@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workflows.mcp.config import McpConfigError, McpServer, parse_servers
+from workflows.models.mcp import McpConfigError, McpServer, parse_servers
 
 __all__ = ["McpSettings", "apply_mcp_keys"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workflows.mcp.config import McpConfigError, McpServer, McpStatus, parse_servers
+from workflows.models.mcp import McpConfigError, McpServer, McpStatus, parse_servers
 from workflows.mcp.settings import McpSettings
 from workflows.mcp.trusted import check_servers
 

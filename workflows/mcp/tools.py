@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from workflows.exceptions import McpServerError, ToolError, ToolInputError
-from workflows.mcp.config import McpToolDef
+from workflows.models.mcp import McpToolDef
 from workflows.tools.base import Tool, ToolContext, ToolOutput, _bad_text, clean_text
 
 __all__ = ["McpTool", "PREFIX", "full_name", "is_mcp_name", "to_output"]

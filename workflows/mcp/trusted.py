@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from workflows.mcp.config import McpServer, McpStatus
+from workflows.models.mcp import McpServer, McpStatus
 
 __all__ = ["check_servers"]
 

@@ -1,7 +1,7 @@
 """Which side call a Messages API request is: a memory fork, a session title, or a session's own turn.
 
 Each side call's system prompt begins with a mark of its own (the memory forks' prompts are in
-workflows/memory/forks.py, the title's in workflows/titles.py); the scripted model and the tests' fake API
+workflows/forks/run.py, the title's in workflows/titles.py); the scripted model and the tests' fake API
 tell the calls apart by it (:func:`fork_kind`).
 """
 

@@ -9,7 +9,7 @@ from pydantic import Field, TypeAdapter
 
 from statemachines import State
 from workflows.models import valid_text
-from workflows.hooks.outcome import HookOutcome
+from workflows.models.hook_outcome import HookOutcome
 from workflows.models.base import _Model, iso_now, new_id
 from workflows.models.content import AssistantMessage, Message, Usage
 

@@ -8,8 +8,8 @@ from pydantic import AfterValidator, Field
 
 from statemachines import State
 from workflows.models.commands import CommandRun
-from workflows.hooks.config import HookSet
-from workflows.mcp.config import McpServer
+from workflows.models.hooks import HookSet
+from workflows.models.mcp import McpServer
 from workflows.models.base import _Model, now
 from workflows.models.content import Usage
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
@@ -199,7 +199,7 @@ class SessionRecord(_Model):
     def sent_model(self, name: str | None = None) -> str:
         """The model id the next call sends for ``name`` (default: the run's model, a custom command's, else the
         session's): aliases resolved, ``opusplan`` by the current permission mode."""
-        from workflows.model.names import resolve_model
+        from workflows.models.model_names import resolve_model
 
         return resolve_model(name or self.run_model or self.model, plan=self.permission_mode is PermissionMode.PLAN,
                              overrides=self.model_overrides)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from workflows.hooks.outcome import HookOutcome, HookRun
+from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models.base import _Model, now
 
 

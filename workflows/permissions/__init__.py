@@ -11,7 +11,7 @@ Modules:
 * :mod:`~workflows.permissions.rules.rules`: the rule language (``Tool(specifier)``) and the results;
 * :mod:`~workflows.permissions.rules.mcp_rules`: the rule forms of MCP tools (``mcp__server``, ``mcp__server__tool``, ``*``);
 * :mod:`~workflows.permissions.prompt`: what a person is shown, and what "(a)lways" adds;
-* :mod:`~workflows.settings.files`: rules, modes and sandbox settings from settings files and flags;
+* :mod:`~workflows.sessions.settings_files`: rules, modes and sandbox settings from settings files and flags;
 * :mod:`~workflows.permissions.protected_writes`: whether a pending call may write a protected path (an
   API token needs the admin scope to approve it);
 * :mod:`~workflows.permissions.token_reach`: what a workspace-scoped API token's approval may reach;

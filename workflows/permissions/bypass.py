@@ -74,7 +74,7 @@ class Refusal:
 
 def apply_bypass_key(out, data: dict, where) -> None:
     """Note that one settings file sets ``permissions.disableBypassPermissionsMode`` (on ``out``, a
-    :class:`~workflows.settings.files.PermissionSettings`).
+    :class:`~workflows.sessions.settings_files.PermissionSettings`).
 
     Raises:
         SettingsError: any value but ``"disable"`` (the only one Claude Code accepts).

@@ -9,7 +9,7 @@ from enum import Enum
 from pydantic import ConfigDict, Field, field_validator
 
 from workflows.models import new_id
-from workflows.sessions.options import RemoteOptions
+from workflows.models.options import RemoteOptions
 from workflows.schedules import cron
 from workflows.models.valid_text import ValidJson
 

@@ -2,6 +2,6 @@
 (:mod:`.service`) every front door (the CLI, the SDK's stream-json door, the team server, schedules)
 opens, resumes and drives a session through."""
 
-from workflows.sessions.options import RemoteOptions, SessionOptions, SessionSetup
+from workflows.models.options import RemoteOptions, SessionOptions, SessionSetup
 
 __all__ = ["RemoteOptions", "SessionOptions", "SessionSetup"]

@@ -2,7 +2,7 @@
 
 The CLI (``mainsail run``/``submit``/``-p``, interactive mode), the SDK's stream-json door, the team
 server and a schedule's firing all call :class:`SessionService`: it resolves a new session's
-:class:`~workflows.sessions.options.SessionOptions` once (:func:`workflows.sessions.setup.resolve`:
+:class:`~workflows.models.options.SessionOptions` once (:func:`workflows.sessions.setup.resolve`:
 settings files, bypass policy), applies a resume's options by the same rules wherever it is resumed,
 commits through the engine and hands the steps a verb returns to the ``dispatch`` it was given
 (``tasks.dispatch.dispatch`` at a terminal or in the server; workflows/ never imports tasks/).
@@ -18,10 +18,10 @@ from pathlib import Path
 from workflows.mcp.sources import read_mcp_config
 from workflows.models import SessionRecord, StepRecord
 from workflows.permissions.bypass import resumed_mode
-from workflows.settings.files import load_permission_settings
+from workflows.sessions.settings_files import load_permission_settings
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.sessions.setup import Resolved, added_dirs, checked_fallback, resolve
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.models.valid_text import valid_str
 
 Dispatch = Callable[[list[StepRecord]], None]

@@ -16,16 +16,16 @@ from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
 from workflows.mcp.sources import McpFlags, load_mcp
-from workflows.model.names import model_overrides, valid_name
-from workflows.model.names import session_model as new_session_model
+from workflows.models.model_names import model_overrides, valid_name
+from workflows.models.model_names import session_model as new_session_model
 from workflows.models import PermissionMode, SessionRecord
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.rules.rules import split_rules
 from workflows.settings.errors import SettingsError
-from workflows.settings.files import load_permission_settings
-from workflows.settings.session_keys import resolve_added_dir
-from workflows.sessions.options import SessionOptions, SessionSetup
+from workflows.sessions.settings_files import load_permission_settings
+from workflows.sessions.session_keys import resolve_added_dir
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.trust.decide import workspace_trust
 
 
@@ -125,7 +125,7 @@ def require_admin_for_rules(token, rules: list[str], ws: Path, perms: dict) -> N
 
 def unrun_hooks(hooks) -> list[str]:
     """A line for each configured hook event Mainsail does not run yet (never ignored silently)."""
-    from workflows.hooks.config import RUN_EVENTS
+    from workflows.models.hooks import RUN_EVENTS
 
     events = sorted(e.value for e, groups in hooks.events.items()
                     if e not in RUN_EVENTS and any(g.hooks for g in groups))

@@ -8,9 +8,9 @@ Modules, lowest first (each imports only those above it in this list):
   that name a file's line;
 * :mod:`~workflows.settings.managed`: the machine's managed (policy) settings files;
 * :mod:`~workflows.settings.layers`: which settings files a session reads, lowest precedence first;
-* :mod:`~workflows.settings.session_keys`: ``model``, ``env`` and ``additionalDirectories``;
-* :mod:`~workflows.settings.files`: every layer read into one
-  :class:`~workflows.settings.files.PermissionSettings`.
+* :mod:`~workflows.sessions.session_keys`: ``model``, ``env`` and ``additionalDirectories``;
+* :mod:`~workflows.sessions.settings_files`: every layer read into one
+  :class:`~workflows.sessions.settings_files.PermissionSettings`.
 
 Two pieces they build on stay with the decisions they serve, so imports run one way:
 :mod:`workflows.trust.gated` (the project keys read only in a trusted workspace; the trust decision

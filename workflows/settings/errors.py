@@ -1,7 +1,7 @@
 """What a settings file got wrong, worded for the person who fixes it: :class:`SettingsError` and its helpers.
 
-Every module that reads a key of the settings files (:mod:`workflows.settings.files`,
-:mod:`workflows.settings.session_keys`, :mod:`workflows.permissions.bypass`) words its errors with these:
+Every module that reads a key of the settings files (:mod:`workflows.sessions.settings_files`,
+:mod:`workflows.sessions.session_keys`, :mod:`workflows.permissions.bypass`) words its errors with these:
 the file and the line of the key (:class:`Where`), what the value was (:func:`describe`), and a list of
 strings checked item by item (:func:`strings`).
 """

@@ -2,7 +2,7 @@
 
 ``run_step`` is what every Celery task calls. It is deliberately free of
 Celery: it takes a ``dispatch`` callable for the steps the commit returns.
-What runs a step of each kind is in the table of workflows/steps/kinds.py;
+What runs a step of each kind is in the table of workflows/commit/kinds.py;
 the model call's runner, :func:`model_step`, is here.
 """
 
@@ -31,7 +31,7 @@ from workflows.model.client import (
 from workflows.model.lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
 from workflows.store.resilience import TRANSIENT, RedisError, ResilientEngine, retrying
-from workflows.steps.kinds import StepRun, runner_for, spec_for
+from workflows.commit.kinds import StepRun, runner_for, spec_for
 from workflows.steps.tool import quick_calls, run_quick
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ def _serves_tools(rec: SessionRecord, step: StepRecord, keep: Keep | None, worke
 
 def _run_kind(engine: ResilientEngine, rec: SessionRecord, step: StepRecord, owner: str,
               cancel: threading.Event, worker: str | None = None, serves_tools: bool = False) -> list[StepRecord]:
-    """Run ``step`` with its kind's runner (workflows/steps/kinds.py); the steps that follow."""
+    """Run ``step`` with its kind's runner (workflows/commit/kinds.py); the steps that follow."""
     sid = step.session_id
     spec = spec_for(step.kind)
     if not spec.for_abandoned_child and rec.parent_session_id and not engine.parent_waits(rec):

@@ -1,4 +1,4 @@
-"""The runners of the step kinds: one function per row of :data:`workflows.steps.kinds.STEP_KINDS`, each
+"""The runners of the step kinds: one function per row of :data:`workflows.commit.kinds.STEP_KINDS`, each
 running one claimed step with its feature's code and returning the steps that follow (already committed).
 
 The table names these functions instead of importing them, so the engine reads the table without importing
@@ -7,13 +7,13 @@ the features; this module sits above them all and imports each.
 
 from __future__ import annotations
 
-from workflows.context.compaction import run_compaction
-from workflows.memory.forks import run_memory_fork
+from workflows.compaction.run import run_compaction
+from workflows.forks.run import run_memory_fork
 from workflows.hooks.session_hooks import run_hook_step
 from workflows.mcp.calls import run_discovery_step
 from workflows.steps.run import model_step
 from workflows.models import StepRecord
-from workflows.steps.kinds import StepRun
+from workflows.commit.kinds import StepRun
 from workflows.titles import run_title_step
 from workflows.steps.tool import tool_step
 

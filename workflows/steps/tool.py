@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 from workflows.edits import checkpoints
 from workflows.engine import Engine
-from workflows.engine.support import unknown_outcome
+from workflows.commit.support import unknown_outcome
 from workflows.engine.tool_calls import runs_early
 from workflows.exceptions import ToolInputError
-from workflows.hooks.config import CallbackHook, HookEvent
+from workflows.models.hooks import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.mcp.calls import McpCaller

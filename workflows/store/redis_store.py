@@ -39,7 +39,7 @@ from workflows.models.valid_text import valid_str
 
 if TYPE_CHECKING:  # (the feature stores are imported when asked for: they import models this module must not)
     from workflows.store.api_tokens import TokenStore
-    from workflows.schedules.store import ScheduleStore
+    from workflows.store.schedules import ScheduleStore
     from workflows.store.shells import ShellStore
     from workflows.store.checkpoints import FileCheckpoints
     from workflows.store.memory import ExtractionLock, ProjectMemory
@@ -316,8 +316,8 @@ class Store(Transcripts, Steps):
         return TokenStore(self.r)
 
     def schedules(self) -> ScheduleStore:
-        """Schedules and their runs (:class:`workflows.schedules.store.ScheduleStore`)."""
-        from workflows.schedules.store import ScheduleStore
+        """Schedules and their runs (:class:`workflows.store.schedules.ScheduleStore`)."""
+        from workflows.store.schedules import ScheduleStore
 
         return ScheduleStore(self.r)
 

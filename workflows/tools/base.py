@@ -70,7 +70,7 @@ class ToolContext:
     sandbox: Any = None
     # Directories outside the workspace that count as inside it (--add-dir), resolved physically.
     additional_dirs: tuple[str, ...] = ()
-    # The settings files' env, for Bash commands (workflows.settings.session_keys).
+    # The settings files' env, for Bash commands (workflows.sessions.session_keys).
     env: dict[str, str] = field(default_factory=dict)
     # The web tools' model calls and cache (workflows.tools.web.access.WebAccess); None: no web tools here.
     web: Any = None

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from workflows.trust import git_index
+from workflows.git import index as git_index
 
 __all__ = ["GATED_KEYS", "Gated", "gated_part", "local_is_project", "project_gated", "strip_gated"]
 

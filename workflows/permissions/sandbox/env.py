@@ -60,7 +60,7 @@ def command_environment(environ: Mapping[str, str], *, sandboxed: bool = False,
             ``NPM_TOKEN`` there reaches the command), but never a reserved name (``MAINSAIL_*``,
             ``ANTHROPIC_*``..., see ``session_keys``), and never over the values set below.
     """
-    from workflows.settings.session_keys import reserved_env_name
+    from workflows.sessions.session_keys import reserved_env_name
 
     env = scrub_environment(environ)
     env.update({k: v for k, v in (settings_env or {}).items() if not reserved_env_name(k)})

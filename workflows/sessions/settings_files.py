@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from workflows.hooks.config import HookSet
+from workflows.models.hooks import HookSet
 from workflows.hooks.settings import HookConfigError, parse_hooks
 from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
@@ -60,7 +60,7 @@ from workflows.permissions.rules.rules import RuleSyntaxError, parse_rule, split
 from workflows.settings.errors import EXAMPLES, SettingsError, Where, at_line, describe, key_at, line_of, strings
 from workflows.settings.layers import settings_layers
 from workflows.settings.managed import DROP_IN
-from workflows.settings.session_keys import apply_session_keys
+from workflows.sessions.session_keys import apply_session_keys
 from workflows.trust.gated import strip_gated
 
 __all__ = ["PermissionSettings", "load_permission_settings"]
@@ -80,7 +80,7 @@ class PermissionSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     hooks: HookSet = field(default_factory=HookSet)  # every file's hooks, lowest precedence first
     files: list[str] = field(default_factory=list)  # the files actually read, in order
-    # The session keys (workflows.settings.session_keys): model, env, additionalDirectories.
+    # The session keys (workflows.sessions.session_keys): model, env, additionalDirectories.
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the session's tool processes
     model_env: dict[str, str] = field(default_factory=dict)  # ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_*_MODEL

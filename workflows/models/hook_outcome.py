@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.hooks.config import HookEvent
+from workflows.models.hooks import HookEvent
 
 __all__ = ["HookOutcome", "HookRun", "interpret"]
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.commit import Part, Tx
-from workflows.engine.charges import charge
-from workflows.engine.support import (
+from workflows.commit.charges import charge
+from workflows.commit.support import (
     context_size,
 )
 from workflows.exceptions import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from workflows.commit import Part, Tx
-from workflows.engine.charges import charge
-from workflows.engine.support import (
+from workflows.commit.charges import charge
+from workflows.commit.support import (
     context_size,
 )
 from workflows.models import (

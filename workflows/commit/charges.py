@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from statemachines import State
 from workflows.commit import Tx
-from workflows.engine.support import (
+from workflows.commit.support import (
     _add_to,
 )
 from workflows.store.metrics import count_usage

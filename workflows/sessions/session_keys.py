@@ -1,6 +1,6 @@
 """The settings keys that shape a session beyond its rules: ``model``, ``env``, ``permissions.additionalDirectories``.
 
-Read from the same six files as the rules (:mod:`workflows.settings.files`),
+Read from the same six files as the rules (:mod:`workflows.sessions.settings_files`),
 with the same rule for single values: a later file wins. ``env`` is merged
 name by name (a later file wins per name); ``additionalDirectories`` from every
 file are combined, and the ``--add-dir`` flags join them.
@@ -28,7 +28,7 @@ import os
 import re
 from typing import Any
 
-from workflows.model.names import ALIAS_ENV, MODEL_ENV, valid_name
+from workflows.models.model_names import ALIAS_ENV, MODEL_ENV, valid_name
 from workflows.permissions.rules import paths
 from workflows.settings.errors import SettingsError, describe, strings
 
@@ -49,7 +49,7 @@ def reserved_env_name(name: str) -> bool:
 def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> None:
     """Layer one settings file's ``model``, ``env`` and ``permissions.additionalDirectories`` onto ``out``.
 
-    ``out`` is a :class:`~workflows.settings.files.PermissionSettings`; ``where`` names the
+    ``out`` is a :class:`~workflows.sessions.settings_files.PermissionSettings`; ``where`` names the
     file and finds a key's line for messages.
 
     Raises:

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.hooks.config import HookSet
-from workflows.mcp.config import McpServer
+from workflows.models.hooks import HookSet
+from workflows.models.mcp import McpServer
 from workflows.models import AgentDefinition, PathText, PermissionMode, RuleSet, SandboxSettings
 
 

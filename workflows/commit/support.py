@@ -22,7 +22,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.model.pricing import add_cost
-from workflows.steps.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
+from workflows.commit.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from workflows.exceptions import InvalidSchedule, MainsailError, ScheduleBroken,
 from workflows.models import StepRecord, SystemEntry, new_id
 from workflows.schedules import cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun
-from workflows.sessions.options import SessionOptions
+from workflows.models.options import SessionOptions
 from workflows.sessions.service import SessionService
 
 log = logging.getLogger(__name__)
