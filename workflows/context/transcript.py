@@ -60,14 +60,6 @@ def _parse_lines(lines: Iterable[str]) -> list[tuple[int, dict]]:
     return out
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_text_of(b.get("text", b.get("content", ""))) for b in content if isinstance(b, dict))
-    return ""
-
-
 def _clean_blocks(content: Any) -> Any:
     """Claude Code content with the blocks Mainsail cannot hold (images, documents,
     redacted thinking, server tools) replaced by a short text, and tool_result
