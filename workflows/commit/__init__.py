@@ -6,7 +6,8 @@
   step's events;
 - :class:`~workflows.commit.part.Part`: the base of the engine's parts (:mod:`workflows.engine`), which
   fill a ``Tx`` and hand it to the committer. The hooks' and MCP's parts (``workflows/hooks/commits.py``,
-  ``workflows/mcp/commits.py``) import this package, never the engine.
+  ``workflows/mcp/commits.py``) import this package, never the engine;
+- :mod:`~workflows.commit.peers`: what the parts call on each other, one Protocol per part.
 """
 
 from workflows.commit.committer import (

@@ -3,7 +3,8 @@ the other parts it declares, nothing more.
 
 :class:`workflows.engine.Engine` makes every part with the one :class:`~workflows.commit.Committer`, then
 connects each to the parts it uses (parts call each other both ways: a turn asks for approval, a decided
-approval goes on with the turn's tool calls).
+approval goes on with the turn's tool calls). A part names the others by their Protocols
+(:mod:`workflows.commit.peers`), so no part's module imports another's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 class Part:
     """One part of the engine. The other parts it calls are its class's annotated attributes, named as the
-    engine's (``turns: TurnLogic``); :meth:`connect` hands them over."""
+    engine's and typed by their role (``turns: peers.Turns``, :mod:`workflows.commit.peers`); :meth:`connect`
+    hands them over."""
 
     def __init__(self, committer: Committer) -> None:
         self.committer = committer

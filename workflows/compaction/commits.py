@@ -6,9 +6,7 @@ A part of :class:`workflows.engine.Engine` (``engine.compaction``); it commits t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from workflows.commit import Part, Tx
+from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
     context_size,
@@ -24,16 +22,12 @@ from workflows.models import (
 )
 from workflows.model.tokens import estimate_tokens
 
-if TYPE_CHECKING:
-    from workflows.engine.turn import TurnLogic
-    from workflows.hooks.commits import HookCommits
-
 
 class Compacting(Part):
     """Compaction: starting one, and committing its summary or its failure."""
 
-    hooks: HookCommits
-    turns: TurnLogic
+    hooks: peers.Hooks
+    turns: peers.Turns
 
     def begin_compaction(self, tx: Tx, trigger: str, instructions: str | None = None) -> None:
         rec = tx.rec

@@ -12,16 +12,35 @@ from __future__ import annotations
 
 import re
 import threading
+from typing import TYPE_CHECKING, Protocol
 
 import anthropic
 
 from workflows.context.assemble import api_messages, model_view
-from workflows.engine import Engine
 from workflows.memory.records import has_content
 from workflows.model.client import client_for, describe_api_error, stream_reply
-from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
+from workflows.models import AssistantEntry, SessionRecord, StepRecord, Usage, UserEntry
 from workflows.store.resilience import RedisError
 from workflows.model.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from workflows.settings import Settings
+    from workflows.store.redis_store import Store
+
+
+class CompactionEngine(Protocol):
+    """What the compaction step uses of the engine (:class:`workflows.engine.Engine`; a worker hands it the
+    engine wrapped in :class:`workflows.store.resilience.ResilientEngine`)."""
+
+    store: Store
+    settings: Settings
+
+    def record_compaction(self, sid: str, step_id: str, owner: str, summary: str, *, source: str,
+                          usage: Usage | None = None, duration_ms: int = 0, keep: list[str] = (),
+                          kept_tokens: int = 0) -> list[StepRecord]: ...
+
+    def record_compaction_failure(self, sid: str, step_id: str, owner: str, error: str) -> list[StepRecord]: ...
+
 
 SUMMARY_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
 
@@ -95,7 +114,7 @@ def _tokens_of(entries: list) -> int:
     return sum(estimate_tokens(e.message.model_dump(mode="json")) for e in entries)
 
 
-def run_compaction(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+def run_compaction(engine: CompactionEngine, rec: SessionRecord, step: StepRecord, owner: str,
                    cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id

@@ -7,11 +7,10 @@ A part of :class:`workflows.engine.Engine` (``engine.approvals``); it commits th
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.edits.preview import preview
 from workflows.commit.support import (
     DENIED_BY_USER,
@@ -41,20 +40,14 @@ from workflows.models import (
 from workflows.permissions import Decision, always_offered, always_rules, decide, summary
 from workflows.tools.base import ToolOutput
 
-if TYPE_CHECKING:
-    from workflows.engine.commands import CommandRuns
-    from workflows.engine.tool_calls import ToolCalls
-    from workflows.engine.turn import TurnLogic
-    from workflows.hooks.commits import HookCommits
-
 
 class Approvals(Part):
     """Permission requests: asking a person (no worker waits), settling their answer or its timeout."""
 
-    commands: CommandRuns
-    hooks: HookCommits
-    tools: ToolCalls
-    turns: TurnLogic
+    commands: peers.Commands
+    hooks: peers.Hooks
+    tools: peers.Tools
+    turns: peers.Turns
 
     def find(self, rec: SessionRecord, request: str | None) -> PermissionRequest:
         """The session's request named by id or unique prefix (None: the only pending one): :func:`find_request`."""

@@ -26,7 +26,6 @@ failed for pattern "!`…`": …``) as a ``success`` result without a model call
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from workflows.store import keys
 from workflows.commands import (
@@ -38,7 +37,7 @@ from workflows.commands import (
     prompt_blocks,
 )
 from workflows.commands.expand import attached_files, bash_mode, bash_mode_texts, mentions
-from workflows.commit import Part, Tx
+from workflows.commit import Part, Tx, peers
 from workflows.exceptions import ToolInputError
 from workflows.models.hooks import HookEvent
 from workflows.models import (
@@ -58,11 +57,6 @@ from workflows.model.tokens import estimate_tokens
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
 
-if TYPE_CHECKING:
-    from workflows.engine.approvals import Approvals
-    from workflows.engine.tool_calls import ToolCalls
-    from workflows.engine.turn import TurnLogic
-    from workflows.hooks.commits import HookCommits
 
 __all__ = ["CommandRuns"]
 
@@ -70,10 +64,10 @@ __all__ = ["CommandRuns"]
 class CommandRuns(Part):
     """Custom slash commands' runs (``engine.commands``)."""
 
-    approvals: Approvals
-    hooks: HookCommits
-    tools: ToolCalls
-    turns: TurnLogic
+    approvals: peers.Approvals
+    hooks: peers.Hooks
+    tools: peers.Tools
+    turns: peers.Turns
 
     def refresh_commands(self, sid: str) -> list[str]:
         """Read the session's commands from its workspace and its user's home (the CLI's files) and keep them

@@ -7,10 +7,10 @@ A part of :class:`workflows.engine.Engine` (``engine.ledger``); it commits throu
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict, stale
+from workflows.commit import Part, Tx, retry_on_conflict, stale, peers
 from workflows.commit.support import (
     Claim,
     display_worker,
@@ -33,16 +33,12 @@ from workflows.models import (
     ToolCallStatus,
 )
 
-if TYPE_CHECKING:
-    from workflows.engine.tool_calls import ToolCalls
-    from workflows.engine.turn import TurnLogic
-
 
 class StepLedger(Part):
     """The step protocol's claim, heartbeat and recovery: claims, leases, the reaper's take-backs."""
 
-    tools: ToolCalls
-    turns: TurnLogic
+    tools: peers.Tools
+    turns: peers.Turns
 
     def step_name(self, rec: SessionRecord, step: StepRecord) -> str:
         if step.kind is StepKind.TOOL:

@@ -7,10 +7,10 @@ session's inbox; a cancel bumps the epoch so that every step of the old run is s
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from statemachines import State
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.commit.support import (
     Stopped,
     _reset_run_figures,
@@ -29,10 +29,6 @@ from workflows.models import (
 )
 from workflows.model.tokens import estimate_tokens, thresholds
 
-if TYPE_CHECKING:
-    from workflows.compaction.commits import Compacting
-    from workflows.forks.commits import MemoryForks
-    from workflows.engine.turn import TurnLogic
 
 #: Message keys a session remembers (:meth:`PromptVerbs.submit`'s ``once``).
 SUBMIT_KEYS_KEPT = 20
@@ -41,9 +37,9 @@ SUBMIT_KEYS_KEPT = 20
 class PromptVerbs(Part):
     """Prompting and stopping a session: submit, compact, cancel, stop, clear the queue."""
 
-    compaction: Compacting
-    forks: MemoryForks
-    turns: TurnLogic
+    compaction: peers.Compaction
+    forks: peers.Forks
+    turns: peers.Turns
 
     @retry_on_conflict
     def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import time
 from datetime import date
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from statemachines import State
 from workflows.context import files as context_files
 from workflows.agents import load_agents
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.commit.support import _git_branch, stop_shells
 from workflows.exceptions import (
     SessionBusy,
@@ -43,14 +43,11 @@ from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea
 from workflows.model.tokens import estimate_tokens
 
-if TYPE_CHECKING:
-    from workflows.hooks.commits import HookCommits
-
 
 class SessionVerbs(Part):
     """Creating, prompting, stopping, changing and removing sessions (the human-paced verbs)."""
 
-    hooks: HookCommits
+    hooks: peers.Hooks
 
     def create_session(self, workspace: str, options: SessionOptions | None = None,
                        setup: SessionSetup | None = None, *, home: str | None = None,

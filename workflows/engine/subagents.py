@@ -29,11 +29,10 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.commit.support import (
     _add_to,
 )
@@ -52,10 +51,6 @@ from workflows.permissions.bypass import effective_mode
 from workflows.model.pricing import add_cost
 from workflows.tools.base import ToolOutput
 
-if TYPE_CHECKING:
-    from workflows.engine.prompts import PromptVerbs
-    from workflows.engine.tool_calls import ToolCalls
-    from workflows.engine.turn import TurnLogic
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +82,9 @@ def child_tools(parent: SessionRecord, agent_tools: list[str] | None, disallowed
 class SubagentLogic(Part):
     """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result."""
 
-    prompts: PromptVerbs
-    tools: ToolCalls
-    turns: TurnLogic
+    prompts: peers.Prompts
+    tools: peers.Tools
+    turns: peers.Turns
 
     def check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
         """Raises ToolInputError when the Task call names no agent type this session has (Claude Code's words)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from workflows.commit import Part, Tx
+from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
     MEMORY_WRITERS,
@@ -38,12 +38,7 @@ from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
-    from workflows.engine.approvals import Approvals
-    from workflows.engine.commands import CommandRuns
-    from workflows.engine.subagents import SubagentLogic
-    from workflows.engine.turn import TurnLogic
     from workflows.store.fenced import Recorder
-    from workflows.hooks.commits import HookCommits
 
 #: Task calls one reply may start (Claude Code runs at most 10 at once); more are refused with a result
 #: that says so, so a hostile or confused model cannot fan out without bound.
@@ -63,11 +58,11 @@ def runs_early(rec: SessionRecord, name: str, tool) -> bool:
 class ToolCalls(Part):
     """A reply's tool calls: checked, batched, asked about or dispatched, and their results recorded."""
 
-    approvals: Approvals
-    commands: CommandRuns
-    hooks: HookCommits
-    subagents: SubagentLogic
-    turns: TurnLogic
+    approvals: peers.Approvals
+    commands: peers.Commands
+    hooks: peers.Hooks
+    subagents: peers.Subagents
+    turns: peers.Turns
 
     def record_tool_output(self, sid: str, step_id: str, owner: str, output: ToolOutput,
                            hook: HookOutcome | None = None,

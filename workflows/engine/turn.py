@@ -7,11 +7,10 @@ A part of :class:`workflows.engine.Engine` (``engine.turns``); it commits throug
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.store import keys
-from workflows.commit import Part, Tx
+from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
     INTERRUPTED,
@@ -37,29 +36,18 @@ from workflows.models import (
 from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
 from workflows.tools.base import ToolOutput
 
-if TYPE_CHECKING:
-    from workflows.engine.commands import CommandRuns
-    from workflows.compaction.commits import Compacting
-    from workflows.forks.commits import MemoryForks
-    from workflows.engine.subagents import SubagentLogic
-    from workflows.engine.titles import TitleLogic
-    from workflows.engine.tool_calls import ToolCalls
-    from workflows.hooks.commits import HookCommits
-    from workflows.mcp.commits import McpCommits
-    pass
-
 
 class TurnLogic(Part):
     """One turn of the agent loop: the prompt, the model's reply, its tool calls, the next call, the end."""
 
-    commands: CommandRuns
-    compaction: Compacting
-    forks: MemoryForks
-    hooks: HookCommits
-    mcp: McpCommits
-    subagents: SubagentLogic
-    titles: TitleLogic
-    tools: ToolCalls
+    commands: peers.Commands
+    compaction: peers.Compaction
+    forks: peers.Forks
+    hooks: peers.Hooks
+    mcp: peers.Mcp
+    subagents: peers.Subagents
+    titles: peers.Titles
+    tools: peers.Tools
 
     def record_model_reply(self, sid: str, step_id: str, owner: str, reply: ModelReply,
                            ran: dict | None = None) -> list[StepRecord]:

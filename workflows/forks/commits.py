@@ -6,10 +6,8 @@ A part of :class:`workflows.engine.Engine` (``engine.forks``); it commits throug
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from statemachines import State
-from workflows.commit import Part, Tx
+from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
     context_size,
@@ -32,14 +30,11 @@ from workflows.models import (
     Usage,
 )
 
-if TYPE_CHECKING:
-    from workflows.engine.turn import TurnLogic
-
 
 class MemoryForks(Part):
     """Memory forks beside the turn: session-memory updates and auto-memory extraction."""
 
-    turns: TurnLogic
+    turns: peers.Turns
 
     def maybe_update_session_memory(self, tx: Tx, tool_calls: int) -> None:
         """After a model turn: ask for a session-memory update when the thresholds say so."""

@@ -26,8 +26,8 @@ import anthropic
 from pydantic import Field, ValidationError
 
 from workflows.context.assemble import _blocks, model_view
-from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError, MissingCredentials, ToolInputError
+from workflows.forks.verbs import ForkEngine
 from workflows.memory.records import (
     INDEX_NAME,
     MEMORY_TYPES,
@@ -181,7 +181,7 @@ why. Keep each section short (under about 2,000 tokens); drop what no longer mat
 class SessionMemoryFork:
     kind = StepKind.MEMORY
 
-    def __init__(self, engine: Engine, rec: SessionRecord) -> None:
+    def __init__(self, engine: ForkEngine, rec: SessionRecord) -> None:
         self.engine = engine
         self.rec = rec
         self.path = session_memory_path(rec.id)
@@ -281,7 +281,7 @@ EXTRACT_TOOLS = ("Bash", "Glob", "Grep", "Read", "MemoryRead", "MemoryWrite", "M
 class ExtractionFork:
     kind = StepKind.EXTRACT
 
-    def __init__(self, engine: Engine, rec: SessionRecord) -> None:
+    def __init__(self, engine: ForkEngine, rec: SessionRecord) -> None:
         self.engine = engine
         self.rec = rec
         self.memory = engine.store.project_memory(rec.project_id, rec.project_root) if rec.project_id else None
@@ -378,7 +378,7 @@ class ExtractionFork:
 # =========================================================================== the loop
 
 
-def run_memory_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+def run_memory_fork(engine: ForkEngine, rec: SessionRecord, step: StepRecord, owner: str,
                     cancel: threading.Event) -> list[StepRecord]:
     """Run (or resume) one memory fork to its end and commit what it staged.
 
@@ -399,7 +399,7 @@ def run_memory_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner:
             lock.release()
 
 
-def _run_fork(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
+def _run_fork(engine: ForkEngine, rec: SessionRecord, step: StepRecord, owner: str,
               cancel: threading.Event) -> list[StepRecord]:
     store, settings = engine.store, engine.settings
     sid = step.session_id

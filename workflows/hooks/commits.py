@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from statemachines import State
 from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Tx, retry_on_conflict, peers
 from workflows.models.hooks import HookEvent, HookSet
 from workflows.hooks.lifecycle import LifecycleHooks
 from workflows.models.hook_outcome import HookOutcome, HookRun
@@ -46,11 +46,11 @@ __all__ = ["HookCommits"]
 class HookCommits(LifecycleHooks):
     """Engine methods for hooks (``engine.hooks``)."""
 
-    approvals: Part  # workflows.engine.approvals.Approvals
-    commands: Part  # workflows.engine.commands.CommandRuns
-    mcp: Part  # workflows.mcp.commits.McpCommits
-    tools: Part  # workflows.engine.tool_calls.ToolCalls
-    turns: Part  # workflows.engine.turn.TurnLogic
+    approvals: peers.Approvals
+    commands: peers.Commands
+    mcp: peers.Mcp
+    tools: peers.Tools
+    turns: peers.Turns
 
     @retry_on_conflict
     def add_hooks(self, sid: str, hooks: HookSet) -> None:

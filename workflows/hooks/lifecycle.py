@@ -8,7 +8,7 @@ Notification and SessionEnd are background hook steps nothing waits for (``StepR
 
 from __future__ import annotations
 
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.models.hooks import HookEvent
 from workflows.models.hook_outcome import HookOutcome
 from workflows.hooks.session_hooks import NOTIFICATION_TYPE, permission_message
@@ -26,7 +26,7 @@ __all__ = ["LifecycleHooks"]
 class LifecycleHooks(Part):
     """The commit side of the lifecycle hook events (see the module docstring)."""
 
-    compaction: Part  # workflows.compaction.commits.Compacting
+    compaction: peers.Compaction
 
     def pre_compact_gate(self, tx) -> bool:
         """A compaction begins (the session is ``compacting``): True when PreCompact hooks for its trigger

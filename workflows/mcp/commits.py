@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict
+from workflows.commit import Part, Tx, retry_on_conflict, peers
 from workflows.mcp.calls import Found
 from workflows.mcp.catalog import tool_defs
 from workflows.models.mcp import McpServer, McpStatus, McpToolDef, tools_digest
@@ -28,7 +28,7 @@ __all__ = ["McpCommits"]
 class McpCommits(Part):
     """MCP discovery in the engine (see the module docstring)."""
 
-    hooks: Part  # workflows.hooks.commits.HookCommits
+    hooks: peers.Hooks
 
     def mcp_waiting(self, rec) -> bool:
         """Servers wait to be connected: the next prompt is held for a discovery step."""
