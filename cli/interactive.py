@@ -117,15 +117,15 @@ class Interactive:
                 line = self.reader.prompt(PROMPT)
             except KeyboardInterrupt:
                 click.echo("")
-                self._goodbye()
+                self.goodbye()
                 return
             if line is None:
-                self._goodbye()
+                self.goodbye()
                 return
             try:
                 self.handle(line)
             except Exit:
-                self._goodbye()
+                self.goodbye()
                 return
 
     def handle(self, line: str) -> None:
@@ -157,7 +157,7 @@ class Interactive:
             say_error(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? "
                                     "Check MAINSAIL_REDIS_URL."))
 
-    def _goodbye(self) -> None:
+    def goodbye(self) -> None:
         try:
             rec = self.record()
         except (MainsailError, RedisError):

@@ -48,7 +48,7 @@ from workflows.store.resilience import RedisConnectionError, RedisError, RedisTi
 from workflows.models.valid_text import valid_str
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 #: Commands that change which session this terminal is on, or need it idle: while a turn runs they are refused
 #: with a note (type them again when it ends), never queued behind it.
@@ -127,7 +127,7 @@ class TerminalFront:
 
     tty = True
 
-    def __init__(self, ui: "Interactive", history: Path) -> None:
+    def __init__(self, ui: "Repl", history: Path) -> None:
         self.ui = ui
         self.interrupt = threading.Event()
         self.detach = threading.Event()
@@ -348,7 +348,7 @@ class TerminalFront:
                     self.detach.set()
                     self._thread.join()
                     click.echo(f"Session {self.ui.sid[:8]} goes on without this terminal.")
-        self.ui._goodbye()
+        self.ui.goodbye()
 
     def line(self, line: str) -> None:
         """A line typed: while a turn runs it answers the open question, or is queued, or (a command) runs now."""
