@@ -107,7 +107,8 @@ def test_workers_name_the_queues_nobody_serves(fake_redis, settings):
     assert check.message.startswith("2 registered: mainsail-1@a (model), mainsail-2@b (memory); "
                                     "no worker serves tools: each command runs one")
     assert "`mainsail worker -Q tools`" in check.message
-    strict = doctor.check_workers(RedisServer(fake_redis), load_settings(data_dir=settings.data_dir, embedded_worker=False))
+    strict = doctor.check_workers(RedisServer(fake_redis),
+                                  load_settings(data_dir=settings.data_dir, embedded_worker=False))
     assert strict.status == doctor.FAIL and "MAINSAIL_EMBEDDED_WORKER is off" in strict.message
     store.register_worker("mainsail-4@c", ["tools"], ttl=30)
     assert doctor.check_workers(RedisServer(fake_redis), settings).status == doctor.OK
