@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
-import time
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import click
-import redis
 
 from cli.embedded_redis import read_embedded_url
 from cli.redis_probe import mask_url, probe, redis_error
-from tasks.runtime import redis_client
-from workflows.store import keys
 from workflows.model.providers import is_local_model
 from workflows.settings import Settings, load_settings
+from workflows.store.resilience import ResponseError
+from workflows.store.server import RedisServer
 
 OK, WARN, FAIL = "✓", "!", "✗"
 QUEUES = ("model", "tools", "memory")
@@ -76,18 +74,18 @@ def run_checks(settings: Settings) -> list[Check]:
         found, problem = None, _broken("Redis", exc)
     if problem is not None:
         return [problem, *_other_checks(None, settings)]
-    client = redis_client(found.url, settings.redis_ca_file, socket_connect_timeout=2, socket_timeout=5)
+    server = RedisServer.at(found.url, settings.redis_ca_file, socket_connect_timeout=2, socket_timeout=5)
     try:
-        return [_safely("Redis", lambda: check_redis(found, client)),
+        return [_safely("Redis", lambda: check_redis(found, server)),
                 _safely("Redis auth", lambda: check_auth(found.url, settings)),
-                _safely("Persistence", lambda: check_persistence(client)),
-                *_other_checks(client, settings)]
+                _safely("Persistence", lambda: check_persistence(server)),
+                *_other_checks(server, settings)]
     finally:
-        client.close()
+        server.close()
 
 
-def _other_checks(client: redis.Redis | None, settings: Settings) -> list[Check]:
-    return [_safely("Workers", lambda: check_workers(client, settings)),
+def _other_checks(server: RedisServer | None, settings: Settings) -> list[Check]:
+    return [_safely("Workers", lambda: check_workers(server, settings)),
             _safely("API key", lambda: check_api_key(settings)),
             _safely("Sandbox", check_sandbox)]
 
@@ -122,11 +120,11 @@ def find_redis(settings: Settings) -> tuple[Found | None, Check | None]:
     return None, Check(WARN, "Redis", _nothing_answers(settings))
 
 
-def check_redis(found: Found, client: redis.Redis) -> Check:
+def check_redis(found: Found, server: RedisServer) -> Check:
     """Which Redis (URL masked), where its URL came from, and its version."""
     try:
-        version = f"Redis {client.info('server')['redis_version']}"
-    except redis.ResponseError:
+        version = f"Redis {server.version()}"
+    except ResponseError:
         version = "version unknown (this user may not run INFO)"
     return Check(OK, "Redis", f"{mask_url(found.url)} ({found.source}) answers: {version}")
 
@@ -170,11 +168,11 @@ def is_local(host: str | None) -> bool:
         return False
 
 
-def check_persistence(client: redis.Redis) -> Check:
+def check_persistence(server: RedisServer) -> Check:
     """AOF on, so sessions survive a Redis restart."""
     try:
-        aof = str(client.info("persistence").get("aof_enabled")) == "1"
-    except redis.ResponseError:
+        aof = server.aof_enabled()
+    except ResponseError:
         return Check(WARN, "Persistence", "cannot tell whether AOF is on: this user may not run INFO.")
     if aof:
         return Check(OK, "Persistence", "AOF is on: sessions survive a Redis restart")
@@ -185,11 +183,11 @@ def check_persistence(client: redis.Redis) -> Check:
 # ---------------------------------------------------------------------- workers, key, sandbox
 
 
-def check_workers(client: redis.Redis | None, settings: Settings) -> Check:
+def check_workers(server: RedisServer | None, settings: Settings) -> Check:
     """Registered workers and the queues nobody serves."""
-    if client is None:
+    if server is None:
         return Check(WARN, "Workers", "cannot tell without a Redis (see above).")
-    workers = live_workers(client)
+    workers = server.registered_workers()
     served = {q for queues in workers.values() for q in queues}
     missing = [q for q in QUEUES if q not in served]
     listed = ", ".join(f"{name} ({','.join(queues)})" for name, queues in sorted(workers.items())[:6])
@@ -204,16 +202,6 @@ def check_workers(client: redis.Redis | None, settings: Settings) -> Check:
     start = "mainsail worker" + (f" -Q {','.join(missing)}" if workers else "")
     return Check(status, "Workers", f"{have}no worker serves {', '.join(missing)}: {fallback}. Start "
                  f"`{start}` (or `docker compose up`) for sessions that outlive a command.")
-
-
-def live_workers(client: redis.Redis) -> dict[str, list[str]]:
-    """Worker name -> queues, for workers whose registration has not expired."""
-    workers = {}
-    for raw in client.zrangebyscore(keys.workers(), time.time(), "+inf"):
-        name = raw.decode() if isinstance(raw, bytes) else raw
-        queues = client.hget(keys.worker(name), "queues") or b""
-        workers[name] = [q for q in (queues.decode() if isinstance(queues, bytes) else queues).split(",") if q]
-    return workers
 
 
 def check_api_key(settings: Settings) -> Check:

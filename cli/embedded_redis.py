@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import redis
-
 from cli.in_process import fakeredis_server, free_port
 from cli.redis_probe import mask_url, password_of, probe, say_which
 from workflows.exceptions import StoreUnavailable
 from workflows.settings import Settings
+from workflows.store.resilience import RedisError
+from workflows.store.server import RedisServer
 
 
 def _note(msg: str) -> None:
@@ -82,16 +82,15 @@ def _reuse_embedded(url_file: Path) -> str | None:
 def _add_password(url: str, data: Path) -> str | None:
     """Set a random password on a running embedded server, if it is ours (it keeps its data in
     ``data``; a server that took its port since is left alone). Returns its new URL."""
-    client = redis.Redis.from_url(url, socket_timeout=2.0)
+    server = RedisServer.at(url, socket_timeout=2.0)
+    password = secrets.token_urlsafe(32)
     try:
-        if client.config_get("dir").get("dir") != os.path.realpath(data):
+        if not server.require_password(os.path.realpath(data), password):
             return None
-        password = secrets.token_urlsafe(32)
-        client.config_set("requirepass", password)
-    except redis.RedisError:
+    except RedisError:
         return None
     finally:
-        client.close()
+        server.close()
     _note("Set a password on the embedded Redis (an earlier version started it without one).")
     return _with_password(url, password)
 

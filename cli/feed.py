@@ -16,12 +16,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from workflows.store import keys
 from workflows.store.redis_store import Store, stream_entries
+from workflows.store.resilience import RedisConnectionError, RedisError, RedisTimeoutError
 
 #: What a lost connection raises; the feed retries it (after a backoff) from the same ids.
 REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -68,7 +65,7 @@ class Feed:
         if children:  # sub-agents at work already (a Task call before ``after``): followed from their start
             try:
                 self._add_children(running_only=children_shown is None)
-            except (redis.RedisError, OSError):
+            except (RedisError, OSError):
                 pass
         self.log_key, self.live_key = keys.log(sid), keys.live(sid)
         self.last_log = after or "0-0"
@@ -80,14 +77,14 @@ class Feed:
         if deltas:
             try:
                 self.last_live = store.last_live_id(sid)
-            except (redis.RedisError, OSError):
+            except (RedisError, OSError):
                 pass
 
     def read(self, block_ms: int) -> Batch:
         """Everything new on both streams, waiting up to ``block_ms`` for it (an empty batch then).
 
         Raises:
-            redis.RedisError, OSError: Redis did not answer; the next read goes on from the same ids.
+            RedisError, OSError: Redis did not answer; the next read goes on from the same ids.
         """
         if self.deltas and self.last_live is None:
             self.last_live = self.store.last_live_id(self.sid)

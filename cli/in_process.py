@@ -13,7 +13,8 @@ import sys
 import threading
 
 import click
-import redis
+
+from workflows.store.server import RedisServer
 
 _fake_server = None
 _threads_started = False
@@ -55,12 +56,9 @@ def fakeredis_server() -> str:
     url = f"redis://127.0.0.1:{port}/0"
     # fakeredis's TCP server drops the connection after any error reply, including the
     # NOSCRIPT that redis-py's Lock gets on its first EVALSHA: load the scripts up front.
-    from redis.lock import Lock
-
-    client = redis.Redis.from_url(url)
-    for script in (Lock.LUA_RELEASE_SCRIPT, Lock.LUA_EXTEND_SCRIPT, Lock.LUA_REACQUIRE_SCRIPT):
-        client.script_load(script)
-    client.close()
+    server = RedisServer.at(url)
+    server.load_lock_scripts()
+    server.close()
     print("warning: no Redis server and no redis-server binary found; using an in-memory Redis in this "
           "process. Nothing survives this command: install Redis or set MAINSAIL_REDIS_URL.", file=sys.stderr)
     return url

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Callable
 
 import click
-import redis
 
 from cli import repl_info as info
 from cli import repl_sessions as switches
@@ -53,6 +52,7 @@ from workflows.models.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.models.options import SessionOptions
 from workflows.settings import Settings, load_settings
+from workflows.store.resilience import RedisConnectionError, RedisError, RedisTimeoutError
 from workflows.models.valid_text import valid_str
 
 
@@ -117,15 +117,15 @@ class Interactive:
                 line = self.reader.prompt(PROMPT)
             except KeyboardInterrupt:
                 click.echo("")
-                self._goodbye()
+                self.goodbye()
                 return
             if line is None:
-                self._goodbye()
+                self.goodbye()
                 return
             try:
                 self.handle(line)
             except Exit:
-                self._goodbye()
+                self.goodbye()
                 return
 
     def handle(self, line: str) -> None:
@@ -153,14 +153,14 @@ class Interactive:
             click.echo("\n(cancelled)")
         except (MainsailError, InvalidTransition, click.ClickException) as exc:
             say_error(exc.format_message() if isinstance(exc, click.ClickException) else exc)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except (RedisConnectionError, RedisTimeoutError) as exc:
             say_error(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? "
                                     "Check MAINSAIL_REDIS_URL."))
 
-    def _goodbye(self) -> None:
+    def goodbye(self) -> None:
         try:
             rec = self.record()
-        except (MainsailError, redis.RedisError):
+        except (MainsailError, RedisError):
             rec = None
         if rec is not None and rec.title:
             click.echo(f"Bye. Resume this session with: mainsail --resume {rec.id[:8]}")

@@ -14,7 +14,7 @@ import click
 from workflows.models import PermissionMode
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 #: Claude Code's /init request, in substance: the model writes CLAUDE.md itself, with its tools.
 INIT_PROMPT = (
@@ -43,7 +43,7 @@ SHOWN = {PermissionMode.DEFAULT: "default mode (asks before edits and commands)"
          PermissionMode.BYPASS: "⏵⏵ bypass permissions on", PermissionMode.DONT_ASK: "dontAsk mode"}
 
 
-def commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
+def commands(ui: "Repl") -> dict[str, tuple[Callable[[str], None], str]]:
     """These habits as entries of the interactive command table."""
     return {
         "/init": (lambda arg: init(ui), "ask the agent to write a CLAUDE.md for this workspace"),
@@ -54,13 +54,13 @@ def commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
     }
 
 
-def init(ui: "Interactive") -> None:
+def init(ui: "Repl") -> None:
     if (ui.workspace / "CLAUDE.md").exists():
         click.echo("CLAUDE.md exists: the agent will suggest improvements to it.", err=True)
     ui.turn(INIT_PROMPT)
 
 
-def config(ui: "Interactive") -> None:
+def config(ui: "Repl") -> None:
     from workflows.settings.layers import settings_paths
 
     rec = ui.record()
@@ -82,7 +82,7 @@ def config(ui: "Interactive") -> None:
                            "the rules, /model switches the model.", dim=True))
 
 
-def mcp(ui: "Interactive", name: str) -> None:
+def mcp(ui: "Repl", name: str) -> None:
     from cli.mcp import session_lines
 
     for line in session_lines(ui.record(), name.strip()):
@@ -97,7 +97,7 @@ def doctor() -> None:
         click.echo(f"{check.status} {check.name:<12} {check.message}")
 
 
-def next_mode(ui: "Interactive") -> PermissionMode:
+def next_mode(ui: "Repl") -> PermissionMode:
     """Shift+Tab: switch the session to the next permission mode of the cycle; that mode."""
     from workflows.permissions.bypass import effective_mode
 
@@ -108,7 +108,7 @@ def next_mode(ui: "Interactive") -> PermissionMode:
     return nxt
 
 
-def cycle_mode(ui: "Interactive") -> None:
+def cycle_mode(ui: "Repl") -> None:
     """The hidden command that cycles the mode in line mode (on a terminal, Shift+Tab cycles it in place)."""
     nxt = next_mode(ui)
     click.echo(click.style(SHOWN[nxt], fg="yellow") + click.style("  (shift+tab to cycle)", dim=True))

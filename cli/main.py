@@ -10,13 +10,13 @@ import os
 import sys
 
 import click
-import redis
 
 from cli.agents_flag import agents_option
 from cli.trust_flag import trust_option
 from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models every command accepts)
 from statemachines import InvalidTransition
 from workflows.exceptions import MainsailError, StoreUnavailable
+from workflows.store.resilience import AuthenticationError, NoPermissionError, RedisConnectionError, RedisTimeoutError
 
 
 def _debug(exc: BaseException) -> None:
@@ -63,10 +63,10 @@ def _message(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, FileNotFoundError) and (gone := missing_cwd()) is not None:
         return gone
-    if isinstance(exc, (redis.AuthenticationError, redis.exceptions.NoPermissionError)):
+    if isinstance(exc, (AuthenticationError, NoPermissionError)):
         return str(StoreUnavailable(f"Redis refused this client ({exc}): its password or ACL user is no longer "
                                     "accepted. Check the credentials in MAINSAIL_REDIS_URL."))
-    if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
         return str(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))
     return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
             "rerun with MAINSAIL_DEBUG=1 to see where it happened.")

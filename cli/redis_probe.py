@@ -11,10 +11,9 @@ import sys
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import redis
-
-from tasks.runtime import redis_client
 from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
+from workflows.store.resilience import AuthenticationError, RedisError
+from workflows.store.server import RedisServer
 
 
 def mask_url(url: str) -> str:
@@ -48,21 +47,21 @@ class RedisProblem:
 def probe(url: str, ca_file: str | os.PathLike | None = None, timeout: float = 0.5) -> RedisProblem | None:
     """PING ``url``: None when it answers, else what went wrong."""
     try:
-        client = redis_client(url, ca_file, socket_connect_timeout=timeout, socket_timeout=timeout)
+        server = RedisServer.at(url, ca_file, socket_connect_timeout=timeout, socket_timeout=timeout)
     except ValueError as exc:
         return RedisProblem("invalid", _scrub(str(exc), url))
     try:
-        client.ping()
+        server.ping()
         return None
-    except (redis.RedisError, OSError) as exc:
+    except (RedisError, OSError) as exc:
         return RedisProblem(_kind(exc, url), _scrub(str(exc), url))
     finally:
-        client.close()
+        server.close()
 
 
 def _kind(exc: BaseException, url: str) -> str:
     text = str(exc)
-    if isinstance(exc, redis.AuthenticationError) or text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
+    if isinstance(exc, AuthenticationError) or text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
         return "auth"
     if _is_tls(url) and ("SSL" in text or "certificate" in text.lower()):
         return "tls"

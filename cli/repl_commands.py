@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 
-def commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
+def commands(ui: "Repl") -> dict[str, tuple[Callable[[str], None], str]]:
     """These commands as entries of the interactive command table."""
     return {
         "/context": (lambda arg: context(ui), "what fills the context window, with token figures"),
@@ -43,7 +43,7 @@ def bash_prompt(line: str) -> str | None:
     return f"<bash-input>{command}</bash-input>" if command else None
 
 
-def bash(ui: "Interactive", line: str) -> None:
+def bash(ui: "Repl", line: str) -> None:
     """``!cmd``: run ``cmd`` in the session (bash mode); its output joins the conversation."""
     prompt = bash_prompt(line)
     if prompt is None:
@@ -53,7 +53,7 @@ def bash(ui: "Interactive", line: str) -> None:
     ui.turn(prompt)
 
 
-def note(ui: "Interactive", line: str) -> None:
+def note(ui: "Repl", line: str) -> None:
     """``# note``: append ``- note`` to the memory file the person picks, as Claude Code asks."""
     text = line.lstrip("#").strip()
     if not text:
@@ -84,7 +84,7 @@ def note(ui: "Interactive", line: str) -> None:
 # ---------------------------------------------------------------------------------------------- slash commands
 
 
-def context(ui: "Interactive") -> None:
+def context(ui: "Repl") -> None:
     """The context window: the last measured size, and an estimate of each part of the next request."""
     from workflows.context.assemble import build_request
     from workflows.mcp.catalog import tool_schemas
@@ -123,7 +123,7 @@ def context(ui: "Interactive") -> None:
         click.echo(f"  {f.path}  {estimate_tokens(f.content):,} tokens ({f.kind})")
 
 
-def export(ui: "Interactive", arg: str) -> None:
+def export(ui: "Repl", arg: str) -> None:
     """The conversation as plain text (as Claude Code's /export): to ``arg``, or a dated file in the workspace."""
     rec = ui.record()
     name = arg.strip() or time.strftime("%Y-%m-%d-%H%M%S-") + _slug(rec.title or rec.id[:8]) + ".txt"
@@ -164,7 +164,7 @@ def _slug(title: str) -> str:
     return "-".join(p for p in keep.split("-") if p)[:50] or "conversation"
 
 
-def agents(ui: "Interactive") -> None:
+def agents(ui: "Repl") -> None:
     rec = ui.record()
     if not rec.agents:
         click.echo("No sub-agents: the Task tool is off for this session.")
@@ -178,7 +178,7 @@ def agents(ui: "Interactive") -> None:
         click.echo(click.style(f"  {'':<{width}}  {tools} · {model} · from {a.source}", dim=True))
 
 
-def add_dir(ui: "Interactive", arg: str) -> None:
+def add_dir(ui: "Repl", arg: str) -> None:
     """Add a working directory, checked as ``--add-dir`` is (an existing directory, not /)."""
     from workflows.sessions.setup import added_dirs
 
@@ -194,7 +194,7 @@ def add_dir(ui: "Interactive", arg: str) -> None:
     click.echo(f"Added {path} as a working directory for this session.")
 
 
-def hooks(ui: "Interactive") -> None:
+def hooks(ui: "Repl") -> None:
     rec = ui.record()
     if not rec.hooks:
         click.echo("No hooks configured (settings files' \"hooks\": .claude/settings.json, ~/.claude/settings.json).")
@@ -208,7 +208,7 @@ def hooks(ui: "Interactive") -> None:
                 click.echo(f"  {event.value}{matcher}  {what}  (timeout {hook.timeout:g}s, from {source})")
 
 
-def todos(ui: "Interactive") -> None:
+def todos(ui: "Repl") -> None:
     from cli.render import todo_lines
 
     rec = ui.record()

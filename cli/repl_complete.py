@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Iterable
 from prompt_toolkit.completion import Completer, Completion
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 MAX_OFFERED = 200  # entries of one folder offered at a time
 SKIPPED = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
 
 
 class ReplCompleter(Completer):
-    def __init__(self, ui: "Interactive") -> None:
+    def __init__(self, ui: "Repl") -> None:
         self.ui = ui
 
     def get_completions(self, document, complete_event) -> Iterable[Completion]:
@@ -40,7 +40,7 @@ class ReplCompleter(Completer):
                 yield Completion(text, start_position=-len(word), display=shown)
 
 
-def mention_candidates(ui: "Interactive", typed: str) -> list[tuple[str, bool]]:
+def mention_candidates(ui: "Repl", typed: str) -> list[tuple[str, bool]]:
     """``(path as typed, is a folder)`` for the entries of the folder ``typed`` names that start with its last
     part, in the workspace's terms; only what the session's Read may read."""
     from workflows.permissions import Decision, decide

@@ -15,10 +15,10 @@ from cli.slash_commands import custom_help
 from workflows.permissions.bypass import effective_mode
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 
-def help_(ui: Interactive, arg: str) -> None:
+def help_(ui: Repl, arg: str) -> None:
     """/help: the commands, keys and habits."""
     click.echo("Type a message to send it to the session. Commands:")
     for name, (_, text) in ui.commands.items():
@@ -34,14 +34,14 @@ def help_(ui: Interactive, arg: str) -> None:
     click.echo("A line starting with a path (/tmp/x fails) is sent as a message.")
 
 
-def status(ui: Interactive, arg: str) -> None:
+def status(ui: Repl, arg: str) -> None:
     """/status: the session's facts."""
     rec = ui.record()
     for line in describe(rec, ui.store.inbox(rec.id)):
         click.echo(line)
 
 
-def cost(ui: Interactive, arg: str) -> None:
+def cost(ui: Repl, arg: str) -> None:
     """/cost: cost, tokens and API time, per model."""
     rec = ui.record()
     click.echo(f"Total cost:            {money(rec.cost_usd)} (main loop, compactions and memory forks)")
@@ -59,7 +59,7 @@ def cost(ui: Interactive, arg: str) -> None:
             click.echo(f"  {model:<{width}}  {usage_line(usage)}  ({money(rec.cost_by_model.get(model, 0.0))})")
 
 
-def memory(ui: Interactive, arg: str) -> None:
+def memory(ui: Repl, arg: str) -> None:
     """/memory: the session's notes and the project's MEMORY.md."""
     rec = ui.record()
     notes = ui.store.session_memory(rec.id)
@@ -74,7 +74,7 @@ def memory(ui: Interactive, arg: str) -> None:
     click.echo(index.rstrip() if index else "  no records yet")
 
 
-def permissions(ui: Interactive, arg: str) -> None:
+def permissions(ui: Repl, arg: str) -> None:
     """/permissions: the mode and the allow / ask / deny rules."""
     rec = ui.record()
     mode = effective_mode(rec)

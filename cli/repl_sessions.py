@@ -15,12 +15,12 @@ from cli.standby import require_model_access
 from workflows.models import SessionRecord
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 RECENT = 10  # sessions /resume lists
 
 
-def clear(ui: Interactive, arg: str) -> None:
+def clear(ui: Repl, arg: str) -> None:
     """/clear: end this session and start a new one here with its options and setup."""
     old = ui.record()
     end_session(ui.rt, old.id, "clear", old, wait=False)
@@ -33,7 +33,7 @@ def clear(ui: Interactive, arg: str) -> None:
     click.echo(f"New session {rec.id[:8]} in {rec.workspace}{kept}")
 
 
-def resume(ui: Interactive, arg: str) -> None:
+def resume(ui: Repl, arg: str) -> None:
     """/resume [ID]: switch to another session (no ID: pick one of the recent ones)."""
     if arg:
         switch(ui, ui.store.resolve_session(arg))
@@ -58,7 +58,7 @@ def resume(ui: Interactive, arg: str) -> None:
         switch(ui, ui.store.resolve_session(choice))
 
 
-def recent(ui: Interactive) -> list[SessionRecord]:
+def recent(ui: Repl) -> list[SessionRecord]:
     """The most recent sessions of the loop's workspace."""
     ws = str(ui.workspace)
     out = []
@@ -71,7 +71,7 @@ def recent(ui: Interactive) -> list[SessionRecord]:
     return out
 
 
-def switch(ui: Interactive, sid: str) -> None:
+def switch(ui: Repl, sid: str) -> None:
     """Make ``sid`` the loop's session (its mode checked as a resume checks it), recapped."""
     if sid == ui.sid:
         click.echo(f"Already on session {sid[:8]}.")

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import redis
 from prompt_toolkit import PromptSession
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
@@ -45,10 +44,11 @@ from workflows.exceptions import MainsailError
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.permissions import answer_choices
 from workflows.permissions.bypass import effective_mode
+from workflows.store.resilience import RedisConnectionError, RedisError, RedisTimeoutError
 from workflows.models.valid_text import valid_str
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 #: Commands that change which session this terminal is on, or need it idle: while a turn runs they are refused
 #: with a note (type them again when it ends), never queued behind it.
@@ -127,7 +127,7 @@ class TerminalFront:
 
     tty = True
 
-    def __init__(self, ui: "Interactive", history: Path) -> None:
+    def __init__(self, ui: "Repl", history: Path) -> None:
         self.ui = ui
         self.interrupt = threading.Event()
         self.detach = threading.Event()
@@ -204,7 +204,7 @@ class TerminalFront:
             pass
         except MainsailError as exc:
             click.echo(click.style("Error: ", fg="red", bold=True) + str(exc), err=True)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except (RedisConnectionError, RedisTimeoutError) as exc:
             click.echo(click.style("Error: ", fg="red", bold=True) + f"Lost the connection to Redis ({exc}).",
                        err=True)
         finally:
@@ -267,7 +267,7 @@ class TerminalFront:
         def _shift_tab(event) -> None:
             try:
                 self.mode = next_mode(self.ui)
-            except (MainsailError, redis.RedisError) as exc:
+            except (MainsailError, RedisError) as exc:
                 click.echo(click.style("Error: ", fg="red", bold=True) + str(exc), err=True)
             event.app.invalidate()
 
@@ -307,7 +307,7 @@ class TerminalFront:
     def refresh(self) -> None:
         try:
             self.mode = effective_mode(self.ui.record())
-        except (MainsailError, redis.RedisError):
+        except (MainsailError, RedisError):
             pass
         self.session.app.invalidate()
 
@@ -348,7 +348,7 @@ class TerminalFront:
                     self.detach.set()
                     self._thread.join()
                     click.echo(f"Session {self.ui.sid[:8]} goes on without this terminal.")
-        self.ui._goodbye()
+        self.ui.goodbye()
 
     def line(self, line: str) -> None:
         """A line typed: while a turn runs it answers the open question, or is queued, or (a command) runs now."""

@@ -19,7 +19,7 @@ from workflows.exceptions import RewindRefused
 from workflows.models import UserEntry
 
 if TYPE_CHECKING:
-    from cli.interactive import Interactive
+    from cli.repl_state import Repl
 
 MODES = {"both": (True, True), "code": (True, False), "conversation": (False, True)}
 CHOICES = [("both", "Restore code and conversation"), ("conversation", "Restore conversation"),
@@ -168,7 +168,7 @@ def rewind_files(engine, sid: str, message_id) -> dict:
     return {"restored": done.entry.restored, "deleted": done.entry.deleted, "skipped": done.entry.skipped}
 
 
-def interactive_commands(ui: "Interactive") -> dict[str, tuple[Callable[[str], None], str]]:
+def interactive_commands(ui: "Repl") -> dict[str, tuple[Callable[[str], None], str]]:
     """``/rewind`` for the interactive command table."""
 
     def rewind(arg: str) -> None:

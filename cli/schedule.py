@@ -14,7 +14,7 @@ from cli.run import permission_options
 from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
 from workflows.schedules import RunMode, Schedule, ScheduleRun
-from workflows.store.schedules import BrokenSchedule, ScheduleStore
+from workflows.store.schedules import BrokenSchedule
 from workflows.models.options import RemoteOptions
 from workflows.settings import load_settings
 
@@ -85,7 +85,7 @@ def list_schedules() -> None:
     """List schedules: next run (UTC), last run and its session."""
     rt, settings = _connect()
     print_list([(s, None if isinstance(s, BrokenSchedule) else scheduling.next_run(settings, s))
-                for s in ScheduleStore(rt.store.r).records()])
+                for s in rt.store.schedules().records()])
 
 
 def print_list(rows: list[tuple[Schedule | BrokenSchedule, scheduling.NextRun | None]]) -> None:
@@ -114,7 +114,7 @@ def print_list(rows: list[tuple[Schedule | BrokenSchedule, scheduling.NextRun | 
 def show(schedule_id: str) -> None:
     """A schedule's settings and its latest runs."""
     rt, settings = _connect()
-    store = ScheduleStore(rt.store.r)
+    store = rt.store.schedules()
     s = store.get(store.resolve(schedule_id))
     print_show(s, scheduling.next_run(settings, s).at, store.runs(s.id, 10))
 
@@ -140,7 +140,7 @@ def print_show(s: Schedule, next_at: datetime | None, runs: list[ScheduleRun]) -
 def rm(schedule_id: str) -> None:
     """Remove a schedule (its sessions stay)."""
     rt, settings = _connect()
-    print_removed(scheduling.remove(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id)))
+    print_removed(scheduling.remove(rt.engine, settings, rt.store.schedules().resolve(schedule_id)))
 
 
 def print_removed(s: Schedule | BrokenSchedule) -> None:
@@ -152,7 +152,7 @@ def print_removed(s: Schedule | BrokenSchedule) -> None:
 def run(schedule_id: str) -> None:
     """Fire a schedule now, by hand (also a disabled one); prints the session id."""
     rt, settings = _connect()
-    fired = scheduling.run_now(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id))
+    fired = scheduling.run_now(rt.engine, settings, rt.store.schedules().resolve(schedule_id))
     if fired.session_id is None:
         raise click.ClickException(f"Schedule {fired.schedule_id[:8]} did not start a session: {fired.skipped}.")
     queues = rt.store.live_queues()
@@ -170,7 +170,7 @@ def print_ran(session_id: str, served: bool) -> None:
 
 def _toggle(schedule_id: str, enabled: bool) -> None:
     rt, settings = _connect()
-    s = scheduling.set_enabled(rt.engine, settings, ScheduleStore(rt.store.r).resolve(schedule_id), enabled)
+    s = scheduling.set_enabled(rt.engine, settings, rt.store.schedules().resolve(schedule_id), enabled)
     print_toggled(s, scheduling.next_run(settings, s).at)
 
 

@@ -11,7 +11,6 @@ import click
 
 from cli.connect import connect
 from cli.standby import ensure_worker
-from workflows.store.api_tokens import TokenStore
 from workflows.settings import load_settings
 
 
@@ -40,7 +39,7 @@ def serve(host: str, port: int, log_level: str, no_worker: bool) -> None:
         aredis = async_redis_client(rt.url, settings.redis_ca_file, socket_timeout=45, socket_keepalive=True,
                                     health_check_interval=30, max_connections=1000)
         app = create_app(rt.engine, aredis)
-        if not TokenStore(rt.store.r).records():
+        if not rt.store.tokens().records():
             click.secho("No API tokens yet: every request will be refused. Create one with "
                         "`mainsail token create --name NAME` (same Redis).", fg="yellow", err=True)
         click.echo(f"mainsail serve: http://{host}:{port}/ (console /, API /api, schema /api/openapi.json, metrics /metrics) "

@@ -23,7 +23,6 @@ import sys
 import threading
 
 import click
-from redis.exceptions import RedisError
 
 from cli.in_process import in_process_redis, mark_threads_started
 from statemachines import State
@@ -32,6 +31,7 @@ from workflows.exceptions import MissingCredentials
 from workflows.model.providers import is_local_model
 from workflows.models import StepKind, StepStatus
 from workflows.settings import Settings
+from workflows.store.resilience import RedisError
 
 BASE_QUEUES = ("model", "tools", "memory")
 #: Seconds without an entry or a delta before a waiting command says what it waits for.

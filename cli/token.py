@@ -15,7 +15,7 @@ from workflows.settings import load_settings
 
 
 def _tokens() -> TokenStore:
-    return TokenStore(connect(load_settings()).store.r)
+    return connect(load_settings()).store.tokens()
 
 
 @click.group("token")

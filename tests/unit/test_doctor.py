@@ -15,6 +15,7 @@ from cli.main import cli
 from tests.conftest import free_port
 from workflows.settings import load_settings
 from workflows.store.redis_store import Store
+from workflows.store.server import RedisServer
 
 
 @pytest.fixture
@@ -101,15 +102,16 @@ def test_workers_name_the_queues_nobody_serves(fake_redis, settings):
     store.register_worker("mainsail-1@a", ["model"], ttl=30)
     store.register_worker("mainsail-2@b", ["memory"], ttl=30)
     store.register_worker("mainsail-3@gone", ["tools"], ttl=-1)  # expired
-    check = doctor.check_workers(fake_redis, settings)
+    check = doctor.check_workers(RedisServer(fake_redis), settings)
     assert check.status == doctor.WARN
     assert check.message.startswith("2 registered: mainsail-1@a (model), mainsail-2@b (memory); "
                                     "no worker serves tools: each command runs one")
     assert "`mainsail worker -Q tools`" in check.message
-    strict = doctor.check_workers(fake_redis, load_settings(data_dir=settings.data_dir, embedded_worker=False))
+    strict = doctor.check_workers(RedisServer(fake_redis),
+                                  load_settings(data_dir=settings.data_dir, embedded_worker=False))
     assert strict.status == doctor.FAIL and "MAINSAIL_EMBEDDED_WORKER is off" in strict.message
     store.register_worker("mainsail-4@c", ["tools"], ttl=30)
-    assert doctor.check_workers(fake_redis, settings).status == doctor.OK
+    assert doctor.check_workers(RedisServer(fake_redis), settings).status == doctor.OK
 
 
 def test_the_sandbox_line_is_the_sandbox_module_s_own_words(monkeypatch):

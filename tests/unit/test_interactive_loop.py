@@ -252,3 +252,12 @@ def test_memory_shows_the_projects_memory_index(rt, ws, capsys):
     ui.loop()
     out = capsys.readouterr().out
     assert f"MEMORY.md of {rec.project_root}" in out and "The user indents with tabs" in out
+
+
+def test_the_loop_has_everything_its_helpers_take_it_for(rt, ws):
+    """The command modules and the terminal front see the loop as a :class:`cli.repl_state.Repl`."""
+    from cli.repl_state import Repl
+
+    ui = make(rt, ws)
+    wanted = set(Repl.__annotations__) | {n for n in vars(Repl) if not n.startswith("_")}
+    assert wanted and not [n for n in sorted(wanted) if not hasattr(ui, n)]

@@ -26,12 +26,6 @@ STORE_MODULES = frozenset({
 })
 STORE_PACKAGE = "workflows/store/"
 
-#: Modules that still use the client, each for a helper at work on it (issue 27); a module that no
-#: longer does must leave this list, so it only shrinks.
-NOT_YET = frozenset({
-    "cli/doctor.py", "cli/embedded_redis.py", "cli/feed.py", "cli/in_process.py", "cli/interactive.py", "cli/main.py",
-    "cli/redis_probe.py", "cli/repl_terminal.py", "cli/schedule.py", "cli/serve.py", "cli/standby.py", "cli/token.py",
-})
 
 #: Names a Redis client goes by in this code base.
 CLIENT_NAMES = frozenset({"r", "redis", "client", "rc", "ar", "aredis"})
@@ -86,16 +80,9 @@ def _modules() -> dict[str, list[str]]:
 
 
 def test_no_module_outside_the_store_uses_the_redis_client():
-    offenders = {rel: uses for rel, uses in _modules().items() if uses and rel not in NOT_YET}
+    offenders = {rel: uses for rel, uses in _modules().items() if uses}
     assert not offenders, "raw Redis use outside the store modules (add a named store verb instead):\n" + "\n".join(
         f"  {rel}:{use}" for rel, uses in sorted(offenders.items()) for use in uses)
-
-
-def test_the_list_of_modules_not_done_yet_only_shrinks():
-    modules = _modules()
-    done = sorted(rel for rel in NOT_YET if rel in modules and not modules[rel])
-    gone = sorted(rel for rel in NOT_YET if rel not in modules)
-    assert not done and not gone, f"take these off NOT_YET: {done + gone}"
 
 
 def test_the_check_sees_each_kind_of_raw_use():
