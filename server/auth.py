@@ -25,9 +25,8 @@ from dataclasses import dataclass
 
 from fastapi import Depends, HTTPException, Request
 
-from workflows.store.api_tokens import TokenRecord
 from workflows.exceptions import SessionNotFound
-from workflows.models import PermissionRequest, SessionRecord
+from workflows.models import PermissionRequest, SessionRecord, TokenRecord
 from workflows.permissions import bypass
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem, protected_write
 from workflows.permissions.token_reach import reach_problem

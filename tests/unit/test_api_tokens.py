@@ -8,7 +8,8 @@ import os
 import pytest
 
 from workflows.store import keys
-from workflows.store.api_tokens import TOKEN_PREFIX, TokenRecord, TokenStore, describe, digest
+from workflows.models import TokenRecord
+from workflows.store.api_tokens import TOKEN_PREFIX, TokenStore, describe, digest
 from workflows.exceptions import TokenError
 
 

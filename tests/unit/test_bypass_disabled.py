@@ -17,7 +17,8 @@ from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from tests.session_kw import create as create_session
 from workflows.models.options import SessionOptions, SessionSetup
-from workflows.store.api_tokens import TokenRecord, TokenStore
+from workflows.models import TokenRecord
+from workflows.store.api_tokens import TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
 from workflows.models import PermissionMode, RuleSet, RuleSpec
 from workflows.permissions import Decision, decide

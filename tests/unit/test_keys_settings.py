@@ -6,6 +6,7 @@ import pytest
 
 from workflows.store import keys
 from workflows.exceptions import ConfigurationError, MainsailError, MissingCredentials
+from workflows.model.client import require_credentials
 from workflows.settings import Settings, load_settings
 
 # --------------------------------------------------------------------------- keys
@@ -172,7 +173,7 @@ def test_anthropic_api_key_with_prefix_also_works(clean_env):
 def test_require_credentials_without_any(clean_env):
     s = load_settings()
     with pytest.raises(MissingCredentials) as info:
-        s.require_credentials("claude-sonnet-4-5")
+        require_credentials(s, "claude-sonnet-4-5")
     msg = str(info.value)
     assert "ANTHROPIC_API_KEY" in msg
     assert "mainsail demo" in msg
@@ -182,17 +183,17 @@ def test_require_credentials_without_any(clean_env):
 
 def test_require_credentials_passes_for_scripted_models(clean_env):
     s = load_settings()
-    assert s.require_credentials("scripted:demo") is None
+    assert require_credentials(s, "scripted:demo") is None
 
 
 def test_require_credentials_passes_with_a_base_url(clean_env):
     clean_env.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
-    assert load_settings().require_credentials("claude-sonnet-4-5") is None
+    assert require_credentials(load_settings(), "claude-sonnet-4-5") is None
 
 
 def test_require_credentials_passes_with_a_key(clean_env):
     clean_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    assert load_settings().require_credentials("claude-sonnet-4-5") is None
+    assert require_credentials(load_settings(), "claude-sonnet-4-5") is None
 
 
 def test_settings_fixture_has_no_credentials(settings):
@@ -200,4 +201,4 @@ def test_settings_fixture_has_no_credentials(settings):
     assert settings.anthropic_api_key is None
     assert settings.lease_seconds == 2.0
     with pytest.raises(MissingCredentials):
-        settings.require_credentials("claude-sonnet-4-5")
+        require_credentials(settings, "claude-sonnet-4-5")

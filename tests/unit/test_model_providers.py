@@ -15,6 +15,7 @@ from demo import PREFIX, PROVIDER
 from workflows.model import providers as model_providers
 from workflows.exceptions import MissingCredentials
 from workflows.model.providers import ModelProvider, is_local_model, provider_for
+from workflows.model.client import require_credentials
 from workflows.model.pricing import price_for
 from workflows.model.tokens import model_limits
 
@@ -32,12 +33,12 @@ def test_a_provider_answers_for_its_prefix_the_longest_one_first(monkeypatch):
 def test_prices_windows_and_credentials_come_from_the_provider(monkeypatch, settings):
     assert price_for("scripted:demo") == (0.0, 0.0, 0.0, 0.0) and model_limits("scripted:demo") == (200_000, 64_000)
     settings.anthropic_api_key = settings.anthropic_base_url = None
-    settings.require_credentials("scripted:demo")
+    require_credentials(settings, "scripted:demo")
     monkeypatch.setitem(model_providers._providers, PREFIX, replace(PROVIDER, local=False, prices=None,
                                                                         limits=(1000, 10)))
     assert price_for("scripted:demo") is None and model_limits("scripted:demo") == (1000, 10)
     with pytest.raises(MissingCredentials):
-        settings.require_credentials("scripted:demo")
+        require_credentials(settings, "scripted:demo")
 
 
 def test_the_domain_never_imports_the_demo():

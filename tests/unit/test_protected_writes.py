@@ -9,7 +9,8 @@ import os
 import pytest
 
 from workflows.store import keys
-from workflows.store.api_tokens import TokenRecord, TokenStore, describe
+from workflows.models import TokenRecord
+from workflows.store.api_tokens import TokenStore, describe
 from workflows.models import SandboxSettings, SessionRecord
 from workflows.permissions import sandbox
 from workflows.permissions.protected_writes import always_problem, protected_write

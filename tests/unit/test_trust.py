@@ -20,7 +20,8 @@ from workflows.sessions.setup import session_options
 from workflows.settings import Settings
 from workflows.git import index as git_index
 from workflows.trust.decide import workspace_trust
-from workflows.trust.gated import local_is_project, project_gated
+from workflows.settings.gated import local_is_project
+from workflows.trust.gated import project_gated
 
 HOOK = {"SessionStart": [{"hooks": [{"type": "command", "command": "touch PWNED"}]}]}
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from workflows.model import request_json
 from workflows.exceptions import MissingCredentials
 from workflows.model.stream import MessageAccumulator
-from workflows.model.providers import provider_for
+from workflows.model.providers import is_local_model, provider_for
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
 
@@ -59,10 +59,22 @@ def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
         return client
 
 
+def require_credentials(settings: Settings, model: str) -> None:
+    """Raise :class:`MissingCredentials` when a real model cannot be reached with ``settings``."""
+    if is_local_model(model):
+        return
+    if not settings.anthropic_api_key and not settings.anthropic_base_url:
+        raise MissingCredentials(
+            f"No API key for model {model!r}: set ANTHROPIC_API_KEY "
+            "(or ANTHROPIC_BASE_URL for a compatible endpoint), "
+            "or try `mainsail demo`, which needs no credentials."
+        )
+
+
 def _make(model: str, settings: Settings) -> anthropic.Anthropic:
     """An SDK client for the Anthropic Messages API (the default provider)."""
     try:
-        settings.require_credentials(model)
+        require_credentials(settings, model)
     except MissingCredentials as exc:
         raise MissingCredentials(f"{exc} (on worker; set it in the worker's environment)") from None
     import anthropic

@@ -7,11 +7,13 @@
 - :mod:`~workflows.models.steps`: the step records of the ledger and the turn's tool calls;
 - :mod:`~workflows.models.policy`: permission rules, mode and requests, and the sandbox settings;
 - :mod:`~workflows.models.session`: the session record and options, and sub-agent types;
+- :mod:`~workflows.models.api_tokens`: the record of a team server's API token and its scopes;
 - :mod:`~workflows.models.base`: the base class, ids and timestamps.
 
 Every name is importable from here (``from workflows.models import SessionRecord``).
 """
 
+from workflows.models.api_tokens import TokenRecord
 from workflows.models.base import iso_now, new_id, now
 from workflows.models.content import (
     AssistantMessage,
@@ -63,7 +65,7 @@ __all__ = [
     "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
     "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",
     "RuleSet", "RuleSpec", "SandboxSettings", "SessionRecord", "StateEntry", "StepKind",
-    "StepRecord", "StepStatus", "SummaryEntry", "SystemEntry", "TextBlock", "ThinkingBlock", "ToolCall",
+    "StepRecord", "StepStatus", "SummaryEntry", "SystemEntry", "TextBlock", "ThinkingBlock", "TokenRecord", "ToolCall",
     "ToolCallStatus", "ToolResultBlock", "ToolUseBlock", "Usage", "UserEntry", "_Entry", "entry_json", "iso_now",
     "new_id", "now", "parse_entry",
 ]

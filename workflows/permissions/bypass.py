@@ -45,8 +45,7 @@ from workflows.settings.layers import settings_layers
 from workflows.settings.managed import policy_layers
 
 if TYPE_CHECKING:
-    from workflows.store.api_tokens import TokenRecord
-    from workflows.models import SessionRecord
+    from workflows.models import SessionRecord, TokenRecord
 
 __all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
            "require_token_for", "resumed_mode", "token_refusal", "trusted_default"]

@@ -20,20 +20,30 @@ with the session's deny and ask rules.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from workflows.models import PermissionMode, RuleSet, SessionRecord
 from workflows.permissions.bypass import effective_mode
 from workflows.permissions.evaluate import evaluate, read_denied
 from workflows.permissions.rules.rules import Decision, PermissionResult, nobody_to_ask
 
-if TYPE_CHECKING:
-    from workflows.tools.base import Tool
-
-__all__ = ["decide", "read_denied_for"]
+__all__ = ["CheckedTool", "decide", "read_denied_for"]
 
 
-def decide(tool: "Tool", tool_input: dict, rec: SessionRecord, *, caller_allow: RuleSet | None = None,
+class CheckedTool(Protocol):
+    """What :func:`decide` reads of a tool (a :class:`workflows.tools.base.Tool` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def memory_tool(self) -> bool: ...
+
+
+def decide(tool: CheckedTool, tool_input: dict, rec: SessionRecord, *, caller_allow: RuleSet | None = None,
            caller: str = "", approved: bool = False) -> PermissionResult:
     """Allow, deny or ask for one tool call of session ``rec``.
 

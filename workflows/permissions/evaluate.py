@@ -22,6 +22,7 @@ from typing import Callable
 
 from workflows.models import PermissionMode, RuleSet
 from workflows.permissions.rules import paths
+from workflows.permissions.rules.hosts import host_of
 from workflows.permissions.shell.bash_check import evaluate_bash
 from workflows.permissions.rules.rules import (
     EDIT_TOOLS,
@@ -131,8 +132,6 @@ def _other_specifier_matches(tool: str, specifier: str, tool_input: dict) -> boo
     """``WebFetch(domain:HOST)``: the URL's host is HOST (exactly, case-insensitively); ``Task(TYPE)``: the
     sub-agent type. Any other specifier of a tool that is not a path tool or Bash matches nothing."""
     if tool == "WebFetch" and specifier.startswith("domain:"):
-        from workflows.tools.web.fetch import host_of
-
         host = host_of(str(tool_input.get("url", "")))
         return bool(host) and host == specifier.removeprefix("domain:").strip().lower()
     if tool == "Task":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from workflows.permissions.rules.hosts import host_of
 from workflows.permissions.rules.rules import EDIT_TOOLS, RuleSyntaxError, parse_rule
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_parse import parse
@@ -42,8 +43,6 @@ def always_rules(tool_name: str, tool_input: dict) -> list[str]:
     if tool_name in EDIT_TOOLS:
         return ["Edit"]
     if tool_name == "WebFetch":  # per host, as Claude Code's "don't ask again for HOST"
-        from workflows.tools.web.fetch import host_of
-
         host = host_of(str(tool_input.get("url", ""))) if isinstance(tool_input, dict) else ""
         return [f"WebFetch(domain:{host})"] if host else []
     if tool_name != "Bash":

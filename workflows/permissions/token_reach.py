@@ -34,7 +34,7 @@ from workflows.permissions.protected_writes import (
 )
 
 if TYPE_CHECKING:
-    from workflows.store.api_tokens import TokenRecord
+    from workflows.models import TokenRecord
 
 __all__ = ["hidden_from", "hide_other_workspaces", "reach_problem"]
 

@@ -65,7 +65,7 @@ def creator_token(engine, schedule: Schedule):
     """The API token that made ``schedule`` (its scope holds for every firing: a token without
     ``--allow-bypass`` cannot get bypassPermissions sessions later through the beat), or None for a
     schedule made at a terminal. A token revoked since counts as one without the bypass scope."""
-    from workflows.store.api_tokens import TokenRecord
+    from workflows.models import TokenRecord
 
     if not schedule.created_by.startswith("token:"):
         return None

@@ -12,7 +12,7 @@ did not choose to give a command. Three kinds of name are treated apart:
 
 * ``ANTHROPIC_MODEL`` and ``ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL`` choose
   the model, as in Claude Code; they are not given to commands.
-* Reserved names never apply, with a warning: ``MAINSAIL_*``, ``ANTHROPIC_*``
+* Reserved names (:mod:`workflows.settings.reserved`) never apply, with a warning: ``MAINSAIL_*``, ``ANTHROPIC_*``
   (the API key and endpoint belong to the workers: a project's settings file
   must not be able to send the workers' key to another host), ``CLAUDE_*``,
   ``CELERY_*``, ``REDIS_URL``, ``BROKER_URL`` (they reach Mainsail's own
@@ -31,19 +31,12 @@ from typing import Any
 from workflows.models.model_names import ALIAS_ENV, MODEL_ENV, valid_name
 from workflows.permissions.rules import paths
 from workflows.settings.errors import SettingsError, describe, strings
+from workflows.settings.reserved import reserved_env_name
 
-__all__ = ["MODEL_ENV_NAMES", "reserved_env_name", "apply_session_keys", "resolve_added_dir"]
+__all__ = ["MODEL_ENV_NAMES", "apply_session_keys", "resolve_added_dir"]
 
 MODEL_ENV_NAMES = frozenset({MODEL_ENV, *ALIAS_ENV.values()})
-_RESERVED_PREFIXES = ("MAINSAIL_", "ANTHROPIC_", "CLAUDE_", "CELERY_", "GIT_CONFIG_")
-_RESERVED_NAMES = frozenset({"REDIS_URL", "BROKER_URL", "GIT_CONFIG_COUNT"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def reserved_env_name(name: str) -> bool:
-    """Whether a settings ``env`` variable may never be set for a command (see the module docstring)."""
-    upper = name.upper()
-    return upper.startswith(_RESERVED_PREFIXES) or upper in _RESERVED_NAMES
 
 
 def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> None:

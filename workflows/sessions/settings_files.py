@@ -13,7 +13,7 @@ layer are combined, each remembering where it came from)::
 
 A ``settings.local.json`` that git tracks is a project file, not a local one (a clone brought it). The
 project files' keys that can run code or widen access (hooks, sandbox, env, allow rules, added
-directories, MCP approvals: :mod:`workflows.trust.gated`) are read only for a workspace the person
+directories, MCP approvals: :mod:`workflows.settings.gated`) are read only for a workspace the person
 trusted (``trusted=True``, decided by :func:`workflows.trust.decide.workspace_trust`).
 
 Format (Claude Code's; unknown keys are ignored)::
@@ -61,7 +61,7 @@ from workflows.settings.errors import EXAMPLES, SettingsError, Where, at_line, d
 from workflows.settings.layers import settings_layers
 from workflows.settings.managed import DROP_IN
 from workflows.sessions.session_keys import apply_session_keys
-from workflows.trust.gated import strip_gated
+from workflows.settings.gated import strip_gated
 
 __all__ = ["PermissionSettings", "load_permission_settings"]
 
@@ -97,7 +97,7 @@ def load_permission_settings(workspace: Path, home: Path, *, allowed_tools: list
     ``sources``: only these of :data:`SOURCES` (Claude Code's ``--setting-sources``). ``extra``:
     ``(name, JSON text)`` layers read last, above the files (Claude Code's ``--settings``). ``trusted``:
     whether the person trusted the workspace (:func:`workflows.trust.decide.workspace_trust`); until then
-    the gated keys of its project files (:mod:`workflows.trust.gated`) are left out.
+    the gated keys of its project files (:mod:`workflows.settings.gated`) are left out.
 
     Raises:
         SettingsError: invalid JSON, a rule that does not parse, a value of the

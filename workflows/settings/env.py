@@ -13,8 +13,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workflows.exceptions import ConfigurationError, MissingCredentials
-from workflows.model.providers import is_local_model
+from workflows.exceptions import ConfigurationError
 
 
 def _default_data_dir() -> Path:
@@ -187,17 +186,6 @@ class Settings(BaseSettings):
     @property
     def heartbeat_interval(self) -> float:
         return self.heartbeat_seconds or max(self.lease_seconds / 3.0, 0.05)
-
-    def require_credentials(self, model: str) -> None:
-        """Raise :class:`MissingCredentials` when a real model cannot be reached."""
-        if is_local_model(model):
-            return
-        if not self.anthropic_api_key and not self.anthropic_base_url:
-            raise MissingCredentials(
-                f"No API key for model {model!r}: set ANTHROPIC_API_KEY "
-                "(or ANTHROPIC_BASE_URL for a compatible endpoint), "
-                "or try `mainsail demo`, which needs no credentials."
-            )
 
 
 def load_settings(**overrides) -> Settings:

@@ -2,7 +2,7 @@
 
 The six files of the user and the workspace (Claude Code's and Mainsail's), then the managed (policy)
 files of the machine (:mod:`workflows.settings.managed`). A ``settings.local.json`` that git tracks is a
-project file, not a local one (:func:`workflows.trust.gated.local_is_project`).
+project file, not a local one (:func:`workflows.settings.gated.local_is_project`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from workflows.settings.managed import policy_layers
-from workflows.trust.gated import local_is_project
+from workflows.settings.gated import local_is_project
 
 __all__ = ["SOURCES", "settings_layers", "settings_paths"]
 

@@ -24,6 +24,8 @@ Trust scope: a token made with ``--trust-project`` (and ``--workspace``) vouches
 own settings, as ``--trust-project`` does at a terminal (:mod:`workflows.trust`); without it, a
 session the token starts applies them only if the server's user trusted that workspace.
 
+A token's record (its name and scopes) is :class:`workflows.models.api_tokens.TokenRecord`.
+
 A plain SHA-256 is enough for a 256-bit random secret (no dictionary to guess from, unlike a
 password); it lets a request be checked with one GET.
 """
@@ -36,8 +38,7 @@ import re
 import secrets
 import time
 
-from pydantic import BaseModel, Field, PrivateAttr
-
+from workflows.models.api_tokens import TokenRecord
 from workflows.store import keys
 from workflows.exceptions import TokenError
 
@@ -64,36 +65,6 @@ if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 """
-
-
-class TokenRecord(BaseModel):
-    """What a token may do. ``workspaces``: the directories whose sessions it may see and start
-    (each with everything under it); empty means every workspace."""
-
-    name: str
-    read_only: bool = False
-    workspaces: list[str] = Field(default_factory=list)
-    # May it run sessions in bypassPermissions? Only when made (or updated) with --allow-bypass; a record
-    # written before this key existed is read as False (see the module docstring).
-    allow_bypass: bool = False
-    # May it approve protected writes (workflows.permissions.protected_writes)? Only when made (or updated)
-    # with --admin; a record written before this key existed is read as False (see the module docstring).
-    admin: bool = False
-    # Does it vouch for its workspaces' own settings (hooks, sandbox, MCP servers...: workflows.trust)? Only when
-    # made with --trust-project, which needs --workspace; a record without the key is read as False.
-    trust_project: bool = False
-    created_at: float = Field(default_factory=time.time)
-    last_used_at: float | None = None
-    digest: str = ""
-    #: The stored JSON this record was read from (:meth:`TokenStore.find`), for :meth:`TokenStore.touch`.
-    _read: str | None = PrivateAttr(default=None)
-
-    def allows_workspace(self, workspace: str) -> bool:
-        """Whether this token may see or start sessions in ``workspace`` (a resolved path)."""
-        if not self.workspaces:
-            return True
-        path = os.path.realpath(workspace)
-        return any(path == ws or path.startswith(ws.rstrip("/") + "/") for ws in self.workspaces)
 
 
 def digest(token: str) -> str:
@@ -240,4 +211,4 @@ def describe(rec: TokenRecord) -> dict:
             "created_at": rec.created_at, "last_used_at": rec.last_used_at}
 
 
-__all__ = ["TOKEN_PREFIX", "TokenRecord", "TokenStore", "describe", "digest"]
+__all__ = ["TOKEN_PREFIX", "TokenStore", "describe", "digest"]

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from workflows.exceptions import ConfigurationError
-from workflows.trust.gated import MCP_JSON, Gated, key_names, project_gated
+from workflows.settings.gated import key_names
+from workflows.trust.gated import MCP_JSON, Gated, project_gated
 from workflows.trust.store import TrustStore
 
 __all__ = ["WorkspaceTrust", "changes", "listed", "prompt_lines", "workspace_trust"]

@@ -1,1 +1,2 @@
-"""The rule language (``Tool(specifier)``) and the one path resolver the rules and the tools share."""
+"""The rule language (``Tool(specifier)``), the one path resolver the rules and the tools share, and the host
+a ``WebFetch(domain:HOST)`` rule matches."""

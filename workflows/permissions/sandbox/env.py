@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
+from workflows.settings.reserved import reserved_env_name
+
 __all__ = ["command_environment", "scrub_environment"]
 
 SCRUB_PREFIXES = ("ANTHROPIC_", "MAINSAIL_", "CLAUDE_", "CELERY_", "AWS_")
@@ -58,10 +60,8 @@ def command_environment(environ: Mapping[str, str], *, sandboxed: bool = False,
         proxy_port: the sandbox's proxy port on 127.0.0.1, or None when there is no proxy.
         settings_env: the settings files' ``env``: the user's own choice, so set after the scrub (a
             ``NPM_TOKEN`` there reaches the command), but never a reserved name (``MAINSAIL_*``,
-            ``ANTHROPIC_*``..., see ``session_keys``), and never over the values set below.
+            ``ANTHROPIC_*``..., see :mod:`workflows.settings.reserved`), and never over the values set below.
     """
-    from workflows.sessions.session_keys import reserved_env_name
-
     env = scrub_environment(environ)
     env.update({k: v for k, v in (settings_env or {}).items() if not reserved_env_name(k)})
     # Git never opens a bare repository it merely finds (one planted in the workspace could name

@@ -2,6 +2,6 @@
 
 from workflows.tools.web import fetch, search  # noqa: F401  (registers)
 from workflows.tools.web.access import WebAccess
-from workflows.tools.web.fetch import checked_url, host_of
+from workflows.tools.web.fetch import checked_url
 
-__all__ = ["WebAccess", "checked_url", "host_of"]
+__all__ = ["WebAccess", "checked_url"]

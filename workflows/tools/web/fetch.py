@@ -6,7 +6,8 @@ certificate to check), a URL with a user name or password or longer than 2,000 c
 refused, a redirect to another host is reported to the model instead of followed (it may call
 WebFetch again on the new URL, which is checked like any call), pages are kept 15 minutes (in Redis,
 for every worker), at most 10 MB are read and 100,000 characters of markdown go to the model.
-Permission: ``WebFetch(domain:HOST)`` rules (workflows/permissions), asked per host otherwise.
+Permission: ``WebFetch(domain:HOST)`` rules (workflows/permissions; the host is
+:func:`workflows.permissions.rules.hosts.host_of`), asked per host otherwise.
 """
 
 from __future__ import annotations
@@ -92,14 +93,6 @@ def checked_url(raw: str) -> str:
     if parts.scheme == "http" and not _loopback(host):
         parts = parts._replace(scheme="https")
     return urlunsplit(parts)
-
-
-def host_of(url: str) -> str:
-    """The lowercased host a WebFetch input names ("" when it names none): what ``domain:`` rules match."""
-    try:
-        return (urlsplit(url.strip()).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 def _same_site(a: str, b: str) -> bool:
@@ -196,4 +189,4 @@ class WebFetchTool(Tool):
                           usage=answer.usage, model=answer.model, duration_ms=answer.duration_ms)
 
 
-__all__ = ["WebFetchInput", "WebFetchTool", "checked_url", "fetch_page", "host_of"]
+__all__ = ["WebFetchInput", "WebFetchTool", "checked_url", "fetch_page"]
