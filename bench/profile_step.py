@@ -87,7 +87,9 @@ def instrument_redis() -> None:
 
 def instrument_mainsail() -> None:
     import workflows.context.assemble
+    import workflows.steps.model_call as call_mod
     import workflows.steps.run as steps_mod
+    import workflows.steps.runners as runners_mod
     import workflows.steps.tool as tool_step_mod
     from workflows import tools
     from workflows.model import client as model_client
@@ -98,14 +100,14 @@ def instrument_mainsail() -> None:
         setattr(Engine, name, timed(f"engine.{name}", getattr(Engine, name)))
     Store.get_session = timed("store.get_session", Store.get_session)
     Store.entries = timed("store.entries (full transcript)", Store.entries)
-    steps_mod.build_request = timed("context.build_request", workflows.context.assemble.build_request)
-    steps_mod.client_for = timed("model_client.client_for", model_client.client_for)
-    steps_mod.stream_reply = timed("model_client.stream_reply (SDK, scripted)", model_client.stream_reply)
+    call_mod.build_request = timed("context.build_request", workflows.context.assemble.build_request)
+    call_mod.client_for = timed("model_client.client_for", model_client.client_for)
+    call_mod.stream_reply = timed("model_client.stream_reply (SDK, scripted)", model_client.stream_reply)
     tool_step_mod.run_tool = timed("tools.run_tool (Read)", tools.run_tool)
     steps_mod.Heartbeat.start = timed("Heartbeat thread start", steps_mod.Heartbeat.start)
-    steps_mod._model_step = timed("_model_step (total)", steps_mod._model_step)
-    steps_mod.run_quick = timed("tool_step.run_quick (its quick calls)", steps_mod.run_quick)
-    steps_mod.tool_step = timed("tool_step (total)", steps_mod.tool_step)
+    runners_mod.model_step = timed("model_step (total)", runners_mod.model_step)
+    call_mod.run_quick = timed("tool_step.run_quick (its quick calls)", call_mod.run_quick)
+    runners_mod.tool_step = timed("tool_step (total)", runners_mod.tool_step)
 
 
 def main(argv: list[str] | None = None) -> int:

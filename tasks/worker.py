@@ -37,7 +37,8 @@ _sandbox_checked = threading.Event()
 MODEL_QUEUES = frozenset({"model", "memory"})
 #: A command's in-process worker keeps these to errors: its user follows a session, and the command
 #: says itself what that session waits for; another session's recovery is the workers' log's business.
-EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.store.resilience", "workflows.steps.run")
+EMBEDDED_QUIET = ("tasks.reaper", "tasks.liveness", "tasks.steps", "workflows.store.resilience", "workflows.steps.run",
+                  "workflows.steps.model_call")
 
 
 def check_sandbox() -> None:

@@ -310,7 +310,7 @@ def test_a_commit_whose_reply_was_lost_still_hands_over_the_step_it_claimed(engi
 
 
 def test_a_failing_quick_run_still_records_the_paid_reply_and_sends_its_calls_to_tool_steps(engine, ws, monkeypatch):
-    from workflows.steps import run as steps
+    from workflows.steps import model_call as steps
 
     (ws / "a.txt").write_text("a\n")
     rec = _session(engine, ws, [Turn(tool_uses=_reads(ws, "a.txt")), Turn(text="done")])

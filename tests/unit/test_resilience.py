@@ -17,7 +17,8 @@ from workflows.store import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus
 from workflows.store.resilience import ResilientEngine, retrying
-from workflows.steps.run import LiveDeltas, owner_token, run_step
+from workflows.steps.model_call import LiveDeltas
+from workflows.steps.run import owner_token, run_step
 
 
 class Flaky:

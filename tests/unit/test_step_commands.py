@@ -336,7 +336,7 @@ def test_a_tool_output_commit_still_counts_once_when_sent_twice(engine, ws):
 
 
 def test_a_calls_live_deltas_set_the_streams_expiry_once_not_per_delta(engine, ws):
-    from workflows.steps.run import LiveDeltas
+    from workflows.steps.model_call import LiveDeltas
 
     rec = _session(engine, ws, [Turn(text="hi")])
     [step] = engine.submit(rec.id, "go")

@@ -1,45 +1,22 @@
 """The table of step kinds: for each kind, the queue its steps go to, the Celery task that runs them, and
-the function that runs one (the runner).
+the name of the function that runs one (its runner).
 
-It is the one place a kind is described. The engine reads a new step's queue here, tasks/dispatch.py its
-task name, tasks/steps.py registers one Celery task per row, and :func:`workflows.steps.run.run_one` calls the
-row's runner. The task and queue names are part of the deployed protocol (workers and queued messages
-carry them): they never change.
+It is the one place a kind is described. The committer reads a new step's queue here, tasks/dispatch.py
+its task name, tasks/steps.py registers one Celery task per row, and the run side
+(workflows/steps/runners.py) looks up the row's runner by its name. The task and queue names are part of
+the deployed protocol (workers and queued messages carry them): they never change.
 
-A runner takes a :class:`StepRun` and returns the steps that follow (already committed). A row names its
-runner, a function of :mod:`workflows.steps.runners`, which :func:`runner_for` looks up when a step first
-runs: this module imports nothing but the models, so that the engine can read the table without importing
-the features that run steps.
+This module imports nothing but the models: the engine and the committer read the table without importing
+the features that run steps, which sit above them.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
 
-from workflows.models import SessionRecord, StepKind, StepRecord
-
-if TYPE_CHECKING:
-    from workflows.store.resilience import ResilientEngine
+from workflows.models import StepKind
 
 
-@dataclass(frozen=True)
-class StepRun:
-    """One claimed step, and what its runner needs to run and commit it."""
-
-    engine: ResilientEngine
-    rec: SessionRecord  # the step's session, as the claim read it
-    step: StepRecord
-    owner: str  # the claim's owner token: every commit of the step is fenced by it
-    cancel: threading.Event  # set when the step is no longer ours (superseded, taken back)
-    worker: str | None = None  # the registered name of the worker running it
-    serves_tools: bool = False  # this worker would run the session's next tool step itself
-
-
-Runner = Callable[[StepRun], list[StepRecord]]
 
 
 @dataclass(frozen=True)
@@ -49,8 +26,8 @@ class StepKindSpec:
     kind: StepKind
     queue: str | None  # the queue its steps go to; None: the session's tools queue (where its workspace is)
     task: str | None  # the Celery task that runs it; None: never sent (a Task call's wait for its child)
-    #: Its runner: the name of a function in :mod:`workflows.steps.runners` (a name, not the function, so that
-    #: this table imports none of the features that run steps); None: never run by a worker.
+    #: Its runner: the name of a function of the run side's runners (workflows/steps/runners.py): a name,
+    #: not the function, so that this table imports none of the features that run steps; None: never run.
     runner: str | None
     doc: str  # what one step of the kind is (the Celery task's docstring)
     #: It writes nothing until its fenced commit, so after a Redis error it is simply run again.
@@ -101,14 +78,6 @@ def spec_for(kind: StepKind) -> StepKindSpec:
     return _BY_KIND[kind]
 
 
-@functools.cache
-def runner_for(spec: StepKindSpec) -> Runner:
-    """The function that runs one step of ``spec``'s kind."""
-    if spec.runner is None:
-        raise ValueError(f"steps of kind {spec.kind.value} are never run by a worker")
-    return getattr(importlib.import_module("workflows.steps.runners"), spec.runner)
-
-
 def queue_for(kind: StepKind, tools_queue: str) -> str:
     """The queue a new step of ``kind`` goes to, in a session whose tools queue is ``tools_queue``."""
     queue = _BY_KIND[kind].queue
@@ -123,5 +92,4 @@ def task_for(kind: StepKind) -> str:
     return task
 
 
-__all__ = ["STEP_KINDS", "STEP_TASKS", "QUEUE_FOR_KIND", "StepKindSpec", "StepRun", "Runner", "spec_for",
-           "queue_for", "runner_for", "task_for"]
+__all__ = ["STEP_KINDS", "STEP_TASKS", "QUEUE_FOR_KIND", "StepKindSpec", "spec_for", "queue_for", "task_for"]

@@ -120,7 +120,7 @@ class HookCommits(LifecycleHooks):
     @retry_on_conflict
     def answer_client_hooks(self, sid: str, request_id: str, runs: list[HookRun]) -> list[StepRecord]:
         """The SDK client answered a ``hook`` request: keep its callbacks' outputs on the call and run the
-        call's step again, which joins them to the command hooks' and decides (workflows/steps/run.py).
+        call's step again, which joins them to the command hooks' and decides (workflows/steps/tool.py).
 
         Raises:
             RequestNotFound, RequestClosed: as :meth:`decide_request`.

@@ -32,7 +32,7 @@ from workflows.store.redis_store import Store
 
 log = logging.getLogger(__name__)
 
-RESULTS_DIR = os.path.join(".mainsail", "tool-results")  # where workflows.steps.run saves large results
+RESULTS_DIR = os.path.join(".mainsail", "tool-results")  # where workflows.tools.saved saves large results
 RETENTION_EVERY_SECONDS = 3600
 STOP_WAIT_SECONDS = 10.0
 #: Finished steps younger than this are kept whatever gc is told: a broker may deliver a step again for
