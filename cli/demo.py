@@ -19,6 +19,7 @@ from cli.figures import memory_saved_line
 from demo import PREFIX  # (importing demo registers the scripted models)
 from workflows.models.options import SessionOptions
 from cli.standby import ensure_worker
+from cli.session_service import service
 from workflows.models import PermissionMode
 from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
@@ -66,7 +67,7 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
         if asks == "deny":
             click.secho("Nobody can be asked here (stdin is not a terminal): calls that would ask are denied.",
                         fg="yellow", err=True)
-        rec = rt.engine.create_session(str(ws), SessionOptions(permission_mode=mode, asks=asks))
+        rec = service(rt).fresh(ws, SessionOptions(permission_mode=mode, asks=asks))
         click.secho(f"Demo workspace: {ws}", dim=True)
         click.secho(f"> {prompt}", bold=True)
         result = submit_and_watch(rt, rec.id, prompt)

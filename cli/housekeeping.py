@@ -87,7 +87,7 @@ def rm(sessions: tuple[str, ...], force: bool) -> None:
     for sid in sids:
         if force:
             _stop(rt, sid)
-        removal = rt.engine.delete_session(sid, force=force)
+        removal = service(rt).remove(sid, force=force)
         files = f" and {_plural(len(removal.files), 'saved tool result')} ({size(removal.file_bytes)})" \
             if removal.files else ""
         click.echo(f"Removed session {sid[:8]} ({removal.record.title or 'untitled'}): "

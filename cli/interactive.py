@@ -98,10 +98,6 @@ class Interactive:
         self.commands.update(repl_commands.commands(self))
 
     @property
-    def engine(self):
-        return self.rt.engine
-
-    @property
     def store(self):
         return self.rt.store
 
@@ -220,12 +216,7 @@ class Interactive:
         busy = rec.state not in (State.IDLE, State.EXTRACTING)  # extracting: a message runs at once
         # A busy session: replay its current run, so its open permission requests are asked too.
         after = run_start_id(self.store, sid) if busy else self.store.last_log_id(sid)
-        try:
-            steps = self.engine.submit(sid, text)
-        finally:
-            if submitted is not None:
-                submitted()
-        service(self.rt).dispatch(steps)
+        service(self.rt).submit(sid, text, recorded=submitted)
         inbox = self.store.inbox(sid)
         queued = valid_str(text) in inbox  # (as the inbox holds it: workflows/models/valid_text.py)
         if queued:
@@ -317,7 +308,7 @@ class Interactive:
     # ------------------------------------------------------------------ commands
 
     def cmd_clear_queue(self, arg: str) -> None:
-        dropped = self.engine.clear_queue(self.sid)
+        dropped = service(self.rt).clear_queue(self.sid)
         if not dropped:
             click.echo(f"No message is queued for session {self.sid[:8]}.")
             return
@@ -336,7 +327,7 @@ class Interactive:
             click.echo(f"Already using {arg}.")
             return
         require_model_access(self.rt, self.settings, arg)
-        self.engine.set_model(rec.id, arg)
+        service(self.rt).set_model(rec.id, arg)
         note = "" if rec.state in (State.IDLE, State.EXTRACTING) else " (from the session's next model call)"
         now = self.record()
         click.echo(f"Model set to {describe_model(arg, now.sent_model())} (was {rec.model}){note}.")

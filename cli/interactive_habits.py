@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import click
+from cli.session_service import service
 
 from workflows.models import PermissionMode
 
@@ -104,7 +105,7 @@ def next_mode(ui: "Repl") -> PermissionMode:
     current = effective_mode(ui.record())  # a bypassPermissions disabled since is left out of the cycle
     order = CYCLE + ([current] if current not in CYCLE else [])
     nxt = order[(order.index(current) + 1) % len(order)]
-    ui.engine.update_limits(ui.sid, permission_mode=nxt)
+    service(ui.rt).update_limits(ui.sid, permission_mode=nxt)
     return nxt
 
 

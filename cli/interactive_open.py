@@ -81,7 +81,7 @@ def open_interactive_session(rt: Runtime, settings: Settings, options: SessionOp
     rec = opened.rec
     announce(rec, f"Forked session {rec.id[:8]} from {rec.forked_from[:8]}" if rec.forked_from else None)
     recap(rt.store, sid)
-    rt.engine.mark_session_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
+    service(rt).mark_start(sid, "resume", rec)  # SessionStart(resume) before its next prompt, if configured
     read_commands(rt, sid)
     return sid
 

@@ -63,7 +63,7 @@ def open_session(rt: Runtime, settings, options: SessionOptions, *, resume, cont
     else:
         trust_note(rt, sid, workspace)
         opened = service(rt).resume(sid, options, workspace)
-        rt.engine.mark_session_start(sid, "resume", opened.rec)  # SessionStart(resume) before its next prompt
+        service(rt).mark_start(sid, "resume", opened.rec)  # SessionStart(resume) before its next prompt
     say_warnings(opened.warnings)
     warn_about_model(opened.rec, lifecycle=not watched)
     read_commands(rt, opened.rec.id)

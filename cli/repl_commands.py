@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import click
+from cli.session_service import service
 
 if TYPE_CHECKING:
     from cli.repl_state import Repl
@@ -190,7 +191,7 @@ def add_dir(ui: "Repl", arg: str) -> None:
     if path in rec.additional_directories or path == rec.workspace:
         click.echo(f"{path} is already a working directory of this session.")
         return
-    ui.engine.update_limits(rec.id, additional_directories=[path])
+    service(ui.rt).update_limits(rec.id, additional_directories=[path])
     click.echo(f"Added {path} as a working directory for this session.")
 
 

@@ -24,9 +24,9 @@ def clear(ui: Repl, arg: str) -> None:
     """/clear: end this session and start a new one here with its options and setup."""
     old = ui.record()
     end_session(ui.rt, old.id, "clear", old, wait=False)
-    rec = ui.engine.create_session(old.workspace, same_options(old), same_setup(old), home=old.home or None,
-                                     tools_queue=old.tools_queue)
-    ui.engine.mark_session_start(rec.id, "clear", rec)
+    rec = service(ui.rt).fresh(old.workspace, same_options(old), same_setup(old), home=old.home or None,
+                               tools_queue=old.tools_queue)
+    service(ui.rt).mark_start(rec.id, "clear", rec)
     read_commands(ui.rt, rec.id)
     ui.sid = rec.id
     kept = f" (session {old.id[:8]} is kept: /resume {old.id[:8]})" if old.title else ""
@@ -81,11 +81,11 @@ def switch(ui: Repl, sid: str) -> None:
     mode, disabled_by, warnings = service(ui.rt).resumed_mode(sid, None, ui.workspace, ui.extra_settings)
     say_warnings(warnings)
     if mode is not None or disabled_by:  # it held a bypassPermissions that is disabled now
-        rec = ui.engine.update_limits(sid, permission_mode=mode, bypass_disabled_by=disabled_by)
+        rec = service(ui.rt).update_limits(sid, permission_mode=mode, bypass_disabled_by=disabled_by)
     ui.sid = sid
     announce(rec)
     recap(ui.store, sid)
-    ui.engine.mark_session_start(sid, "resume", rec)
+    service(ui.rt).mark_start(sid, "resume", rec)
     read_commands(ui.rt, sid)
 
 

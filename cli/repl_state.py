@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from cli.attach import Prompter
     from cli.connect import Runtime
     from cli.repl_text import LineReader
-    from workflows.engine import Engine
     from workflows.models import ResultEntry, SessionRecord
     from workflows.settings import Settings
     from workflows.store.redis_store import Store
@@ -36,9 +35,6 @@ class Repl(Protocol):
     prompter: Prompter | None
     #: ``/name`` -> (the command, given its argument; its line in /help, "" for an alias).
     commands: dict[str, tuple[Callable[[str], None], str]]
-
-    @property
-    def engine(self) -> Engine: ...
 
     @property
     def store(self) -> Store: ...

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 import click
+from cli.session_service import service
 
 from workflows.engine.rewinding import BASH_NOTE, Rewound, message_text
 from workflows.exceptions import RewindRefused
@@ -78,16 +79,16 @@ def _pick_number(points: list, choice: str) -> int:
     return int(choice)
 
 
-def run_rewind(engine, sid: str, number: int, mode: str, force: bool) -> list[str]:
-    points = engine.rewind_points(sid)
+def run_rewind(sessions, sid: str, number: int, mode: str, force: bool) -> list[str]:
+    points = sessions.rewind_points(sid)
     code, conversation = MODES[mode]
-    done = engine.rewind(sid, points[number - 1].uuid, code=code, conversation=conversation, force=force)
+    done = sessions.rewind(sid, points[number - 1].uuid, code=code, conversation=conversation, force=force)
     return report(sid, number, done)
 
 
-def pick(ask: Callable[[str], str | None], store, engine, sid: str) -> tuple[int, str] | None:
+def pick(ask: Callable[[str], str | None], store, sessions, sid: str) -> tuple[int, str] | None:
     """The picker: a message, then code / conversation / both. None when nothing was chosen."""
-    points = engine.rewind_points(sid)
+    points = sessions.rewind_points(sid)
     if not points:
         click.echo(f"Session {sid[:8]} has no message to rewind to.")
         return None
@@ -126,7 +127,7 @@ def rewind_cmd(session: str, list_: bool, to: int | None, mode: str, force: bool
     rt = existing_runtime(what=f"no session {session!r} to rewind", code=1)
     try:
         sid = rt.store.resolve_session(session)
-        points = rt.engine.rewind_points(sid)
+        points = service(rt).rewind_points(sid)
         if list_ or (to is None and not sys.stdin.isatty()):
             if not points:
                 click.echo(f"Session {sid[:8]} has no message to rewind to.")
@@ -137,19 +138,19 @@ def rewind_cmd(session: str, list_: bool, to: int | None, mode: str, force: bool
                 sys.exit(2)
             return
         if to is None:
-            chosen = pick(lambda text: click.prompt(text, default="", show_default=False), rt.store, rt.engine, sid)
+            chosen = pick(lambda text: click.prompt(text, default="", show_default=False), rt.store, service(rt), sid)
             if chosen is None:
                 return
             to, mode = chosen
         elif not points:
             raise click.ClickException(f"Session {sid[:8]} has no message to rewind to.")
-        for line in run_rewind(rt.engine, sid, _pick_number(points, str(to)), mode, force):
+        for line in run_rewind(service(rt), sid, _pick_number(points, str(to)), mode, force):
             click.echo(line)
     finally:
         rt.close()
 
 
-def rewind_files(engine, sid: str, message_id) -> dict:
+def rewind_files(sessions, sid: str, message_id) -> dict:
     """The Agent SDK's ``rewind_files`` control request (``ClaudeSDKClient.rewind_files(uuid)``): the files back to
     before that user message (its ``uuid`` as the stream gave it); the conversation stays.
 
@@ -162,7 +163,7 @@ def rewind_files(engine, sid: str, message_id) -> dict:
     if not isinstance(message_id, str) or not message_id:
         raise ControlError("rewind_files needs user_message_id: the uuid of a user message of this session.")
     try:
-        done = engine.rewind(sid, message_id, code=True, conversation=False)
+        done = sessions.rewind(sid, message_id, code=True, conversation=False)
     except MainsailError as exc:
         raise ControlError(str(exc)) from None
     return {"restored": done.entry.restored, "deleted": done.entry.deleted, "skipped": done.entry.skipped}
@@ -172,11 +173,11 @@ def interactive_commands(ui: "Repl") -> dict[str, tuple[Callable[[str], None], s
     """``/rewind`` for the interactive command table."""
 
     def rewind(arg: str) -> None:
-        chosen = pick(ui.reader.prompt, ui.store, ui.engine, ui.sid)
+        chosen = pick(ui.reader.prompt, ui.store, service(ui.rt), ui.sid)
         if chosen is None:
             return
         try:
-            lines = run_rewind(ui.engine, ui.sid, *chosen, force=False)
+            lines = run_rewind(service(ui.rt), ui.sid, *chosen, force=False)
         except RewindRefused as exc:
             if not exc.changed:
                 raise
@@ -185,7 +186,7 @@ def interactive_commands(ui: "Repl") -> dict[str, tuple[Callable[[str], None], s
             if answer.strip().lower() not in ("y", "yes"):
                 click.echo("Nothing was rewound.")
                 return
-            lines = run_rewind(ui.engine, ui.sid, *chosen, force=True)
+            lines = run_rewind(service(ui.rt), ui.sid, *chosen, force=True)
         for line in lines:
             click.echo(line)
 

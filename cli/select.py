@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from cli.connect import Runtime
+from cli.session_service import service
 from workflows.exceptions import SessionNotFound
 
 
@@ -37,7 +38,7 @@ def pick_session(rt: Runtime, *, resume: str | None, continue_: bool, fork: bool
     elif continue_:
         sid = latest_in(rt, workspace)
     if sid and fork:
-        sid = rt.engine.fork_session(sid).id
+        sid = service(rt).fork(sid).id
     elif fork:
         from click import UsageError
 

@@ -8,6 +8,7 @@ Invoking one is only submitting ``/name args``: the engine expands it and runs i
 from __future__ import annotations
 
 import click
+from cli.session_service import service
 
 from workflows.commands import CommandDefinition, parse_invocation
 
@@ -17,7 +18,7 @@ __all__ = ["custom_help", "read_commands", "sdk_commands", "unknown_command_note
 def read_commands(rt, sid: str) -> dict[str, CommandDefinition]:
     """Read the session's command files afresh (a new or resumed session sees today's files); each file left
     out, and each project command a user command replaces, is said on stderr."""
-    for problem in rt.engine.refresh_commands(sid):
+    for problem in service(rt).refresh_commands(sid):
         click.secho(f"Warning: custom command {problem}", fg="yellow", err=True)
     return rt.store.commands(sid)
 

@@ -35,6 +35,7 @@ from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.session_service import service
+from workflows.sessions.service import SessionService
 from workflows.context.assemble import offered_tools
 from workflows.exceptions import (
     BypassDisabled,
@@ -258,26 +259,26 @@ class StreamServer:
 
     def _answered(self, e: PermissionRequestEntry, answer) -> None:
         self.asked.pop(e.request_id, None)
-        engine = self.rt.engine
+        decider = SessionService(self.rt.engine)  # its steps are dispatched below, after an interrupt
         sid = self.asker.get(e.request_id, self.sid)  # the session that asks: this one or a sub-agent
         try:
             if isinstance(answer, Exception):  # the client's callback failed: deny, saying why
-                steps = engine.decide_request(sid, e.request_id, False, by="user",
-                                              message=f"The permission callback failed: {answer}")
+                steps = decider.decide(sid, e.request_id, False, by="user",
+                                       message=f"The permission callback failed: {answer}")
             elif answer.get("behavior") == "allow":
                 try:
-                    steps = engine.decide_request(sid, e.request_id, True, by="user",
-                                                  # (no suggestions were sent when none is offered)
-                                                  always=bool(answer.get("updatedPermissions"))
-                                                  and always_offered(e.always),
-                                                  updated_input=answer.get("updatedInput"))
+                    steps = decider.decide(sid, e.request_id, True, by="user",
+                                           # (no suggestions were sent when none is offered)
+                                           always=bool(answer.get("updatedPermissions"))
+                                           and always_offered(e.always),
+                                           updated_input=answer.get("updatedInput"))
                 except ToolInputError as exc:
-                    steps = engine.decide_request(sid, e.request_id, False, by="user",
-                                                  message=f"The approver changed the input to one that is not "
-                                                          f"valid: {exc}")
+                    steps = decider.decide(sid, e.request_id, False, by="user",
+                                           message=f"The approver changed the input to one that is not "
+                                                   f"valid: {exc}")
             else:
-                steps = engine.decide_request(sid, e.request_id, False, by="user",
-                                              message=answer.get("message") or None)
+                steps = decider.decide(sid, e.request_id, False, by="user",
+                                       message=answer.get("message") or None)
                 if answer.get("interrupt"):
                     service(self.rt).stop(self.sid, "Interrupted by the permission callback")
         except (RequestClosed, RequestNotFound):
@@ -313,12 +314,12 @@ class StreamServer:
 
     def _initialize(self, request: dict) -> dict:
         if request.get("hooks"):
-            self.rt.engine.add_hooks(self.sid, callback_hooks(request["hooks"]))
+            service(self.rt).add_hooks(self.sid, callback_hooks(request["hooks"]))
         if request.get("agents"):  # the SDK's ``agents`` option (ClaudeAgentOptions.agents)
             from workflows.agents import AgentFileError, agents_from_json
 
             try:
-                self.rt.engine.add_agents(self.sid, agents_from_json(request["agents"]))
+                service(self.rt).add_agents(self.sid, agents_from_json(request["agents"]))
             except AgentFileError as exc:
                 raise ControlError(str(exc).replace("--agents", "agents")) from None
         rec = self.rt.store.get_session(self.sid)
@@ -336,25 +337,25 @@ class StreamServer:
             modes = ", ".join(m.value for m in PermissionMode)
             raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
         try:
-            self.rt.engine.update_limits(self.sid, permission_mode=mode)
+            service(self.rt).update_limits(self.sid, permission_mode=mode)
         except BypassDisabled as exc:  # Claude Code's answer, with what disabled the mode
             raise ControlError(str(exc), "bypass_disabled") from None
         return {"mode": mode.value}
 
     def _set_model(self, request: dict) -> dict:
         model = request.get("model") or self.rt.engine.settings.model
-        self.rt.engine.set_model(self.sid, model)
+        service(self.rt).set_model(self.sid, model)
         return {"model": model}
 
     def _context_usage(self, request: dict) -> dict:
         rec = self.rt.store.get_session(self.sid)
-        return context_usage(rec.model, self.rt.engine.context_size(rec))
+        return context_usage(rec.model, service(self.rt).context_size(rec))
 
     def _rewind_files(self, request: dict) -> dict:
         """The SDK's ``rewind_files``: the files back to before that user message (the code only, as Claude Code)."""
         from cli.rewind import rewind_files
 
-        return rewind_files(self.rt.engine, self.sid, request.get("user_message_id"))
+        return rewind_files(service(self.rt), self.sid, request.get("user_message_id"))
 
 
 __all__ = ["StreamServer", "callback_hooks", "permission_suggestions"]

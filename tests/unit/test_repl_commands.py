@@ -31,7 +31,7 @@ def test_bang_submits_bash_mode(rt, ws, capsys, monkeypatch):  # noqa: F811
     inline = Inline(rt.engine)
     monkeypatch.setattr("cli.session_service.dispatch", inline.dispatch)
     monkeypatch.setattr(interactive.Interactive, "follow_turn",
-                        lambda self, text, **kw: (inline.dispatch(self.engine.submit(self.sid, text)), inline.drain()))
+                        lambda self, text, **kw: (inline.dispatch(self.rt.engine.submit(self.sid, text)), inline.drain()))
     ui = make(rt, ws, "!echo from-bash", "!", "/exit", mode="bypassPermissions")
     ui.loop()
     captured = capsys.readouterr()

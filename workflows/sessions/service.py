@@ -21,7 +21,7 @@ from workflows.permissions.bypass import resumed_mode
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.permissions.token_reach import hide_other_workspaces
 from workflows.sessions.setup import Resolved, added_dirs, checked_fallback, resolve
-from workflows.models.options import SessionOptions
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.models.valid_text import valid_str
 
 Dispatch = Callable[[list[StepRecord]], None]
@@ -142,10 +142,17 @@ class SessionService:
 
     # ------------------------------------------------------------------ prompting and stopping
 
-    def submit(self, sid: str, prompt: str, once: str | None = None) -> list[StepRecord]:
-        """Run ``prompt`` now, or queue it while the session is busy; its steps are dispatched."""
-        return self._sent(self.engine.submit(sid, prompt, once=once) if once is not None
-                          else self.engine.submit(sid, prompt))
+    def submit(self, sid: str, prompt: str, once: str | None = None, *,
+               recorded: Callable[[], None] | None = None) -> list[StepRecord]:
+        """Run ``prompt`` now, or queue it while the session is busy; its steps are dispatched.
+        ``recorded()`` is called once the prompt is in the session (also when the commit failed), before
+        anything is dispatched: a terminal takes the message out of its draft then."""
+        try:
+            steps = self.engine.submit(sid, prompt, once=once) if once is not None else self.engine.submit(sid, prompt)
+        finally:
+            if recorded is not None:
+                recorded()
+        return self._sent(steps)
 
     def send(self, sid: str, message: str | None, *, interrupt: bool = False, clear: bool = False) -> Sent:
         """``mainsail send`` / ``POST .../messages``: drop the queue (``clear``), stop the running turn
@@ -189,6 +196,64 @@ class SessionService:
     def end(self, sid: str, reason: str, rec: SessionRecord | None = None) -> list[StepRecord]:
         """SessionEnd hooks in a background step (none configured: nothing); dispatched."""
         return self._sent(self.engine.end_session(sid, reason, rec))
+
+    # ------------------------------------------------------------------ changing a session
+
+    def fresh(self, workspace: Path, options: SessionOptions, setup: SessionSetup | None = None, *,
+              home: str | None = None, tools_queue: str = "tools") -> SessionRecord:
+        """A new session with ``options`` and ``setup`` taken as they are, resolved already (``/clear``
+        starts one with the old session's; the demo with its own), unlike :meth:`create`."""
+        return self.engine.create_session(str(workspace), options, setup, home=home, tools_queue=tools_queue)
+
+    def fork(self, sid: str) -> SessionRecord:
+        """A new session that goes on from a copy of ``sid``'s conversation (``--fork-session``)."""
+        return self.engine.fork_session(sid)
+
+    def mark_start(self, sid: str, source: str, rec: SessionRecord | None = None) -> bool:
+        """SessionStart hooks (``source``: resume, clear...) run before the session's next prompt, if any
+        are configured; True when some will."""
+        return self.engine.mark_session_start(sid, source, rec)
+
+    def set_model(self, sid: str, model: str) -> SessionRecord:
+        """``/model``: the model of the session's next call."""
+        return self.engine.set_model(sid, model)
+
+    def update_limits(self, sid: str, **limits) -> SessionRecord:
+        """Change a session's limits (:meth:`Engine.update_limits`: permission mode, turns, budget, added
+        directories...)."""
+        return self.engine.update_limits(sid, **limits)
+
+    def clear_queue(self, sid: str) -> list[str]:
+        """Drop the messages waiting in the session's inbox; the dropped texts."""
+        return self.engine.clear_queue(sid)
+
+    def refresh_commands(self, sid: str) -> list[str]:
+        """Read the session's custom command files afresh; what was left out, one line each."""
+        return self.engine.refresh_commands(sid)
+
+    def add_hooks(self, sid: str, hooks) -> None:
+        """Add an SDK client's callback hooks to the session."""
+        self.engine.add_hooks(sid, hooks)
+
+    def add_agents(self, sid: str, agents) -> SessionRecord:
+        """Add sub-agent types (the SDK's ``agents`` option) to the session."""
+        return self.engine.add_agents(sid, agents)
+
+    def context_size(self, rec: SessionRecord) -> int:
+        """The tokens the session's next model call would send."""
+        return self.engine.context_size(rec)
+
+    def rewind_points(self, sid: str):
+        """The user messages ``/rewind`` can go back to, oldest first."""
+        return self.engine.rewind_points(sid)
+
+    def rewind(self, sid: str, to: str, **how):
+        """Rewind to the user message ``to`` (:meth:`Engine.rewind`: the code, the conversation or both)."""
+        return self.engine.rewind(sid, to, **how)
+
+    def remove(self, sid: str, *, force: bool = False):
+        """Remove a session and what it saved (:meth:`Engine.delete_session`); what was removed."""
+        return self.engine.delete_session(sid, force=force)
 
     def _sent(self, steps: list[StepRecord]) -> list[StepRecord]:
         if steps and self.dispatch is not None:
