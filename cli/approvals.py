@@ -6,10 +6,9 @@ import time
 
 import click
 
+from cli.clients import client_for
 from cli.diff_view import echo_diff
 from cli.readonly import existing_runtime
-from cli.session_service import service
-from workflows.engine.approvals import request_of
 from workflows.models import PermissionRequest
 from workflows.permissions import always_offered, prompt_text
 
@@ -48,34 +47,13 @@ def print_request(sid: str, req: PermissionRequest, prompt: str, title: str, age
                            f"mainsail deny {sid[:8]} {req.id} -m '...'", dim=True))
 
 
-def _decide(session: str, request: str | None, approve: bool, always: bool = False,
-            message: str | None = None) -> None:
-    rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
-    sid, req = request_of(rt.store, rt.store.resolve_session(session), request)
-    steps = service(rt).decide(sid, req.id, approve, always=always, message=message)
-    click.echo(decided_line(approve, req.tool, req.summary, sid, req.id, always, req.always))
-    if steps and not ({"model", "tools"} & rt.store.live_queues()):
-        click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",
-                   err=True)
-
-
-def decided_line(approve: bool, tool: str, summary: str, sid: str, request: str, always: bool,
-                 rules: list[str]) -> str:
-    """What ``approve``/``deny`` say they did (``rules``: those an ``--always`` added)."""
-    extra = ""
-    if always:
-        extra = (f" and added the session rule{'s' if len(rules) > 1 else ''} {', '.join(rules)}"
-                 if rules else " (once: no rule can cover this call, so none was added)")
-    return f"{'Approved' if approve else 'Denied'} {tool}: {summary} (session {sid[:8]}, request {request}){extra}."
-
-
 @click.command("approve")
 @click.argument("session")
 @click.argument("request", required=False)
 @click.option("--always", is_flag=True, help="Also allow later calls like this one in this session.")
 def approve(session: str, request: str | None, always: bool) -> None:
     """Approve a pending request of SESSION (id or prefix); REQUEST may be omitted when only one waits."""
-    _decide(session, request, True, always=always)
+    client_for().decide(session, request, True, always=always)
 
 
 @click.command("deny")
@@ -84,4 +62,4 @@ def approve(session: str, request: str | None, always: bool) -> None:
 @click.option("-m", "--message", help="Tell the model why, or what to do instead.")
 def deny(session: str, request: str | None, message: str | None) -> None:
     """Deny a pending request of SESSION; the model gets an error result with your message."""
-    _decide(session, request, False, message=message)
+    client_for().decide(session, request, False, message=message)

@@ -15,7 +15,7 @@ import click
 
 from cli.connect import Runtime
 from cli.readonly import existing_runtime
-from cli.sessions import cancel_message
+from workflows.commit.support import cancel_message
 from statemachines import State
 from cli.session_service import service
 from workflows.exceptions import SessionBusy

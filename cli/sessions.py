@@ -1,4 +1,4 @@
-"""Sessions as objects of their own: list, show, watch, send, cancel.
+"""Sessions as objects of their own: list, show, watch, send, cancel, compact.
 
 A session belongs to no terminal: any of these works from any shell, on any
 session, by id or unique prefix.
@@ -14,6 +14,8 @@ import click
 from rich.console import Console
 
 from cli.attach import wait_for_memory
+from cli.clients import client_for
+from cli.clients.local import cut as _cut
 from cli.connect import Runtime
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
@@ -23,13 +25,10 @@ from cli.standby import ensure_worker
 from cli.worker_note import unserved_note
 from statemachines import State
 from cli.repl_text import ago
-from cli.session_service import service
-from workflows.commit.support import cancel_message
 from workflows.models.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
 from workflows.settings import load_settings
 from workflows.model.tokens import describe_usage
-from workflows.models.valid_text import valid_str
 
 
 def _when(t: float) -> str:
@@ -38,10 +37,6 @@ def _when(t: float) -> str:
 
 def _tokens(rec: SessionRecord) -> int:
     return rec.usage.total
-
-
-def _cut(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 @click.command("sessions")
@@ -237,29 +232,7 @@ def send(session: str, message: str | None, interrupt: bool, clear: bool) -> Non
     """Send MESSAGE to a session; while it is busy it waits in the inbox and runs next, in order."""
     if message is None and not clear:
         raise click.UsageError("Missing MESSAGE (or --clear alone to drop the queued messages).")
-    rt = existing_runtime(what=f"no session {session!r} to send to", code=1)
-    sid = rt.store.resolve_session(session)
-    sent = service(rt).send(sid, message, interrupt=interrupt, clear=clear)
-    if clear:
-        dropped = sent.dropped
-        click.echo(f"Dropped {_messages(len(dropped))} queued for session {sid[:8]}"
-                   + (": " + ", ".join(repr(_cut(m, 40)) for m in dropped) if dropped else "") + ".")
-    if interrupt and sent.stopped.cancelled:
-        click.echo(f"Interrupted the running turn of session {sid[:8]}.")
-    if message is None:
-        return
-    inbox = sent.inbox
-    message = valid_str(message)  # (as the inbox holds it: workflows/models/valid_text.py)
-    if not sent.queued:
-        click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
-        return
-    n, where = len(inbox), len(inbox) - inbox[::-1].index(message)
-    click.echo(f"Session {sid[:8]} is busy; queued as message {where} of {n}: it runs after the current turn"
-               + (" and the messages before it" if where > 1 else "") + ", in the order sent.")
-
-
-def _messages(n: int) -> str:
-    return f"{n} message{'s' if n != 1 else ''}"
+    client_for().send(session, message, interrupt=interrupt, clear=clear)
 
 
 @click.command("compact")
@@ -267,20 +240,7 @@ def _messages(n: int) -> str:
 @click.argument("instructions", required=False)
 def compact(session: str, instructions: str | None) -> None:
     """Compact an idle session now: its conversation is summarised for the model (the transcript keeps it)."""
-    settings = load_settings()
-    rt = existing_runtime(settings, what=f"no session {session!r} to compact", code=1)
-    try:
-        sid = rt.store.resolve_session(session)
-        ensure_worker(rt, settings)
-        after = rt.store.read_log(sid)[-1][0] if rt.store.log_length(sid) else None
-        service(rt).compact(sid, instructions)
-        r = Renderer(Console(highlight=False, soft_wrap=True), show_prompts=False)
-        result = follow(rt.store, sid, on_entry=r.entry, after=after, stop=lambda e: isinstance(e, ResultEntry))
-    finally:
-        rt.close()
-    click.echo(result.result if not result.is_error else f"Error: {result.result}")
-    if result.is_error:
-        sys.exit(1)
+    client_for().compact(session, instructions)
 
 
 @click.command("cancel")
@@ -288,10 +248,7 @@ def compact(session: str, instructions: str | None) -> None:
 @click.option("--clear", is_flag=True, help="Also drop the queued messages, so the session stays idle.")
 def cancel(session: str, clear: bool) -> None:
     """Stop a session's running turn (and any running command); its next queued message then runs."""
-    rt = existing_runtime(what=f"no session {session!r} to cancel", code=1)
-    sid = rt.store.resolve_session(session)
-    stopped = service(rt).stop(sid, clear_queue=clear)
-    click.echo(cancel_message(sid, stopped))
+    client_for().cancel(session, clear=clear)
 
 
-__all__ = ["cancel", "cancel_message", "compact", "describe", "print_table", "send", "sessions", "show", "watch"]
+__all__ = ["cancel", "compact", "describe", "print_table", "send", "sessions", "show", "watch"]

@@ -4,10 +4,14 @@ commands go through the server's HTTP API instead of Redis, so a teammate needs 
 The dispatch is here and only here: :func:`route` is given each command as the root group looks it
 up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 
-- for the commands in :data:`ROUTED` (submit, watch, sessions, show, send, cancel, compact,
-  export, pending, approve, deny, doctor): a copy of the command, with the same options and arguments,
-  whose callback calls the API (cli/remote/verbs.py, cli/remote/watch.py, cli/remote/doctor.py),
-  printing what the local command prints (doctor: the server's checks instead of this machine's);
+- for the commands in :data:`ROUTED` (submit, watch, sessions, show, export, pending, doctor, rewind): a
+  copy of the command, with the same options and arguments, whose callback calls the API
+  (cli/remote/verbs.py, listing.py, watch.py, doctor.py, rewind.py), printing what the local command
+  prints (doctor: the server's checks instead of this machine's);
+- for the commands in :data:`CLIENT_VERBS` (send, cancel, approve, deny, compact): a copy with the same
+  callback, its help saying it goes through the server: their one definition calls
+  ``cli.clients.client_for()``, which picks the HTTP implementation of the client protocol here
+  (cli/clients/);
 - for the groups in :data:`ROUTED_GROUPS` (schedule): a copy of the group whose every subcommand is
   routed so (cli/remote/schedules.py);
 - for the commands in :data:`NO_REDIS` (fsm, mcp): the command as it is (they need no Redis);
@@ -29,11 +33,6 @@ import click
 #: Command name -> "module:function" of its remote version.
 ROUTED = {
     "submit": "cli.remote.verbs:submit",
-    "send": "cli.remote.verbs:send",
-    "cancel": "cli.remote.verbs:cancel",
-    "approve": "cli.remote.verbs:approve",
-    "deny": "cli.remote.verbs:deny",
-    "compact": "cli.remote.verbs:compact",
     "export": "cli.remote.verbs:export_cmd",
     "pending": "cli.remote.listing:pending",
     "sessions": "cli.remote.listing:sessions",
@@ -42,6 +41,8 @@ ROUTED = {
     "doctor": "cli.remote.doctor:doctor",
     "rewind": "cli.remote.rewind:rewind",  # (cli/remote/rewind.py)
 }
+#: Commands whose one definition goes through the client protocol (cli/clients/): routed by themselves.
+CLIENT_VERBS = frozenset({"send", "cancel", "approve", "deny", "compact"})
 #: Group name -> "module:MAPPING" of subcommand name -> its remote version.
 ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}
 #: Commands that need no Redis: they work as before.
@@ -61,6 +62,8 @@ def route(command: click.Command | None) -> click.Command | None:
         return command
     if command.name in ROUTED:
         return _remote(command, _load(ROUTED[command.name]))
+    if command.name in CLIENT_VERBS:
+        return _remote(command, command.callback)
     if command.name in ROUTED_GROUPS and isinstance(command, click.Group):
         impls = _load(ROUTED_GROUPS[command.name])
         group = copy.copy(command)
@@ -122,4 +125,4 @@ def _refusing(command: click.Command) -> click.Command:
     return refused
 
 
-__all__ = ["NO_REDIS", "ROUTED", "ROUTED_GROUPS", "require_redis", "route", "server_configured"]
+__all__ = ["CLIENT_VERBS", "NO_REDIS", "ROUTED", "ROUTED_GROUPS", "require_redis", "route", "server_configured"]

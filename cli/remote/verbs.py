@@ -1,4 +1,5 @@
-"""``submit``, ``send``, ``cancel``, ``approve`` and ``deny`` through the team server.
+"""``submit`` and ``export`` through the team server (send, cancel, approve, deny and compact go through
+the client protocol instead: cli/clients/).
 
 Each is one API call; what it prints is what the local command prints, from the API's answer.
 A flag the API does not carry is refused with a message, never silently dropped.
@@ -10,7 +11,6 @@ import click
 
 from cli.agents_flag import flag_agents
 from cli.trust_flag import flag_trust
-from cli.approvals import decided_line
 from cli.remote.client import open_client, session_path
 from cli.remote.listing import server_path
 
@@ -56,40 +56,6 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
     click.echo(f"Watch it with: mainsail watch {view['id'][:8]}", err=True)
 
 
-def send(session: str, message: str | None, interrupt: bool, clear: bool) -> None:
-    if message is None and not clear:
-        raise click.UsageError("Missing MESSAGE (or --clear alone to drop the queued messages).")
-    with open_client() as client:
-        done = client.post(session_path(session, "messages"),
-                           {"message": message, "interrupt": interrupt, "clear": clear})
-    sid = done["session_id"][:8]
-    note = f" Watch: mainsail watch {sid}" if message is not None and done["message"].lower().endswith("sent.") else ""
-    click.echo(f"Session {sid}: {done['message']}{note}")
-
-
-def cancel(session: str, clear: bool) -> None:
-    with open_client() as client:
-        done = client.post(session_path(session, "cancel"), {"clear": clear})
-    click.echo(done["message"])
-
-
-def _decide(session: str, request: str | None, approve: bool, always: bool = False,
-            message: str | None = None) -> None:
-    body = {"request": request, "always": always} if approve else {"request": request, "message": message}
-    with open_client() as client:
-        d = client.post(session_path(session, "approve" if approve else "deny"), body)
-    click.echo(decided_line(d["approved"], d["tool"], d["summary"], d["session_id"], d["request_id"], always,
-                            d.get("rules_added") or []))
-
-
-def approve(session: str, request: str | None, always: bool) -> None:
-    _decide(session, request, True, always=always)
-
-
-def deny(session: str, request: str | None, message: str | None) -> None:
-    _decide(session, request, False, message=message)
-
-
 def export_cmd(session: str, fmt: str, output: str | None) -> None:
     """The transcript as Claude Code's JSONL, from the server (``GET /api/sessions/{id}/export``)."""
     import sys
@@ -107,28 +73,4 @@ def export_cmd(session: str, fmt: str, output: str | None) -> None:
     click.echo(f"Exported {text.count(chr(10))} entries of session {sid[:8]} to {output}.", err=True)
 
 
-def compact(session: str, instructions: str | None) -> None:
-    """Compact an idle session through the server, then print the compaction's result, as locally."""
-    import json
-    import sys
-
-    from cli.remote.sse import follow_events
-
-    with open_client() as client:
-        sid = client.get(session_path(session))["id"]
-        client.post(session_path(sid, "compact"), {"instructions": instructions})
-        result = None
-        for event in follow_events(client, sid, deltas=False, until_idle=True):
-            if event.event == "entry":
-                entry = json.loads(event.data)["entry"]
-                if entry.get("type") == "result":
-                    result = entry
-    if result is None:
-        raise click.ClickException(f"Session {sid[:8]} went idle without a compaction result; see "
-                                   f"`mainsail show {sid[:8]}`.")
-    click.echo(result.get("result", "") if not result.get("is_error") else f"Error: {result.get('result', '')}")
-    if result.get("is_error"):
-        sys.exit(1)
-
-
-__all__ = ["approve", "cancel", "compact", "deny", "export_cmd", "send", "submit"]
+__all__ = ["export_cmd", "submit"]

@@ -1,0 +1,89 @@
+"""The client protocol (:mod:`cli.clients.protocol`) on this machine's Redis: each verb through the session
+service (:mod:`workflows.sessions.service`), its steps dispatched to the workers."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+
+from cli.clients.protocol import decided_line
+from cli.readonly import existing_runtime
+from cli.render import Renderer, follow
+from cli.session_service import service
+from cli.standby import ensure_worker
+from workflows.commit.support import cancel_message
+from workflows.engine.approvals import request_of
+from workflows.models import ResultEntry
+from workflows.models.valid_text import valid_str
+from workflows.settings import load_settings
+
+
+class LocalClient:
+    """:class:`cli.clients.protocol.SessionClient` on Redis (``MAINSAIL_SERVER`` unset)."""
+
+    def send(self, session: str, message: str | None, *, interrupt: bool, clear: bool) -> None:
+        rt = existing_runtime(what=f"no session {session!r} to send to", code=1)
+        sid = rt.store.resolve_session(session)
+        sent = service(rt).send(sid, message, interrupt=interrupt, clear=clear)
+        if clear:
+            dropped = sent.dropped
+            click.echo(f"Dropped {_messages(len(dropped))} queued for session {sid[:8]}"
+                       + (": " + ", ".join(repr(cut(m, 40)) for m in dropped) if dropped else "") + ".")
+        if interrupt and sent.stopped.cancelled:
+            click.echo(f"Interrupted the running turn of session {sid[:8]}.")
+        if message is None:
+            return
+        inbox = sent.inbox
+        message = valid_str(message)  # (as the inbox holds it: workflows/models/valid_text.py)
+        if not sent.queued:
+            click.echo(f"Sent to session {sid[:8]}; it is working on it. Watch: mainsail watch {sid[:8]}")
+            return
+        n, where = len(inbox), len(inbox) - inbox[::-1].index(message)
+        click.echo(f"Session {sid[:8]} is busy; queued as message {where} of {n}: it runs after the current turn"
+                   + (" and the messages before it" if where > 1 else "") + ", in the order sent.")
+
+    def cancel(self, session: str, *, clear: bool) -> None:
+        rt = existing_runtime(what=f"no session {session!r} to cancel", code=1)
+        sid = rt.store.resolve_session(session)
+        stopped = service(rt).stop(sid, clear_queue=clear)
+        click.echo(cancel_message(sid, stopped))
+
+    def decide(self, session: str, request: str | None, approve: bool, *, always: bool = False,
+               message: str | None = None) -> None:
+        rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
+        sid, req = request_of(rt.store, rt.store.resolve_session(session), request)
+        steps = service(rt).decide(sid, req.id, approve, always=always, message=message)
+        click.echo(decided_line(approve, req.tool, req.summary, sid, req.id, always, req.always))
+        if steps and not ({"model", "tools"} & rt.store.live_queues()):
+            click.echo("No worker is listening, so the session waits in its queue: start `mainsail worker`.",
+                       err=True)
+
+    def compact(self, session: str, instructions: str | None) -> None:
+        settings = load_settings()
+        rt = existing_runtime(settings, what=f"no session {session!r} to compact", code=1)
+        try:
+            sid = rt.store.resolve_session(session)
+            ensure_worker(rt, settings)
+            after = rt.store.read_log(sid)[-1][0] if rt.store.log_length(sid) else None
+            service(rt).compact(sid, instructions)
+            r = Renderer(Console(highlight=False, soft_wrap=True), show_prompts=False)
+            result = follow(rt.store, sid, on_entry=r.entry, after=after, stop=lambda e: isinstance(e, ResultEntry))
+        finally:
+            rt.close()
+        click.echo(result.result if not result.is_error else f"Error: {result.result}")
+        if result.is_error:
+            sys.exit(1)
+
+
+def cut(s: str, n: int) -> str:
+    """``s`` cut to ``n`` characters, with an ellipsis when it was longer."""
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _messages(n: int) -> str:
+    return f"{n} message{'s' if n != 1 else ''}"
+
+
+__all__ = ["LocalClient", "cut"]
