@@ -28,6 +28,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
+
 from workflows.models.options import SessionOptions
 
 ENTRIES_PER_TURN = 4
@@ -205,8 +206,8 @@ def request_costs(engine, sid: str, rounds: int = 15) -> tuple[float, float, flo
     """Fastest of ``rounds``: building session ``sid``'s next request, encoding its body as Mainsail
     sends it (its shared blocks' JSON kept), and what the SDK would take to copy and encode the same
     request itself (its private helper: nan when it is gone)."""
-    from workflows.model import request_json
     from workflows.context.assemble import build_request
+    from workflows.model import request_json
 
     rec, entries = engine.store.get_session(sid), engine.store.cached_entries(sid)
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workflows.models import PermissionMode, RuleSet, SandboxSettings  # noqa: E402
 from workflows.permissions import evaluate  # noqa: E402
-from workflows.permissions.shell.bash_parse import parse  # noqa: E402
 from workflows.permissions.sandbox import sandbox_status  # noqa: E402
+from workflows.permissions.shell.bash_parse import parse  # noqa: E402
 from workflows.tools import ToolContext, run_tool  # noqa: E402
 
 COMMANDS = [

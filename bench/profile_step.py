@@ -92,8 +92,8 @@ def instrument_mainsail() -> None:
     import workflows.steps.runners as runners_mod
     import workflows.steps.tool as tool_step_mod
     from workflows import tools
-    from workflows.model import client as model_client
     from workflows.engine import Engine
+    from workflows.model import client as model_client
     from workflows.store.redis_store import Store
 
     for name in ("claim", "record_model_reply", "record_tool_output", "submit", "create_session"):

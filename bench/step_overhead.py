@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+
 from workflows.models.options import SessionOptions
 
 TARGET_RATIO = 2.0

@@ -16,11 +16,11 @@ import click
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import connect
 from cli.figures import memory_saved_line
-from demo import PREFIX  # (importing demo registers the scripted models)
-from workflows.models.options import SessionOptions
-from cli.standby import ensure_worker
 from cli.session_service import service
+from cli.standby import ensure_worker
+from demo import PREFIX  # (importing demo registers the scripted models)
 from workflows.models import PermissionMode
+from workflows.models.options import SessionOptions
 from workflows.permissions.bypass import choose_mode
 from workflows.settings import load_settings
 

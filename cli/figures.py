@@ -12,8 +12,8 @@ Where each figure comes from (so that they agree):
 
 from __future__ import annotations
 
-from workflows.models import COST_KINDS, ResultEntry, SessionRecord, Usage
 from workflows.model.pricing import add_cost
+from workflows.models import COST_KINDS, ResultEntry, SessionRecord, Usage
 
 
 def tokens(u: Usage) -> int:

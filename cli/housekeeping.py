@@ -15,10 +15,11 @@ import click
 
 from cli.connect import Runtime
 from cli.readonly import existing_runtime
-from workflows.commit.support import cancel_message
-from statemachines import State
 from cli.session_service import service
+from statemachines import State
+from workflows.commit.support import cancel_message
 from workflows.exceptions import SessionBusy
+from workflows.settings import load_settings
 from workflows.store.housekeeping import (
     GC_STATES,
     STOP_WAIT_SECONDS,
@@ -28,7 +29,6 @@ from workflows.store.housekeeping import (
     remove_old,
     running_steps,
 )
-from workflows.settings import load_settings
 
 _AGE = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*\Z")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 86400}

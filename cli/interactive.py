@@ -48,12 +48,12 @@ from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
 from workflows.hooks.session_hooks import is_entry_of_prompt
-from workflows.models.model_names import describe_model
 from workflows.models import ResultEntry, SessionRecord
+from workflows.models.model_names import describe_model
 from workflows.models.options import SessionOptions
+from workflows.models.valid_text import valid_str
 from workflows.settings import Settings, load_settings
 from workflows.store.resilience import RedisConnectionError, RedisError, RedisTimeoutError
-from workflows.models.valid_text import valid_str
 
 
 class Interactive:

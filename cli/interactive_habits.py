@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import click
-from cli.session_service import service
 
+from cli.session_service import service
 from workflows.models import PermissionMode
 
 if TYPE_CHECKING:

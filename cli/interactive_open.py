@@ -19,11 +19,11 @@ from cli.slash_commands import read_commands
 from cli.standby import require_model_access
 from cli.trust_flag import ask_trust
 from statemachines import State
+from workflows.models import SessionRecord
 from workflows.models.mcp import fresh
 from workflows.models.model_names import describe_model
-from workflows.models import SessionRecord
-from workflows.permissions.bypass import effective_mode
 from workflows.models.options import SessionOptions, SessionSetup
+from workflows.permissions.bypass import effective_mode
 from workflows.settings import Settings
 
 

@@ -125,7 +125,6 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
     require_redis("Interactive mode (`mainsail` with no command)")
 
     from cli.interactive import run_interactive
-
     from cli.opening import flag_options
 
     options = flag_options(model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,

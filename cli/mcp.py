@@ -18,12 +18,6 @@ from types import SimpleNamespace
 import click
 
 from workflows.exceptions import McpConfigError
-from workflows.models.mcp import (
-    McpServer,
-    McpStatus,
-    parse_servers,
-    server_name_problem,
-)
 from workflows.mcp.scopes import (
     SCOPE_TEXT,
     SCOPES,
@@ -31,6 +25,12 @@ from workflows.mcp.scopes import (
     in_claude_json,
     remove_server,
     write_server,
+)
+from workflows.models.mcp import (
+    McpServer,
+    McpStatus,
+    parse_servers,
+    server_name_problem,
 )
 
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|AUTH|CREDENTIAL", re.IGNORECASE)
@@ -46,7 +46,6 @@ def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
     """The servers a new session here would get, and the settings env their commands get."""
     from workflows.mcp.sources import load_mcp
     from workflows.sessions.settings_files import load_permission_settings
-
     from workflows.trust.decide import workspace_trust
 
     trust = workspace_trust(workspace.resolve(), Path.home())  # (`mcp list` starts servers: never untrusted ones)

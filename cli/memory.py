@@ -20,8 +20,8 @@ from cli.connect import Runtime, connect
 from cli.readonly import existing_runtime
 from workflows.exceptions import MemoryRecordError, SessionNotFound
 from workflows.memory.records import INDEX_NAME, MEMORY_TYPES, make_record, parse_markdown
-from workflows.store.memory import ProjectMemory
 from workflows.settings import load_settings
+from workflows.store.memory import ProjectMemory
 
 project_option = click.option(
     "--project", "project", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".",

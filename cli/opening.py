@@ -18,8 +18,8 @@ from cli.slash_commands import read_commands
 from cli.trust_flag import flag_trust
 from workflows.mcp.sources import McpFlags
 from workflows.model.lifecycle import lifecycle_note
-from workflows.models import PermissionMode
 from workflows.model.pricing import known_price, unknown_price_note
+from workflows.models import PermissionMode
 from workflows.models.options import SessionOptions
 
 MODES = [m.value for m in PermissionMode]

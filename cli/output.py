@@ -16,7 +16,8 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
-from workflows.models.mcp import McpStatus
+from workflows.context.export import assistant_api_message as api_message
+from workflows.model.tokens import model_limits
 from workflows.models import (
     AssistantEntry,
     ResultEntry,
@@ -24,8 +25,7 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
-from workflows.model.tokens import model_limits
-from workflows.context.export import assistant_api_message as api_message
+from workflows.models.mcp import McpStatus
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
 RESULT_SUBTYPES = {

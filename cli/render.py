@@ -19,7 +19,6 @@ from cli.diff_view import diff_text
 from cli.feed import Feed, FeedThread
 from cli.figures import memory_note, money, tokens
 from workflows.agents.labels import TaskLabels
-from workflows.store.entry_read import read_entry
 from workflows.mcp.tools import is_mcp_name
 from workflows.mcp.tools import summary as mcp_summary
 from workflows.models import (
@@ -32,11 +31,11 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
+from workflows.models.valid_text import repair_note
 from workflows.permissions import prompt_text
+from workflows.store.entry_read import read_entry
 from workflows.store.redis_store import Store
 from workflows.tools import REGISTRY
-from workflows.models.valid_text import repair_note
-
 
 #: Input fields that name a file or directory: shown relative to the session's directory when inside it.
 PATH_KEYS = ("file_path", "notebook_path", "path", "pattern")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import click
+
 from cli.session_service import service
 
 if TYPE_CHECKING:

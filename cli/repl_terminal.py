@@ -38,14 +38,14 @@ from rich.console import Console
 from cli.interactive_habits import SHOWN, next_mode
 from cli.repl_commands import bash_prompt
 from cli.repl_complete import ReplCompleter
-from statemachines import State
 from cli.session_service import service
+from statemachines import State
 from workflows.exceptions import MainsailError
 from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.models.valid_text import valid_str
 from workflows.permissions import answer_choices
 from workflows.permissions.bypass import effective_mode
 from workflows.store.resilience import RedisConnectionError, RedisError, RedisTimeoutError
-from workflows.models.valid_text import valid_str
 
 if TYPE_CHECKING:
     from cli.repl_state import Repl

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 import click
-from cli.session_service import service
 
+from cli.session_service import service
 from workflows.engine.rewinding import BASH_NOTE, Rewound, message_text
 from workflows.exceptions import RewindRefused
 from workflows.models import UserEntry

@@ -14,15 +14,16 @@ from pathlib import Path
 import click
 
 from cli.agents_flag import agents_option
-from cli.trust_flag import trust_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect
 from cli.figures import memory_saved_line
 from cli.opening import MODES, asks_in_print_mode, flag_options, open_session, session_model
 from cli.session_service import service
 from cli.standby import ensure_worker, require_model_access
+from cli.trust_flag import trust_option
 from workflows.mcp.sources import McpFlags
 from workflows.settings import load_settings
+
 
 def permission_options(f):
     """The permission flags shared by the commands that start sessions."""

@@ -13,10 +13,10 @@ from cli.connect import Runtime, connect
 from cli.run import permission_options
 from cli.trust_flag import flag_trust, trust_option
 from tasks import scheduling
-from workflows.schedules import RunMode, Schedule, ScheduleRun
-from workflows.store.schedules import BrokenSchedule
 from workflows.models.options import RemoteOptions
+from workflows.schedules import RunMode, Schedule, ScheduleRun
 from workflows.settings import load_settings
+from workflows.store.schedules import BrokenSchedule
 
 
 def _connect() -> tuple[Runtime, object]:

@@ -20,15 +20,15 @@ from cli.connect import Runtime
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
+from cli.repl_text import ago
 from cli.replay import replay
 from cli.standby import ensure_worker
 from cli.worker_note import unserved_note
 from statemachines import State
-from cli.repl_text import ago
-from workflows.models.model_names import describe_model
-from workflows.models import ResultEntry, SessionRecord
-from workflows.settings import load_settings
 from workflows.model.tokens import describe_usage
+from workflows.models import ResultEntry, SessionRecord
+from workflows.models.model_names import describe_model
+from workflows.settings import load_settings
 
 
 def _when(t: float) -> str:

@@ -8,8 +8,8 @@ Invoking one is only submitting ``/name args``: the engine expands it and runs i
 from __future__ import annotations
 
 import click
-from cli.session_service import service
 
+from cli.session_service import service
 from workflows.commands import CommandDefinition, parse_invocation
 
 __all__ = ["custom_help", "read_commands", "sdk_commands", "unknown_command_note"]

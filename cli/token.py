@@ -10,8 +10,8 @@ from datetime import datetime
 import click
 
 from cli.connect import connect
-from workflows.store.api_tokens import TokenStore
 from workflows.settings import load_settings
+from workflows.store.api_tokens import TokenStore
 
 
 def _tokens() -> TokenStore:

@@ -9,10 +9,10 @@ import click
 
 from cli.connect import connect
 from cli.readonly import existing_runtime
-from workflows.exceptions import MainsailError
-from workflows.settings import load_settings
 from workflows.context.export import export_jsonl
 from workflows.context.transcript import import_session
+from workflows.exceptions import MainsailError
+from workflows.settings import load_settings
 
 
 @click.command("export")

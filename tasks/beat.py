@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from redbeat.schedulers import RedBeatScheduler, RedBeatSchedulerEntry
 
 from tasks.app import app, broker_ssl
-from workflows.store import keys
 from workflows.schedules import cron
 from workflows.schedules.models import Schedule
+from workflows.store import keys
 from workflows.store.schedules import BrokenSchedule, ScheduleStore
 
 log = logging.getLogger("mainsail.beat")

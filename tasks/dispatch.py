@@ -12,10 +12,10 @@ import math
 import threading
 
 from tasks.app import app, queue_key
+from workflows.commit.kinds import task_for
 from workflows.exceptions import ConfigurationError
 from workflows.models import StepRecord
 from workflows.settings import get_settings
-from workflows.commit.kinds import task_for
 
 #: A step taken back is looked for among the newest SEARCH_NEWEST + 1 messages of its queue.
 SEARCH_NEWEST = 50

@@ -19,9 +19,9 @@ import socket
 import threading
 import time
 
+from workflows.settings import Settings
 from workflows.store.registry import Workers
 from workflows.store.resilience import RedisError
-from workflows.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -43,11 +43,11 @@ from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
 from tasks.liveness import Beacon, Health
-from workflows.store import keys
 from workflows.engine import Engine, display_worker
+from workflows.models import StepRecord, StepStatus
+from workflows.store import keys
 from workflows.store.housekeeping import retention_due, retention_gc
 from workflows.store.leases import keeper_for
-from workflows.models import StepRecord, StepStatus
 from workflows.store.registry import Workers, hold_value
 from workflows.store.resilience import LockError, RedisError, ResponseError
 

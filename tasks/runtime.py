@@ -12,9 +12,10 @@ import time
 
 from workflows.engine import Engine
 from workflows.settings import Settings, get_settings
-from workflows.store.redis_store import Store
+
 # (async_redis_client, tls_options and without_tls_query: for the CLI and the Celery configuration)
 from workflows.store.client import async_redis_client, redis_client, tls_options, without_tls_query  # noqa: F401
+from workflows.store.redis_store import Store
 
 _lock = threading.Lock()
 _redis_url: str | None = None

@@ -7,9 +7,9 @@ import logging
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
-from workflows.store.resilience import LockError
 from workflows.sessions.firing import fire
 from workflows.settings import get_settings
+from workflows.store.resilience import LockError
 
 log = logging.getLogger(__name__)
 

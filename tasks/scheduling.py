@@ -15,10 +15,10 @@ from tasks import beat
 from tasks.dispatch import dispatch
 from workflows.exceptions import InvalidSchedule
 from workflows.schedules import cron
-from workflows.sessions.firing import Fired, fire
 from workflows.schedules.models import Schedule
-from workflows.store.schedules import BrokenSchedule
+from workflows.sessions.firing import Fired, fire
 from workflows.sessions.setup import session_options
+from workflows.store.schedules import BrokenSchedule
 
 
 def check_workspace(raw: str) -> str:

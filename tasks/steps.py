@@ -15,9 +15,9 @@ import time
 from tasks import runtime
 from tasks.app import app
 from tasks.dispatch import dispatch
-from workflows.store import keys
 from workflows.commit.kinds import STEP_KINDS, StepKindSpec
 from workflows.steps.run import run_one
+from workflows.store import keys
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from tasks import runtime
 from tasks.app import QUEUES, app
 from tasks.reaper import Housekeeper
 from workflows import shells
+from workflows.commit.kinds import STEP_TASKS
 from workflows.mcp.pool import close_all as close_mcp
 from workflows.permissions.sandbox import warn_if_unavailable
-from workflows.commit.kinds import STEP_TASKS
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,13 @@ import pytest
 from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.exceptions import SessionBusy
+from workflows.memory.records import make_record
+from workflows.models import StepRecord
 from workflows.models.options import SessionOptions
 from workflows.store import keys
-from workflows.exceptions import SessionBusy
 from workflows.store.housekeeping import gc, remove_old, retention_due, retention_gc
-from workflows.memory.records import make_record
 from workflows.store.memory import ProjectMemory
-from workflows.models import StepRecord
 
 SHARED_SETS = (keys.sessions(), keys.leases(), keys.approvals(), keys.awaiting())
 DAY = 86400.0

@@ -7,6 +7,7 @@ compared with ANSI escape sequences removed. Used by the interactive-mode termin
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
@@ -16,7 +17,6 @@ import struct
 import subprocess
 import sys
 import termios
-import fcntl
 import time
 
 import pyte

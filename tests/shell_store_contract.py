@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.store import keys
 from workflows.shells import ShellStore
+from workflows.store import keys
 
 SID, HOST = "sess-1", "worker-a~abc123"
 

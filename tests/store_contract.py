@@ -13,7 +13,6 @@ import time
 import pytest
 
 from statemachines import State
-from workflows.store import keys
 from workflows.exceptions import (
     AmbiguousSession,
     LockTimeout,
@@ -39,6 +38,7 @@ from workflows.models import (
     entry_json,
     parse_entry,
 )
+from workflows.store import keys
 from workflows.store.redis_store import LIVE_MAXLEN, LIVE_TTL_SECONDS, Store, stream_entries
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
 from workflows.model.providers import is_local_model
 from workflows.model.side_calls import TITLE_MARK
+from workflows.models import AssistantEntry, SessionRecord, StepRecord, UserEntry
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import click
 
 from cli.agents_flag import agents_option
-from cli.trust_flag import trust_option
 from cli.opening import MODES, flag_options
+from cli.trust_flag import trust_option
 from workflows.mcp.sources import McpFlags
 
 #: Flags of Claude Code that Mainsail does not do (yet): flag -> (takes a value, why).

@@ -18,8 +18,8 @@ import uuid
 from typing import Any, Callable
 
 from cli.output import CLAUDE_CODE_VERSION, StreamJson
-from workflows.models import PermissionMode
 from workflows.model.tokens import model_limits
+from workflows.models import PermissionMode
 
 Answer = Callable[[dict | Exception], None]
 

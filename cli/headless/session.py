@@ -18,8 +18,8 @@ import click
 
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect
-from cli.output import StreamJson, result_json
 from cli.opening import open_session, session_model
+from cli.output import StreamJson, result_json
 from cli.slash_commands import unknown_command_note
 from cli.standby import ensure_worker, require_model_access
 from workflows.models.options import SessionOptions

@@ -33,9 +33,8 @@ from cli.headless.control import (
 )
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
-from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.session_service import service
-from workflows.sessions.service import SessionService
+from cli.slash_commands import sdk_commands, unknown_command_note
 from workflows.context.assemble import offered_tools
 from workflows.exceptions import (
     BypassDisabled,
@@ -43,14 +42,6 @@ from workflows.exceptions import (
     RequestNotFound,
     ToolInputError,
 )
-from workflows.models.hooks import (
-    DEFAULT_TIMEOUT_SECONDS,
-    CallbackHook,
-    HookEvent,
-    HookMatcher,
-    HookSet,
-)
-from workflows.models.hook_outcome import HookRun
 from workflows.hooks.session_hooks import starts_run
 from workflows.models import (
     PermissionDecisionEntry,
@@ -58,8 +49,17 @@ from workflows.models import (
     PermissionRequestEntry,
     ResultEntry,
 )
+from workflows.models.hook_outcome import HookRun
+from workflows.models.hooks import (
+    DEFAULT_TIMEOUT_SECONDS,
+    CallbackHook,
+    HookEvent,
+    HookMatcher,
+    HookSet,
+)
 from workflows.permissions.bypass import effective_mode
 from workflows.permissions.prompt import always_offered
+from workflows.sessions.service import SessionService
 
 EOF = object()
 

@@ -11,8 +11,8 @@ from cli.remote.client import Client, open_client, session_path
 from cli.remote.views import record_of
 from cli.render import Renderer
 from cli.sessions import describe, print_table
-from workflows.store.entry_read import read_entry
 from workflows.models import PermissionRequest, SessionRecord
+from workflows.store.entry_read import read_entry
 
 #: Rows of one transcript page (the API's largest).
 PAGE = 5000

@@ -10,9 +10,9 @@ from __future__ import annotations
 import click
 
 from cli.agents_flag import flag_agents
-from cli.trust_flag import flag_trust
 from cli.remote.client import open_client, session_path
 from cli.remote.listing import server_path
+from cli.trust_flag import flag_trust
 
 
 def _refuse_unsupported(**given) -> None:

@@ -23,8 +23,8 @@ from rich.console import Console
 from cli.remote.client import open_client, session_path
 from cli.remote.sse import Event, follow_events
 from cli.render import Renderer
-from workflows.store.entry_read import read_entry
 from workflows.models import AssistantEntry
+from workflows.store.entry_read import read_entry
 
 IDLE = ("idle", "extracting")
 

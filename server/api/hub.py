@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from workflows.store.resilience import RedisConnectionError, RedisTimeoutError
 from workflows.store.live import LiveStreams
+from workflows.store.resilience import RedisConnectionError, RedisTimeoutError
 
 REDIS_AWAY = (RedisConnectionError, RedisTimeoutError, OSError)
 BLOCK_MS = 15_000

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, model_validator
 
 from server.api.common import engine, visible_session
-from server.schemas import problems
 from server.auth import Caller, require_reader, require_writer
+from server.schemas import problems
 from statemachines import State
 from workflows.engine.rewinding import BASH_NOTE, message_text
 from workflows.exceptions import RewindRefused

@@ -19,12 +19,12 @@ from server.auth import Caller, require_reader, require_writer
 from server.schemas import problems
 from tasks import scheduling
 from workflows.exceptions import BypassDisabled, ConfigurationError, ScheduleBroken, ScheduleNotFound
-from workflows.schedules import RunMode, Schedule, ScheduleRun
-from workflows.store.schedules import BrokenSchedule, ScheduleStore
-from workflows.models.options import RemoteOptions
 from workflows.models import PathText
+from workflows.models.options import RemoteOptions
+from workflows.schedules import RunMode, Schedule, ScheduleRun
 from workflows.sessions.firing import continued_session, require_token_may_continue
 from workflows.settings import get_settings
+from workflows.store.schedules import BrokenSchedule, ScheduleStore
 
 router = APIRouter(tags=["schedules"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)

@@ -29,13 +29,13 @@ from server.schemas import (
 )
 from statemachines import State
 from workflows.commit.support import cancel_message
+from workflows.context.export import export_jsonl
 from workflows.models import PathText
 from workflows.models.options import SessionOptions
+from workflows.models.valid_text import valid_str
 from workflows.settings import get_settings
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries
-from workflows.context.export import export_jsonl
-from workflows.models.valid_text import valid_str
 
 router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))
 READER = Depends(require_reader)

@@ -5,8 +5,8 @@ them, with the CLI connecting as a team member's ACL user (the README's recipe).
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import shutil
 import subprocess
 import sys

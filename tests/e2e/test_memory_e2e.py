@@ -11,8 +11,8 @@ import pytest
 from demo.scripted import Script, ScriptedMessagesAPI, ScriptUsage, ToolUse, Turn, default_fork_turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.store.memory import ProjectMemory
 from workflows.models import CompactBoundaryEntry, StepKind, StepStatus, SystemEntry
+from workflows.store.memory import ProjectMemory
 
 pytestmark = pytest.mark.e2e
 

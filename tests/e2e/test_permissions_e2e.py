@@ -21,8 +21,8 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.store.memory import ProjectMemory
 from workflows.models import PermissionDecisionEntry, SystemEntry
+from workflows.store.memory import ProjectMemory
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,8 @@ from demo.scripted import Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.e2e.serving import Serve
 from tests.fakeapi import FakeMessagesServer
-from workflows.store import keys
 from workflows.schedules import Schedule
+from workflows.store import keys
 from workflows.store.schedules import ScheduleStore
 
 pytestmark = pytest.mark.e2e

@@ -14,9 +14,9 @@ from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve, event_ids, sse
 from tests.fakeapi import FakeMessagesServer, assistant_turns, last_prompt
-from workflows.store.api_tokens import TokenStore
 from workflows.compaction.run import SUMMARY_SYSTEM
 from workflows.models import CompactBoundaryEntry, PermissionDecisionEntry
+from workflows.store.api_tokens import TokenStore
 
 pytestmark = pytest.mark.e2e
 

@@ -17,9 +17,9 @@ from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.e2e.serving import Serve, sse
 from tests.fakeapi import FakeMessagesServer
+from workflows.models import AssistantEntry
 from workflows.store import keys
 from workflows.store.api_tokens import TokenStore
-from workflows.models import AssistantEntry
 
 pytestmark = pytest.mark.e2e
 

@@ -11,14 +11,13 @@ from demo.scripted import Script, ToolUse, Turn
 from server.app import create_app
 from tasks.app import configure
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store.api_tokens import TokenStore
 from workflows.engine import Engine
 from workflows.models import PermissionMode
+from workflows.models.options import RemoteOptions, SessionOptions
 from workflows.schedules import RunMode, Schedule
-from workflows.store.schedules import ScheduleStore
-from workflows.models.options import RemoteOptions
+from workflows.store.api_tokens import TokenStore
 from workflows.store.redis_store import Store
+from workflows.store.schedules import ScheduleStore
 
 pytestmark = pytest.mark.integration
 

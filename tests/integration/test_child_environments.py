@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from workflows.context.files import system_context
-from workflows.models.hooks import CommandHook
 from workflows.hooks.runner import run_command_hook
 from workflows.mcp.calls import server_env
-from workflows.models.mcp import McpServerConfig
 from workflows.mcp.pool import McpPool
 from workflows.mcp.tools import to_output
 from workflows.models import SandboxSettings, SessionRecord
+from workflows.models.hooks import CommandHook
+from workflows.models.mcp import McpServerConfig
 from workflows.permissions import sandbox
 from workflows.tools import ToolContext, run_tool
 

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from server.app import create_app
 from server.auth import COOKIE
 from server.console.web import CSP
-from workflows.store.api_tokens import TokenStore
 from workflows.engine import Engine
+from workflows.store.api_tokens import TokenStore
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration

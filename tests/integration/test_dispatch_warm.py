@@ -11,8 +11,8 @@ import pytest
 from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
 from tasks.app import configure, queue_key
-from workflows.models.options import SessionOptions
 from workflows.engine import Engine
+from workflows.models.options import SessionOptions
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration

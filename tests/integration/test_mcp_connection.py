@@ -14,9 +14,9 @@ import pytest
 
 from tests.mcp_server import free_port, serve_http
 from workflows.exceptions import McpServerError
-from workflows.models.mcp import McpServerConfig
 from workflows.mcp.pool import McpPool
 from workflows.mcp.tools import to_output
+from workflows.models.mcp import McpServerConfig
 
 pytest.importorskip("mcp")
 

@@ -17,12 +17,12 @@ from tasks import reaper, runtime
 from tasks.app import configure, queue_key
 from tests.conftest import free_port
 from tests.inline import Inline
-from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.models import AssistantEntry, StepStatus
-from workflows.store.resilience import ResilientEngine
+from workflows.models.options import SessionOptions
 from workflows.settings import load_settings
 from workflows.store.redis_store import Store
+from workflows.store.resilience import ResilientEngine
 
 pytestmark = pytest.mark.integration
 
@@ -90,8 +90,8 @@ def test_a_commit_rides_out_a_redis_restart_without_a_second_attempt_or_entry(re
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     owner = "me:1:x"
     assert engine.claim(rec.id, step.id, owner).step is not None
-    from workflows.model.client import client_for, stream_reply
     from workflows.context.assemble import build_request
+    from workflows.model.client import client_for, stream_reply
 
     reply = stream_reply(client_for(rec.model, settings), build_request(rec, [], settings.max_tokens),
                          lambda text: None, threading.Event())

@@ -9,8 +9,8 @@ import redis
 from click.testing import CliRunner
 
 from cli.connect import resolve_redis_url
-from cli.redis_probe import probe
 from cli.main import cli
+from cli.redis_probe import probe
 from tasks import runtime
 from tasks.app import app, configure
 from workflows.exceptions import ConfigurationError, StoreUnavailable

@@ -10,9 +10,9 @@ from server.app import create_app
 from tasks.app import configure
 from tests.inline import Inline, scripted_model
 from tests.unit.test_rewind import script
+from workflows.engine import Engine
 from workflows.models.options import SessionOptions
 from workflows.store.api_tokens import TokenStore
-from workflows.engine import Engine
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration

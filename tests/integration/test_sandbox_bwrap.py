@@ -20,9 +20,8 @@ import time
 import pytest
 
 from tests.conftest import running
-
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.models import SandboxSettings
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, run_tool
 
@@ -406,8 +405,8 @@ def test_who_approved_a_git_line_decides_whether_it_can_write_dot_git(ws, fake_r
 
     from workflows.engine import Engine
     from workflows.models import RuleSet, RuleSpec, ToolCall
-    from workflows.store.redis_store import Store
     from workflows.steps.tool import execute_call
+    from workflows.store.redis_store import Store
     from workflows.tools import get_tool
 
     git_init(ws)

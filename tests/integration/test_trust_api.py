@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from server.app import create_app
 from tasks.app import configure
-from workflows.store.api_tokens import TokenStore
 from workflows.engine import Engine
+from workflows.store.api_tokens import TokenStore
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration

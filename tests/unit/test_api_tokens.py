@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from workflows.store import keys
-from workflows.models import TokenRecord
-from workflows.store.api_tokens import TOKEN_PREFIX, TokenStore, describe, digest
 from workflows.exceptions import TokenError
+from workflows.models import TokenRecord
+from workflows.store import keys
+from workflows.store.api_tokens import TOKEN_PREFIX, TokenStore, describe, digest
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
-from workflows.store import keys
+from tests.session_kw import create as create_session
 from workflows.engine import Engine
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.models import (
@@ -21,6 +20,7 @@ from workflows.models import (
     StepKind,
     UserEntry,
 )
+from workflows.store import keys
 from workflows.store.redis_store import Store
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})

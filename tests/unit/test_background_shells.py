@@ -13,12 +13,12 @@ import pytest
 
 from tests.conftest import running
 from tests.unit.test_tools_bash import gone, marker
-from workflows.store import keys
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.shells import SessionShells, ShellStore, shutdown
 from workflows.shells.host import Output
 from workflows.shells.session import GUARD
+from workflows.store import keys
 from workflows.tools import ToolContext, run_tool, tool_schemas
 
 SID = "sess-1"

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from demo.scripted import ToolUse, Turn
-from tests.session_kw import create as create_session
 from tests.conftest import running
 from tests.inline import Inline, scripted_model
+from tests.session_kw import create as create_session
 from tests.unit.test_tools_bash import gone, marker
-from workflows.models.options import SessionOptions
 from workflows.models import RuleSet
+from workflows.models.options import SessionOptions
 from workflows.shells import ShellStore, shutdown
 
 

@@ -16,20 +16,18 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from tests.session_kw import create as create_session
-from workflows.models.options import SessionOptions, SessionSetup
-from workflows.models import TokenRecord
-from workflows.store.api_tokens import TokenStore
 from workflows.exceptions import BypassDisabled, TokenError
-from workflows.models import PermissionMode, RuleSet, RuleSpec
+from workflows.models import PermissionMode, RuleSet, RuleSpec, TokenRecord
+from workflows.models.options import RemoteOptions, SessionOptions, SessionSetup
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import choose_mode, effective_mode, refusal, resumed_mode
 from workflows.schedules import Schedule
-from workflows.store.schedules import ScheduleStore
-from workflows.settings.errors import SettingsError
-from workflows.sessions.settings_files import load_permission_settings
-from workflows.models.options import RemoteOptions
 from workflows.sessions.firing import fire
+from workflows.sessions.settings_files import load_permission_settings
 from workflows.sessions.setup import session_options
+from workflows.settings.errors import SettingsError
+from workflows.store.api_tokens import TokenStore
+from workflows.store.schedules import ScheduleStore
 from workflows.tools import get_tool
 
 BYPASS = PermissionMode.BYPASS

@@ -9,8 +9,8 @@ import pytest
 
 from demo.scripted import Script, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from tests.session_kw import create as create_session
 from workflows.models import (
     PermissionRequestEntry,
     ResultEntry,

@@ -11,14 +11,13 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ScriptError, ScriptUsage, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
+from tests.session_kw import create as create_session
 from workflows.compaction.run import SUMMARY_SYSTEM
 from workflows.context.assemble import SUMMARY_INTRO, build_request
 from workflows.engine import Engine
 from workflows.exceptions import ContextFull
+from workflows.model.tokens import effective_window, thresholds
 from workflows.models import (
     CompactBoundaryEntry,
     ResultEntry,
@@ -27,10 +26,11 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
+from workflows.models.options import SessionOptions
+from workflows.store import keys
 from workflows.store.redis_store import Store
-from workflows.model.tokens import effective_window, thresholds
-from workflows.tools.base import ToolContext
 from workflows.tools import run_tool
+from workflows.tools.base import ToolContext
 
 BIG = ScriptUsage(input_tokens=190_000, output_tokens=500)
 

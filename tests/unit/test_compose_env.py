@@ -18,8 +18,8 @@ from cli import health
 from tests.compose import load_compose, mainsail_services, service_env
 from tests.conftest import ROOT
 from workflows.model.client import DEFAULT_BASE_URL, _make
-from workflows.store.registry import Workers
 from workflows.settings import Settings, load_settings
+from workflows.store.registry import Workers
 
 HOST = {"MAINSAIL_REDIS_PASSWORD": "pw", "ANTHROPIC_API_KEY": "sk-test"}  # all a user must set
 WORKERS = ("model-worker", "tools-worker", "memory-worker")

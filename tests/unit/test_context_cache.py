@@ -10,8 +10,6 @@ import json
 import pytest
 
 from workflows.context import assemble as context
-
-from workflows.model import request_json
 from workflows.context.assemble import (
     CONTINUE,
     SUMMARY_INTRO,
@@ -20,6 +18,7 @@ from workflows.context.assemble import (
     model_view,
 )
 from workflows.memo import ObjectMemo
+from workflows.model import request_json
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,

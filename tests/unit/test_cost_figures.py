@@ -15,9 +15,9 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.inline import Inline, scripted_model
 from workflows.model import providers as model_providers
-from workflows.models.options import SessionOptions
-from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
 from workflows.model.pricing import cost_usd
+from workflows.models import AssistantEntry, ResultEntry, StepKind, SystemEntry, Usage
+from workflows.models.options import SessionOptions
 
 SONNET = (3.0, 15.0, 3.75, 0.30)
 

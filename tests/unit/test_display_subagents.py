@@ -12,9 +12,9 @@ from cli.replay import replay
 from demo.scripted import ToolUse, Turn
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.agents.labels import MAX_LABEL, TaskLabels
 from workflows.models import AssistantEntry, AssistantMessage, ToolUseBlock, UserEntry
+from workflows.models.options import SessionOptions
 
 
 def renderer() -> tuple[Renderer, io.StringIO]:

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from demo.scripted import Script, ToolUse, Turn
-from tests.session_kw import create as create_session
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionSetup
+from tests.session_kw import create as create_session
 from workflows.edits.preview import MAX_DIFF_LINES, preview
 from workflows.exceptions import AlwaysNotOffered
 from workflows.models import PermissionRequestEntry, RuleSet
+from workflows.models.options import SessionSetup
 from workflows.permissions import always_offered, answer_choices, prompt_text
 
 EDIT = ToolUse(name="Edit", input={"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"})

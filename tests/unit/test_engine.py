@@ -8,9 +8,8 @@ import pytest
 
 from demo.scripted import DEMO_FILES, DEMO_PROMPT, Script, ScriptError, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
+from tests.session_kw import create as create_session
 from workflows.context.assemble import api_messages
 from workflows.engine import Engine
 from workflows.models import (
@@ -22,6 +21,7 @@ from workflows.models import (
     SystemEntry,
     UserEntry,
 )
+from workflows.models.options import SessionOptions
 from workflows.steps.run import owner_token, run_step
 from workflows.store.redis_store import Store
 from workflows.tools.base import ToolOutput

@@ -7,8 +7,6 @@ import json
 import pytest
 
 from statemachines import State
-from workflows.models.hooks import HookEvent
-from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -30,6 +28,8 @@ from workflows.models import (
     entry_json,
     parse_entry,
 )
+from workflows.models.hook_outcome import HookOutcome, HookRun
+from workflows.models.hooks import HookEvent
 
 SID = "s-json"
 USAGE = Usage(input_tokens=1200, output_tokens=34, cache_read_input_tokens=5)

@@ -12,11 +12,11 @@ import typing
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
+from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry
 from workflows.models.options import SessionOptions
+from workflows.steps.run import owner_token, run_one
 from workflows.store import keys
 from workflows.store.fenced import Recorder
-from workflows.models import ResultEntry, StepKind, StepRecord, StepStatus, UserEntry
-from workflows.steps.run import owner_token, run_one
 from workflows.tools.base import ToolOutput
 
 

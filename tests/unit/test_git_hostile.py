@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import git, isolate_git
-from workflows.git import state as git_state
-from workflows.context.files import git_status, system_context
 from workflows.commit.support import _git_branch
+from workflows.context.files import git_status, system_context
+from workflows.git import state as git_state
 from workflows.memory.records import project_root
 
 SECRET_SUBJECT = "SECRET-SUBJECT-OF-THE-OUTSIDE-REPO"

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from workflows.models.hooks import HookEvent, HookSet, matches
-from workflows.models.hook_outcome import HookRun, interpret
 from workflows.hooks.settings import parse_hooks
-from workflows.settings.errors import SettingsError
+from workflows.models.hook_outcome import HookRun, interpret
+from workflows.models.hooks import HookEvent, HookSet, matches
 from workflows.sessions.settings_files import load_permission_settings
+from workflows.settings.errors import SettingsError
 
 
 @pytest.mark.parametrize("matcher,subject,expected", [

@@ -9,10 +9,8 @@ import time
 
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions, SessionSetup
-from workflows.steps import tool as tool_step
+from tests.session_kw import create as create_session
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (
     HookEntry,
@@ -23,6 +21,8 @@ from workflows.models import (
     StepKind,
     UserEntry,
 )
+from workflows.models.options import SessionOptions, SessionSetup
+from workflows.steps import tool as tool_step
 from workflows.tools import get_tool
 
 BASH = ToolUse(name="Bash", input={"command": "echo ran >> runs.txt"})

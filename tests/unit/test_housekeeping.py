@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.housekeeping_contract import RemovalContract
-from workflows.models.options import SessionOptions
 from workflows.engine import Engine
+from workflows.models.options import SessionOptions
 from workflows.store.redis_store import Store
 
 

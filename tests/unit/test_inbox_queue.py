@@ -9,9 +9,9 @@ from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import last_prompt
 from tests.inline import Inline, scripted_model
+from workflows.models import ResultEntry, UserEntry
 from workflows.models.options import SessionOptions
 from workflows.store import keys
-from workflows.models import ResultEntry, UserEntry
 
 
 def echo(body: dict) -> Turn:

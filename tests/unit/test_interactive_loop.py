@@ -14,9 +14,9 @@ from cli.connect import Runtime
 from cli.interactive import Interactive
 from cli.interactive_habits import CYCLE_COMMAND
 from statemachines import State
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.engine import Engine
 from workflows.models import ResultEntry, SystemEntry, UserEntry
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.store.redis_store import Store
 
 MODEL = "scripted:demo"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.store import keys
 from workflows.exceptions import ConfigurationError, MainsailError, MissingCredentials
 from workflows.model.client import require_credentials
 from workflows.settings import Settings, load_settings
+from workflows.store import keys
 
 # --------------------------------------------------------------------------- keys
 

@@ -7,10 +7,10 @@ import time
 
 from demo.scripted import DEMO_PROMPT
 from workflows.models.options import SessionOptions
+from workflows.steps.run import Heartbeat, owner_token
 from workflows.store import keys
 from workflows.store.leases import LeaseKeeper, keeper_for
 from workflows.store.resilience import ResilientEngine
-from workflows.steps.run import Heartbeat, owner_token
 
 
 def claimed(engine, ws, n=1):

@@ -8,10 +8,11 @@ import json
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
-from tests.unit.test_compaction import is_compaction, model as compacting_model
+from tests.session_kw import create as create_session
+from tests.unit.test_compaction import is_compaction
+from tests.unit.test_compaction import model as compacting_model
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
 from tests.unit.test_session_hooks import session_hooks
-from tests.session_kw import create as create_session
 from workflows.hooks.settings import parse_hooks
 from workflows.models import (
     CompactBoundaryEntry,

@@ -11,10 +11,10 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, Turn
 from tasks import reaper
 from tests.inline import api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
 from workflows.models import ResultEntry, StepStatus
+from workflows.models.options import SessionOptions
 from workflows.steps.run import owner_token, run_step
+from workflows.store import keys
 
 LIVE = "mainsail-77@box#c0ffee"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from workflows.models.options import SessionOptions
 from workflows.models import PermissionMode
+from workflows.models.options import SessionOptions
 from workflows.permissions import Decision, decide
 from workflows.permissions.bypass import effective_mode
+from workflows.sessions.settings_files import load_permission_settings
 from workflows.sessions.setup import session_options
 from workflows.settings.errors import SettingsError
-from workflows.sessions.settings_files import load_permission_settings
 from workflows.tools import get_tool
 
 DISABLE = {"permissions": {"disableBypassPermissionsMode": "disable"}}

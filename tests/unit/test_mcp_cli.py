@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from cli.main import cli
 from cli.mcp import approve_project_servers, session_lines
 from cli.output import StreamJson
-from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
 from workflows.models import SessionRecord
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
 from workflows.trust.decide import workspace_trust
 
 SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")

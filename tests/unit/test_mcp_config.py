@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from workflows.exceptions import McpConfigError
-from workflows.models.mcp import McpStatus, parse_servers
 from workflows.mcp.sources import load_mcp, read_mcp_config
+from workflows.models.mcp import McpStatus, parse_servers
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.trust.decide import workspace_trust
 

@@ -13,11 +13,11 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.mcp_server import build
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.context.assemble import offered_tools
-from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
 from workflows.mcp.pool import McpPool, install
 from workflows.models import RuleSet, StepKind, SystemEntry, UserEntry
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus
+from workflows.models.options import SessionOptions, SessionSetup
 
 pytest.importorskip("mcp")
 

@@ -8,8 +8,8 @@ import pytest
 from workflows.models import PermissionMode, RuleSet
 from workflows.permissions import Decision, always_rules, evaluate
 from workflows.permissions.rules.rules import RuleSyntaxError, mcp_covers, parse_rule
-from workflows.settings.errors import SettingsError
 from workflows.sessions.settings_files import load_permission_settings
+from workflows.settings.errors import SettingsError
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK
 

@@ -11,8 +11,8 @@ import pytest
 
 from workflows.exceptions import ToolInputError
 from workflows.mcp.calls import _definitions
-from workflows.models.mcp import McpToolDef
 from workflows.mcp.tools import McpTool, full_name, to_output
+from workflows.models.mcp import McpToolDef
 
 
 def tool(schema) -> McpTool:

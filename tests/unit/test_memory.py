@@ -9,10 +9,8 @@ import pytest
 
 from demo.scripted import DEMO_FILES, Script, ScriptUsage, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
+from tests.session_kw import create as create_session
 from workflows.engine import Engine
 from workflows.exceptions import MemoryRecordError
 from workflows.memory.records import (
@@ -26,8 +24,10 @@ from workflows.memory.records import (
     should_update_session_memory,
 )
 from workflows.models import CompactBoundaryEntry, StateEntry, StepKind, StepStatus, SystemEntry
-from workflows.store.redis_store import Store
+from workflows.models.options import SessionOptions
+from workflows.store import keys
 from workflows.store.memory import ProjectMemory
+from workflows.store.redis_store import Store
 
 T = MemoryThresholds(init_tokens=10_000, update_tokens=5_000, tool_calls=10)
 

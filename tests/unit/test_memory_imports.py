@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from workflows.models.options import SessionSetup
 from workflows.context.files import memory_files, user_context
 from workflows.memory.access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec
+from workflows.models.options import SessionSetup
 from workflows.permissions.evaluate import read_denied
 from workflows.permissions.rules.paths import WorkArea
 

@@ -14,8 +14,8 @@ import httpx2
 import pytest
 from anthropic.lib.streaming._messages import accumulate_event
 
-from workflows.model.stream import MessageAccumulator, StreamProtocolError
 from workflows.model.client import stream_reply
+from workflows.model.stream import MessageAccumulator, StreamProtocolError
 
 
 def _start(**usage) -> dict:

@@ -10,10 +10,10 @@ from anthropic._data import DEPRECATED_MODELS
 
 from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.model.lifecycle import end_of_life, lifecycle_note, retired
-from workflows.models.model_names import resolve_model
 from workflows.models import SystemEntry
+from workflows.models.model_names import resolve_model
+from workflows.models.options import SessionOptions
 from workflows.settings import Settings
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from demo import PREFIX, PROVIDER
-from workflows.model import providers as model_providers
 from workflows.exceptions import MissingCredentials
-from workflows.model.providers import ModelProvider, is_local_model, provider_for
+from workflows.model import providers as model_providers
 from workflows.model.client import require_credentials
 from workflows.model.pricing import price_for
+from workflows.model.providers import ModelProvider, is_local_model, provider_for
 from workflows.model.tokens import model_limits
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ from demo import PREFIX, PROVIDER
 from demo.scripted import Script, ScriptError, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.model import providers as model_providers
-from workflows.models.options import SessionOptions
-from workflows.models.model_names import describe_model, model_overrides, resolve_model, session_model
-from workflows.models import AssistantEntry, PermissionMode, ResultEntry, SystemEntry, Usage
 from workflows.model.pricing import PRICES, add_cost, cost_usd, known_price, price_for
+from workflows.models import AssistantEntry, PermissionMode, ResultEntry, SystemEntry, Usage
+from workflows.models.model_names import describe_model, model_overrides, resolve_model, session_model
+from workflows.models.options import SessionOptions
 
 
 @pytest.mark.parametrize("name, plan, sent", [
@@ -108,8 +108,8 @@ def test_an_unknown_model_warns_once_and_its_cost_is_unknown_everywhere(engine, 
 
 
 def test_a_budget_cannot_hold_an_unknown_cost_so_the_run_stops(engine, ws, monkeypatch):
-    from tests.inline import Inline
     from demo.scripted import ToolUse
+    from tests.inline import Inline
 
     model = scripted_model(Script(turns=[Turn(tool_uses=[ToolUse(name="Glob", input={"pattern": "*"})])] * 3))
     unpriced_scripted_models(monkeypatch)

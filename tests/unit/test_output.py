@@ -8,6 +8,7 @@ import json
 import pytest
 
 from cli.output import CLAUDE_CODE_VERSION, StreamJson, read_stream_json_input, result_json
+from statemachines import State
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -23,7 +24,6 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from statemachines import State
 
 SID = "0b7c2a52-9d3e-4c55-8f61-1a2b3c4d5e6f"
 

@@ -8,14 +8,14 @@ import os
 
 import pytest
 
-from workflows.store import keys
-from workflows.models import TokenRecord
-from workflows.store.api_tokens import TokenStore, describe
-from workflows.models import SandboxSettings, SessionRecord
+from workflows.models import SandboxSettings, SessionRecord, TokenRecord
 from workflows.permissions import sandbox
 from workflows.permissions.protected_writes import always_problem, protected_write
-from workflows.permissions.sandbox import mounts as sandbox_mounts, SandboxStatus
+from workflows.permissions.sandbox import SandboxStatus
+from workflows.permissions.sandbox import mounts as sandbox_mounts
 from workflows.permissions.token_reach import hidden_from, reach_problem
+from workflows.store import keys
+from workflows.store.api_tokens import TokenStore, describe
 
 
 @pytest.fixture
@@ -250,9 +250,9 @@ def test_a_token_without_the_admin_scope_may_not_start_a_session_with_rules_allo
 
 
 def test_a_scoped_tokens_schedule_runs_sessions_hiding_the_other_workspaces(engine, settings, tmp_path):
-    from workflows.sessions.firing import fire
-    from workflows.schedules.models import Schedule
     from workflows.models.options import RemoteOptions
+    from workflows.schedules.models import Schedule
+    from workflows.sessions.firing import fire
     from workflows.store.schedules import ScheduleStore
 
     for d in ("a", "b"):

@@ -15,14 +15,14 @@ import pytest
 
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
+from tests.session_kw import create as create_session
 from workflows.hooks.settings import parse_hooks
 from workflows.models import AssistantEntry, RuleSet, RuleSpec, StepKind, StepStatus, UserEntry
+from workflows.models.options import SessionOptions
 from workflows.steps.run import owner_token, run_one
 from workflows.steps.tool import Ran, quick_calls, run_quick
+from workflows.store import keys
 from workflows.tools.base import ToolOutput
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from cli.redis_probe import RedisProblem, mask_url, redis_error
 from tasks.app import broker_ssl
-from workflows.store.client import tls_options, without_tls_query
 from workflows.exceptions import ConfigurationError, StoreUnavailable
+from workflows.store.client import tls_options, without_tls_query
 
 
 @pytest.mark.parametrize("url, shown", [

@@ -7,8 +7,8 @@ from __future__ import annotations
 from cli import interactive
 from tests.inline import Inline
 from tests.unit.test_interactive_loop import Lines, make, rt, ws  # noqa: F401 - fixtures
-from workflows.models.hooks import CommandHook, HookEvent, HookMatcher, HookSet
 from workflows.models import UserEntry
+from workflows.models.hooks import CommandHook, HookEvent, HookMatcher, HookSet
 
 
 def test_note_asks_which_memory_file_and_appends_a_line(rt, ws, tmp_path, capsys, monkeypatch):  # noqa: F811

@@ -6,11 +6,11 @@ import json
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.model import request_json
 from workflows.context.assemble import build_request
+from workflows.model import request_json
 from workflows.model.client import client_for, stream_reply
 from workflows.model.request_json import Block, body, dumps
+from workflows.models.options import SessionOptions
 
 
 def _sdk_text(value) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-
 import time
 
 import pytest
@@ -12,13 +11,13 @@ from redis.exceptions import ResponseError
 
 from demo.scripted import DEMO_PROMPT
 from tests.inline import Inline
-from workflows.models.options import SessionOptions
-from workflows.store import resilience
 from workflows.exceptions import LockTimeout
 from workflows.models import AssistantEntry, StepStatus
-from workflows.store.resilience import ResilientEngine, retrying
+from workflows.models.options import SessionOptions
 from workflows.steps.model_call import LiveDeltas
 from workflows.steps.run import owner_token, run_step
+from workflows.store import resilience
+from workflows.store.resilience import ResilientEngine, retrying
 
 
 class Flaky:

@@ -10,14 +10,14 @@ import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
-from workflows.edits.checkpoints import Checkpoints
-from workflows.store.checkpoints import FileCheckpoints
 from workflows.context.assemble import api_messages, model_view
+from workflows.edits.checkpoints import Checkpoints
 from workflows.exceptions import RewindRefused, SessionBusy
 from workflows.models import RewindEntry
+from workflows.models.options import SessionOptions
 from workflows.permissions.rules.paths import WorkArea
+from workflows.store import keys
+from workflows.store.checkpoints import FileCheckpoints
 
 
 def script(ws: Path):

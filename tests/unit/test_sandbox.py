@@ -19,11 +19,9 @@ from workflows.permissions.sandbox import (
     SandboxStatus,
     command_environment,
     is_excluded,
-    prepare,
-    sandbox_env_enabled,
-    scrub_environment,
 )
 from workflows.permissions.sandbox import launch as sandbox_launch
+from workflows.permissions.sandbox import prepare, sandbox_env_enabled, scrub_environment
 from workflows.permissions.sandbox.mounts import Placeholder, bwrap_argv
 from workflows.permissions.sandbox.seccomp import unix_socket_filter
 

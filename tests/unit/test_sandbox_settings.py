@@ -8,8 +8,8 @@ import os
 import pytest
 
 from workflows.models import SandboxSettings
-from workflows.settings.errors import SettingsError
 from workflows.sessions.settings_files import load_permission_settings
+from workflows.settings.errors import SettingsError
 
 LAYERS = [  # (base, relative path), lowest precedence first (as in test_settings_files)
     ("home", ".claude/settings.json"),

@@ -12,8 +12,8 @@ import pytest
 from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.models import StepKind, StepStatus, UserEntry
+from workflows.models.options import SessionOptions
 from workflows.tools.base import ToolOutput
 from workflows.tools.saved import save_large_result
 

@@ -7,14 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflows.models.options import SessionOptions
-from workflows.store import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.models import SystemEntry, UserEntry
+from workflows.models.options import RemoteOptions, SessionOptions
 from workflows.schedules import cron
-from workflows.sessions.firing import fire
 from workflows.schedules.models import RunMode, Schedule
-from workflows.models.options import RemoteOptions
+from workflows.sessions.firing import fire
+from workflows.store import keys
 from workflows.store.schedules import BrokenSchedule, ScheduleStore
 
 

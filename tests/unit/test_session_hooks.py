@@ -7,13 +7,13 @@ import json
 
 from demo.scripted import Script, Turn
 from statemachines import State
-from tests.session_kw import create as create_session
 from tests.inline import Inline, api_of, scripted_model
+from tests.session_kw import create as create_session
 from tests.unit.test_hooks_engine import entries, hook_script, runs_of
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT
 from workflows.hooks.settings import parse_hooks
 from workflows.models import HookEntry, ResultEntry, StepKind, UserEntry
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.steps.run import run_step
 
 

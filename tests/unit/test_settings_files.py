@@ -11,8 +11,8 @@ import pytest
 from workflows.exceptions import ConfigurationError
 from workflows.models import PermissionMode
 from workflows.permissions.rules.rules import split_rules
-from workflows.settings.errors import SettingsError
 from workflows.sessions.settings_files import load_permission_settings
+from workflows.settings.errors import SettingsError
 
 LAYERS = [  # (base, relative path), lowest precedence first
     ("home", ".claude/settings.json"),

@@ -9,8 +9,8 @@ import pytest
 
 from cli import standby
 from demo.scripted import DEMO_PROMPT
-from workflows.models.options import SessionOptions
 from workflows.exceptions import MissingCredentials
+from workflows.models.options import SessionOptions
 
 
 @dataclass

@@ -15,12 +15,12 @@ import time
 
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
 from workflows.commit.committer import LIST_SECONDS
-from workflows.store.fenced import Recorder, coalesced
 from workflows.models import ResultEntry, StepKind, SystemEntry
+from workflows.models.options import SessionOptions
 from workflows.steps.run import owner_token, run_one
+from workflows.store import keys
+from workflows.store.fenced import Recorder, coalesced
 from workflows.store.redis_store import stream_entries
 
 

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from tests.inline import Inline
+from workflows.commit.kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, spec_for, task_for
 from workflows.models import StepKind, StepStatus
 from workflows.models.options import SessionOptions
-from workflows.commit.kinds import QUEUE_FOR_KIND, STEP_KINDS, STEP_TASKS, queue_for, spec_for, task_for
 from workflows.steps.runners import runner_for
 
 #: What deployed workers and queued messages carry: these names never change.

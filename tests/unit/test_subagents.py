@@ -8,11 +8,11 @@ from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.agents import AgentFileError, agents_from_json, load_agents, parse_agent_file
 from workflows.context.assemble import build_request
 from workflows.engine.subagents import tree
 from workflows.models import ResultEntry, StepKind, StepStatus, UserEntry
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.steps.run import run_step
 
 

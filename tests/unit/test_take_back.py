@@ -9,10 +9,10 @@ import pytest
 from demo.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from tasks import reaper
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
 from workflows.models import StepStatus, SystemEntry, UserEntry
+from workflows.models.options import SessionOptions
 from workflows.steps.run import owner_token
+from workflows.store import keys
 
 DEAD = "mainsail-4242@box#a1b2c3"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from demo.scripted import Script, ScriptError, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.engine import Engine
 from workflows.model.side_calls import fork_kind
 from workflows.models import StepKind, StepStatus
+from workflows.models.options import SessionOptions
 from workflows.titles import SYSTEM, clean_title, title_request
 
 

@@ -10,8 +10,8 @@ from cli.render import Renderer
 from cli.sessions import describe
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.models import StepKind, UserEntry
+from workflows.models.options import SessionOptions
 from workflows.tools import tool_schemas
 from workflows.tools.todo import RESULT
 

@@ -15,7 +15,6 @@ import time
 import pytest
 
 from tests.conftest import running
-
 from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.tools import ToolContext, kill_process_group, run_tool, tool_schemas

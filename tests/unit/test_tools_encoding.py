@@ -10,8 +10,7 @@ import codecs
 
 import pytest
 
-from workflows.tools import ToolContext, run_tool
-from workflows.tools import text_file
+from workflows.tools import ToolContext, run_tool, text_file
 
 
 @pytest.fixture

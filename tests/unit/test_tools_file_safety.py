@@ -9,7 +9,9 @@ import stat
 import pytest
 
 from workflows.permissions.rules import paths
-from workflows.tools import ToolContext, run_tool, files as files_mod
+from workflows.tools import ToolContext
+from workflows.tools import files as files_mod
+from workflows.tools import run_tool
 
 
 @pytest.fixture

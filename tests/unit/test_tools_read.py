@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from workflows.tools import REGISTRY, ToolContext, run_tool, tool_schemas, validate_input
 from workflows.exceptions import ToolInputError
+from workflows.tools import REGISTRY, ToolContext, run_tool, tool_schemas, validate_input
 
 
 @pytest.fixture

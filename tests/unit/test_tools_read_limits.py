@@ -16,8 +16,7 @@ from PIL import Image
 from pypdf import PdfReader, PdfWriter
 
 from workflows.models import Message, ToolResultBlock, UserEntry
-from workflows.tools import ToolContext, run_tool
-from workflows.tools import media
+from workflows.tools import ToolContext, media, run_tool
 from workflows.tools.files import format_size
 
 
@@ -163,8 +162,8 @@ def test_an_image_result_is_stored_and_sent_as_blocks():
 def test_compaction_and_the_memory_fork_count_and_render_an_image_by_what_it_is():
     """Compaction's keep-or-summarise count and the memory fork's transcript text do not choke on base64."""
     from workflows.forks.run import render_conversation
-    from workflows.models import AssistantMessage, AssistantEntry, ToolUseBlock
     from workflows.model.tokens import estimate_tokens
+    from workflows.models import AssistantEntry, AssistantMessage, ToolUseBlock
 
     data = "A" * 4_000_000
     use = AssistantEntry(session_id="s", message=AssistantMessage(content=[

@@ -9,8 +9,9 @@ import pytest
 from demo.scripted import DEMO_FILES, DEMO_PROMPT, Turn
 from statemachines import State
 from tests.inline import Inline, scripted_model
-from workflows.models.options import SessionOptions
 from workflows.context.assemble import api_messages
+from workflows.context.export import export_entries, export_jsonl
+from workflows.context.transcript import import_entries, import_session
 from workflows.engine import INTERRUPTED, Engine
 from workflows.models import (
     AssistantEntry,
@@ -21,9 +22,8 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
+from workflows.models.options import SessionOptions
 from workflows.store.redis_store import Store
-from workflows.context.export import export_entries, export_jsonl
-from workflows.context.transcript import import_entries, import_session
 
 CLAUDE_FIELDS = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "gitBranch", "version",
                  "isSidechain", "userType")

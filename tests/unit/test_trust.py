@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from workflows.store.api_tokens import TokenStore
 from workflows.exceptions import ConfigurationError, TokenError
-from workflows.models.mcp import McpStatus
+from workflows.git import index as git_index
 from workflows.models import PermissionMode
+from workflows.models.mcp import McpStatus
 from workflows.sessions.setup import session_options
 from workflows.settings import Settings
-from workflows.git import index as git_index
-from workflows.trust.decide import workspace_trust
 from workflows.settings.gated import local_is_project
+from workflows.store.api_tokens import TokenStore
+from workflows.trust.decide import workspace_trust
 from workflows.trust.gated import project_gated
 
 HOOK = {"SessionStart": [{"hooks": [{"type": "command", "command": "touch PWNED"}]}]}

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from cli.mcp import approve_project_servers
-from workflows.sessions.setup import resolve
-from workflows.models.options import SessionOptions
 from cli.trust_flag import ask_trust
 from workflows.models.mcp import McpStatus
+from workflows.models.options import SessionOptions
+from workflows.sessions.setup import resolve
 from workflows.settings import Settings
 
 SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")

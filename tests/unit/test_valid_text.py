@@ -12,15 +12,15 @@ from rich.console import Console
 from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions
-from workflows.store import keys
 from workflows.context.assemble import build_request
-from workflows.store.entry_read import read_entry
-from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
-from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
-from workflows.model.request_json import Block, body
 from workflows.context.export import export_jsonl
+from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
+from workflows.model.request_json import Block, body
+from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
+from workflows.models.options import SessionOptions
 from workflows.models.valid_text import MAX_PLACES, ValidJson, note, repair, valid_str
+from workflows.store import keys
+from workflows.store.entry_read import read_entry
 
 BAD = "\udc80"
 

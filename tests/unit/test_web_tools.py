@@ -14,9 +14,9 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
-from workflows.models.options import SessionOptions, SessionSetup
 from workflows.exceptions import ToolError
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SessionRecord, UserEntry
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions import Decision, decide
 from workflows.permissions.prompt import always_rules
 from workflows.tools import get_tool, validate_input

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from workflows.models.commands import CommandDefinition
 from workflows.frontmatter import split_frontmatter
+from workflows.models.commands import CommandDefinition
 
 __all__ = ["CommandFileError", "CommandSet", "load_commands", "parse_command_file", "MAX_FILE_BYTES",
            "MAX_COMMANDS", "MAX_DEPTH"]

@@ -10,10 +10,10 @@ from workflows.commit import Tx
 from workflows.commit.support import (
     _add_to,
 )
-from workflows.store.metrics import count_usage
 from workflows.model.lifecycle import lifecycle_note
-from workflows.models import SystemEntry, Usage
 from workflows.model.pricing import add_cost, cost_usd, unknown_price_note
+from workflows.models import SystemEntry, Usage
+from workflows.store.metrics import count_usage
 
 
 def charge(tx: Tx, usage: Usage, duration_ms: int, *, run: bool | None = True, kind: str | None = None,

@@ -17,15 +17,12 @@ import uuid
 from typing import Callable
 
 from statemachines import State
-from workflows.store import keys
 from workflows.commit.tx import Tx
 from workflows.exceptions import (
     LockTimeout,
     SessionNotFound,
     StepNotFound,
 )
-from workflows.store.fenced import Recorder
-from workflows.store.metrics import STEP_BUCKETS, TALLY
 from workflows.models import (
     SessionRecord,
     StepKind,
@@ -33,9 +30,12 @@ from workflows.models import (
     StepStatus,
     new_id,
 )
-from workflows.store.registry import hold_value
 from workflows.settings import Settings
+from workflows.store import keys
+from workflows.store.fenced import Recorder
+from workflows.store.metrics import STEP_BUCKETS, TALLY
 from workflows.store.redis_store import Store
+from workflows.store.registry import hold_value
 
 #: How many times one event is applied again because another committed first, before it gives up.
 MAX_CONFLICTS = 50

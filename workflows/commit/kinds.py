@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from workflows.models import StepKind
 
 
-
-
 @dataclass(frozen=True)
 class StepKindSpec:
     """How steps of one kind are queued, sent and run."""

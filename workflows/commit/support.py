@@ -8,11 +8,13 @@ from datetime import datetime, timezone
 from typing import NamedTuple
 
 from statemachines import State
+from workflows.commit.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.exceptions import (
     RequestClosed,
     RequestNotFound,
     SessionBusy,
 )
+from workflows.model.pricing import add_cost
 from workflows.models import (
     PermissionRequest,
     RequestStatus,
@@ -21,8 +23,6 @@ from workflows.models import (
     Usage,
     new_id,
 )
-from workflows.model.pricing import add_cost
-from workflows.commit.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)

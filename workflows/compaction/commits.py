@@ -11,6 +11,7 @@ from workflows.commit.charges import charge
 from workflows.commit.support import (
     context_size,
 )
+from workflows.model.tokens import estimate_tokens
 from workflows.models import (
     CompactBoundaryEntry,
     StepKind,
@@ -20,7 +21,6 @@ from workflows.models import (
     SystemEntry,
     Usage,
 )
-from workflows.model.tokens import estimate_tokens
 
 
 class Compacting(Part):

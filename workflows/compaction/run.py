@@ -19,9 +19,9 @@ import anthropic
 from workflows.context.assemble import api_messages, model_view
 from workflows.memory.records import has_content
 from workflows.model.client import client_for, describe_api_error, stream_reply
+from workflows.model.tokens import estimate_tokens
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, Usage, UserEntry
 from workflows.store.resilience import RedisError
-from workflows.model.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from workflows.settings import Settings

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from workflows.model import request_json
-from workflows.store.entry_read import UnreadableEntry, mend
 from workflows.memo import ObjectMemo
+from workflows.model import request_json
+from workflows.model.request_json import Block
 from workflows.models import (
     AssistantEntry,
     CompactBoundaryEntry,
@@ -33,7 +33,7 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
-from workflows.model.request_json import Block
+from workflows.store.entry_read import UnreadableEntry, mend
 from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
 from workflows.tools.task import agents_key, task_schema
 

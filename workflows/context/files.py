@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
-
 from workflows.memory.access import MemoryAccess
 from workflows.permissions.rules import paths
 

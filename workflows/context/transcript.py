@@ -22,6 +22,8 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from workflows.commit.support import INTERRUPTED, _git_branch
+from workflows.context.export import COMMON
+from workflows.model.pricing import add_cost
 from workflows.models import (
     AssistantEntry,
     AssistantMessage,
@@ -34,9 +36,7 @@ from workflows.models import (
     new_id,
     parse_entry,
 )
-from workflows.model.pricing import add_cost
 from workflows.store.redis_store import Store
-from workflows.context.export import COMMON
 
 MESSAGE_TYPES = ("user", "assistant")
 CONTENT_TYPES = ("text", "tool_use", "tool_result", "thinking")

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from workflows.exceptions import SessionNotFound, ToolError
 from workflows.permissions.rules import paths
-from workflows.store.resilience import RedisError
 from workflows.store.checkpoints import FileCheckpoints
+from workflows.store.resilience import RedisError
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW
 ABSENT, FILE, TOO_LARGE = "absent", "file", "too_large"

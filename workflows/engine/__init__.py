@@ -32,15 +32,6 @@ The engine never imports ``tasks/``: it returns the steps to dispatch.
 """
 
 from workflows.commit import Committer, Tx  # noqa: F401  (Tx: the engine's transaction type)
-from workflows.engine.approvals import Approvals
-from workflows.engine.commands import CommandRuns
-from workflows.compaction.commits import Compacting
-from workflows.forks.commits import MemoryForks
-from workflows.engine.ledger import StepLedger
-from workflows.engine.prompts import PromptVerbs
-from workflows.engine.rewinding import Rewinding
-from workflows.engine.sessions import SessionVerbs
-from workflows.engine.subagents import SubagentLogic
 from workflows.commit.support import (  # noqa: F401  (the engine's public names)
     INTERRUPTED,
     QUEUE_FOR_KIND,
@@ -52,9 +43,18 @@ from workflows.commit.support import (  # noqa: F401  (the engine's public names
     find_request,
     require_idle,
 )
+from workflows.compaction.commits import Compacting
+from workflows.engine.approvals import Approvals
+from workflows.engine.commands import CommandRuns
+from workflows.engine.ledger import StepLedger
+from workflows.engine.prompts import PromptVerbs
+from workflows.engine.rewinding import Rewinding
+from workflows.engine.sessions import SessionVerbs
+from workflows.engine.subagents import SubagentLogic
 from workflows.engine.titles import TitleLogic
 from workflows.engine.tool_calls import ToolCalls
 from workflows.engine.turn import TurnLogic
+from workflows.forks.commits import MemoryForks
 from workflows.hooks.commits import HookCommits
 from workflows.mcp.commits import McpCommits
 from workflows.settings import Settings

@@ -9,9 +9,7 @@ from __future__ import annotations
 import time
 
 from statemachines import State
-from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict, peers
-from workflows.edits.preview import preview
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import (
     DENIED_BY_USER,
     KEEP_REQUESTS,
@@ -19,6 +17,7 @@ from workflows.commit.support import (
     _request_id,
     find_request,
 )
+from workflows.edits.preview import preview
 from workflows.exceptions import (
     AlwaysNotOffered,
     RequestClosed,
@@ -26,7 +25,6 @@ from workflows.exceptions import (
     SessionNotFound,
 )
 from workflows.mcp.catalog import find_tool
-from workflows.store.metrics import DECISION_BUCKETS, TALLY
 from workflows.models import (
     PermissionDecisionEntry,
     PermissionRequest,
@@ -38,6 +36,8 @@ from workflows.models import (
     ToolCallStatus,
 )
 from workflows.permissions import Decision, always_offered, always_rules, decide, summary
+from workflows.store import keys
+from workflows.store.metrics import DECISION_BUCKETS, TALLY
 from workflows.tools.base import ToolOutput
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 
-from workflows.store import keys
 from workflows.commands import (
     CommandError,
     CommandRun,
@@ -39,7 +38,7 @@ from workflows.commands import (
 from workflows.commands.expand import attached_files, bash_mode, bash_mode_texts, mentions
 from workflows.commit import Part, Tx, peers
 from workflows.exceptions import ToolInputError
-from workflows.models.hooks import HookEvent
+from workflows.model.tokens import estimate_tokens
 from workflows.models import (
     Message,
     RequestStatus,
@@ -51,12 +50,12 @@ from workflows.models import (
     UserEntry,
     new_id,
 )
+from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.permissions.rules import paths
-from workflows.model.tokens import estimate_tokens
+from workflows.store import keys
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
-
 
 __all__ = ["CommandRuns"]
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict, stale, peers
+from workflows.commit import Part, Tx, peers, retry_on_conflict, stale
 from workflows.commit.support import (
     Claim,
     display_worker,
@@ -21,9 +20,7 @@ from workflows.exceptions import (
     SessionNotFound,
     StepNotFound,
 )
-from workflows.store.fenced import reads_transcript
 from workflows.mcp.catalog import idempotent
-from workflows.store.memory import ExtractionLock
 from workflows.models import (
     SessionRecord,
     StepKind,
@@ -32,6 +29,9 @@ from workflows.models import (
     SystemEntry,
     ToolCallStatus,
 )
+from workflows.store import keys
+from workflows.store.fenced import reads_transcript
+from workflows.store.memory import ExtractionLock
 
 
 class StepLedger(Part):

@@ -10,7 +10,7 @@ import time
 from typing import Callable
 
 from statemachines import State
-from workflows.commit import Part, Tx, retry_on_conflict, peers
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import (
     Stopped,
     _reset_run_figures,
@@ -21,14 +21,13 @@ from workflows.commit.support import (
 from workflows.exceptions import (
     ContextFull,
 )
+from workflows.model.tokens import estimate_tokens, thresholds
 from workflows.models import (
     SessionRecord,
     StepRecord,
     SystemEntry,
     Usage,
 )
-from workflows.model.tokens import estimate_tokens, thresholds
-
 
 #: Message keys a session remembers (:meth:`PromptVerbs.submit`'s ``once``).
 SUBMIT_KEYS_KEPT = 20

@@ -19,15 +19,15 @@ import os
 from dataclasses import dataclass, field
 
 from statemachines import State
-from workflows.edits.checkpoints import FileChange, apply_restore, plan_restore, turns_from
 from workflows.commit import MAX_CONFLICTS, CommitConflict, Part, Tx
-from workflows.context.assemble import model_view
 from workflows.commit.support import (
     require_idle,
 )
+from workflows.context.assemble import model_view
+from workflows.edits.checkpoints import FileChange, apply_restore, plan_restore, turns_from
 from workflows.exceptions import LockTimeout, RewindRefused, StepNotFound
-from workflows.models import AssistantEntry, RewindEntry, SessionRecord, UserEntry
 from workflows.model.tokens import estimate_tokens
+from workflows.models import AssistantEntry, RewindEntry, SessionRecord, UserEntry
 
 #: What a code rewind's output says of Bash (Claude Code says the same).
 BASH_NOTE = "Changes made by Bash commands are not tracked and were not undone."

@@ -12,22 +12,21 @@ from datetime import date
 from typing import Callable
 
 from statemachines import State
-from workflows.context import files as context_files
 from workflows.agents import load_agents
-from workflows.commit import Part, Tx, retry_on_conflict, peers
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import _git_branch, stop_shells
+from workflows.context import files as context_files
 from workflows.exceptions import (
     SessionBusy,
     SessionNotFound,
 )
-from workflows.store.housekeeping import Removal, apply_removal, busy_reason, plan_removal
-from workflows.models.mcp import fresh
+from workflows.memory.access import MemoryAccess
 from workflows.memory.records import (
     memory_context,
     project_id,
     project_root,
 )
-from workflows.memory.access import MemoryAccess
+from workflows.model.tokens import estimate_tokens
 from workflows.models import (
     PermissionMode,
     ResultEntry,
@@ -37,11 +36,12 @@ from workflows.models import (
     StepRecord,
     new_id,
 )
+from workflows.models.mcp import fresh
 from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions import bypass
 from workflows.permissions.decide import read_denied_for
 from workflows.permissions.rules.paths import WorkArea
-from workflows.model.tokens import estimate_tokens
+from workflows.store.housekeeping import Removal, apply_removal, busy_reason, plan_removal
 
 
 class SessionVerbs(Part):

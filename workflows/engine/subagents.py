@@ -31,12 +31,12 @@ import re
 import time
 
 from statemachines import State
-from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict, peers
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import (
     _add_to,
 )
 from workflows.exceptions import ToolInputError
+from workflows.model.pricing import add_cost
 from workflows.models import (
     AgentDefinition,
     SessionRecord,
@@ -48,9 +48,8 @@ from workflows.models import (
     new_id,
 )
 from workflows.permissions.bypass import effective_mode
-from workflows.model.pricing import add_cost
+from workflows.store import keys
 from workflows.tools.base import ToolOutput
-
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,6 @@ from workflows.exceptions import (
     ToolInputError,
 )
 from workflows.hooks.commits import tool_event_stops
-from workflows.models.hooks import HookEvent
-from workflows.models.hook_outcome import HookOutcome
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
 from workflows.models import (
@@ -33,6 +31,8 @@ from workflows.models import (
     ToolCall,
     ToolCallStatus,
 )
+from workflows.models.hook_outcome import HookOutcome
+from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools import get_tool
 from workflows.tools.base import ToolOutput

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 
 from statemachines import State
-from workflows.store import keys
 from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
@@ -19,6 +18,7 @@ from workflows.commit.support import (
     context_size,
 )
 from workflows.model.client import ModelReply
+from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
 from workflows.models import (
     AssistantEntry,
     Message,
@@ -33,7 +33,7 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
-from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
+from workflows.store import keys
 from workflows.tools.base import ToolOutput
 
 

@@ -38,6 +38,7 @@ from workflows.memory.records import (
     session_memory_path,
 )
 from workflows.model.client import client_for, describe_api_error, stream_reply
+from workflows.model.side_calls import EXTRACT_MARK, SESSION_MEMORY_MARK
 from workflows.models import (
     AssistantEntry,
     RuleSet,
@@ -48,11 +49,10 @@ from workflows.models import (
     Usage,
     UserEntry,
 )
+from workflows.models.valid_text import ValidJson
 from workflows.permissions import Decision, decide, read_denied_for
 from workflows.store.resilience import RedisError
-from workflows.model.side_calls import EXTRACT_MARK, SESSION_MEMORY_MARK
 from workflows.tools import MemoryTracker, ToolContext, ToolOutput, get_tool, run_tool, tool_schemas, validate_input
-from workflows.models.valid_text import ValidJson
 
 FORK_MAX_TOKENS = 8192
 TRANSCRIPT_MAX_CHARS = 60_000  # the newest part of the conversation a fork is shown

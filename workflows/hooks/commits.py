@@ -12,17 +12,15 @@ import time
 from typing import TYPE_CHECKING
 
 from statemachines import State
-from workflows.store import keys
-from workflows.commit import Tx, retry_on_conflict, peers
-from workflows.models.hooks import HookEvent, HookSet
+from workflows.commit import Tx, peers, retry_on_conflict
 from workflows.hooks.lifecycle import LifecycleHooks
-from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.hooks.session_hooks import (
     STOP_BLOCK_LIMIT,
     context_text,
     prompt_digest,
     prompt_event,
 )
+from workflows.model.tokens import estimate_tokens
 from workflows.models import (
     HookEntry,
     Message,
@@ -34,7 +32,9 @@ from workflows.models import (
     ToolCallStatus,
     UserEntry,
 )
-from workflows.model.tokens import estimate_tokens
+from workflows.models.hook_outcome import HookOutcome, HookRun
+from workflows.models.hooks import HookEvent, HookSet
+from workflows.store import keys
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:

@@ -8,9 +8,7 @@ Notification and SessionEnd are background hook steps nothing waits for (``StepR
 
 from __future__ import annotations
 
-from workflows.commit import Part, Tx, retry_on_conflict, peers
-from workflows.models.hooks import HookEvent
-from workflows.models.hook_outcome import HookOutcome
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.hooks.session_hooks import NOTIFICATION_TYPE, permission_message
 from workflows.models import (
     PermissionRequest,
@@ -19,6 +17,8 @@ from workflows.models import (
     StepStatus,
     SystemEntry,
 )
+from workflows.models.hook_outcome import HookOutcome
+from workflows.models.hooks import HookEvent
 
 __all__ = ["LifecycleHooks"]
 

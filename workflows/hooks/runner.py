@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from workflows.exceptions import ToolError
-from workflows.models.hooks import CommandHook, HookEvent
-from workflows.models.hook_outcome import HookOutcome, HookRun, interpret
 from workflows.models import SessionRecord
+from workflows.models.hook_outcome import HookOutcome, HookRun, interpret
+from workflows.models.hooks import CommandHook, HookEvent
 from workflows.permissions import sandbox
 from workflows.permissions.bypass import effective_mode
 from workflows.tools.bash import run_process, sandbox_data_dir

@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from workflows.models.hooks import HookEvent
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
+from workflows.models.hooks import HookEvent
 from workflows.models.valid_text import valid_str
 
 __all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step", "starts_run"]

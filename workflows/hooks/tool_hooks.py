@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workflows.exceptions import ToolInputError
-from workflows.models.hooks import HookEvent
-from workflows.models.hook_outcome import HookOutcome
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import SessionRecord, ToolCall
+from workflows.models.hook_outcome import HookOutcome
+from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools.base import ToolOutput
 

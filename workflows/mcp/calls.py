@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from workflows.exceptions import McpServerError
-from workflows.models.mcp import McpServer, McpServerConfig, McpStatus, McpToolDef
 from workflows.mcp.pool import pool as process_pool
 from workflows.mcp.tools import MAX_NAME, full_name, to_output
+from workflows.models.mcp import McpServer, McpServerConfig, McpStatus, McpToolDef
 from workflows.tools.base import ToolOutput
 
 __all__ = ["Found", "McpCaller", "discover", "run_discovery_step"]

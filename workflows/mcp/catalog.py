@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 
 from workflows.exceptions import ToolInputError
-from workflows.models.mcp import McpStatus, McpToolDef
 from workflows.mcp.tools import McpTool, is_mcp_name
+from workflows.models.mcp import McpStatus, McpToolDef
 
 __all__ = ["find_tool", "idempotent", "offered_names", "tool_defs", "tool_schemas"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 
-from workflows.store import keys
-from workflows.commit import Part, Tx, retry_on_conflict, peers
+from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.mcp.calls import Found
 from workflows.mcp.catalog import tool_defs
-from workflows.models.mcp import McpServer, McpStatus, McpToolDef, tools_digest
 from workflows.models import StepKind, StepRecord, StepStatus, SystemEntry
+from workflows.models.mcp import McpServer, McpStatus, McpToolDef, tools_digest
+from workflows.store import keys
 
 __all__ = ["McpCommits"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 import time
 
-from workflows.models.mcp import McpServerConfig
 from workflows.mcp.connection import Connection, Opener
+from workflows.models.mcp import McpServerConfig
 
 __all__ = ["McpPool", "close_all", "install", "pool"]
 

@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 from workflows.exceptions import McpConfigError
 from workflows.git.ignore import keep_out_of_git
-from workflows.models.mcp import McpServerConfig
 from workflows.mcp.sources import claude_json, read_json
+from workflows.models.mcp import McpServerConfig
 
 __all__ = ["SCOPES", "SCOPE_TEXT", "Written", "entry", "in_claude_json", "record_approval", "remove_server",
            "scope_file", "write_server"]

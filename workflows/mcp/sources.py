@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workflows.models.mcp import McpConfigError, McpServer, McpStatus, parse_servers
 from workflows.mcp.settings import McpSettings
 from workflows.mcp.trusted import check_servers
+from workflows.models.mcp import McpConfigError, McpServer, McpStatus, parse_servers
 
 __all__ = ["McpFlags", "McpLoad", "claude_json", "load_mcp", "read_json", "read_mcp_config"]
 

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from workflows.model import request_json
 from workflows.exceptions import MissingCredentials
-from workflows.model.stream import MessageAccumulator
+from workflows.model import request_json
 from workflows.model.providers import is_local_model, provider_for
+from workflows.model.stream import MessageAccumulator
 from workflows.models import AssistantMessage, Usage
 from workflows.settings import Settings
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from workflows.models import Usage
 from workflows.model.providers import provider_for
+from workflows.models import Usage
 
 # (input, output, cache write 5m, cache read) in USD per million tokens.
 _OPUS_4 = (15.0, 75.0, 18.75, 1.50)

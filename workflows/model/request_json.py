@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from json.encoder import (
-    encode_basestring,  # (the C one where there is one, as JSONEncoder uses)
-)
+from json.encoder import encode_basestring  # (the C one where there is one, as JSONEncoder uses)
 from operator import is_
 
 from workflows.models.valid_text import REPAIR_ERRORS

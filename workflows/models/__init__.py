@@ -30,9 +30,9 @@ from workflows.models.content import (
     Usage,
 )
 from workflows.models.entries import (
+    ENTRY_ADAPTER,
     AssistantEntry,
     CompactBoundaryEntry,
-    ENTRY_ADAPTER,
     Entry,
     HookEntry,
     PermissionDecisionEntry,
@@ -48,7 +48,7 @@ from workflows.models.entries import (
     parse_entry,
 )
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
-from workflows.models.session import AgentDefinition, COST_KINDS, PathText, SessionRecord
+from workflows.models.session import COST_KINDS, AgentDefinition, PathText, SessionRecord
 from workflows.models.steps import (
     BACKGROUND_HOOK_EVENTS,
     BACKGROUND_KINDS,

@@ -11,7 +11,6 @@ from pydantic import ConfigDict
 from workflows.models import valid_text
 
 
-
 def now() -> float:
     return time.time()
 

@@ -9,10 +9,9 @@ from pydantic import Field, TypeAdapter
 
 from statemachines import State
 from workflows.models import valid_text
-from workflows.models.hook_outcome import HookOutcome
 from workflows.models.base import _Model, iso_now, new_id
 from workflows.models.content import AssistantMessage, Message, Usage
-
+from workflows.models.hook_outcome import HookOutcome
 
 #: Cost fields whose None means "no price is known" (workflows.model.pricing); an entry keeps them when None.
 _UNKNOWN_COSTS = ("cost_usd", "total_cost_usd", "memory_cost_usd")

@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.models import AgentDefinition, PathText, PermissionMode, RuleSet, SandboxSettings
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
-from workflows.models import AgentDefinition, PathText, PermissionMode, RuleSet, SandboxSettings
 
 
 class RemoteOptions(BaseModel):

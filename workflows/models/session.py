@@ -7,14 +7,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from statemachines import State
+from workflows.models.base import _Model, now
 from workflows.models.commands import CommandRun
+from workflows.models.content import Usage
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
-from workflows.models.base import _Model, now
-from workflows.models.content import Usage
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
 from workflows.models.steps import ToolCall, ToolCallStatus
-
 
 #: What a model call was for, as usage and cost are broken down (``SessionRecord.usage_by_kind``).
 COST_KINDS = {

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models.base import _Model, now
+from workflows.models.hook_outcome import HookOutcome, HookRun
 
 
 class StepKind(str, enum.Enum):

@@ -23,7 +23,6 @@ from typing import Callable
 from workflows.models import PermissionMode, RuleSet
 from workflows.permissions.rules import paths
 from workflows.permissions.rules.hosts import host_of
-from workflows.permissions.shell.bash_check import evaluate_bash
 from workflows.permissions.rules.rules import (
     EDIT_TOOLS,
     PROTECTED_TEXT,
@@ -41,6 +40,7 @@ from workflows.permissions.rules.rules import (
     dont_ask,
     path_regex,
 )
+from workflows.permissions.shell.bash_check import evaluate_bash
 
 __all__ = ["evaluate", "read_denied"]
 

@@ -34,6 +34,7 @@ from workflows.exceptions import ConfigurationError
 from workflows.models import SessionRecord
 from workflows.permissions.evaluate import PATH_TOOLS
 from workflows.permissions.rules import paths
+from workflows.permissions.rules.rules import EDIT_TOOLS, Decision
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_parse import Command, Word, parse
 from workflows.permissions.shell.bash_paths import (
@@ -44,7 +45,6 @@ from workflows.permissions.shell.bash_paths import (
     path_texts,
     resolve_all,
 )
-from workflows.permissions.rules.rules import EDIT_TOOLS, Decision
 
 __all__ = ["PROTECTED_NAMES", "always_problem", "is_protected", "protected_write", "parts",
            "runs_unknown_program", "uncontained", "unsandboxed", "word_paths"]

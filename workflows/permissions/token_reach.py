@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Iterable
 
 from workflows.models import SessionRecord
 from workflows.permissions.evaluate import PATH_TOOLS
-from workflows.permissions.rules import paths
-from workflows.permissions.shell.bash_parse import parse
 from workflows.permissions.protected_writes import (
     NO_FILE_WRITES,
     parts,
@@ -32,6 +30,8 @@ from workflows.permissions.protected_writes import (
     unsandboxed,
     word_paths,
 )
+from workflows.permissions.rules import paths
+from workflows.permissions.shell.bash_parse import parse
 
 if TYPE_CHECKING:
     from workflows.models import TokenRecord

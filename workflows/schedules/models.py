@@ -10,8 +10,8 @@ from pydantic import ConfigDict, Field, field_validator
 
 from workflows.models import new_id
 from workflows.models.options import RemoteOptions
-from workflows.schedules import cron
 from workflows.models.valid_text import ValidJson
+from workflows.schedules import cron
 
 
 class RunMode(str, Enum):

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from workflows.exceptions import InvalidSchedule, MainsailError, ScheduleBroken, SessionNotFound
 from workflows.models import StepRecord, SystemEntry, new_id
+from workflows.models.options import SessionOptions
 from workflows.schedules import cron
 from workflows.schedules.models import RunMode, Schedule, ScheduleRun
-from workflows.models.options import SessionOptions
 from workflows.sessions.service import SessionService
 
 log = logging.getLogger(__name__)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from workflows.mcp.sources import read_mcp_config
 from workflows.models import SessionRecord, StepRecord
-from workflows.permissions.bypass import resumed_mode
-from workflows.sessions.settings_files import load_permission_settings
-from workflows.permissions.token_reach import hide_other_workspaces
-from workflows.sessions.setup import Resolved, added_dirs, checked_fallback, resolve
 from workflows.models.options import SessionOptions, SessionSetup
 from workflows.models.valid_text import valid_str
+from workflows.permissions.bypass import resumed_mode
+from workflows.permissions.token_reach import hide_other_workspaces
+from workflows.sessions.settings_files import load_permission_settings
+from workflows.sessions.setup import Resolved, added_dirs, checked_fallback, resolve
 
 Dispatch = Callable[[list[StepRecord]], None]
 

@@ -51,17 +51,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from workflows.models.hooks import HookSet
 from workflows.hooks.settings import HookConfigError, parse_hooks
 from workflows.mcp.settings import McpSettings, apply_mcp_keys
 from workflows.models import PermissionMode, RuleSet, RuleSpec, SandboxSettings
+from workflows.models.hooks import HookSet
 from workflows.permissions.bypass import apply_bypass_key
 from workflows.permissions.rules.rules import RuleSyntaxError, parse_rule, split_rules
+from workflows.sessions.session_keys import apply_session_keys
 from workflows.settings.errors import EXAMPLES, SettingsError, Where, at_line, describe, key_at, line_of, strings
+from workflows.settings.gated import strip_gated
 from workflows.settings.layers import settings_layers
 from workflows.settings.managed import DROP_IN
-from workflows.sessions.session_keys import apply_session_keys
-from workflows.settings.gated import strip_gated
 
 __all__ = ["PermissionSettings", "load_permission_settings"]
 

@@ -16,16 +16,17 @@ from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
 from workflows.mcp.sources import McpFlags, load_mcp
-from workflows.models.model_names import model_overrides, valid_name
-from workflows.models.model_names import session_model as new_session_model
 from workflows.models import PermissionMode, SessionRecord
+from workflows.models.model_names import model_overrides
+from workflows.models.model_names import session_model as new_session_model
+from workflows.models.model_names import valid_name
+from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.rules.rules import split_rules
-from workflows.settings.errors import SettingsError
-from workflows.sessions.settings_files import load_permission_settings
 from workflows.sessions.session_keys import resolve_added_dir
-from workflows.models.options import SessionOptions, SessionSetup
+from workflows.sessions.settings_files import load_permission_settings
+from workflows.settings.errors import SettingsError
 from workflows.trust.decide import workspace_trust
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from workflows.settings.managed import policy_layers
 from workflows.settings.gated import local_is_project
+from workflows.settings.managed import policy_layers
 
 __all__ = ["SOURCES", "settings_layers", "settings_paths"]
 

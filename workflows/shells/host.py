@@ -29,9 +29,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO
 
+from workflows.shells.groups import kill_process_group
 from workflows.store import keys
 from workflows.store.resilience import RedisError
-from workflows.shells.groups import kill_process_group
 from workflows.store.shells import ShellStore
 
 log = logging.getLogger(__name__)

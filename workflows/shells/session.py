@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from workflows.exceptions import ToolError
-from workflows.store.resilience import RedisError
 from workflows.shells import host as hosts
 from workflows.shells.groups import KILL_GRACE_SECONDS, kill_process_group
 from workflows.shells.host import LiveShell, Output
+from workflows.store.resilience import RedisError
 from workflows.store.shells import Read, ShellStore, Status
 
 GUARD = Path(__file__).with_name("guard.py")

@@ -15,15 +15,15 @@ import socket
 import threading
 from typing import Callable
 
-from workflows.store import keys
+from workflows.commit.kinds import spec_for
 from workflows.engine import UNKNOWN_OUTCOME, Engine
 from workflows.exceptions import MainsailError
-from workflows.store.leases import Lease, keeper_for
 from workflows.models import SessionRecord, StepKind, StepRecord, new_id
-from workflows.store.resilience import TRANSIENT, ResilientEngine, retrying
-from workflows.commit.kinds import spec_for
 from workflows.steps.runners import runner_for
 from workflows.steps.step_run import StepRun
+from workflows.store import keys
+from workflows.store.leases import Lease, keeper_for
+from workflows.store.resilience import TRANSIENT, ResilientEngine, retrying
 
 log = logging.getLogger(__name__)
 

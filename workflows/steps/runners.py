@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import functools
 
+from workflows.commit.kinds import StepKindSpec
 from workflows.compaction.run import run_compaction
 from workflows.forks.run import run_memory_fork
 from workflows.hooks.session_hooks import run_hook_step
 from workflows.mcp.calls import run_discovery_step
-from workflows.steps.model_call import model_step
-from workflows.commit.kinds import StepKindSpec
 from workflows.models import StepRecord
+from workflows.steps.model_call import model_step
 from workflows.steps.step_run import Runner, StepRun
-from workflows.titles import run_title_step
 from workflows.steps.tool import tool_step
+from workflows.titles import run_title_step
 
 
 def model(run: StepRun) -> list[StepRecord]:

@@ -20,23 +20,23 @@ import threading
 import time
 from typing import NamedTuple
 
+from workflows.commit.support import unknown_outcome
 from workflows.edits import checkpoints
 from workflows.engine import Engine
-from workflows.commit.support import unknown_outcome
 from workflows.engine.tool_calls import runs_early
 from workflows.exceptions import ToolInputError
-from workflows.models.hooks import CallbackHook, HookEvent
 from workflows.hooks.runner import hook_input
 from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
 from workflows.mcp.calls import McpCaller
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
-from workflows.store.memory import ProjectMemory
 from workflows.model.client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
+from workflows.models.hooks import CallbackHook, HookEvent
 from workflows.permissions import Decision, decide, read_denied_for, sandbox
 from workflows.permissions.rules.rules import EDIT_TOOLS
 from workflows.shells import SessionShells
+from workflows.store.memory import ProjectMemory
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput
 from workflows.tools.saved import SAVED_RESULT_CAP, save_large_result

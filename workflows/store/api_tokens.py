@@ -38,9 +38,9 @@ import re
 import secrets
 import time
 
+from workflows.exceptions import TokenError
 from workflows.models.api_tokens import TokenRecord
 from workflows.store import keys
-from workflows.exceptions import TokenError
 
 #: Every token starts with this, so a leaked one is recognisable (secret scanners, logs).
 TOKEN_PREFIX = "mst_"

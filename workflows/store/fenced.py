@@ -44,8 +44,8 @@ from typing import NamedTuple
 import redis
 from redis.commands.core import CoreCommands
 
-from workflows.store import keys as keys_module
 from workflows.models import BACKGROUND_HOOK_EVENTS, BACKGROUND_KINDS, StepKind
+from workflows.store import keys as keys_module
 
 _HEAD = r"""
 local function head(raw)

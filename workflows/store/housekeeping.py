@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from statemachines import State
-from workflows.store import keys
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, StepStatus
+from workflows.store import keys
 from workflows.store.redis_store import Store
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import redis
 
-from workflows.store import keys
 from workflows.exceptions import MemoryRecordError
 from workflows.memory.records import MEMORY_TYPES, MemoryRecord, index_markdown, project_id, project_root
+from workflows.store import keys
 
 
 class ProjectMemory:

@@ -21,28 +21,28 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, LockNotOwnedError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from workflows.store import keys
-from workflows.models.commands import CommandDefinition
 from workflows.exceptions import (
     AmbiguousSession,
     LockTimeout,
     SessionNotFound,
     StoreUnavailable,
 )
-from workflows.store.fenced import Recorder, Reply, Scripts
 from workflows.models import SessionRecord
-from workflows.store.registry import LOCK_TOKEN_SEP, Workers
-from workflows.store.streams import LIVE_MAXLEN, LIVE_TTL_SECONDS, Transcripts, as_text, stream_entries
-from workflows.store.client import Pipe, blocking_pool
-from workflows.store.steps import Steps
+from workflows.models.commands import CommandDefinition
 from workflows.models.valid_text import valid_str
+from workflows.store import keys
+from workflows.store.client import Pipe, blocking_pool
+from workflows.store.fenced import Recorder, Reply, Scripts
+from workflows.store.registry import LOCK_TOKEN_SEP, Workers
+from workflows.store.steps import Steps
+from workflows.store.streams import LIVE_MAXLEN, LIVE_TTL_SECONDS, Transcripts, as_text, stream_entries
 
 if TYPE_CHECKING:  # (the feature stores are imported when asked for: they import models this module must not)
     from workflows.store.api_tokens import TokenStore
-    from workflows.store.schedules import ScheduleStore
-    from workflows.store.shells import ShellStore
     from workflows.store.checkpoints import FileCheckpoints
     from workflows.store.memory import ExtractionLock, ProjectMemory
+    from workflows.store.schedules import ScheduleStore
+    from workflows.store.shells import ShellStore
 
 FORK_CHECKPOINT_TTL = 7 * 24 * 3600  # a fork nobody finishes in a week is gone for good
 

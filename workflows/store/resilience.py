@@ -20,9 +20,9 @@ import time
 from typing import Callable, TypeVar
 
 # The Redis errors code outside the store modules catches: imported from here, never from redis-py.
-from redis.exceptions import AuthenticationError, NoPermissionError  # noqa: F401
+from redis.exceptions import AuthenticationError  # noqa: F401
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import LockError, RedisError, ResponseError  # noqa: F401
+from redis.exceptions import LockError, NoPermissionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows.exceptions import LockTimeout

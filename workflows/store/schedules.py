@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from workflows.store import keys
 from workflows.exceptions import InvalidSchedule, ScheduleBroken, ScheduleNotFound
 from workflows.schedules.models import Schedule, ScheduleRun
+from workflows.store import keys
 
 #: Firings kept per schedule for ``schedule list`` and the API.
 RUNS_KEPT = 50

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from workflows.store import keys
 from workflows.exceptions import SessionNotFound, StepNotFound
 from workflows.models import SessionRecord, StepRecord
+from workflows.store import keys
 from workflows.store.streams import as_text
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterable
 
-from workflows.store import keys
-from workflows.store.entry_read import field_text, read_entry
 from workflows.models import entry_json
 from workflows.models.valid_text import valid_str
+from workflows.store import keys
+from workflows.store.entry_read import field_text, read_entry
 
 if TYPE_CHECKING:
     from workflows.store.client import Pipe

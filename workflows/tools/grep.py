@@ -15,10 +15,10 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from workflows.exceptions import ToolError
+from workflows.tools import text_file
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
 from workflows.tools.files import read_regular, stat_or_none
 from workflows.tools.glob import GlobMatcher, _split_top, glob_regex, newest_first, readable, walk_files
-from workflows.tools import text_file
 from workflows.tools.read import split_lines
 from workflows.tools.regex import LineSearcher
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from workflows.exceptions import ToolError
-from workflows.tools.base import ToolContext
 from workflows.tools import text_file
+from workflows.tools.base import ToolContext
 from workflows.tools.files import read_regular
 
 #: The largest notebook Read and NotebookEdit load (it is parsed whole).

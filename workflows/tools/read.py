@@ -19,11 +19,9 @@ from pydantic import Field
 
 from workflows.exceptions import ToolError
 from workflows.model.tokens import estimate_tokens
-from workflows.tools import media, notebook
+from workflows.tools import media, notebook, text_file
 from workflows.tools.base import NotQuick, Tool, ToolContext, ToolInput, ToolOutput, raise_if_cancelled, register
-from workflows.tools.files import (directory_error, format_size, missing_file_error, open_regular, os_error,
-                                   read_regular)
-from workflows.tools import text_file
+from workflows.tools.files import directory_error, format_size, missing_file_error, open_regular, os_error, read_regular
 from workflows.tools.text_file import BINARY_SNIFF_BYTES, LEGACY_ENCODING, UTF8, Encoding
 
 __all__ = ["cat_n", "cut_line", "directory_error", "missing_file_error", "split_lines"]

@@ -30,6 +30,19 @@ from dataclasses import dataclass, field
 
 from workflows.models import PermissionMode
 from workflows.permissions.rules import paths
+from workflows.permissions.rules.rules import (
+    PROTECTED_TEXT,
+    Compiled,
+    Decision,
+    PermissionResult,
+    allow_by_mode,
+    allow_by_rule,
+    ask,
+    ask_by_mode,
+    bash_matches,
+    deny_plan,
+    rule_source,
+)
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_deny import asked, denied, scan
 from workflows.permissions.shell.bash_parse import Command, Word, parse
@@ -44,19 +57,6 @@ from workflows.permissions.shell.bash_paths import (
     path_texts,
     quoted_glob,
     resolve_all,
-)
-from workflows.permissions.rules.rules import (
-    PROTECTED_TEXT,
-    Compiled,
-    Decision,
-    PermissionResult,
-    allow_by_mode,
-    allow_by_rule,
-    ask,
-    ask_by_mode,
-    bash_matches,
-    deny_plan,
-    rule_source,
 )
 
 __all__ = ["evaluate_bash", "SAFE_DEVICES"]

@@ -18,10 +18,6 @@ import os
 from dataclasses import dataclass
 
 from workflows.permissions.rules import paths
-from workflows.permissions.shell import commands
-from workflows.permissions.shell.bash_parse import Command, Parsed, Word, parse
-from workflows.permissions.shell.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
-from workflows.permissions.shell.bash_vote import DISAGREE, UNCHECKED
 from workflows.permissions.rules.rules import (
     EDIT_TOOLS,
     Compiled,
@@ -32,6 +28,10 @@ from workflows.permissions.rules.rules import (
     deny_by_rule,
     rule_source,
 )
+from workflows.permissions.shell import commands
+from workflows.permissions.shell.bash_parse import Command, Parsed, Word, parse
+from workflows.permissions.shell.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
+from workflows.permissions.shell.bash_vote import DISAGREE, UNCHECKED
 
 __all__ = ["Seen", "asked", "denied", "scan"]
 
