@@ -87,7 +87,7 @@ def test_a_step_rides_out_an_outage_without_spending_an_attempt(engine, ws, monk
 
 
 def test_a_live_delta_redis_refuses_is_dropped_and_the_call_goes_on(engine, ws, caplog):
-    caplog.set_level(logging.WARNING, logger="workflows.steps.run")  # an in-process worker may have quieted it
+    caplog.set_level(logging.WARNING, logger="workflows.steps.model_call")  # an in-process worker may have quieted it
     rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo"))
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
 
