@@ -1,7 +1,8 @@
 """Opening the session a command's flags name: a new one with their options, or one taken up again
 (``--resume``, ``--continue``, ``--fork-session``) with them applied, through the session service
-(:mod:`workflows.sessions.service`). Shared by ``mainsail run``/``submit``, print mode and the SDK's
-stream-json door (cli/headless/), and interactive mode (cli/interactive_open.py).
+(:mod:`workflows.sessions.service`). Shared by ``mainsail run``, ``submit`` (its local client,
+cli/clients/local.py), print mode and the SDK's stream-json door (cli/headless/), and interactive mode
+(cli/interactive_open.py).
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ def open_session(rt: Runtime, settings, options: SessionOptions, *, resume, cont
     return opened.rec.id
 
 
+def background_note(rt: Runtime, sid: str) -> None:
+    """What ``submit`` and ``run --background`` print once the prompt is queued: the session id on stdout, how
+    to watch it (and that no worker listens, if so) on stderr."""
+    click.echo(sid)
+    if not ({"model", "tools"} <= rt.store.live_queues()):
+        click.echo("No worker is listening: the session waits in its queue until you start `mainsail worker`.",
+                   err=True)
+    click.echo(f"Watch it with: mainsail watch {sid[:8]}", err=True)
+
+
 def trust_note(rt: Runtime, sid: str, workspace: Path) -> None:
     """``--trust-project`` applies to new sessions only: a session keeps the settings it started with (the
     trust is recorded for the next ones)."""
@@ -110,5 +121,5 @@ def asks_in_print_mode(settings, approval_timeout) -> str:
     return "wait" if (approval_timeout or settings.approval_timeout_seconds) else "deny"
 
 
-__all__ = ["MODES", "asks_in_print_mode", "check_new_id", "flag_options", "open_session", "session_model",
-           "trust_note", "warn_about_model"]
+__all__ = ["MODES", "asks_in_print_mode", "background_note", "check_new_id", "flag_options", "open_session",
+           "session_model", "trust_note", "warn_about_model"]

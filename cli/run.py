@@ -1,7 +1,8 @@
 """``mainsail run PROMPT`` and ``mainsail submit PROMPT``.
 
 ``run`` attaches and watches the run to its end; ``--background`` (or
-``submit``) prints the session id and returns at once. ``--resume``,
+``submit``) prints the session id and returns at once. ``submit`` is one definition for both modes: it
+calls the client protocol (cli/clients/), on Redis or through a team server. ``--resume``,
 ``--continue`` and ``--fork-session`` pick the session; ``-p`` with
 ``--output-format`` prints what scripts parse.
 """
@@ -15,9 +16,10 @@ import click
 
 from cli.agents_flag import agents_option
 from cli.attach import finish, submit_and_watch, wait_for_memory
+from cli.clients import client_for
 from cli.connect import Runtime, connect
 from cli.figures import memory_saved_line
-from cli.opening import MODES, asks_in_print_mode, flag_options, open_session, session_model
+from cli.opening import MODES, asks_in_print_mode, background_note, flag_options, open_session, session_model
 from cli.session_service import service
 from cli.standby import ensure_worker, require_model_access
 from cli.trust_flag import trust_option
@@ -128,7 +130,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
         if background:
             for p in prompts:
                 service(rt).submit(sid, p)
-            _background_note(rt, sid)
+            background_note(rt, sid)
             return
         ensure_worker(rt, settings, quiet=print_mode, sid=sid)
         result = None
@@ -168,25 +170,12 @@ def submit(prompt: str, model, resume, continue_, fork, max_turns, max_budget_us
            permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
            append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
     """Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."""
-    settings = load_settings(model=model)
-    rt = connect(settings, dispatching=True)
-    require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
-    options = flag_options(
-        model=model, permission_mode=permission_mode, allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
-        approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=McpFlags(tuple(mcp_config), strict_mcp_config),
-        max_turns=max_turns, max_budget_usd=max_budget_usd, system_prompt=system_prompt,
-        append_system_prompt=append_system_prompt, no_memory=no_memory, fallback_model=fallback_model)
-    sid = open_session(rt, settings, options, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
-    service(rt).submit(sid, prompt)
-    _background_note(rt, sid)
-
-
-def _background_note(rt: Runtime, sid: str) -> None:
-    click.echo(sid)
-    if not ({"model", "tools"} <= rt.store.live_queues()):
-        click.echo("No worker is listening: the session waits in its queue until you start `mainsail worker`.",
-                   err=True)
-    click.echo(f"Watch it with: mainsail watch {sid[:8]}", err=True)
+    client_for().submit(prompt, model=model, resume=resume, continue_=continue_, fork=fork, max_turns=max_turns,
+                        max_budget_usd=max_budget_usd, workspace=workspace, permission_mode=permission_mode,
+                        allowed_tools=allowed_tools, disallowed_tools=disallowed_tools,
+                        approval_timeout=approval_timeout, system_prompt=system_prompt,
+                        append_system_prompt=append_system_prompt, no_memory=no_memory, add_dirs=add_dirs,
+                        fallback_model=fallback_model, mcp_config=mcp_config, strict_mcp_config=strict_mcp_config)
 
 
 def _stream_writer(rt: Runtime, sid: str):

@@ -1,4 +1,4 @@
-"""One client protocol for the simple session verbs (send, cancel, approve, deny, compact), with a local
+"""One client protocol for the simple session verbs (submit, send, cancel, approve, deny, compact), with a local
 and an HTTP implementation, instead of a remote copy of each command.
 
 :func:`client_for` picks the implementation: :class:`cli.clients.http.HttpClient` when ``MAINSAIL_SERVER`` is

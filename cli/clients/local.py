@@ -9,12 +9,15 @@ import click
 from rich.console import Console
 
 from cli.clients.protocol import decided_line
+from cli.connect import connect
+from cli.opening import background_note, flag_options, open_session, session_model
 from cli.readonly import existing_runtime
 from cli.render import Renderer, follow
 from cli.session_service import service
-from cli.standby import ensure_worker
+from cli.standby import ensure_worker, require_model_access
 from workflows.commit.support import cancel_message
 from workflows.engine.approvals import request_of
+from workflows.mcp.sources import McpFlags
 from workflows.models import ResultEntry
 from workflows.models.valid_text import valid_str
 from workflows.settings import load_settings
@@ -22,6 +25,22 @@ from workflows.settings import load_settings
 
 class LocalClient:
     """:class:`cli.clients.protocol.SessionClient` on Redis (``MAINSAIL_SERVER`` unset)."""
+
+    def submit(self, prompt: str, *, model, resume, continue_, fork, max_turns, max_budget_usd, workspace,
+               permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
+               append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
+        settings = load_settings(model=model)
+        rt = connect(settings, dispatching=True)
+        require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
+        options = flag_options(
+            model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,
+            disallowed_tools=disallowed_tools, approval_timeout=approval_timeout, add_dirs=add_dirs,
+            mcp=McpFlags(tuple(mcp_config), strict_mcp_config), max_turns=max_turns, max_budget_usd=max_budget_usd,
+            system_prompt=system_prompt, append_system_prompt=append_system_prompt, no_memory=no_memory,
+            fallback_model=fallback_model)
+        sid = open_session(rt, settings, options, resume=resume, continue_=continue_, fork=fork, workspace=workspace)
+        service(rt).submit(sid, prompt)
+        background_note(rt, sid)
 
     def send(self, session: str, message: str | None, *, interrupt: bool, clear: bool) -> None:
         rt = existing_runtime(what=f"no session {session!r} to send to", code=1)

@@ -1,5 +1,5 @@
-"""The one client protocol of the simple session verbs: what ``send``, ``cancel``, ``approve``/``deny``
-and ``compact`` ask of a session, whether the session lives in this machine's Redis
+"""The one client protocol of the simple session verbs: what ``submit``, ``send``, ``cancel``,
+``approve``/``deny`` and ``compact`` ask of a session, whether the session lives in this machine's Redis
 (:class:`cli.clients.local.LocalClient`) or behind a team server (:class:`cli.clients.http.HttpClient`).
 
 Each method does the verb and says on stdout (and stderr) exactly what the command says, so that one
@@ -13,7 +13,15 @@ from typing import Protocol
 
 
 class SessionClient(Protocol):
-    """A session's simple verbs, by id or unique prefix (``session``)."""
+    """A session's simple verbs, by id or unique prefix (``session``), and ``submit``."""
+
+    def submit(self, prompt: str, *, model, resume, continue_, fork, max_turns, max_budget_usd, workspace,
+               permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
+               append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
+        """Queue ``prompt`` in the session the flags name (``mainsail submit``'s options, by parameter name: a new
+        one, or one resumed, continued or forked), print its id on stdout and how to watch it on stderr. Through a
+        server, ``workspace`` is a path on the server's machine (or ``None``) and the flags the API does not carry
+        are refused."""
 
     def send(self, session: str, message: str | None, *, interrupt: bool, clear: bool) -> None:
         """Send ``message`` (``None``: only ``clear``), first stopping the turn (``interrupt``) or dropping the

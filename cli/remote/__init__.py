@@ -4,11 +4,11 @@ commands go through the server's HTTP API instead of Redis, so a teammate needs 
 The dispatch is here and only here: :func:`route` is given each command as the root group looks it
 up (``MainsailGroup.get_command``) and, when ``MAINSAIL_SERVER`` is set, returns
 
-- for the commands in :data:`ROUTED` (submit, watch, sessions, show, export, pending, doctor, rewind): a
+- for the commands in :data:`ROUTED` (watch, sessions, show, export, pending, doctor, rewind): a
   copy of the command, with the same options and arguments, whose callback calls the API
   (cli/remote/verbs.py, listing.py, watch.py, doctor.py, rewind.py), printing what the local command
   prints (doctor: the server's checks instead of this machine's);
-- for the commands in :data:`CLIENT_VERBS` (send, cancel, approve, deny, compact): a copy with the same
+- for the commands in :data:`CLIENT_VERBS` (submit, send, cancel, approve, deny, compact): a copy with the same
   callback, its help saying it goes through the server: their one definition calls
   ``cli.clients.client_for()``, which picks the HTTP implementation of the client protocol here
   (cli/clients/);
@@ -32,7 +32,6 @@ import click
 
 #: Command name -> "module:function" of its remote version.
 ROUTED = {
-    "submit": "cli.remote.verbs:submit",
     "export": "cli.remote.verbs:export_cmd",
     "pending": "cli.remote.listing:pending",
     "sessions": "cli.remote.listing:sessions",
@@ -42,7 +41,7 @@ ROUTED = {
     "rewind": "cli.remote.rewind:rewind",  # (cli/remote/rewind.py)
 }
 #: Commands whose one definition goes through the client protocol (cli/clients/): routed by themselves.
-CLIENT_VERBS = frozenset({"send", "cancel", "approve", "deny", "compact"})
+CLIENT_VERBS = frozenset({"submit", "send", "cancel", "approve", "deny", "compact"})
 #: Group name -> "module:MAPPING" of subcommand name -> its remote version.
 ROUTED_GROUPS = {"schedule": "cli.remote.schedules:COMMANDS"}
 #: Commands that need no Redis: they work as before.

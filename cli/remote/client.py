@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Self
 from urllib.parse import quote, urlsplit
 
+import click
 import httpx
 
 from workflows.exceptions import ConfigurationError, MainsailError
@@ -164,6 +165,15 @@ def session_path(session: str, *rest: str) -> str:
     return "/".join(["/api/sessions", quote(session, safe=""), *rest])
 
 
+def server_path(value: str | None, flag: str) -> str | None:
+    """A path given for the server's machine: sent as given, but it must be absolute (there is no
+    "current directory" on the server to resolve a relative one against)."""
+    if value is not None and not value.startswith("/"):
+        raise click.UsageError(f"{flag} {value!r}: through MAINSAIL_SERVER, give an absolute path on the server's "
+                               "machine.")
+    return value
+
+
 def open_client() -> Client:
     """A client of MAINSAIL_SERVER with MAINSAIL_TOKEN.
 
@@ -199,4 +209,5 @@ def _detail(response: httpx.Response) -> str:
     return response.reason_phrase or str(response.status_code)
 
 
-__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "Client", "RemoteError", "check_server_url", "open_client"]
+__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "Client", "RemoteError", "check_server_url", "open_client",
+           "server_path", "session_path"]

@@ -7,7 +7,7 @@ import click
 from rich.console import Console
 
 from cli.approvals import print_request
-from cli.remote.client import Client, open_client, session_path
+from cli.remote.client import Client, open_client, server_path, session_path
 from cli.remote.views import record_of
 from cli.render import Renderer
 from cli.sessions import describe, print_table
@@ -16,15 +16,6 @@ from workflows.store.entry_read import read_entry
 
 #: Rows of one transcript page (the API's largest).
 PAGE = 5000
-
-
-def server_path(value: str | None, flag: str) -> str | None:
-    """A path given for the server's machine: sent as given, but it must be absolute (there is no
-    "current directory" on the server to resolve a relative one against)."""
-    if value is not None and not value.startswith("/"):
-        raise click.UsageError(f"{flag} {value!r}: through MAINSAIL_SERVER, give an absolute path on the server's "
-                               "machine.")
-    return value
 
 
 def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -> None:
@@ -91,4 +82,4 @@ def pending() -> None:
         click.echo("No pending permission requests.")
 
 
-__all__ = ["pending", "server_path", "sessions", "show"]
+__all__ = ["pending", "sessions", "show"]

@@ -13,8 +13,7 @@ from urllib.parse import quote
 import click
 
 from cli import schedule as local
-from cli.remote.client import open_client
-from cli.remote.listing import server_path
+from cli.remote.client import open_client, server_path
 from tasks.scheduling import NextRun
 from workflows.schedules import Schedule, ScheduleRun
 from workflows.store.schedules import BrokenSchedule

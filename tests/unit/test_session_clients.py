@@ -13,6 +13,7 @@ from cli.approvals import approve, deny
 from cli.clients import HttpClient, LocalClient, client_for
 from cli.remote import route
 from cli.remote.client import Client
+from cli.run import submit
 from cli.sessions import cancel, compact, send
 
 
@@ -26,7 +27,7 @@ def test_client_for_is_http_with_a_server_and_local_without(monkeypatch):
 def test_with_a_server_the_verbs_keep_their_one_definition(monkeypatch):
     monkeypatch.setenv("MAINSAIL_SERVER", "http://127.0.0.1:1")
     monkeypatch.delenv("MAINSAIL_REDIS_URL", raising=False)
-    for command in (send, cancel, approve, deny, compact):
+    for command in (submit, send, cancel, approve, deny, compact):
         routed = route(command)
         assert routed.callback is command.callback and "calls the team server's HTTP API" in routed.help
 
@@ -64,3 +65,19 @@ def test_send_cancel_and_decide_are_one_call_each_with_the_local_lines(monkeypat
                      ("/api/sessions/1a2b/approve", {"request": None, "always": True})]
     out = CliRunner().invoke(send, ["1a2b"])  # checked before any call, in both modes
     assert out.exit_code == 2 and "Missing MESSAGE" in out.output and len(calls) == 3
+
+
+def test_submit_is_one_create_call_with_the_local_lines(monkeypatch):
+    calls = _served(monkeypatch, {"/api/sessions": {"id": "9f8e7d6c-0000", "warnings": ["no price known"]}})
+    out = CliRunner().invoke(route(submit), ["--cwd", "/srv/repo", "--max-turns", "3",
+                                             "--add-dir", "/srv/lib", "hi"])
+    assert out.exit_code == 0 and out.stdout == "9f8e7d6c-0000\n"
+    assert out.stderr == "Warning: no price known\nWatch it with: mainsail watch 9f8e7d6c\n"
+    assert calls == [("/api/sessions", {"workspace": "/srv/repo", "prompt": "hi", "max_turns": 3,
+                                        "allowed_tools": [], "disallowed_tools": [], "add_dirs": ["/srv/lib"],
+                                        "no_memory": False})]
+    for args, said in ((["hi"], "give the session's workspace with --cwd DIR"),
+                       (["--cwd", "srv", "hi"], "--cwd 'srv': through MAINSAIL_SERVER, give an absolute path"),
+                       (["--cwd", "/srv", "-r", "1a2b", "hi"], "--resume is not available through MAINSAIL_SERVER")):
+        out = CliRunner().invoke(route(submit), args)  # refused before any call
+        assert out.exit_code == 2 and said in out.output and len(calls) == 1
