@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, model_validator
 
-from server.api.common import engine, visible_session
+from server.api.common import service, visible_session
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import problems
 from statemachines import State
@@ -58,9 +58,9 @@ class Rewound(BaseModel):
 def rewind_points(session: str, request: Request, caller: Caller = READER):
     """The session's user messages one can rewind to, oldest first (``mainsail rewind --list``)."""
     rec = visible_session(request, caller, session)
-    eng = engine(request)
-    points = eng.rewind_points(rec.id)
-    files = eng.store.checkpoint_sizes(rec.id, [p.uuid for p in points])
+    svc = service(request)
+    points = svc.rewind_points(rec.id)
+    files = svc.store.checkpoint_sizes(rec.id, [p.uuid for p in points])
     return [RewindPoint(number=i, uuid=p.uuid, timestamp=p.timestamp, message=message_text(p), files=n)
             for i, (p, n) in enumerate(zip(points, files), 1)]
 
@@ -69,15 +69,15 @@ def rewind_points(session: str, request: Request, caller: Caller = READER):
 def rewind(session: str, body: Rewind, request: Request, caller: Caller = WRITER):
     """Rewind an idle session's code, conversation or both to before message ``to`` (``mainsail rewind``)."""
     rec = visible_session(request, caller, session)
-    eng = engine(request)
-    points = eng.rewind_points(rec.id)
+    svc = service(request)
+    points = svc.rewind_points(rec.id)
     if body.to > len(points):
         raise RewindRefused(f"Session {rec.id[:8]} has {len(points)} message(s) to rewind to; there is no message "
                             f"{body.to}. GET /api/sessions/{rec.id[:8]}/rewind lists them.")
-    done = eng.rewind(rec.id, points[body.to - 1].uuid, code=body.code, conversation=body.conversation,
+    done = svc.rewind(rec.id, points[body.to - 1].uuid, code=body.code, conversation=body.conversation,
                       force=body.force)
     e = done.entry
     parts = " and ".join(p for p, on in (("code", e.code), ("conversation", e.conversation)) if on)
     message = f"Rewound the {parts} to before message {body.to}." + (f" {BASH_NOTE}" if e.code else "")
-    return Rewound(session_id=rec.id, message=message, state=eng.store.get_session(rec.id).state,
+    return Rewound(session_id=rec.id, message=message, state=svc.store.get_session(rec.id).state,
                    prompt=e.prompt, restored=e.restored, deleted=e.deleted, skipped=e.skipped)

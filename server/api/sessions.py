@@ -32,7 +32,6 @@ from workflows.commit.support import cancel_message
 from workflows.context.export import export_jsonl
 from workflows.models import PathText
 from workflows.models.options import SessionOptions
-from workflows.models.valid_text import valid_str
 from workflows.settings import get_settings
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries
@@ -87,7 +86,7 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
     if not ws.is_dir():
         raise BadRequest(f"Workspace {body.workspace!r} is not an existing directory on the server (give an "
                          "absolute path on the server's machine).")
-    eng = engine(request)
+    svc = service(request)
 
     def vet(resolved):  # --add-dir and the settings files' dirs are held to the token's workspaces
         for extra in resolved.setup.additional_directories:
@@ -96,14 +95,14 @@ def create_session(body: NewSession, request: Request, caller: Caller = WRITER):
 
     # A scoped token's session hides the other tokens' workspaces from its commands (sandbox denyRead);
     # its approvals are held to that too (workflows/permissions/token_reach.py).
-    opened = service(request).create(ws, SessionOptions.of(body, asks="wait"), get_settings(), token=caller.token,
+    opened = svc.create(ws, SessionOptions.of(body, asks="wait"), get_settings(), token=caller.token,
                                      vet=vet, cwd=str(ws), mode_given_by="the request's permission_mode")
     rec, warnings = opened.rec, opened.warnings
-    warnings += [f"custom command {p}" for p in eng.refresh_commands(rec.id)]
+    warnings += [f"custom command {p}" for p in svc.refresh_commands(rec.id)]
     if body.prompt:
-        service(request).submit(rec.id, body.prompt)
-    rec = eng.store.get_session(rec.id)
-    return SessionDetail.of(rec, eng.store.inbox(rec.id), warnings)
+        svc.submit(rec.id, body.prompt)
+    rec = svc.store.get_session(rec.id)
+    return SessionDetail.of(rec, svc.store.inbox(rec.id), warnings)
 
 
 @router.get("/sessions/{session}", response_model=SessionDetail)
@@ -153,21 +152,16 @@ def send(session: str, body: Message, request: Request, caller: Caller = WRITER)
         raise BadRequest("Give a 'message' (or 'clear': true alone to drop the queued messages).")
     if body.message is not None:
         caller.check_bypass(rec)  # before anything is changed: a refused send clears and stops nothing
-    eng, notes = engine(request), []
+    svc, notes = service(request), []
+    sent = svc.send(rec.id, body.message, interrupt=body.interrupt, clear=body.clear)
     if body.clear:
-        dropped = eng.clear_queue(rec.id)
-        notes.append(f"dropped {len(dropped)} queued message{'s' if len(dropped) != 1 else ''}")
-    if body.interrupt:
-        stopped = service(request).stop(rec.id, "Interrupted by a new message")
-        if stopped.cancelled:
-            notes.append("interrupted the running turn")
+        notes.append(f"dropped {len(sent.dropped)} queued message{'s' if len(sent.dropped) != 1 else ''}")
+    if sent.stopped is not None and sent.stopped.cancelled:
+        notes.append("interrupted the running turn")
     if body.message is not None:
-        service(request).submit(rec.id, body.message)
-        inbox = eng.store.inbox(rec.id)
-        queued = valid_str(body.message) in inbox  # (as the inbox holds it: workflows/models/valid_text.py)
-        notes.append(f"queued as message {len(inbox)} of {len(inbox)}" if queued else "sent")
+        notes.append(f"queued as message {len(sent.inbox)} of {len(sent.inbox)}" if sent.queued else "sent")
     return Done(session_id=rec.id, message="; ".join(notes).capitalize() + ".",
-                state=eng.store.get_session(rec.id).state)
+                state=svc.store.get_session(rec.id).state)
 
 
 @router.post("/sessions/{session}/cancel", response_model=Done)
