@@ -191,9 +191,12 @@ class StreamJson:
                 self._flush()
 
     def init(self, rec: SessionRecord, tools: list[str], *, api_key_source: str = "none",
-             slash_commands: list[str] = ()) -> dict:
-        """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``; ``slash_commands``: the
-        session's custom commands' names (Claude Code lists its built-in ones too; print mode has none)."""
+             commands: dict | None = None) -> dict:
+        """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``; ``commands``: the session's
+        skills and custom commands (``store.commands``), listed as ``slash_commands`` (skills first, as Claude
+        Code lists them; it lists its built-in ones too, print mode has none) and the skills as ``skills``."""
+        skills = [n for n, c in (commands or {}).items() if c.skill_dir]
+        slash_commands = skills + [n for n, c in (commands or {}).items() if not c.skill_dir]
         obj = {
             "type": "system",
             "subtype": "init",
@@ -209,7 +212,7 @@ class StreamJson:
             "claude_code_version": CLAUDE_CODE_VERSION,
             "output_style": "default",
             "agents": sorted(rec.agents),  # Claude Code lists the agent types' names
-            "skills": [],
+            "skills": skills,
             "plugins": [],
             "uuid": new_id(),
         }
@@ -227,7 +230,7 @@ class StreamJson:
                     self.task_inputs[tu.id] = tu.input
         if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:
             self.on_prompt()
-        if isinstance(e, UserEntry) and e.origin != "tool_result" and not self.replay_user_messages:
+        if isinstance(e, UserEntry) and e.origin not in ("tool_result", "skill") and not self.replay_user_messages:
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
         for obj in lines:
@@ -293,6 +296,8 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
         results = [b for b in e.message.blocks() if getattr(b, "type", "") == "tool_result"]
         if results:
             obj["tool_use_result"] = _tool_use_result(results[-1])
+        if e.origin == "skill":  # a skill's text after its Skill call, as Claude Code marks it
+            obj["isSynthetic"] = True
         return [obj]
     if isinstance(e, ResultEntry):
         return [result_json(e, stop_reason)]

@@ -186,7 +186,7 @@ def _stream_writer(rt: Runtime, sid: str):
 
     def init() -> None:  # when the prompt's entry arrives: its MCP servers were found before it
         rec = rt.store.get_session(sid)
-        stream.init(rec, offered_tools(rec), slash_commands=list(rt.store.commands(sid)))
+        stream.init(rec, offered_tools(rec), commands=rt.store.commands(sid))
 
     stream.on_prompt = init
     return stream

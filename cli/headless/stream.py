@@ -221,7 +221,7 @@ class StreamServer:
         if starts_run(e):  # a prompt, or a custom command's start (its prompt comes after its ! lines)
             rec = self.rt.store.get_session(self.sid)
             self.out.init(rec, offered_tools(rec), api_key_source=self.api_key_source,
-                          slash_commands=list(self.rt.store.commands(self.sid)))
+                          commands=self.rt.store.commands(self.sid))
         self.out.entry(e)
         if isinstance(e, ResultEntry):
             self.results += 1

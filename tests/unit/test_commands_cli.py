@@ -30,8 +30,11 @@ def test_initialize_lists_commands_as_claude_code_does():
 def test_system_init_names_the_session_commands():
     buf = io.StringIO()
     rec = SessionRecord(id="s1", model="claude-sonnet-4-5", workspace="/tmp/ws")
-    StreamJson(buf.write).init(rec, ["Bash"], slash_commands=list(COMMANDS))
-    assert json.loads(buf.getvalue())["slash_commands"] == ["frontend:test", "review"]
+    skill = CommandDefinition(name="greet", body="Say hi", skill_dir="/tmp/ws/.claude/skills/greet")
+    StreamJson(buf.write).init(rec, ["Bash"], commands={**COMMANDS, "greet": skill})
+    init = json.loads(buf.getvalue())
+    assert init["slash_commands"] == ["greet", "frontend:test", "review"]  # skills first, as Claude Code
+    assert init["skills"] == ["greet"]
 
 
 def test_a_prompt_naming_no_command_gets_a_note_a_path_or_a_known_name_none():

@@ -29,7 +29,7 @@ import yaml
 from workflows.frontmatter import split_frontmatter
 from workflows.models.commands import CommandDefinition
 
-__all__ = ["CommandFileError", "CommandSet", "load_commands", "parse_command_file", "MAX_FILE_BYTES",
+__all__ = ["CommandFileError", "CommandSet", "load_command_files", "name_problem", "parse_command_file", "MAX_FILE_BYTES",
            "MAX_COMMANDS", "MAX_DEPTH"]
 
 MAX_FILE_BYTES = 256 * 1024  # a bigger command file is left out (its whole body would be one prompt)
@@ -37,6 +37,7 @@ MAX_COMMANDS = 500  # per folder; more are left out
 MAX_DEPTH = 5  # folders below commands/ that are looked into
 
 KNOWN_KEYS = ("description", "argument-hint", "allowed-tools", "model", "disable-model-invocation")
+SKILL_KEYS = KNOWN_KEYS + ("name",)  # a skill's frontmatter may name it (workflows.commands.skills)
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]+(.*))?$")
 
@@ -144,9 +145,18 @@ def _flag(value: Any, where: str) -> bool:
     raise CommandFileError(f"{where}: 'disable-model-invocation' must be true or false, not {value!r}.")
 
 
-def parse_command_file(text: str, name: str, where: str, scope: str = "project") -> tuple[CommandDefinition,
-                                                                                         list[str]]:
-    """A command from a markdown file (frontmatter optional), and notes about keys it ignores.
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a command or a skill (None: it can)."""
+    if all(_SEGMENT.match(part) for part in name.split(":")):
+        return None
+    return ("a command name is letters, digits, '-', '_' and '.' (and folders for namespaces); rename the file "
+            "(or, for a skill, its folder or its 'name').")
+
+
+def parse_command_file(text: str, name: str, where: str, scope: str = "project",
+                       skill: bool = False) -> tuple[CommandDefinition, list[str]]:
+    """A command from a markdown file (frontmatter optional), and notes about keys it ignores. ``skill``: a
+    SKILL.md, whose frontmatter ``name`` (when given) names it instead of ``name``.
 
     Raises:
         CommandFileError: unreadable frontmatter or an invalid field value.
@@ -166,12 +176,15 @@ def parse_command_file(text: str, name: str, where: str, scope: str = "project")
     if not description:
         first = next((line.strip() for line in body.splitlines() if line.strip()), "")
         description = first if len(first) <= 100 else first[:99] + "…"
+    known = SKILL_KEYS if skill else KNOWN_KEYS
+    if skill and _text(fields, raw, "name", where):
+        name = _text(fields, raw, "name", where)
     definition = CommandDefinition(
         name=name, body=body, description=description, argument_hint=_text(fields, raw, "argument-hint", where),
         allowed_tools=_allowed_tools(fields.get("allowed-tools"), where),
         model=_model(_text(fields, raw, "model", where), where),
         disable_model_invocation=_flag(fields.get("disable-model-invocation"), where), scope=scope, path=where)
-    ignored = [k for k in fields if k not in KNOWN_KEYS]
+    ignored = [k for k in fields if k not in known]
     notes = [f"{where}: frontmatter key{'s' if len(ignored) > 1 else ''} {', '.join(map(repr, ignored))} "
              f"{'are' if len(ignored) > 1 else 'is'} not supported by Mainsail and ignored."] if ignored else []
     return definition, notes
@@ -202,9 +215,8 @@ def _load_folder(root: Path, scope: str, out: CommandSet) -> dict[str, CommandDe
         files = files[:MAX_COMMANDS]
     for name, path in files:
         where = str(path)
-        if not all(_SEGMENT.match(part) for part in name.split(":")):
-            out.problems.append(f"{where}: left out: a command name is letters, digits, '-', '_' and '.' (and "
-                                "folders for namespaces); rename the file.")
+        if (problem := name_problem(name)) is not None:
+            out.problems.append(f"{where}: left out: {problem}")
             continue
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
@@ -224,9 +236,9 @@ def _load_folder(root: Path, scope: str, out: CommandSet) -> dict[str, CommandDe
     return found
 
 
-def load_commands(workspace: str, home: str) -> CommandSet:
-    """The commands a session in ``workspace`` offers: the project's, with the user's over them."""
-    out = CommandSet()
+def load_command_files(workspace: str, home: str, out: CommandSet) -> dict[str, CommandDefinition]:
+    """The command files a session in ``workspace`` offers: the project's, with the user's over them (see
+    :func:`workflows.commands.load.load_commands` for commands and skills together)."""
     project_dir = Path(workspace) / ".claude" / "commands"
     user_dir = Path(home or os.path.expanduser("~")) / ".claude" / "commands"
     same = os.path.realpath(project_dir) == os.path.realpath(user_dir)  # a session in the home folder
@@ -236,5 +248,4 @@ def load_commands(workspace: str, home: str) -> CommandSet:
     for name in shadowed:
         out.problems.append(f"/{name}: your {user[name].path} is used; the project's {project[name].path} is not "
                             "(a user command wins over a project command of the same name, as in Claude Code).")
-    out.commands = dict(sorted({**project, **user}.items()))
-    return out
+    return {**project, **user}

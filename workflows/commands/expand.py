@@ -85,6 +85,8 @@ def expand(definition: CommandDefinition, typed: str, args: str) -> CommandRun:
     texts = [substitute(t, args, argv) for t in pieces[0::2]]
     if args and not _PLACEHOLDER.search(template):
         texts[-1] += f"\n\nARGUMENTS: {args}"
+    if definition.skill_dir:  # a skill: its folder first, so the model can read the files beside SKILL.md
+        texts[0] = f"Base directory for this skill: {definition.skill_dir}\n\n" + texts[0].lstrip("\n")
     lines = []
     for cmd in commands:
         command = substitute(cmd, args, argv)

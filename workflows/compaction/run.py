@@ -65,7 +65,7 @@ SUMMARY_MAX_TOKENS = 20_000
 
 def compaction_request(rec: SessionRecord, entries: list, max_tokens: int) -> dict:
     """The summarisation call: the conversation as the model sees it, then the compaction prompt."""
-    messages = api_messages(entries, rec.user_context)
+    messages = api_messages(entries, rec.model_context())
     prompt = COMPACT_PROMPT
     if rec.compact_instructions:
         prompt += f"\nAdditional instructions from the user for this summary:\n{rec.compact_instructions}\n"

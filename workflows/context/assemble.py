@@ -277,10 +277,12 @@ def _marked(block: dict) -> dict:
 def session_tools(rec: SessionRecord) -> list[str]:
     """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory
     on; only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
-    never offered Task: sub-agents do not start sub-agents, as in Claude Code."""
+    never offered Task: sub-agents do not start sub-agents, as in Claude Code; Skill only with skills to invoke."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     if rec.parent_session_id or not rec.agents:
         names.remove("Task")
+    if rec.parent_session_id or not rec.skill_listing:
+        names.remove("Skill")  # (offered with the session's skills, as Claude Code lists them)
     return names if rec.tools is None else [n for n in names if n in rec.tools]
 
 
@@ -302,5 +304,5 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools:
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
         "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *mcp_tools],
-        "messages": request_messages(entries, rec.user_context),
+        "messages": request_messages(entries, rec.model_context()),
     })

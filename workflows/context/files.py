@@ -70,6 +70,8 @@ output with BashOutput and stop it with KillShell.
 for permission (per host for WebFetch); cite the links you used.
 - Task hands a self-contained job (a wide search, an independent change) to a sub-agent with its \
 own context; several Task calls in one response run in parallel, and each returns one final report.
+- Skill loads the instructions of one of the skills a reminder lists (when there are any); when a \
+task is one a listed skill covers, invoke it first and follow what it loads.
 
 # Permissions
 Some tool calls need the user's approval. If a call is denied, do not retry the same call: \

@@ -56,6 +56,7 @@ from workflows.permissions.rules import paths
 from workflows.store import keys
 from workflows.tools import get_tool, validate_input
 from workflows.tools.base import ToolOutput
+from workflows.tools.skill import skill_listing
 
 __all__ = ["CommandRuns"]
 
@@ -74,6 +75,12 @@ class CommandRuns(Part):
         rec = self.store.get_session(sid)
         found = load_commands(rec.workspace, rec.home)
         self.store.put_commands(sid, found.commands)
+        listing = "" if rec.parent_session_id else skill_listing(found.commands)
+        if listing != rec.skill_listing:  # (the Skill tool and its reminder, for every worker)
+            with self.store.lock(sid):
+                rec = self.store.get_session(sid)
+                rec.skill_listing = listing
+                self.committer.commit(Tx(rec))
         return found.problems
 
     def invoked_command(self, tx: Tx, prompt: str) -> CommandRun | None:

@@ -15,9 +15,7 @@ from workflows.commit.support import (
     MEMORY_WRITERS,
     _denial,
 )
-from workflows.exceptions import (
-    ToolInputError,
-)
+from workflows.exceptions import ToolError, ToolInputError
 from workflows.hooks.commits import tool_event_stops
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
@@ -165,8 +163,13 @@ class ToolCalls(Part):
         self.advance_tools(tx)
 
     def _run_inline(self, rec: SessionRecord, tool, tool_input: dict) -> ToolOutput:
-        """A tool that needs no worker (TodoWrite): its effect on the record and its result, at once."""
-        return tool.apply(rec, tool.validate(tool_input))
+        """A tool that needs no worker (TodoWrite, Skill): its effect on the record and its result, at once."""
+        try:
+            if tool.reads_commands:
+                return tool.apply(rec, tool.validate(tool_input), commands=self.store.commands(rec.id))
+            return tool.apply(rec, tool.validate(tool_input))
+        except ToolError as exc:  # (as run_tool: the model gets the reason, the reply's commit goes on)
+            return ToolOutput(content=str(exc), is_error=True, display=str(exc).splitlines()[0][:120])
 
     def advance_tools(self, tx: Tx) -> None:
         """Dispatch the current batch's waiting calls; when it is done, the next batch; after the last, the model.

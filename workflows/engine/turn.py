@@ -28,6 +28,7 @@ from workflows.models import (
     StepRecord,
     StepStatus,
     SystemEntry,
+    TextBlock,
     ToolCallStatus,
     ToolResultBlock,
     Usage,
@@ -222,6 +223,10 @@ class TurnLogic(Part):
         tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
         tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
                          origin="tool_result", display=output.display or None, step_id=step_id))
+        if output.followup:  # a skill's text: a block of its own after the result (workflows.tools.skill)
+            tx.rec.context_added += estimate_tokens(output.followup)
+            text = Message(role="user", content=[TextBlock(text=output.followup)])
+            tx.add(UserEntry(session_id=tx.rec.id, message=text, origin="skill", step_id=step_id))
 
     def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
         """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""

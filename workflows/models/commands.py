@@ -30,9 +30,12 @@ class CommandDefinition(_Model):
     argument_hint: str = ""
     allowed_tools: list[str] = Field(default_factory=list)  # permission rules, for the run it starts
     model: str | None = None  # the model of the run it starts (None: the session's)
-    disable_model_invocation: bool = False  # accepted; the model never invokes commands in Mainsail
+    disable_model_invocation: bool = False  # True: the Skill tool refuses it; only a person invokes it (/name)
     scope: Literal["project", "user"] = "project"
     path: str = ""  # the file it came from
+    # A skill (``.claude/skills/NAME/SKILL.md``): its folder, named to the model before its text ("Base directory
+    # for this skill: ..."), as Claude Code does; "" for a command file.
+    skill_dir: str = ""
 
 
 class CommandLine(_Model):

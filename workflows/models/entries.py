@@ -46,7 +46,8 @@ class UserEntry(_Entry):
 
     type: Literal["user"] = "user"
     message: Message
-    origin: Literal["prompt", "tool_result", "inbox", "synthetic"] = "prompt"
+    # skill: a skill's text, after the Skill call's result (Claude Code's synthetic user message)
+    origin: Literal["prompt", "tool_result", "inbox", "synthetic", "skill"] = "prompt"
     display: str | None = None  # a one-line summary of a tool result, for watchers
     command: str | None = None  # a custom command's prompt: the invocation as typed (``/review a.py``)
 

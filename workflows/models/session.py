@@ -131,6 +131,9 @@ class SessionRecord(_Model):
     # Context, computed once at the start so every worker sends the same bytes (the prompt cache holds).
     system_context: str = ""
     user_context: str = ""
+    # The reminder that lists the session's skills to the model (workflows.tools.skill.skill_listing); "": none,
+    # and no Skill tool. Read from the files when the session is opened (engine.commands.refresh_commands).
+    skill_listing: str = ""
     custom_system_prompt: str | None = None
     append_system_prompt: str | None = None
 
@@ -194,6 +197,10 @@ class SessionRecord(_Model):
     extract_trailing: bool = False  # a later turn ended while it ran: one more run, over the latest
     extract_cursor: str | None = None  # newest entry an extraction (or a direct write) covered
     last_error: str | None = None
+
+    def model_context(self) -> str:
+        """What leads the first user message the model gets: the user context, then the skills' listing."""
+        return f"{self.user_context}\n{self.skill_listing}" if self.skill_listing else self.user_context
 
     def sent_model(self, name: str | None = None) -> str:
         """The model id the next call sends for ``name`` (default: the run's model, a custom command's, else the

@@ -20,6 +20,7 @@ from workflows.tools import (  # noqa: F401  (registers)
     multi_edit,
     notebook_edit,
     read,
+    skill,
     task,
     todo,
     web,
@@ -39,7 +40,7 @@ from workflows.tools.base import (
 from workflows.tools.bash import kill_process_group
 
 TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
-              "TodoWrite", "WebSearch", "BashOutput", "KillShell")
+              "TodoWrite", "WebSearch", "BashOutput", "KillShell", "Skill")
 MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 

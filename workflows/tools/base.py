@@ -152,6 +152,8 @@ class ToolOutput(BaseModel):
     usage: Usage | None = None
     model: str | None = None
     duration_ms: int = 0
+    # A text the model gets after the result, as a block of its own (a skill's instructions: workflows.tools.skill).
+    followup: str | None = None
     # The tool cut its output at ``ToolContext.max_output_chars`` (its content then ends with a note of what
     # it dropped): a saved result is then not the whole output, and its note says so.
     truncated: bool = False
@@ -180,6 +182,8 @@ class Tool:
     memory_tool: ClassVar[bool] = False
     # Needs no worker (it changes only the session record, e.g. TodoWrite): applied where the reply is committed.
     inline: ClassVar[bool] = False
+    # An inline tool that reads the session's commands and skills: ``apply(rec, args, commands=...)`` (Skill).
+    reads_commands: ClassVar[bool] = False
     # Starts a child session (Task): the engine runs it, never a tools worker (workflows.engine.subagents).
     subagent: ClassVar[bool] = False
     # Read-only and cheap: a model step whose worker serves the tools queue runs such a call itself,

@@ -1,0 +1,22 @@
+"""A session's slash commands: its command files and its skills, together (the one list ``/name``, the Skill
+tool and the SDK's ``slash_commands`` read)."""
+
+from __future__ import annotations
+
+from workflows.commands.definitions import CommandSet, load_command_files
+from workflows.commands.skills import load_skills
+
+__all__ = ["load_commands"]
+
+
+def load_commands(workspace: str, home: str) -> CommandSet:
+    """The commands a session in ``workspace`` offers: its skills, then its command files (a skill wins over a
+    command of the same name, as in Claude Code); what was wrong with the files left out."""
+    out = CommandSet()
+    commands = load_command_files(workspace, home, out)
+    skills = load_skills(workspace, home, out)
+    for name in sorted(set(commands) & set(skills)):
+        out.problems.append(f"/{name}: the skill {skills[name].path} is used; the command {commands[name].path} is "
+                            "not (a skill wins over a command of the same name, as in Claude Code).")
+    out.commands = {**dict(sorted(skills.items())), **{n: c for n, c in sorted(commands.items()) if n not in skills}}
+    return out
