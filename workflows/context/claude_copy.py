@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 #: The end of the file read to find what it ends with.
 TAIL_BYTES = 65536
 _MAX_SANITIZED = 200
+#: Files this process wrote last: path -> (their size then, the last entry written, the entries of that write).
+#: A file still of that size needs no read at the next commit (the steps of one turn, one after the other).
+_ENDS: dict[str, tuple[int, str, set[str]]] = {}
+ENDS_KEPT = 1000
 _SANITIZE = re.compile(r"[^a-zA-Z0-9]")
 
 
@@ -115,7 +119,12 @@ def write(path: str, rec: SessionRecord, entries: list, read_all: Callable[[], l
     with os.fdopen(fd, "r+b") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
-        seen, last, torn = _scan(f, max(0, size - TAIL_BYTES), size)
+        known = _ENDS.get(path)
+        if known is not None and known[0] == size:  # nobody wrote since this process did: no read
+            _, last, seen = known
+            torn = False
+        else:
+            seen, last, torn = _scan(f, max(0, size - TAIL_BYTES), size)
         todo = [e for e in entries if e.uuid not in seen]
         if not todo:
             return 0
@@ -125,6 +134,10 @@ def write(path: str, rec: SessionRecord, entries: list, read_all: Callable[[], l
         text = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
                        for line in claude_lines(todo, rec))
         f.write((b"\n" if torn else b"") + text.encode("utf-8", "replace"))
+        f.flush()
+        if len(_ENDS) > ENDS_KEPT:
+            _ENDS.clear()
+        _ENDS[path] = (os.fstat(fd).st_size, todo[-1].uuid, {e.uuid for e in todo})
         return len(todo)
 
 
