@@ -28,6 +28,9 @@ if str(ROOT) not in sys.path:
 # A machine's own managed settings (/etc/claude-code) must not change what the suite sees; the commands
 # the tests start inherit this. Tests of managed settings point it at a folder of their own.
 os.environ["MAINSAIL_MANAGED_SETTINGS_DIR"] = "/nonexistent/mainsail-tests/managed-settings"
+# Nor may the suite's sessions leave Claude Code transcript copies in the home of whoever runs it: the tests
+# of that copy (tests/e2e/test_claude_transcripts.py) turn it on with a home of their own.
+os.environ["MAINSAIL_CLAUDE_TRANSCRIPTS"] = "false"
 
 
 def running(mark: str) -> list[int]:

@@ -122,6 +122,7 @@ def cluster(real_redis, redis_server, tmp_path):
         "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5",
         "MAINSAIL_PICKUP_TIMEOUT_SECONDS": "10",
         "MAINSAIL_EMBEDDED_WORKER": "false",
+        "MAINSAIL_CLAUDE_TRANSCRIPTS": "false",  # (tests/conftest.py)
         "ANTHROPIC_API_KEY": "test-key",
         "PYTHONUNBUFFERED": "1",
     })

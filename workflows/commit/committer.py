@@ -98,6 +98,9 @@ class Committer:
         #: owner token of a step claimed by a commit -> (field, value) of its hold in the worker's held steps
         #: (a slot it took over from the step before it; see workflows/store/registry.py).
         self._holds: dict[str, tuple[str, str]] = {}
+        #: Called with the record and the entries of every landed commit that appended entries, after it
+        #: landed (Claude Code's copy of the transcript: workflows/context/claude_copy.py, set by the engine).
+        self.copies: list[Callable[[SessionRecord, list], None]] = []
 
     def step_event(self, sid: str, step_id: str, owner: str,
                    apply: Callable[[Tx, StepRecord], None]) -> list[StepRecord]:
@@ -292,6 +295,9 @@ class Committer:
             kept = self._kept.get(tx.fence[2]) if tx.fence else None
             if kept is not None:
                 self.remember_claim(written, kept[0])
+            if tx.entries:
+                for copy in self.copies:
+                    copy(rec, tx.entries)
             for after in tx.after:  # e.g. the run ended with sub-agents running (workflows.engine.subagents)
                 tx.dispatch.extend(after())
             return

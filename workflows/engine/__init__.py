@@ -44,6 +44,7 @@ from workflows.commit.support import (  # noqa: F401  (the engine's public names
     require_idle,
 )
 from workflows.compaction.commits import Compacting
+from workflows.context.claude_copy import ClaudeCopy
 from workflows.engine.approvals import Approvals
 from workflows.engine.commands import CommandRuns
 from workflows.engine.ledger import StepLedger
@@ -92,6 +93,7 @@ class Engine:
         self.store = store
         self.settings = settings
         self.committer = committer = Committer(store, settings, QUEUE_FOR_KIND)
+        committer.copies.append(ClaudeCopy(store.cached_entries))
         self.sessions = SessionVerbs(committer)
         self.prompts = PromptVerbs(committer)
         self.ledger = StepLedger(committer)

@@ -16,6 +16,7 @@ from workflows.agents import load_agents
 from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import _git_branch, stop_shells
 from workflows.context import files as context_files
+from workflows.context.claude_copy import host, project_key
 from workflows.exceptions import (
     SessionBusy,
     SessionNotFound,
@@ -51,11 +52,13 @@ class SessionVerbs(Part):
 
     def create_session(self, workspace: str, options: SessionOptions | None = None,
                        setup: SessionSetup | None = None, *, home: str | None = None,
-                       tools_queue: str = "tools") -> SessionRecord:
+                       tools_queue: str = "tools", claude_projects: str = "") -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory) with ``options``, as resolved by
         :class:`workflows.sessions.service.SessionService` (unset ones: this engine's settings), and
         ``setup``, what the settings files add (rules, sandbox, hooks, MCP servers...; None: nothing).
-        ``home``: the submitting user's home (default: this process's); ``tools_queue``: its tools' queue.
+        ``home``: the submitting user's home (default: this process's); ``tools_queue``: its tools' queue;
+        ``claude_projects``: where this machine's Claude Code keeps transcripts (its copy is written there:
+        workflows/context/claude_copy.py; "": none).
 
         Raises:
             BypassDisabled: the mode is bypassPermissions and it is disabled (:mod:`workflows.permissions.bypass`).
@@ -96,6 +99,9 @@ class SessionVerbs(Part):
             bypass_disabled_by=list(setup.bypass_disabled_by),
             untrusted_workspace=setup.untrusted_workspace,
         )
+        if claude_projects:
+            rec.claude_transcript = os.path.join(claude_projects, project_key(ws), f"{rec.id}.jsonl")
+            rec.claude_host = host()
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
         rec.agents = load_agents(ws, rec.home, opts.agents)

@@ -35,6 +35,7 @@ from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import (
     _add_to,
 )
+from workflows.context.claude_copy import child_file
 from workflows.exceptions import ToolInputError
 from workflows.model.pricing import add_cost
 from workflows.models import (
@@ -133,6 +134,8 @@ class SubagentLogic(Part):
                           status=StepStatus.RUNNING, owner=agent_owner(child.id), attempt=1, queue="",
                           tool_use_id=call.tool_use_id, detail=child.id)
         child.parent_step_id = step.id
+        if parent.claude_transcript:  # Claude Code's copy: beside the parent's (workflows/context/claude_copy.py)
+            child.claude_transcript, child.claude_host = child_file(parent.claude_transcript, child.id), parent.claude_host
         self._share_mcp_tools(tx, parent, child)
         tx.steps.append(step)
         call.step_id = step.id

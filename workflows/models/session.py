@@ -70,6 +70,10 @@ class SessionRecord(_Model):
     max_turns: int | None = None
     rules: RuleSet = Field(default_factory=RuleSet)  # settings files + flags at start, plus "always" answers
     home: str = ""  # the submitting user's home, for ~/ in rules
+    # Claude Code's copy of the transcript (workflows/context/claude_copy.py): its file on the machine named
+    # ``claude_host`` (the front door's that made the session); "": none is written.
+    claude_transcript: str = ""
+    claude_host: str = ""
     approval_timeout_seconds: float | None = None
     #: Who answers a call that would ask: "wait" for a person (a durable request, answered at a
     #: terminal, by `mainsail approve` or by an SDK client's can_use_tool); "deny": nobody (print mode

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workflows.context.claude_copy import projects_dir
 from workflows.mcp.sources import read_mcp_config
 from workflows.models import SessionRecord, StepRecord
 from workflows.models.options import SessionOptions, SessionSetup
@@ -78,7 +79,13 @@ class SessionService:
             hidden = hide_other_workspaces({"sandbox": resolved.setup.sandbox}, token,
                                            self.store.tokens().records())
             resolved.setup.sandbox = hidden["sandbox"]
-        rec = self.engine.create_session(str(workspace), resolved.options, resolved.setup, home=resolved.home)
+        # Claude Code's copy of the transcript, for a person at this machine (not a token's session: the server's
+        # machine is not theirs): where their Claude Code keeps its own (workflows/context/claude_copy.py).
+        claude = ""
+        if token is None and self.engine.settings.claude_transcripts:
+            claude = str(projects_dir(resolved.home, how.get("environ") or os.environ))
+        rec = self.engine.create_session(str(workspace), resolved.options, resolved.setup, home=resolved.home,
+                                         claude_projects=claude)
         return Opened(rec, resolved.warnings)
 
     def resume(self, sid: str, options: SessionOptions, workspace: Path) -> Opened:

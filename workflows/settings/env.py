@@ -157,6 +157,9 @@ class Settings(BaseSettings):
     session_memory_tool_calls: int = Field(
         default=10, ge=0, description="Tool calls between updates (or a turn without tool calls).")
     auto_memory: bool = Field(default=True, description="Extract durable memories after each final answer.")
+    claude_transcripts: bool = Field(
+        default=True, description="Also write each session made at a terminal as Claude Code's JSONL under "
+        "~/.claude/projects ($CLAUDE_CONFIG_DIR/projects), where `claude --resume` and the Agent SDK find it.")
     memory_fork_max_turns: int = Field(default=5, ge=1, description="Model turns of one memory fork.")
     extract_wait_seconds: float = Field(
         default=2.0, gt=0, description="Retry delay of an extraction while another of the project runs.")
