@@ -140,6 +140,21 @@ def test_a_client_that_leaves_during_a_tool_call_stops_the_turn(cluster, workspa
         check_stopped(cluster, api, workspace)
 
 
+def test_sigint_interrupts_the_turn_which_ends_with_its_result(cluster, workspace):
+    with serving(cluster, bash_turn(SLOW)) as api:
+        proc = subprocess.Popen([MAINSAIL, "-p", "run it", "--output-format", "stream-json", "--verbose",
+                                 "--permission-mode", "bypassPermissions"], cwd=workspace, env=cluster.env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cluster.procs.append(proc)
+        wait_for(lambda: (workspace / "started.txt").exists(), 60, what="the command to start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        result = json.loads(out.splitlines()[-1])
+        assert result["type"] == "result" and result["subtype"] == "error_during_execution", err
+        assert proc.returncode == 1
+        check_stopped(cluster, api, workspace)
+
+
 def test_an_sdk_client_leaving_its_context_during_a_tool_call_stops_the_turn(cluster, workspace):
     with serving(cluster, bash_turn(SLOW)) as api:
 
