@@ -41,10 +41,10 @@ class ClientLeft(BaseException):
 
 @contextmanager
 def interrupt_on_leave(sid: str, stop: Callable[[str], None]) -> Iterator[None]:
-    """While the block runs (following session ``sid``), a leaving signal calls ``stop(reason)`` and exits with 128 + the signal's number;
-    SIGINT calls ``stop`` (in a thread: a Redis call must not run inside a signal handler, which may have
-    interrupted one) and lets the block go on to the interrupted result. Outside the main thread (where no
-    signal handler can be set) the block runs as is."""
+    """While the block runs (following session ``sid``), a leaving signal calls ``stop(reason)`` and exits
+    with 128 + the signal's number; SIGINT calls ``stop`` (in a thread: a Redis call must not run inside a
+    signal handler, which may have interrupted one) and lets the block go on to the interrupted result.
+    Outside the main thread (where no signal handler can be set) the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -57,7 +57,8 @@ def interrupt_on_leave(sid: str, stop: Callable[[str], None]) -> Iterator[None]:
         if interrupted.is_set():
             raise ClientLeft(signum)
         interrupted.set()
-        threading.Thread(target=_stop, args=(sid, stop, INTERRUPT_REASON), name="mainsail-interrupt", daemon=True).start()
+        threading.Thread(target=_stop, args=(sid, stop, INTERRUPT_REASON), name="mainsail-interrupt",
+                         daemon=True).start()
 
     previous = {s: signal.signal(s, on_leave) for s in LEAVING}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_interrupt)

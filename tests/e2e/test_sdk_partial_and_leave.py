@@ -65,7 +65,8 @@ def test_every_stream_event_of_text_and_tool_use_replies_as_claude_codes(cluster
         assert all(isinstance(x["ttft_ms"], int) for x in starts)
         ids = {x["event"]["message"]["id"] for x in starts}
         assert {x["api_message_id"] for x in side} == ids
-        assert {x["session_id"] for x in side} == {side[0]["session_id"]} and len({x["uuid"] for x in side}) == len(side)
+        assert {x["session_id"] for x in side} == {side[0]["session_id"]}
+        assert len({x["uuid"] for x in side}) == len(side)
 
 
 def test_without_the_flag_a_tool_use_reply_has_no_stream_events(cluster, workspace):

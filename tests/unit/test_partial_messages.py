@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from demo.scripted import DEMO_PROMPT
-from tests.inline import Inline
 from cli.feed import Feed
 from cli.headless.partial import StreamEvents
+from demo.scripted import DEMO_PROMPT
+from tests.inline import Inline
 from workflows.models.options import SessionOptions
 from workflows.store import keys
 
