@@ -49,13 +49,16 @@ class Batch:
 
 
 class Feed:
-    """Session ``sid``'s transcript after ``after`` (the start when None), and its text deltas if ``deltas``."""
+    """Session ``sid``'s transcript after ``after`` (the start when None), and its text deltas if ``deltas``
+    (with ``events``, also the other raw events of the replies, when the session publishes them:
+    ``SessionRecord.stream_events``; ``deltas`` is implied)."""
 
     def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False,
-                 children: bool = False, children_shown: set[str] | None = None) -> None:
+                 children: bool = False, children_shown: set[str] | None = None, events: bool = False) -> None:
         self.store = store
         self.sid = sid
-        self.deltas = deltas
+        self.deltas = deltas or events
+        self.live_types = ("text", "event") if events else ("text",)
         # With ``children``: the transcripts of the session's sub-agents too, in the same read, from
         # when a Task call shows up until each child's result (child log key -> (child id, last id)).
         self.children = children
@@ -74,7 +77,7 @@ class Feed:
         # are not news. When Redis does not answer yet, the first read asks again.
         self.last_live: str | None = None
         self.backoff = 0.1
-        if deltas:
+        if self.deltas:
             try:
                 self.last_live = store.last_live_id(sid)
             except (RedisError, OSError):
@@ -103,7 +106,7 @@ class Feed:
             if key == self.live_key:
                 self.last_live = items[-1][0]
                 for i, f in items:
-                    if f.get("type") == "text":
+                    if f.get("type") in self.live_types:
                         batch.deltas.append(f)
                         ordered.append((_stream_order(i), 0, "delta", f))
             elif key in self.child_logs:

@@ -354,6 +354,7 @@ def follow(
     on_child: Callable[[str, object], None] | None = None,
     on_link: Callable[[str, str | None], None] | None = None,
     children_shown: set[str] | None = None,
+    on_event: Callable[[dict], None] | None = None,
 ) -> object | None:
     """Replay then tail a session until ``stop(entry)`` is true; return that entry.
 
@@ -370,11 +371,13 @@ def follow(
     ``(child session id, its Task call's id)`` when a sub-agent is first seen, before its entries.
     ``children_shown``: sub-agents a replay showed already (cli/replay.py); every other one is followed
     from its start, running or not (without it: those running now, and those started from now on).
+    ``on_event`` (if given) gets the live entries that carry a raw event of a reply (their fields, the
+    event's JSON in ``event``: published when the session asks for them); ``on_delta`` the other deltas.
     """
     if on_silence is None:
         on_silence = _wait_notes(store, sid)
     feed = Feed(store, sid, after=after, deltas=on_delta is not None, children=on_child is not None,
-                children_shown=children_shown)
+                children_shown=children_shown, events=on_event is not None)
     if poll is not None:
         feed = FeedThread(feed)
         feed.start()
@@ -393,7 +396,10 @@ def follow(
                     on_child(child, read_entry(child, raw))
                 for kind, item in batch.items:  # deltas and entries in the order they happened
                     if kind == "delta":
-                        on_delta(item.get("step", ""), int(item.get("attempt", 0)), item.get("text", ""))
+                        if on_event is not None and "event" in item:
+                            on_event(item)
+                        elif on_delta is not None:
+                            on_delta(item.get("step", ""), int(item.get("attempt", 0)), item.get("text", ""))
                         continue
                     entry = read_entry(sid, item[2], item[0], item[1])
                     on_entry(entry)

@@ -18,8 +18,10 @@ import click
 
 from cli.attach import finish, submit_and_watch, wait_for_memory
 from cli.connect import Runtime, connect
+from cli.headless.leave import interrupt_on_leave
 from cli.opening import open_session, session_model
 from cli.output import StreamJson, result_json
+from cli.session_service import service
 from cli.slash_commands import unknown_command_note
 from cli.standby import ensure_worker, require_model_access
 from workflows.models.options import SessionOptions
@@ -57,6 +59,11 @@ class PrintRun:
         waits = self.prompt_tool or self.options.approval_timeout_seconds or settings.approval_timeout_seconds
         return "wait" if waits else "deny"
 
+    @property
+    def stream_events(self) -> bool:
+        """The session publishes its replies' raw events (they become ``stream_event`` lines)."""
+        return self.partial_messages and self.output_format == "stream-json"
+
     def run(self) -> None:
         settings = load_settings(model=self.options.model)
         workspace = self.workspace or Path.cwd()
@@ -67,17 +74,20 @@ class PrintRun:
             require_model_access(rt, settings, self.options.model or session_model(rt, self.resume, self.continue_,
                                                                                     workspace, settings))
             # Print mode always sets the tools offered (None: all), on a resumed session too.
-            options = self.options.model_copy(update={"asks": self.asks(settings), "tools": self.options.tools})
+            options = self.options.model_copy(update={"asks": self.asks(settings), "tools": self.options.tools,
+                                                      "stream_events": self.stream_events})
             sid = open_session(rt, settings, options, resume=self.resume, continue_=self.continue_, fork=self.fork,
                                workspace=workspace)
             ensure_worker(rt, settings, quiet=True, sid=sid)
-            if self.output_format == "stream-json":
-                result = self._stream(rt, settings, sid)
-            else:
-                note = unknown_command_note(self.prompt, rt.store.commands(sid))
-                if note:
-                    click.echo(f"mainsail: {note}", err=True)
-                result = submit_and_watch(rt, sid, self.prompt, print_mode=True)
+            # The client leaving (SIGTERM, SIGHUP) interrupts the turn, as in Claude Code (cli/headless/leave.py).
+            with interrupt_on_leave(sid, lambda why: service(rt).stop(sid, why, clear_queue=True)):
+                if self.output_format == "stream-json":
+                    result = self._stream(rt, settings, sid)
+                else:
+                    note = unknown_command_note(self.prompt, rt.store.commands(sid))
+                    if note:
+                        click.echo(f"mainsail: {note}", err=True)
+                    result = submit_and_watch(rt, sid, self.prompt, print_mode=True)
             if rt.worker is not None:
                 wait_for_memory(rt, sid, quiet=True)
         finally:

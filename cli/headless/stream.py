@@ -31,6 +31,7 @@ from cli.headless.control import (
     context_usage,
     initialize_response,
 )
+from cli.headless.partial import StreamEvents
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from cli.session_service import service
@@ -143,6 +144,7 @@ class StreamServer:
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
         self.asker: dict[str, str] = {}  # a sub-agent's permission request id -> its session id
         self.abandoned = False  # stdin ended with a question to the client open: the turn did not finish
+        self.events = StreamEvents()  # --include-partial-messages: the replies' raw events
         self._line = 0
 
     # ------------------------------------------------------------------ the loop
@@ -160,7 +162,8 @@ class StreamServer:
                 follow(self.rt.store, self.sid, on_entry=self._on_entry,
                        on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
                        poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted,
-                       on_child=self._on_child, on_link=self.out.link_child)
+                       on_child=self._on_child, on_link=self.out.link_child,
+                       on_event=(self._on_event if self.out.partial_messages else None))
             except _ClientGone:
                 click.echo(f"mainsail: the client closed its input while session {self.sid[:8]} waited for its "
                            f"answer; the request stays open: answer it with `mainsail pending` and `mainsail "
@@ -248,6 +251,9 @@ class StreamServer:
 
     def _on_delta(self, step: str, attempt: int, text: str) -> None:
         self.out.delta(self.sid, text)
+
+    def _on_event(self, fields: dict) -> None:
+        self.out.emit(self.events.line(self.sid, fields))
 
     # ------------------------------------------------------------------ can_use_tool
 

@@ -168,3 +168,14 @@ def test_an_error_event_mid_stream_is_the_sdks_status_error():
     request = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
     with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
         stream_reply(_client(_sse(events, error), []), request, lambda _t: None)
+
+
+def test_stream_reply_hands_every_raw_event_to_on_event_and_no_text_to_on_text():
+    """--include-partial-messages: each event as the API sent it, in order (the text deltas among them)."""
+    events = CASES["text then two tool calls, input in fragments, a null kept"]
+    got: list[dict] = []
+    texts: list[str] = []
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    reply = stream_reply(_client(_sse(events), []), request, texts.append, on_event=got.append)
+    assert got == events and texts == []
+    assert reply.message.stop_reason == "tool_use"

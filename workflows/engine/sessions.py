@@ -84,6 +84,7 @@ class SessionVerbs(Part):
             tools_queue=tools_queue,
             rules=setup.rules,
             asks=opts.asks,
+            stream_events=opts.stream_events,
             tools=opts.tools,
             home=home,
             custom_system_prompt=opts.system_prompt,
@@ -133,12 +134,14 @@ class SessionVerbs(Part):
     def update_limits(self, sid: str, *, max_turns: int | None = None, max_budget_usd: float | None = None,
                       permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
                       approval_timeout_seconds: float | None = None, auto_memory: bool | None = None,
-                      asks: str | None = None, tools: list[str] | None = ...,
+                      asks: str | None = None, stream_events: bool | None = None,
+                      tools: list[str] | None = ...,
                       additional_directories: list[str] | None = None,
                       fallback_model: str | None = None,
                       bypass_disabled_by: list[str] | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
-        answers its asks (``asks``, see :attr:`SessionRecord.asks`), the tools it offers (``tools``: a
+        answers its asks (``asks``, see :attr:`SessionRecord.asks`), whether its replies' raw events are published
+        (``stream_events``), the tools it offers (``tools``: a
         list, or None for all; left as is unless given), added directories (joining its own),
         fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own).
 
@@ -149,6 +152,8 @@ class SessionVerbs(Part):
             rec = self.store.get_session(sid)
             if asks is not None:
                 rec.asks = asks
+            if stream_events is not None:
+                rec.stream_events = stream_events
             if tools is not ...:
                 rec.tools = None if tools is None else list(tools)
             for path in additional_directories or ():

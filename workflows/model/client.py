@@ -125,8 +125,10 @@ def stream_reply(
     request: dict,
     on_text: Callable[[str], None],
     cancel: threading.Event | None = None,
+    on_event: Callable[[dict], None] | None = None,
 ) -> ModelReply:
-    """Stream one model call, reporting text deltas; return the final message and its usage.
+    """Stream one model call, reporting text deltas (or, given ``on_event``, every raw event instead: the
+    text deltas among them); return the final message and its usage.
 
     Raises:
         anthropic.APIError: after the SDK's own retries (429, 5xx, 529, connection errors).
@@ -139,7 +141,9 @@ def stream_reply(
             if cancel is not None and cancel.is_set():
                 raise InterruptedError("model call cancelled")
             text = acc.apply(event)
-            if text:
+            if on_event is not None:
+                on_event(event)
+            elif text:
                 on_text(text)
     data = acc.message()
     usage = data.get("usage") or {}

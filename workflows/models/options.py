@@ -56,6 +56,8 @@ class SessionOptions(RemoteOptions):
                                                               "None: every tool the session may have.")
     asks: Literal["wait", "deny"] = Field(default="wait", description="Who answers a call that would ask: "
                                                                       "wait for a person, or deny (print mode).")
+    stream_events: bool = Field(default=False, description="Publish every event of each reply on the live "
+                                                           "stream (--include-partial-messages).")
     setting_sources: list[str] | None = Field(default=None, description="Which settings files to read "
                                                                         "(--setting-sources; None: all).")
     extra_settings: list[tuple[str, str]] | None = Field(default=None, description="--settings layers: "

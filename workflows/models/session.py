@@ -79,6 +79,9 @@ class SessionRecord(_Model):
     #: terminal, by `mainsail approve` or by an SDK client's can_use_tool); "deny": nobody (print mode
     #: without a permission prompt tool, as Claude Code's -p): denied at once and listed in the result.
     asks: Literal["wait", "deny"] = "wait"
+    #: A client shows every event of each reply as it streams (Claude Code's --include-partial-messages): the
+    #: model step publishes the raw Messages API events on the live stream, not just the text deltas.
+    stream_events: bool = False
     #: The tools offered to the model (Claude Code's --tools); None: every tool the session may have.
     tools: list[str] | None = None
     #: The model's task list (TodoWrite), as last sent: dicts with content, status, activeForm.

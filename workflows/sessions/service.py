@@ -90,10 +90,10 @@ class SessionService:
 
     def resume(self, sid: str, options: SessionOptions, workspace: Path) -> Opened:
         """Take session ``sid`` up again with the options a resume gives: model, mode, limits, approval
-        timeout; rules, ``add_dirs`` and MCP servers join its own; auto-memory and who answers asks as
-        given; its offered tools only when ``options.tools`` was set. The mode is chosen by
-        :func:`~workflows.permissions.bypass.resumed_mode` (a refused bypassPermissions becomes the next mode,
-        with a warning); a ``--settings`` layer that disables bypass joins the session's own. A new
+        timeout; rules, ``add_dirs`` and MCP servers join its own; auto-memory, who answers asks and whether
+        its replies' raw events are published (``stream_events``) as given; its offered tools only when
+        ``options.tools`` was set. The mode is chosen by :func:`~workflows.permissions.bypass.resumed_mode` (a
+        refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that disables bypass joins the session's own. A new
         session's options (prompts, ``session_id``) do not apply. SessionStart(resume) runs before its
         next prompt, if configured."""
         eng, o = self.engine, options
@@ -112,7 +112,8 @@ class SessionService:
                               rules=rules, approval_timeout_seconds=o.approval_timeout_seconds,
                               bypass_disabled_by=disabled_by)
         tools = {"tools": o.tools} if "tools" in o.model_fields_set else {}
-        rec = eng.update_limits(sid, auto_memory=False if o.no_memory else None, asks=o.asks, **tools)
+        rec = eng.update_limits(sid, auto_memory=False if o.no_memory else None, asks=o.asks,
+                                stream_events=o.stream_events, **tools)
         return Opened(rec, warnings)
 
     def resumed_mode(self, sid: str, permission_mode, workspace: Path, extra_settings=None):
