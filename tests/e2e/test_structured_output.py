@@ -17,7 +17,7 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL
 from tests.e2e.test_agent_sdk import collect, options, serving
-from tests.e2e.test_claude_code_parity import CLAUDE, MODEL, PARSED, lines
+from tests.e2e.test_claude_code_parity import CLAUDE, MODEL, PARSED, lines, shape
 from tests.fakeapi import FakeMessagesServer, assistant_turns
 
 sdk = pytest.importorskip("claude_agent_sdk")
@@ -52,6 +52,17 @@ def structured_tool(body: dict) -> dict:
 def strip(tool: dict) -> dict:
     """A tool definition without its cache breakpoint (which sits on the last tool offered)."""
     return {k: v for k, v in tool.items() if k != "cache_control"}
+
+
+def sent(contents: list) -> list:
+    """The newest message of each request, but for cache breakpoints and Claude Code's token-budget reminder."""
+    def block(b: dict) -> dict:
+        out = {k: v for k, v in b.items() if k != "cache_control"}
+        if isinstance(out.get("content"), str):
+            out["content"] = out["content"].split("\n\n<system-reminder>")[0]
+        return out
+
+    return [[block(b) for b in content] for content in contents]
 
 
 def tool_results(msgs: list) -> list[tuple[str, bool]]:
@@ -131,14 +142,16 @@ def test_a_bad_schema_is_refused_before_anything_starts(cluster, workspace):
 
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_tool_definition_results_and_result_line_match_claude_codes(cluster, tmp_path):
-    """The same --json-schema run through both CLIs: the StructuredOutput definition they send, the tool results
-    they give an invalid and a valid call, and the result line's keys and values."""
+@pytest.mark.parametrize("inputs", [({"answer": "four"}, {"answer": 4}), ()], ids=["retried", "never-called"])
+def test_tool_definition_lines_and_result_match_claude_codes(cluster, tmp_path, inputs):
+    """The same --json-schema run through both CLIs: the StructuredOutput definition they send, their stream-json
+    lines (the tool results of an invalid and a valid call; the reminder to a model that never calls it), and the
+    result line's keys and values."""
     args = ["-p", "what is 2+2", "--output-format", "stream-json", "--verbose", "--model", MODEL,
             "--permission-mode", "bypassPermissions", "--json-schema", json.dumps(SCHEMA)]
     runs = {}
     for who in ("ours", "theirs"):
-        with FakeMessagesServer(answers({"answer": "four"}, {"answer": 4})) as api:
+        with FakeMessagesServer(answers(*inputs)) as api:
             ws = tmp_path / who
             ws.mkdir()
             if who == "ours":
@@ -157,16 +170,21 @@ def test_tool_definition_results_and_result_line_match_claude_codes(cluster, tmp
             except OSError as exc:  # a bundled binary for another platform
                 pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
             assert out.returncode == 0, out.stderr[-2000:]
-            runs[who] = (lines(out.stdout), [structured_tool(b) for b in api.requests])
-    (ours, our_tools), (theirs, their_tools) = runs["ours"], runs["theirs"]
+            runs[who] = (lines(out.stdout), [structured_tool(b) for b in api.requests],
+                         [b["messages"][-1]["content"] for b in api.requests[1:]])  # (after the prompt)
+    (ours, our_tools, our_last), (theirs, their_tools, their_last) = runs["ours"], runs["theirs"]
     assert [strip(t) for t in our_tools] == [strip(t) for t in their_tools]
     assert len(our_tools) == 2
-    results = [[(x["message"]["content"][0]["content"], x["message"]["content"][0].get("is_error", False),
-                 x["tool_use_result"]) for x in out if x["type"] == "user"] for out in (ours, theirs)]
-    assert results[0] == results[1]
+    assert [shape(x) for x in ours] == [shape(x) for x in theirs], "\n".join(
+        f"{'ours':6} {shape(x)}" for x in ours) + "\n" + "\n".join(f"{'theirs':6} {shape(x)}" for x in theirs)
+    assert sent(our_last) == sent(their_last)
+    users = [[(x["message"]["content"][0].get("content", x["message"]["content"][0].get("text")),
+               x["message"]["content"][0].get("is_error", False), x.get("tool_use_result"))
+              for x in out if x["type"] == "user"] for out in (ours, theirs)]
+    assert users[0] == users[1] and users[0]
     a, b = ours[-1], theirs[-1]
     keys = ("type", "subtype", "is_error", "num_turns", "stop_reason", "terminal_reason", "result",
             "structured_output")
     assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
-    assert a["structured_output"] == {"answer": 4} and a["result"] == '{"answer":4}'
-    assert PARSED["result"] | {"structured_output"} <= set(a) & set(b)
+    assert ("structured_output" in a) == ("structured_output" in b) == bool(inputs)
+    assert PARSED["result"] <= set(a) & set(b)
