@@ -64,10 +64,8 @@ def session(engine, ws, turns, schema=SCHEMA, **more):
     rec = engine.create_session(str(ws), SessionOptions(model=model, json_schema=schema, **more))
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "answer"))
-    kinds = []
-    while inline.queue:
-        kinds.append(inline.queue[0].kind)
-        inline.run(1)
+    inline.drain()
+    kinds = [step.kind for step in inline.ran]
     entries = engine.store.entries(rec.id)
     results = [e.message.blocks()[0] for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
     (result,) = [e for e in entries if isinstance(e, ResultEntry)]
@@ -129,8 +127,7 @@ def test_each_run_starts_afresh(engine, ws):
     rec, first, _, api, _ = session(engine, ws, [call({"answer": 1}), Turn(text="plain"), call({"answer": 2})])
     inline = Inline(engine)
     inline.dispatch(engine.submit(rec.id, "again"))
-    while inline.queue:
-        inline.run(1)
+    inline.drain()
     second = [e for e in engine.store.entries(rec.id) if isinstance(e, ResultEntry)][-1]
     assert first.structured_output == {"answer": 1} and second.structured_output == {"answer": 2}
     assert api.requests[2]["messages"][-1]["content"][-1]["text"] == ENFORCE, "the second run is told too"
@@ -151,3 +148,16 @@ def test_a_resume_sets_the_commands_schema(engine, ws):
     assert engine.store.get_session(rec.id).json_schema == SCHEMA, "a front door that does not set it keeps it"
     svc.resume(rec.id, SessionOptions(json_schema=None), ws)
     assert engine.store.get_session(rec.id).json_schema is None
+
+
+def test_stream_json_streams_the_reminder_as_claude_code_does():
+    from cli.output import StreamJson
+    from workflows.models import Message
+
+    out: list[str] = []
+    stream = StreamJson(out.append, lambda: None)
+    told = UserEntry(session_id="s", message=Message(role="user", content=ENFORCE), origin="synthetic")
+    other = UserEntry(session_id="s", message=Message(role="user", content="Stop hook feedback:\nno"),
+                      origin="synthetic")
+    assert [line["message"]["content"] for line in stream.entry(told)] == [[{"type": "text", "text": ENFORCE}]]
+    assert stream.entry(other) == [] and len(out) == 1
