@@ -271,7 +271,8 @@ class TurnLogic(Part):
         tx.add(ResultEntry(
             session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
             structured_output=structured_output,
-            num_turns=rec.run_turns if num_turns is None else num_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
+            num_turns=rec.run_turns if num_turns is None else num_turns,
+            duration_ms=int((time.time() - rec.run_started_at) * 1000),
             duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
             permission_denials=list(rec.run_denials),
             usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),

@@ -26,7 +26,8 @@ DESCRIPTION = ("Use this tool to return your final response in the requested str
 PROVIDED = "Structured output provided successfully"
 MISMATCH = "Output does not match required schema: "
 #: What the model is told, once a run, when it ends without calling the tool (Claude Code's words).
-ENFORCE = "[structured-output-enforce] You MUST call the StructuredOutput tool to complete this request. Call this tool now."
+ENFORCE = ("[structured-output-enforce] You MUST call the StructuredOutput tool to complete this request. Call this "
+           "tool now.")
 #: Calls that do not match the schema before the run ends with ``error_max_structured_output_retries``.
 MAX_ATTEMPTS = 5
 
@@ -48,7 +49,8 @@ def check_schema(schema: Any) -> dict[str, Any]:
         validators.validator_for(schema, default=Draft7Validator).check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path)
-        raise ValueError(f"--json-schema is not a valid JSON Schema: {where + ': ' if where else ''}{exc.message}") from None
+        where = f"{where}: " if where else ""
+        raise ValueError(f"--json-schema is not a valid JSON Schema: {where}{exc.message}") from None
     if schema.get("type", "object") != "object":
         raise ValueError(f"--json-schema must describe an object (\"type\": \"object\"), not {schema['type']!r}: the "
                          "model gives its output as a tool call's input, which is an object")
