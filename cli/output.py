@@ -26,6 +26,7 @@ from workflows.models import (
     new_id,
 )
 from workflows.models.mcp import McpStatus
+from workflows.tools.structured import ENFORCE
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
 RESULT_SUBTYPES = {
@@ -33,6 +34,7 @@ RESULT_SUBTYPES = {
     "error_max_turns": "error_max_turns",
     "error_during_execution": "error_during_execution",
     "error_max_budget_usd": "error_max_budget_usd",
+    "error_max_structured_output_retries": "error_max_structured_output_retries",
     "cancelled": "error_during_execution",
 }
 
@@ -94,6 +96,7 @@ TERMINAL_REASONS = {
     "error_max_turns": "max_turns",
     "error_max_budget_usd": "max_budget_usd",
     "error_during_execution": "error",
+    "error_max_structured_output_retries": "structured_output_retry_exhausted",
     "cancelled": "interrupted",
 }
 
@@ -132,6 +135,8 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         out["errors"] = [result.result] if result.result else []
     else:
         out["result"] = result.result
+    if result.structured_output is not None:  # --json-schema: the object the model gave (result: its JSON)
+        out["structured_output"] = result.structured_output
     return out
 
 
@@ -230,7 +235,8 @@ class StreamJson:
                     self.task_inputs[tu.id] = tu.input
         if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:
             self.on_prompt()
-        if isinstance(e, UserEntry) and e.origin not in ("tool_result", "skill") and not self.replay_user_messages:
+        if (isinstance(e, UserEntry) and e.origin not in ("tool_result", "skill") and not self.replay_user_messages
+                and e.message.content != ENFORCE):  # (Claude Code streams its structured-output reminder)
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
         for obj in lines:

@@ -24,7 +24,6 @@ from workflows.mcp.sources import McpFlags
 REFUSED: dict[str, tuple[bool, str]] = {
     "--plugin-dir": (True, "plugins are not supported"),
     "--betas": (True, "API betas are not supported"),
-    "--json-schema": (True, "structured output is not supported yet"),
     "--max-thinking-tokens": (True, "extended thinking is not supported yet"),
     "--thinking": (True, "extended thinking is not supported yet"),
     "--thinking-display": (True, "extended thinking is not supported yet"),
@@ -100,6 +99,22 @@ def _sources(value: str | None) -> list[str] | None:
     return names
 
 
+def _json_schema(value: str | None) -> dict | None:
+    """``--json-schema``: the JSON Schema of the structured output (the Agent SDK's ``output_format``)."""
+    if value is None:
+        return None
+    import json
+
+    from workflows.tools.structured import check_schema
+
+    try:
+        return check_schema(json.loads(value))
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"--json-schema is not valid JSON: {exc.msg} at column {exc.colno}.") from None
+    except ValueError as exc:
+        raise click.UsageError(f"{exc}.") from None
+
+
 def _settings_layer(value: str | None) -> list[tuple[str, str]] | None:
     """``--settings``: a settings file's path, or its JSON inline."""
     if value is None:
@@ -147,6 +162,8 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--settings", "extra_settings", metavar="FILE|JSON",
               help="More settings (a file, or JSON), above the settings files.")
 @click.option("--setting-sources", metavar="user,project,local", help="Which settings files to read.")
+@click.option("--json-schema", "json_schema", metavar="JSON",
+              help="The JSON Schema of a structured output the model must give (the StructuredOutput tool).")
 @click.option("--include-partial-messages", is_flag=True)
 @click.option("--replay-user-messages", is_flag=True)
 @click.option("--permission-prompt-tool", metavar="stdio")
@@ -162,7 +179,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,
                  max_budget_usd, model, fallback_model, add_dirs, permission_mode, dangerously_skip_permissions,
                  allow_dangerously_skip_permissions, continue_, resume, fork, session_id, extra_settings,
-                 setting_sources, include_partial_messages,
+                 setting_sources, json_schema, include_partial_messages,
                  replay_user_messages, permission_prompt_tool, approval_timeout, no_memory, mcp_config,
                  strict_mcp_config) -> None:
     """Claude Code's command line on Mainsail: interactive mode (with PROMPT as its first message), or
@@ -187,7 +204,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
         approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp, max_turns=max_turns,
         max_budget_usd=max_budget_usd, system_prompt=system_prompt, append_system_prompt=append_system_prompt,
         no_memory=no_memory, fallback_model=fallback_model, session_id=session_id, setting_sources=sources,
-        extra_settings=extra, **({"tools": offered} if tools is not None else {}))
+        extra_settings=extra, json_schema=_json_schema(json_schema),
+        **({"tools": offered} if tools is not None else {}))
     if not print_mode:
         from cli.interactive import run_interactive
 

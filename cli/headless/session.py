@@ -73,8 +73,10 @@ class PrintRun:
             # Before anything is created: a refusal must not leave an empty session behind.
             require_model_access(rt, settings, self.options.model or session_model(rt, self.resume, self.continue_,
                                                                                     workspace, settings))
-            # Print mode always sets the tools offered (None: all), on a resumed session too.
+            # Print mode always sets the tools offered (None: all) and the structured output's schema (None: none),
+            # on a resumed session too: they are this command's.
             options = self.options.model_copy(update={"asks": self.asks(settings), "tools": self.options.tools,
+                                                      "json_schema": self.options.json_schema,
                                                       "stream_events": self.stream_events})
             sid = open_session(rt, settings, options, resume=self.resume, continue_=self.continue_, fork=self.fork,
                                workspace=workspace)

@@ -18,6 +18,7 @@ the prompt cache.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 from workflows.memo import ObjectMemo
@@ -34,7 +35,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.store.entry_read import UnreadableEntry, mend
-from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
+from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, structured, tool_schemas
 from workflows.tools.task import agents_key, task_schema
 
 CACHE = {"type": "ephemeral"}
@@ -253,6 +254,20 @@ def _tool_schemas(names: tuple[str, ...], agents: tuple = ()) -> tuple[dict, ...
     return tuple(Block(task_schema(agents) if b["name"] == "Task" else b) for b in tool_schemas(list(names)))
 
 
+@lru_cache(maxsize=64)
+def _structured_schema(schema_json: str) -> dict:
+    # Keyed by the schema's JSON (the record's dict is not hashable); the schema is sent as given.
+    return Block(structured.tool_definition(json.loads(schema_json)))
+
+
+def _session_schemas(rec: SessionRecord) -> list[dict]:
+    names = session_tools(rec)
+    if rec.json_schema is None:
+        return list(_tool_schemas(tuple(names), agents_key(rec.agents)))
+    own = _tool_schemas(tuple(names[:-1]), agents_key(rec.agents))
+    return [*own, _structured_schema(json.dumps(rec.json_schema))]
+
+
 def with_cache_breakpoints(request: dict) -> dict:
     """Mark the system prompt, the tool list and the newest message as cacheable prefixes.
 
@@ -276,14 +291,16 @@ def _marked(block: dict) -> dict:
 
 def session_tools(rec: SessionRecord) -> list[str]:
     """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory
-    on; only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
+    on; only those ``rec.tools`` names when set (Claude Code's --tools); StructuredOutput last when the session
+    has a ``--json-schema`` (whatever ``--tools`` says, as in Claude Code). A sub-agent (a child session) is
     never offered Task: sub-agents do not start sub-agents, as in Claude Code; Skill only with skills to invoke."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     if rec.parent_session_id or not rec.agents:
         names.remove("Task")
     if rec.parent_session_id or not rec.skill_listing:
         names.remove("Skill")  # (offered with the session's skills, as Claude Code lists them)
-    return names if rec.tools is None else [n for n in names if n in rec.tools]
+    names = names if rec.tools is None else [n for n in names if n in rec.tools]
+    return names + [structured.NAME] if rec.json_schema is not None else names
 
 
 def offered_tools(rec: SessionRecord) -> list[str]:
@@ -303,6 +320,6 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools:
         "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *mcp_tools],
+        "tools": [*_session_schemas(rec), *mcp_tools],
         "messages": request_messages(entries, rec.model_context()),
     })

@@ -86,6 +86,7 @@ class SessionVerbs(Part):
             asks=opts.asks,
             stream_events=opts.stream_events,
             tools=opts.tools,
+            json_schema=opts.json_schema,
             home=home,
             custom_system_prompt=opts.system_prompt,
             append_system_prompt=opts.append_system_prompt,
@@ -135,14 +136,15 @@ class SessionVerbs(Part):
                       permission_mode: PermissionMode | str | None = None, rules: RuleSet | None = None,
                       approval_timeout_seconds: float | None = None, auto_memory: bool | None = None,
                       asks: str | None = None, stream_events: bool | None = None,
-                      tools: list[str] | None = ...,
+                      tools: list[str] | None = ..., json_schema: dict | None = ...,
                       additional_directories: list[str] | None = None,
                       fallback_model: str | None = None,
                       bypass_disabled_by: list[str] | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
         answers its asks (``asks``, see :attr:`SessionRecord.asks`), whether its replies' raw events are published
         (``stream_events``), the tools it offers (``tools``: a
-        list, or None for all; left as is unless given), added directories (joining its own),
+        list, or None for all; left as is unless given), its structured output's schema (``json_schema``:
+        None for none; left as is unless given), added directories (joining its own),
         fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own).
 
         Raises:
@@ -156,6 +158,8 @@ class SessionVerbs(Part):
                 rec.stream_events = stream_events
             if tools is not ...:
                 rec.tools = None if tools is None else list(tools)
+            if json_schema is not ...:
+                rec.json_schema = json_schema
             for path in additional_directories or ():
                 if path not in rec.additional_directories:
                     rec.additional_directories.append(path)

@@ -27,6 +27,7 @@ from workflows.models import (
     StepKind,
     StepRecord,
     StepStatus,
+    StructuredRun,
     SystemEntry,
     TextBlock,
     ToolCallStatus,
@@ -35,6 +36,7 @@ from workflows.models import (
     UserEntry,
 )
 from workflows.store import keys
+from workflows.tools import structured
 from workflows.tools.base import ToolOutput
 
 
@@ -80,6 +82,8 @@ class TurnLogic(Part):
             self.forks.maybe_update_session_memory(tx, len(tool_uses))
             if tool_uses:
                 self.tools.fan_out(tx, tool_uses)
+            elif self.enforce_structured(tx):  # told once to give its structured output: it answers again
+                return
             elif not self.hooks.stop_gate(tx):  # no Stop hooks: the run ends here
                 self.end_run(tx)
 
@@ -97,6 +101,7 @@ class TurnLogic(Part):
         rec.run_denials = []
         rec.run_wrote_memory = False
         rec.last_error = None
+        rec.structured = StructuredRun()
         if not rec.title:
             rec.title = _title(prompt)
         rec.command, rec.run_model, rec.run_allow = None, None, []
@@ -119,6 +124,8 @@ class TurnLogic(Part):
 
     def next_model_call(self, tx: Tx) -> None:
         rec = tx.rec
+        if rec.json_schema is not None and self.structured_end(tx):
+            return
         if rec.max_turns is not None and rec.run_turns >= rec.max_turns:
             tx.fire("halt")
             self.add_result(tx, "error_max_turns", f"Stopped after reaching the turn limit ({rec.max_turns}).")
@@ -139,7 +146,35 @@ class TurnLogic(Part):
             return
         self.committer.new_step(tx, StepKind.MODEL)
 
-    def end_run(self, tx: Tx, text: str | None = None) -> None:
+    def enforce_structured(self, tx: Tx) -> bool:
+        """The model ended without its structured output (``--json-schema``): told to give it, once a run, as
+        Claude Code does (True); else the run ends as any other (False)."""
+        rec = tx.rec
+        if rec.json_schema is None or rec.structured.output is not None or rec.structured.enforced:
+            return False
+        rec.structured.enforced = True
+        tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=structured.ENFORCE),
+                         origin="synthetic"))
+        rec.context_added += estimate_tokens(structured.ENFORCE)
+        self.next_model_call(tx)
+        return True
+
+    def structured_end(self, tx: Tx) -> bool:
+        """After a reply's tool calls: a valid StructuredOutput call ends the run with it (no model call after
+        it, as in Claude Code); :data:`~workflows.tools.structured.MAX_ATTEMPTS` invalid ones end it in error.
+        Either way the turn of those results counts in ``num_turns``, as Claude Code counts it."""
+        rec = tx.rec
+        if rec.structured.output is not None:
+            self.end_run(tx, structured.output_text(rec.structured.output), structured_output=rec.structured.output)
+            return True
+        if (error := structured.retries_exhausted(rec)) is not None:
+            tx.fire("halt")
+            self.add_result(tx, "error_max_structured_output_retries", error, num_turns=rec.run_turns + 1)
+            self.after_idle(tx)
+            return True
+        return False
+
+    def end_run(self, tx: Tx, text: str | None = None, structured_output: dict | None = None) -> None:
         """The model answered: the result (``text``, else the answer in ``tx``), then memory or idle."""
         tx.fire("answered")
         for e in reversed(tx.entries if text is None else []):
@@ -147,7 +182,11 @@ class TurnLogic(Part):
                 text = e.message.text()
                 break
         text = text or ""
-        self.add_result(tx, "success", text)
+        if structured_output is None:
+            self.add_result(tx, "success", text)
+        else:
+            self.add_result(tx, "success", text, structured_output=structured_output,
+                            num_turns=tx.rec.run_turns + 1)
         result = tx.entries[-1]
         self.titles.ask_title(tx)
         if tx.rec.state is State.EXTRACTING:
@@ -228,13 +267,17 @@ class TurnLogic(Part):
             text = Message(role="user", content=[TextBlock(text=output.followup)])
             tx.add(UserEntry(session_id=tx.rec.id, message=text, origin="skill", step_id=step_id))
 
-    def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
-        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""
+    def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False, *,
+                   structured_output: dict | None = None, num_turns: int | None = None) -> None:
+        """The run's result entry (every end of a run comes here); a sub-agent's also sends its report.
+        ``num_turns``: None counts the run's model replies."""
         rec = tx.rec
         rec.command, rec.run_model, rec.run_allow = None, None, []  # a command's hold on its run ends with it
         tx.add(ResultEntry(
             session_id=rec.id, subtype=subtype, is_error=is_error or subtype != "success", result=text,
-            num_turns=rec.run_turns, duration_ms=int((time.time() - rec.run_started_at) * 1000),
+            structured_output=structured_output,
+            num_turns=rec.run_turns if num_turns is None else num_turns,
+            duration_ms=int((time.time() - rec.run_started_at) * 1000),
             duration_api_ms=rec.run_api_ms, usage=rec.run_usage, total_cost_usd=rec.run_cost_usd,
             permission_denials=list(rec.run_denials),
             usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),

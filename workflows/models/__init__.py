@@ -48,7 +48,7 @@ from workflows.models.entries import (
     parse_entry,
 )
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
-from workflows.models.session import COST_KINDS, AgentDefinition, PathText, SessionRecord
+from workflows.models.session import COST_KINDS, AgentDefinition, PathText, SessionRecord, StructuredRun
 from workflows.models.steps import (
     BACKGROUND_HOOK_EVENTS,
     BACKGROUND_KINDS,
@@ -64,7 +64,7 @@ __all__ = [
     "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookEntry",
     "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
     "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",
-    "RuleSet", "RuleSpec", "SandboxSettings", "SessionRecord", "StateEntry", "StepKind",
+    "RuleSet", "RuleSpec", "SandboxSettings", "SessionRecord", "StateEntry", "StepKind", "StructuredRun",
     "StepRecord", "StepStatus", "SummaryEntry", "SystemEntry", "TextBlock", "ThinkingBlock", "TokenRecord", "ToolCall",
     "ToolCallStatus", "ToolResultBlock", "ToolUseBlock", "Usage", "UserEntry", "_Entry", "entry_json", "iso_now",
     "new_id", "now", "parse_entry",

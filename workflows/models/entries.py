@@ -162,10 +162,13 @@ class ResultEntry(_Entry):
 
     type: Literal["result"] = "result"
     subtype: Literal[
-        "success", "error_during_execution", "error_max_turns", "error_max_budget_usd", "cancelled"
+        "success", "error_during_execution", "error_max_turns", "error_max_budget_usd",
+        "error_max_structured_output_retries", "cancelled"
     ] = "success"
     is_error: bool = False
     result: str = ""
+    # The object the model gave through StructuredOutput (--json-schema); ``result`` then holds its JSON.
+    structured_output: dict[str, Any] | None = None
     num_turns: int = 0
     duration_ms: int = 0
     duration_api_ms: int = 0

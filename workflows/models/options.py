@@ -11,7 +11,7 @@ sessions, stored with the schedule); the rest only a process at the workspace ma
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,6 +65,9 @@ class SessionOptions(RemoteOptions):
     mcp_configs: list[str] = Field(default_factory=list, description="--mcp-config values (files or JSON).")
     strict_mcp_config: bool = Field(default=False, description="Only the --mcp-config MCP servers.")
     agents: dict[str, AgentDefinition] | None = Field(default=None, description="Sub-agent types (--agents).")
+    json_schema: dict[str, Any] | None = Field(default=None, description="The JSON Schema of the structured "
+                                                                         "output the model must give "
+                                                                         "(--json-schema); None: none.")
     trust: str | None = Field(default=None, description="Who vouches for the workspace now (--trust-project, "
                                                         "a token or schedule made with it).")
 

@@ -52,6 +52,16 @@ def _no_nul(value: str) -> str:
 PathText = Annotated[str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": "^[^\\x00]*$"})]
 
 
+class StructuredRun(_Model):
+    """A run's structured output (``--json-schema``: workflows/tools/structured.py): the object the model gave
+    through StructuredOutput, its rejected calls, and whether it was told once to call the tool."""
+
+    output: dict[str, Any] | None = None  # the valid object (the run then ends)
+    failures: int = 0  # calls whose input did not match the schema
+    last_error: str = ""  # the last such call's error
+    enforced: bool = False  # the model ended without calling it and was told to call it (once a run)
+
+
 class SessionRecord(_Model):
     # The first three fields lead the record's JSON, in this order: the server-side scripts of the step
     # protocol (workflows/store/fenced.py) read them from the JSON's first bytes, without decoding the rest.
@@ -84,6 +94,10 @@ class SessionRecord(_Model):
     stream_events: bool = False
     #: The tools offered to the model (Claude Code's --tools); None: every tool the session may have.
     tools: list[str] | None = None
+    #: The JSON Schema of the output the model must give through StructuredOutput (--json-schema); None: no
+    #: structured output. ``structured``: the current run's.
+    json_schema: dict[str, Any] | None = None
+    structured: StructuredRun = Field(default_factory=StructuredRun)
     #: The model's task list (TodoWrite), as last sent: dicts with content, status, activeForm.
     todos: list[dict[str, Any]] = Field(default_factory=list)
     permission_requests: list[PermissionRequest] = Field(default_factory=list)

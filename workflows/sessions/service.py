@@ -91,9 +91,10 @@ class SessionService:
     def resume(self, sid: str, options: SessionOptions, workspace: Path) -> Opened:
         """Take session ``sid`` up again with the options a resume gives: model, mode, limits, approval
         timeout; rules, ``add_dirs`` and MCP servers join its own; auto-memory, who answers asks and whether
-        its replies' raw events are published (``stream_events``) as given; its offered tools only when
-        ``options.tools`` was set. The mode is chosen by :func:`~workflows.permissions.bypass.resumed_mode` (a
-        refused bypassPermissions becomes the next mode, with a warning); a ``--settings`` layer that disables bypass joins the session's own. A new
+        its replies' raw events are published (``stream_events``) as given; its offered tools and its
+        structured output's schema only when ``options.tools`` and ``options.json_schema`` were set. The mode
+        is chosen by :func:`~workflows.permissions.bypass.resumed_mode` (a refused bypassPermissions becomes the
+        next mode, with a warning); a ``--settings`` layer that disables bypass joins the session's own. A new
         session's options (prompts, ``session_id``) do not apply. SessionStart(resume) runs before its
         next prompt, if configured."""
         eng, o = self.engine, options
@@ -111,9 +112,9 @@ class SessionService:
             eng.update_limits(sid, max_turns=o.max_turns, max_budget_usd=o.max_budget_usd, permission_mode=mode,
                               rules=rules, approval_timeout_seconds=o.approval_timeout_seconds,
                               bypass_disabled_by=disabled_by)
-        tools = {"tools": o.tools} if "tools" in o.model_fields_set else {}
+        given = {k: getattr(o, k) for k in ("tools", "json_schema") if k in o.model_fields_set}
         rec = eng.update_limits(sid, auto_memory=False if o.no_memory else None, asks=o.asks,
-                                stream_events=o.stream_events, **tools)
+                                stream_events=o.stream_events, **given)
         return Opened(rec, warnings)
 
     def resumed_mode(self, sid: str, permission_mode, workspace: Path, extra_settings=None):

@@ -1,5 +1,6 @@
 """Claude Code's core tools (Task, Bash, Glob, Grep, Read, Edit, MultiEdit, Write, NotebookEdit, WebFetch,
-TodoWrite, WebSearch, BashOutput, KillShell) and the memory tools.
+TodoWrite, WebSearch, BashOutput, KillShell), the memory tools, and StructuredOutput (offered only with
+--json-schema: workflows/tools/structured.py).
 
 Importing this package registers all of them in :data:`REGISTRY`. The memory
 tools (MemoryRead, MemoryWrite, MemoryDelete) are offered only where auto-memory
@@ -21,6 +22,7 @@ from workflows.tools import (  # noqa: F401  (registers)
     notebook_edit,
     read,
     skill,
+    structured,
     task,
     todo,
     web,
