@@ -33,6 +33,7 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
+from workflows.permissions.rules.removal import without_denied
 from workflows.store.entry_read import UnreadableEntry, mend
 from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, tool_schemas
 from workflows.tools.task import agents_key, task_schema
@@ -276,19 +277,27 @@ def _marked(block: dict) -> dict:
 
 def session_tools(rec: SessionRecord) -> list[str]:
     """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory
-    on; only those ``rec.tools`` names when set (Claude Code's --tools). A sub-agent (a child session) is
+    on; only those ``rec.tools`` names when set (Claude Code's --tools); never one a bare deny rule names
+    (``--disallowedTools Bash``: :mod:`workflows.permissions.rules.removal`). A sub-agent (a child session) is
     never offered Task: sub-agents do not start sub-agents, as in Claude Code."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     if rec.parent_session_id or not rec.agents:
         names.remove("Task")
-    return names if rec.tools is None else [n for n in names if n in rec.tools]
+    return without_denied(names if rec.tools is None else [n for n in names if n in rec.tools], rec.rules)
 
 
 def offered_tools(rec: SessionRecord) -> list[str]:
     """Every tool name the model is offered (``system/init``'s ``tools``): the session's own, then its MCP tools."""
     from workflows.mcp.catalog import offered_names
 
-    return session_tools(rec) + offered_names(rec)
+    return session_tools(rec) + without_denied(offered_names(rec), rec.rules)
+
+
+def _mcp_offered(mcp_tools: tuple[dict, ...], rec: SessionRecord) -> tuple[dict, ...]:
+    if not mcp_tools or not rec.rules.deny:
+        return mcp_tools
+    kept = set(without_denied([t["name"] for t in mcp_tools], rec.rules))
+    return tuple(t for t in mcp_tools if t["name"] in kept)
 
 
 def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools: tuple[dict, ...] = ()) -> dict:
@@ -301,6 +310,6 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools:
         "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *mcp_tools],
+        "tools": [*_tool_schemas(tuple(session_tools(rec)), agents_key(rec.agents)), *_mcp_offered(mcp_tools, rec)],
         "messages": request_messages(entries, rec.user_context),
     })

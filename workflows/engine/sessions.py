@@ -109,7 +109,8 @@ class SessionVerbs(Part):
         # The memory files' imports read only what a Read of this session could (issue 25, item 5).
         access = MemoryAccess(WorkArea(ws, rec.additional_directories), rec.home, read_denied_for(rec))
         rec.user_context = context_files.user_context(ws, rec.home, date.today(),
-                                                      auto_memory=memory_context(index), access=access)
+                                                      auto_memory=memory_context(index), access=access,
+                                                      sources=opts.setting_sources)
         rec.context_added = estimate_tokens(rec.system_context + rec.user_context)
         self.store.create_session(rec)
         return rec

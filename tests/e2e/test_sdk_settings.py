@@ -1,0 +1,75 @@
+"""The Agent SDK's settings options, with the real SDK driving the installed ``mainsail`` against the fake
+Messages API (issue 28, item 4): ``setting_sources``, ``disallowed_tools``, ``env``, ``updated_permissions``
+and ``add_dirs``. Each oracle is what Claude Code 2.1.332 does for the same program (measured with its bundled
+CLI): the request the fake API received, the file written, what a command printed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_agent_sdk import bash_turn, collect, options, serving
+
+sdk = pytest.importorskip("claude_agent_sdk")
+from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, ResultMessage  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+MEMOS = {"CLAUDE.md": "PROJECT-MEMO", "CLAUDE.local.md": "LOCAL-MEMO"}
+
+
+def tool_names(request: dict) -> list[str]:
+    return [t["name"] for t in request["tools"]]
+
+
+def with_home(cluster, tmp_path: Path, files: dict[str, str]) -> Path:
+    home = tmp_path / "home"
+    for rel, text in files.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text)
+    cluster.env["HOME"] = str(home)
+    return home
+
+
+@pytest.mark.parametrize("sources, sent", [(None, {"USER-MEMO", "PROJECT-MEMO", "LOCAL-MEMO"}), ([], set()),
+                                           (["project"], {"PROJECT-MEMO"}), (["user"], {"USER-MEMO"}),
+                                           (["local"], {"LOCAL-MEMO"})])
+def test_setting_sources_choose_the_claude_md_files_sent(cluster, workspace, tmp_path, sources, sent):
+    """Claude Code sends the memory files of the chosen sources only: [] sends none."""
+    with_home(cluster, tmp_path, {".claude/CLAUDE.md": "USER-MEMO"})
+    for rel, text in MEMOS.items():
+        (workspace / rel).write_text(text)
+    with serving(cluster, bash_turn("true")) as api:
+        collect("run it", options(cluster, workspace, permission_mode="bypassPermissions", setting_sources=sources))
+    request = json.dumps(api.requests[0])
+    assert {m for m in ("USER-MEMO", "PROJECT-MEMO", "LOCAL-MEMO") if m in request} == sent
+
+
+def test_a_project_deny_rule_removes_the_tool_under_project_sources(cluster, workspace):
+    """``"deny": ["Bash"]`` in .claude/settings.json, read with setting_sources=["project"]: Claude Code offers
+    no Bash at all (not a call denied when made); with [] the file is not read and Bash is offered."""
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash"]}}))
+    with serving(cluster, bash_turn("true")) as api:
+        collect("run it", options(cluster, workspace, permission_mode="bypassPermissions", setting_sources=[]))
+        assert "Bash" in tool_names(api.requests[-1])
+        api.reset()
+        collect("run it", options(cluster, workspace, permission_mode="bypassPermissions",
+                                  setting_sources=["project"]))
+        assert "Bash" not in tool_names(api.requests[0]) and "Read" in tool_names(api.requests[0])
+
+
+def test_disallowed_tools_removes_the_tool_from_the_offer(cluster, workspace):
+    """disallowed_tools=["Bash"]: not offered (nor listed in system/init); Bash(rm:*) keeps Bash offered."""
+    with serving(cluster, bash_turn("true")) as api:
+        msgs = collect("run it", options(cluster, workspace, permission_mode="bypassPermissions",
+                                         disallowed_tools=["Bash"]))
+        assert "Bash" not in tool_names(api.requests[0]) and "Write" in tool_names(api.requests[0])
+        assert "Bash" not in msgs[0].data["tools"]
+        api.reset()
+        collect("run it", options(cluster, workspace, permission_mode="bypassPermissions",
+                                  disallowed_tools=["Bash(rm:*)"]))
+        assert "Bash" in tool_names(api.requests[0])

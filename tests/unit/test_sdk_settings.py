@@ -1,0 +1,44 @@
+"""The pure parts of issue 28 item 4: tools a bare deny rule removes, the memory files setting sources choose."""
+
+from __future__ import annotations
+
+from workflows.context.assemble import session_tools
+from workflows.context.files import memory_files
+from workflows.models import RuleSet, SessionRecord
+from workflows.permissions.rules.removal import removed_by_deny, without_denied
+
+
+def rules(*deny: str) -> RuleSet:
+    out = RuleSet()
+    for rule in deny:
+        out.add("deny", rule, "--disallowedTools")
+    return out
+
+
+def test_a_bare_deny_rule_removes_the_tool_a_specifier_does_not():
+    names = ["Bash", "Read", "Write", "mcp__docs__search", "mcp__docs__fetch", "mcp__other__x"]
+    assert without_denied(names, rules("Bash", "Write(/etc/**)", "mcp__docs")) == ["Read", "Write", "mcp__other__x"]
+    assert without_denied(names, rules("Bash(*)", "mcp__docs__fetch")) == [
+        "Read", "Write", "mcp__docs__search", "mcp__other__x"]
+    assert removed_by_deny(rules("Bash(rm:*)", "not a (rule")) == ()
+
+
+def test_session_tools_leave_out_what_a_deny_rule_removes(tmp_path):
+    rec = SessionRecord(id="s", model="m", workspace=str(tmp_path), rules=rules("Bash", "Glob"))
+    offered = session_tools(rec)
+    assert "Bash" not in offered and "Glob" not in offered and "Read" in offered
+
+
+def test_setting_sources_choose_the_memory_files(tmp_path):
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    ws.mkdir()
+    (home / ".claude" / "CLAUDE.md").write_text("user")
+    (ws / "CLAUDE.md").write_text("project")
+    (ws / "CLAUDE.local.md").write_text("local")
+
+    def kinds(sources):
+        return [f.kind for f in memory_files(str(ws), str(home), stop_at=str(ws), sources=sources)]
+
+    assert kinds(None) == ["user", "project", "local"]
+    assert kinds([]) == [] and kinds(["project"]) == ["project"] and kinds(["user", "local"]) == ["user", "local"]
