@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_agent_sdk import bash_turn, collect, options, serving
+from tests.fakeapi import FakeMessagesServer
 
 sdk = pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, ResultMessage  # noqa: E402
@@ -73,3 +74,24 @@ def test_disallowed_tools_removes_the_tool_from_the_offer(cluster, workspace):
         collect("run it", options(cluster, workspace, permission_mode="bypassPermissions",
                                   disallowed_tools=["Bash(rm:*)"]))
         assert "Bash" in tool_names(api.requests[0])
+
+
+def test_env_reaches_the_sessions_commands_and_model_calls(cluster, workspace, tmp_path):
+    """ClaudeAgentOptions.env is Claude Code's process environment: its Bash sees the variables and its model
+    calls go to ANTHROPIC_BASE_URL with ANTHROPIC_CUSTOM_HEADERS. Mainsail's worker (whose own endpoint leads
+    nowhere here, and whose MY_VAR differs) applies the session's; a settings file's env never moves the calls,
+    and the API key is not stored with the session."""
+    with_home(cluster, tmp_path, {".claude/settings.json": json.dumps(
+        {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "FROM_SETTINGS": "s"}})})
+    with FakeMessagesServer(bash_turn('echo "$MY_VAR $FROM_SETTINGS $SHOULD_NOT_TOKEN" > env.txt')) as api:
+        cluster.start_worker(env={**cluster.env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "MY_VAR": "worker"})
+        opts = options(cluster, workspace, permission_mode="bypassPermissions")
+        opts.env.update({"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_CUSTOM_HEADERS": "X-Probe: from-the-sdk",
+                         "MY_VAR": "from-the-client", "SHOULD_NOT_TOKEN": "hidden"})
+        result = collect("run it", opts)[-1]
+        assert result.subtype == "success" and not result.is_error, result
+        assert api.request_headers and all(h["headers"].get("x-probe") == "from-the-sdk" for h in api.request_headers)
+    assert (workspace / "env.txt").read_text() == "from-the-client s \n"  # (the token-named one scrubbed)
+    (sid,) = cluster.store.session_ids()
+    stored = cluster.store.get_session(sid).model_dump_json()
+    assert "test-key" not in stored and "hidden" not in stored

@@ -42,3 +42,26 @@ def test_setting_sources_choose_the_memory_files(tmp_path):
 
     assert kinds(None) == ["user", "project", "local"]
     assert kinds([]) == [] and kinds(["project"]) == ["project"] and kinds(["user", "local"]) == ["user", "local"]
+
+
+def test_the_client_env_keeps_the_sessions_variables_not_secrets_nor_the_machine():
+    from workflows.sessions.client_env import client_env, model_env
+
+    environ = {"MY_VAR": "1", "PATH": "/client/bin", "HOME": "/home/me", "ANTHROPIC_API_KEY": "sk",
+               "GITHUB_TOKEN": "t", "MAINSAIL_REDIS_URL": "redis://x", "ANTHROPIC_BASE_URL": "http://proxy",
+               "DB": "postgres://u:pw@h/db"}
+    assert client_env(environ) == {"MY_VAR": "1"}
+    assert model_env(environ) == {"ANTHROPIC_BASE_URL": "http://proxy"}
+
+
+def test_a_sessions_model_env_moves_its_calls_but_keeps_the_workers_key():
+    from workflows.model.client import custom_headers, for_session
+    from workflows.settings import load_settings
+
+    settings = load_settings(anthropic_api_key="worker-key", anthropic_base_url="http://worker")
+    rec = SessionRecord(id="s", model="m", workspace="/w", model_env={"ANTHROPIC_BASE_URL": "http://client",
+                                                                      "ANTHROPIC_CUSTOM_HEADERS": "X-A: 1\nX-B:2"})
+    moved = for_session(settings, rec)
+    assert (moved.anthropic_base_url, moved.anthropic_api_key) == ("http://client", "worker-key")
+    assert custom_headers(moved.anthropic_custom_headers) == {"X-A": "1", "X-B": "2"}
+    assert for_session(settings, SessionRecord(id="s", model="m", workspace="/w")) is settings
