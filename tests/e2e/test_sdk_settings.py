@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from demo.scripted import ToolUse, Turn
 from tests.e2e.test_agent_sdk import bash_turn, collect, options, serving
 from tests.fakeapi import FakeMessagesServer
 
 sdk = pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, ResultMessage  # noqa: E402
+from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -95,3 +97,61 @@ def test_env_reaches_the_sessions_commands_and_model_calls(cluster, workspace, t
     (sid,) = cluster.store.session_ids()
     stored = cluster.store.get_session(sid).model_dump_json()
     assert "test-key" not in stored and "hidden" not in stored
+
+
+def two_calls(first: dict, second: dict, names=("Bash", "Bash")):
+    """Two tool calls, one a turn, then an answer."""
+
+    def turn(body: dict) -> Turn:
+        n = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if n < 2:
+            return Turn(text="Working.", tool_uses=[ToolUse(name=names[n], input=(first, second)[n])])
+        return Turn(text="done")
+
+    return turn
+
+
+def asking_client(cluster, workspace, turn, updates) -> tuple[list, list]:
+    """A ClaudeSDKClient whose can_use_tool allows with ``updates``; the calls it was asked about and the
+    messages."""
+    seen = []
+
+    async def can_use(name, tool_input, ctx):
+        seen.append((name, tool_input, ctx.suggestions))
+        return PermissionResultAllow(updated_permissions=updates)
+
+    with serving(cluster, turn):
+
+        async def go():
+            async with ClaudeSDKClient(options(cluster, workspace, can_use_tool=can_use)) as client:
+                await client.query("run it")
+                return [m async for m in client.receive_response()]
+
+        msgs = asyncio.run(asyncio.wait_for(go(), 90))
+    return seen, msgs
+
+
+def test_updated_permissions_for_local_settings_are_kept_and_written(cluster, workspace, tmp_path):
+    """Allowing with an addRules update for localSettings: Claude Code adds the rule to the session (the next
+    matching call is not asked) and to .claude/settings.local.json. Suggestions name their destination."""
+    with_home(cluster, tmp_path, {})
+    rule = PermissionUpdate(type="addRules", rules=[PermissionRuleValue(tool_name="Bash", rule_content="touch:*")],
+                            behavior="allow", destination="localSettings")
+    seen, msgs = asking_client(cluster, workspace, two_calls({"command": "touch a.txt"}, {"command": "touch b.txt"}),
+                               [rule])
+    assert [s[1]["command"] for s in seen] == ["touch a.txt"], "the second call was asked again"
+    assert seen[0][2] and seen[0][2][0].destination == "localSettings"
+    assert (workspace / "a.txt").exists() and (workspace / "b.txt").exists()
+    written = json.loads((workspace / ".claude" / "settings.local.json").read_text())
+    assert written == {"permissions": {"allow": ["Bash(touch:*)"]}}
+    assert isinstance(msgs[-1], ResultMessage) and msgs[-1].permission_denials == []
+
+
+def test_a_set_mode_update_changes_the_sessions_mode(cluster, workspace, tmp_path):
+    """setMode acceptEdits for the session: the Write that follows is not asked, and no file is written."""
+    with_home(cluster, tmp_path, {})
+    mode = PermissionUpdate(type="setMode", mode="acceptEdits", destination="session")
+    seen, msgs = asking_client(cluster, workspace, two_calls(
+        {"command": "touch a.txt"}, {"file_path": str(workspace / "w.txt"), "content": "w"}, ("Bash", "Write")), [mode])
+    assert [s[0] for s in seen] == ["Bash"] and (workspace / "w.txt").read_text() == "w"
+    assert not (workspace / ".claude").exists()

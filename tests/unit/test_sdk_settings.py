@@ -65,3 +65,47 @@ def test_a_sessions_model_env_moves_its_calls_but_keeps_the_workers_key():
     assert (moved.anthropic_base_url, moved.anthropic_api_key) == ("http://client", "worker-key")
     assert custom_headers(moved.anthropic_custom_headers) == {"X-A": "1", "X-B": "2"}
     assert for_session(settings, SessionRecord(id="s", model="m", workspace="/w")) is settings
+
+
+def test_permission_updates_change_the_session_and_write_their_files(tmp_path):
+    import json
+
+    from workflows.permissions.updates import session_change, update_files, write_updates
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    files = update_files(ws, home)
+    files["projectSettings"].parent.mkdir()
+    files["projectSettings"].write_text(json.dumps({"model": "x", "permissions": {"allow": ["Read", "Grep"]}}))
+    current = RuleSet()
+    current.add("allow", "Read", str(files["projectSettings"]))
+    current.add("allow", "Glob", str(files["projectSettings"]))
+    updates = [
+        {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "ls:*"}], "behavior": "allow",
+         "destination": "localSettings"},
+        {"type": "replaceRules", "rules": [{"toolName": "Read"}], "behavior": "allow", "destination": "projectSettings"},
+        {"type": "addRules", "rules": [{"toolName": "WebFetch"}], "behavior": "deny", "destination": "session"},
+        {"type": "setMode", "mode": "acceptEdits", "destination": "userSettings"},
+        {"type": "addDirectories", "directories": ["/data"], "destination": "session"},
+    ]
+    change = session_change(updates, ws, home, current)
+    assert [(r.rule, r.source) for r in change.add.allow] == [("Bash(ls:*)", str(files["localSettings"])),
+                                                              ("Read", str(files["projectSettings"]))]
+    assert [(r.rule, r.source) for r in change.remove.allow] == [("Glob", str(files["projectSettings"]))]
+    assert [(r.rule, r.source) for r in change.add.deny] == [("WebFetch", "session")]
+    assert change.mode == "acceptEdits" and change.directories == ["/data"]
+    written = {w.path for w in write_updates(updates, ws, home)}
+    assert written == {files["localSettings"], files["projectSettings"], files["userSettings"]}
+    assert json.loads(files["localSettings"].read_text()) == {"permissions": {"allow": ["Bash(ls:*)"]}}
+    assert json.loads(files["projectSettings"].read_text()) == {"model": "x", "permissions": {"allow": ["Read"]}}
+    assert json.loads(files["userSettings"].read_text()) == {"permissions": {"defaultMode": "acceptEdits"}}
+
+
+def test_a_permission_update_with_an_unknown_destination_is_refused(tmp_path):
+    import pytest
+
+    from workflows.exceptions import ConfigurationError
+    from workflows.permissions.updates import session_change
+
+    with pytest.raises(ConfigurationError, match="destination 'nowhere'"):
+        session_change([{"type": "addRules", "rules": [], "destination": "nowhere"}], tmp_path, tmp_path, RuleSet())

@@ -132,11 +132,13 @@ class SessionVerbs(Part):
                       asks: str | None = None, tools: list[str] | None = ...,
                       additional_directories: list[str] | None = None,
                       fallback_model: str | None = None,
-                      bypass_disabled_by: list[str] | None = None) -> SessionRecord:
+                      bypass_disabled_by: list[str] | None = None,
+                      removed_rules: RuleSet | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
         answers its asks (``asks``, see :attr:`SessionRecord.asks`), the tools it offers (``tools``: a
         list, or None for all; left as is unless given), added directories (joining its own),
-        fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own).
+        fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own);
+        ``removed_rules`` go first (each rule with the source it must have: workflows/permissions/updates.py).
 
         Raises:
             BypassDisabled: ``permission_mode`` is bypassPermissions and it is disabled for the session.
@@ -154,6 +156,9 @@ class SessionVerbs(Part):
                 rec.fallback_model = fallback_model
             if auto_memory is False:  # turning it on later would need the project's index in the context
                 rec.auto_memory = False
+            for kind in ("allow", "ask", "deny") if removed_rules is not None else ():
+                gone = {(r.rule, r.source) for r in getattr(removed_rules, kind)}
+                setattr(rec.rules, kind, [r for r in getattr(rec.rules, kind) if (r.rule, r.source) not in gone])
             if rules is not None:
                 for kind in ("allow", "ask", "deny"):
                     for spec in getattr(rules, kind):
