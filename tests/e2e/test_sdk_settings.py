@@ -155,3 +155,32 @@ def test_a_set_mode_update_changes_the_sessions_mode(cluster, workspace, tmp_pat
         {"command": "touch a.txt"}, {"file_path": str(workspace / "w.txt"), "content": "w"}, ("Bash", "Write")), [mode])
     assert [s[0] for s in seen] == ["Bash"] and (workspace / "w.txt").read_text() == "w"
     assert not (workspace / ".claude").exists()
+
+
+def read_turn(path: str):
+    def turn(body: dict) -> Turn:
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and last and last[-1].get("type") == "tool_result":
+            return Turn(text="done")
+        return Turn(text="Reading.", tool_uses=[ToolUse(name="Read", input={"file_path": path})])
+
+    return turn
+
+
+def test_a_path_outside_the_added_dirs_is_a_permission_denial(cluster, workspace, tmp_path):
+    """Claude Code's print mode: a Read outside the workspace and its add_dirs asks, so it is denied, listed in
+    permission_denials, and the model reads Claude Code's words; the same Read under add_dirs runs."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("OUTSIDE-NOTES")
+    target = str(outside / "notes.txt")
+    with serving(cluster, read_turn(target)) as api:
+        denied = collect("read it", options(cluster, workspace))[-1]
+        assert [d["tool_name"] for d in denied.permission_denials] == ["Read"]
+        result = api.requests[-1]["messages"][-1]["content"][0]
+        assert result["is_error"] and result["content"] == (
+            f"Claude requested permissions to read from {outside.resolve() / 'notes.txt'}, but you haven't granted "
+            "it yet.")
+        api.reset()
+        allowed = collect("read it", options(cluster, workspace, add_dirs=[str(outside)]))[-1]
+        assert allowed.permission_denials == [] and "OUTSIDE-NOTES" in json.dumps(api.requests[-1]["messages"][-1])

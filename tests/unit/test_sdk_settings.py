@@ -109,3 +109,27 @@ def test_a_permission_update_with_an_unknown_destination_is_refused(tmp_path):
 
     with pytest.raises(ConfigurationError, match="destination 'nowhere'"):
         session_change([{"type": "addRules", "rules": [], "destination": "nowhere"}], tmp_path, tmp_path, RuleSet())
+
+
+def test_a_path_outside_the_work_area_asks_in_claude_codes_words(tmp_path):
+    from workflows.models import PermissionMode
+    from workflows.permissions.evaluate import evaluate
+    from workflows.permissions.rules.rules import Decision, nobody_to_ask
+
+    ws, added = tmp_path / "ws", tmp_path / "added"
+    ws.mkdir()
+    added.mkdir()
+
+    def check(tool, path, mode=PermissionMode.DEFAULT, dirs=()):
+        key = "file_path"
+        return evaluate(tool, {key: str(path), "content": ""}, mode=mode, rules=RuleSet(), workspace=str(ws),
+                        home=str(tmp_path), read_only=tool == "Read", additional_dirs=list(dirs))
+
+    read = check("Read", added / "a.txt")
+    assert read.decision is Decision.ASK
+    assert nobody_to_ask("Read", read).reason == (
+        f"Claude requested permissions to read from {added / 'a.txt'}, but you haven't granted it yet.")
+    write = check("Write", added / "a.txt", PermissionMode.ACCEPT_EDITS)
+    assert write.decision is Decision.ASK and "write to" in write.reason
+    assert check("Read", added / "a.txt", dirs=[str(added)]).decision is Decision.ALLOW
+    assert check("Read", ws / "a.txt").decision is Decision.ALLOW
