@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from demo.scripted import ToolUse, Turn
+from tests.e2e.conftest import wait_for
 from tests.e2e.test_agent_sdk import bash_turn, collect, options, serving
 from tests.fakeapi import FakeMessagesServer
 
@@ -92,6 +93,8 @@ def test_env_reaches_the_sessions_commands_and_model_calls(cluster, workspace, t
                          "MY_VAR": "from-the-client", "SHOULD_NOT_TOKEN": "hidden"})
         result = collect("run it", opts)[-1]
         assert result.subtype == "success" and not result.is_error, result
+        # Every call of the session (its turns, and its title, asked for after the first turn) went there.
+        wait_for(lambda: api.fork_requests("title"), 60, what="the session's title call")
         assert api.request_headers and all(h["headers"].get("x-probe") == "from-the-sdk" for h in api.request_headers)
     assert (workspace / "env.txt").read_text() == "from-the-client s \n"  # (the token-named one scrubbed)
     (sid,) = cluster.store.session_ids()
