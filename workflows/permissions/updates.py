@@ -55,6 +55,10 @@ def rule_text(value: dict) -> str:
     return f"{tool}({content})" if content else tool
 
 
+def _rules(update: dict) -> list[str]:
+    return [rule_text(v) for v in update.get("rules") or () if isinstance(v, dict) and v.get("toolName")]
+
+
 def suggestions(rules: list[str]) -> list[dict]:
     """The rules "always" would add, as Claude Code suggests them (allow rules for ``localSettings``)."""
     out = []
@@ -101,7 +105,7 @@ def session_change(updates: Iterable[dict], workspace: Path, home: Path, current
     for update in updates:
         kind, destination, behavior = _checked(update)
         source = str(files[destination]) if destination in files else SESSION
-        rules = [rule_text(r) for r in update.get("rules") or () if isinstance(r, dict) and r.get("toolName")]
+        rules = _rules(update)
         if kind == "replaceRules":
             for spec in getattr(current, behavior):
                 if spec.source == source and spec.rule not in rules:
@@ -157,7 +161,7 @@ def _read(path: Path):
 def _apply(data: dict, kind: str, behavior: str, update: dict) -> None:
     perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
     data["permissions"] = perms
-    rules = [rule_text(r) for r in update.get("rules") or () if isinstance(r, dict) and r.get("toolName")]
+    rules = _rules(update)
     listed = [r for r in perms.get(behavior) or () if isinstance(r, str)]
     dirs = [str(d) for d in update.get("directories") or () if isinstance(d, str)]
     added = [d for d in perms.get("additionalDirectories") or () if isinstance(d, str)]
