@@ -75,9 +75,9 @@ def run_title_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
     import anthropic  # here, not at import: a worker starts sooner (the SDK is large)
 
     from workflows.exceptions import MissingCredentials
-    from workflows.model.client import client_for, describe_api_error, stream_reply
+    from workflows.model.client import client_for, describe_api_error, for_session, stream_reply
 
-    sid, settings = step.session_id, engine.settings
+    sid, settings = step.session_id, for_session(engine.settings, rec)
     prompt, answer = first_exchange(engine.store.entries(sid))
     if not prompt:
         return engine.record_title(sid, step.id, owner, None, error="the session has no prompt to name it by")

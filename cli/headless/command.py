@@ -124,6 +124,16 @@ def _settings_layer(value: str | None) -> list[tuple[str, str]] | None:
     return [(f"--settings {value}", _read_file("--settings", value))]
 
 
+def client_environment() -> dict[str, dict[str, str]]:
+    """This process's environment, as a new session keeps it for its workers (Claude Code's tools and model calls
+    see its own: :mod:`workflows.sessions.client_env`)."""
+    import os
+
+    from workflows.sessions.client_env import client_env, model_env
+
+    return {"env": client_env(os.environ), "model_env": model_env(os.environ)}
+
+
 def _read_file(flag: str, path: str | None) -> str | None:
     if path is None:
         return None
@@ -204,7 +214,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
         approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp, max_turns=max_turns,
         max_budget_usd=max_budget_usd, system_prompt=system_prompt, append_system_prompt=append_system_prompt,
         no_memory=no_memory, fallback_model=fallback_model, session_id=session_id, setting_sources=sources,
-        extra_settings=extra, json_schema=_json_schema(json_schema),
+        extra_settings=extra, json_schema=_json_schema(json_schema), **client_environment(),
         **({"tools": offered} if tools is not None else {}))
     if not print_mode:
         from cli.interactive import run_interactive

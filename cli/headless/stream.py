@@ -32,6 +32,7 @@ from cli.headless.control import (
     initialize_response,
 )
 from cli.headless.partial import StreamEvents
+from cli.headless.updates import apply_updates
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
 from cli.session_service import service
@@ -59,7 +60,7 @@ from workflows.models.hooks import (
     HookSet,
 )
 from workflows.permissions.bypass import effective_mode
-from workflows.permissions.prompt import always_offered
+from workflows.permissions.updates import suggestions as permission_suggestions
 from workflows.sessions.service import SessionService
 
 EOF = object()
@@ -67,18 +68,6 @@ EOF = object()
 
 class _ClientGone(Exception):
     """stdin ended while the client still had questions to answer: nobody here can answer them now."""
-
-
-def permission_suggestions(rules: list[str]) -> list[dict]:
-    """The rules "always" would add, as the SDK's ``PermissionUpdate`` (allow rules for this session)."""
-    out = []
-    for rule in rules:
-        tool, _, rest = rule.partition("(")
-        value = {"toolName": tool}
-        if rest:
-            value["ruleContent"] = rest[:-1] if rest.endswith(")") else rest
-        out.append(value)
-    return [{"type": "addRules", "rules": out, "behavior": "allow", "destination": "session"}] if out else []
 
 
 def callback_hooks(config: dict) -> HookSet:
@@ -272,12 +261,9 @@ class StreamServer:
                 steps = decider.decide(sid, e.request_id, False, by="user",
                                        message=f"The permission callback failed: {answer}")
             elif answer.get("behavior") == "allow":
+                apply_updates(service(self.rt), sid, answer.get("updatedPermissions"))
                 try:
-                    steps = decider.decide(sid, e.request_id, True, by="user",
-                                           # (no suggestions were sent when none is offered)
-                                           always=bool(answer.get("updatedPermissions"))
-                                           and always_offered(e.always),
-                                           updated_input=answer.get("updatedInput"))
+                    steps = decider.decide(sid, e.request_id, True, by="user", updated_input=answer.get("updatedInput"))
                 except ToolInputError as exc:
                     steps = decider.decide(sid, e.request_id, False, by="user",
                                            message=f"The approver changed the input to one that is not "

@@ -107,7 +107,7 @@ def test_a_question_settled_elsewhere_is_withdrawn_from_the_client():
 
 def test_always_rules_become_the_sdks_permission_suggestions():
     assert permission_suggestions(["Bash(npm test:*)", "Edit"]) == [{
-        "type": "addRules", "behavior": "allow", "destination": "session",
+        "type": "addRules", "behavior": "allow", "destination": "localSettings",
         "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}, {"toolName": "Edit"}]}]
     assert permission_suggestions([]) == []
 

@@ -18,7 +18,7 @@ import anthropic
 
 from workflows.context.assemble import api_messages, model_view
 from workflows.memory.records import has_content
-from workflows.model.client import client_for, describe_api_error, stream_reply
+from workflows.model.client import client_for, describe_api_error, for_session, stream_reply
 from workflows.model.tokens import estimate_tokens
 from workflows.models import AssistantEntry, SessionRecord, StepRecord, Usage, UserEntry
 from workflows.store.resilience import RedisError
@@ -127,7 +127,7 @@ def run_compaction(engine: CompactionEngine, rec: SessionRecord, step: StepRecor
                                             keep=[e.uuid for e in kept], kept_tokens=_tokens_of(kept))
     request = compaction_request(rec, entries, settings.max_tokens)
     try:
-        reply = stream_reply(client_for(rec.sent_model(), settings), request, lambda _text: None, cancel)
+        reply = stream_reply(client_for(rec.sent_model(), for_session(settings, rec)), request, lambda _text: None, cancel)
     except InterruptedError:
         return []
     except anthropic.APIError as exc:

@@ -34,6 +34,7 @@ from workflows.models import (
     ToolResultBlock,
     UserEntry,
 )
+from workflows.permissions.rules.removal import without_denied
 from workflows.store.entry_read import UnreadableEntry, mend
 from workflows.tools import MEMORY_TOOLS, TOOL_ORDER, structured, tool_schemas
 from workflows.tools.task import agents_key, task_schema
@@ -291,15 +292,16 @@ def _marked(block: dict) -> dict:
 
 def session_tools(rec: SessionRecord) -> list[str]:
     """The tools a session's agent is offered: the core tools (TOOL_ORDER), and the memory tools with auto-memory
-    on; only those ``rec.tools`` names when set (Claude Code's --tools); StructuredOutput last when the session
-    has a ``--json-schema`` (whatever ``--tools`` says, as in Claude Code). A sub-agent (a child session) is
-    never offered Task: sub-agents do not start sub-agents, as in Claude Code; Skill only with skills to invoke."""
+    on; only those ``rec.tools`` names when set (Claude Code's --tools), never one a bare deny rule names
+    (``--disallowedTools Bash``: :mod:`workflows.permissions.rules.removal`); StructuredOutput last when the
+    session has a ``--json-schema`` (whatever ``--tools`` says, as in Claude Code). A sub-agent (a child session)
+    is never offered Task: sub-agents do not start sub-agents, as in Claude Code; Skill only with skills to invoke."""
     names = list(TOOL_ORDER) + (list(MEMORY_TOOLS) if rec.auto_memory and rec.project_id else [])
     if rec.parent_session_id or not rec.agents:
         names.remove("Task")
     if rec.parent_session_id or not rec.skill_listing:
         names.remove("Skill")  # (offered with the session's skills, as Claude Code lists them)
-    names = names if rec.tools is None else [n for n in names if n in rec.tools]
+    names = without_denied(names if rec.tools is None else [n for n in names if n in rec.tools], rec.rules)
     return names + [structured.NAME] if rec.json_schema is not None else names
 
 
@@ -307,7 +309,14 @@ def offered_tools(rec: SessionRecord) -> list[str]:
     """Every tool name the model is offered (``system/init``'s ``tools``): the session's own, then its MCP tools."""
     from workflows.mcp.catalog import offered_names
 
-    return session_tools(rec) + offered_names(rec)
+    return session_tools(rec) + without_denied(offered_names(rec), rec.rules)
+
+
+def _mcp_offered(mcp_tools: tuple[dict, ...], rec: SessionRecord) -> tuple[dict, ...]:
+    if not mcp_tools or not rec.rules.deny:
+        return mcp_tools
+    kept = set(without_denied([t["name"] for t in mcp_tools], rec.rules))
+    return tuple(t for t in mcp_tools if t["name"] in kept)
 
 
 def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools: tuple[dict, ...] = ()) -> dict:
@@ -320,6 +329,6 @@ def build_request(rec: SessionRecord, entries: list, max_tokens: int, mcp_tools:
         "model": rec.sent_model(),
         "max_tokens": max_tokens,
         "system": system_blocks(rec),
-        "tools": [*_session_schemas(rec), *mcp_tools],
+        "tools": [*_session_schemas(rec), *_mcp_offered(mcp_tools, rec)],
         "messages": request_messages(entries, rec.model_context()),
     })

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from datetime import date
-from typing import Literal
+from typing import Collection, Literal
 
 from workflows.memory.access import MemoryAccess
 from workflows.permissions.rules import paths
@@ -339,8 +339,8 @@ def _directories(workspace: str, stop_at: str | None) -> list[str]:
     return chain
 
 
-def memory_files(workspace: str, home: str, stop_at: str | None = None,
-                 access: MemoryAccess | None = None) -> list[MemoryFile]:
+def memory_files(workspace: str, home: str, stop_at: str | None = None, access: MemoryAccess | None = None,
+                 sources: Collection[str] | None = None) -> list[MemoryFile]:
     """Every memory file Claude Code would load, in the order it sends them.
 
     The user's ``~/.claude/CLAUDE.md`` and ``~/.mainsail/MAINSAIL.md``; then, in
@@ -353,7 +353,8 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None,
     ``access`` says what may be read (:class:`workflows.memory.access.MemoryAccess`; by default
     the workspace alone, no deny rules): an import elsewhere, in ``/proc``, ``/sys``, ``/dev`` or
     under a Read deny rule is left out with a note, and a memory file of the workspace that is a
-    symlink to such a place is left out the same way.
+    symlink to such a place is left out the same way. ``sources`` (``--setting-sources``, as Claude Code
+    2.1.332): only the files of those kinds (user, project, local); None: all.
     """
     home = os.path.abspath(home)
     ws = os.path.abspath(workspace)
@@ -361,6 +362,7 @@ def memory_files(workspace: str, home: str, stop_at: str | None = None,
     candidates: list[tuple[str, MemoryKind, bool]] = [(os.path.join(home, rel), "user", False) for rel in USER_FILES]
     for d in _directories(workspace, stop_at):
         candidates += [(os.path.join(d, rel), kind, d != ws) for rel, kind in PROJECT_FILES]
+    candidates = [c for c in candidates if sources is None or c[1] in sources]
 
     out: list[MemoryFile] = []
     seen: set[str] = set()
@@ -432,13 +434,13 @@ def render_memory(files: list[MemoryFile]) -> str:
 
 
 def user_context(workspace: str, home: str, today: date, stop_at: str | None = None, auto_memory: str = "",
-                 access: MemoryAccess | None = None) -> str:
+                 access: MemoryAccess | None = None, sources: Collection[str] | None = None) -> str:
     """The ``<system-reminder>`` with the memory files, the auto-memory index and today's date.
 
-    ``access``: what the memory files may read (see :func:`memory_files`).
+    ``access``, ``sources``: what the memory files may read, which are loaded (see :func:`memory_files`).
     """
     sections: list[tuple[str, str]] = []
-    claude_md = render_memory(memory_files(workspace, home, stop_at, access))
+    claude_md = render_memory(memory_files(workspace, home, stop_at, access, sources))
     if claude_md:
         sections.append(("claudeMd", claude_md))
     if auto_memory:

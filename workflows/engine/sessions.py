@@ -94,7 +94,8 @@ class SessionVerbs(Part):
             sandbox=setup.sandbox or SandboxSettings(),
             hooks=setup.hooks,
             additional_directories=list(setup.additional_directories),
-            env=dict(setup.env),
+            env={**opts.env, **setup.env},
+            model_env=dict(opts.model_env),
             model_overrides=dict(setup.model_overrides),
             fallback_model=opts.fallback_model,
             mcp_servers=list(setup.mcp_servers),
@@ -117,7 +118,8 @@ class SessionVerbs(Part):
         # The memory files' imports read only what a Read of this session could (issue 25, item 5).
         access = MemoryAccess(WorkArea(ws, rec.additional_directories), rec.home, read_denied_for(rec))
         rec.user_context = context_files.user_context(ws, rec.home, date.today(),
-                                                      auto_memory=memory_context(index), access=access)
+                                                      auto_memory=memory_context(index), access=access,
+                                                      sources=opts.setting_sources)
         rec.context_added = estimate_tokens(rec.system_context + rec.user_context)
         self.store.create_session(rec)
         return rec
@@ -139,13 +141,15 @@ class SessionVerbs(Part):
                       tools: list[str] | None = ..., json_schema: dict | None = ...,
                       additional_directories: list[str] | None = None,
                       fallback_model: str | None = None,
-                      bypass_disabled_by: list[str] | None = None) -> SessionRecord:
+                      bypass_disabled_by: list[str] | None = None,
+                      removed_rules: RuleSet | None = None) -> SessionRecord:
         """Change a session's limits, mode, rules (added to its own), approval timeout, auto-memory, who
         answers its asks (``asks``, see :attr:`SessionRecord.asks`), whether its replies' raw events are published
         (``stream_events``), the tools it offers (``tools``: a
         list, or None for all; left as is unless given), its structured output's schema (``json_schema``:
         None for none; left as is unless given), added directories (joining its own),
-        fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own).
+        fallback model, or sources disabling bypassPermissions (``bypass_disabled_by``, joining its own);
+        ``removed_rules`` go first (each rule with the source it must have: workflows/permissions/updates.py).
 
         Raises:
             BypassDisabled: ``permission_mode`` is bypassPermissions and it is disabled for the session.
@@ -167,6 +171,9 @@ class SessionVerbs(Part):
                 rec.fallback_model = fallback_model
             if auto_memory is False:  # turning it on later would need the project's index in the context
                 rec.auto_memory = False
+            for kind in ("allow", "ask", "deny") if removed_rules is not None else ():
+                gone = {(r.rule, r.source) for r in getattr(removed_rules, kind)}
+                setattr(rec.rules, kind, [r for r in getattr(rec.rules, kind) if (r.rule, r.source) not in gone])
             if rules is not None:
                 for kind in ("allow", "ask", "deny"):
                     for spec in getattr(rules, kind):

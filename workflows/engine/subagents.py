@@ -117,6 +117,7 @@ class SubagentLogic(Part):
             hooks=parent.hooks.model_copy(deep=True),
             additional_directories=list(parent.additional_directories),
             env=dict(parent.env),
+            model_env=dict(parent.model_env),
             model_overrides=dict(parent.model_overrides),
             fallback_model=parent.fallback_model,
             system_context=parent.system_context,

@@ -37,7 +37,7 @@ from workflows.memory.records import (
     make_record,
     session_memory_path,
 )
-from workflows.model.client import client_for, describe_api_error, stream_reply
+from workflows.model.client import client_for, describe_api_error, for_session, stream_reply
 from workflows.model.side_calls import EXTRACT_MARK, SESSION_MEMORY_MARK
 from workflows.models import (
     AssistantEntry,
@@ -410,7 +410,7 @@ def _run_fork(engine: ForkEngine, rec: SessionRecord, step: StepRecord, owner: s
     except ValidationError:
         state = fork.start()  # a checkpoint from another version: start over
     try:
-        client = client_for(rec.sent_model(), settings)
+        client = client_for(rec.sent_model(), for_session(settings, rec))
         while not state.finished and state.turns < settings.memory_fork_max_turns:
             request = {"model": rec.sent_model(), "max_tokens": min(settings.max_tokens, FORK_MAX_TOKENS),
                        "system": fork.system(), "tools": fork.tools(), "messages": state.messages}

@@ -13,16 +13,13 @@ its other keys kept; a new one is created readable by you alone (it may hold tok
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
-from typing import NamedTuple
 
 from workflows.exceptions import McpConfigError
-from workflows.git.ignore import keep_out_of_git
 from workflows.mcp.sources import claude_json, read_json
 from workflows.models.mcp import McpServerConfig
+from workflows.settings.writes import Written, write_settings
 
 __all__ = ["SCOPES", "SCOPE_TEXT", "Written", "entry", "in_claude_json", "record_approval", "remove_server",
            "scope_file", "write_server"]
@@ -45,13 +42,6 @@ def entry(config: McpServerConfig) -> dict:
     if config.type == "http":
         return {"type": "http", "url": config.url, "headers": dict(config.headers)}
     return {"type": "stdio", "command": config.command, "args": list(config.args), "env": dict(config.env)}
-
-
-class Written(NamedTuple):
-    """A file written, and a note for the person about keeping it out of git (or None)."""
-
-    path: Path
-    note: str | None = None
 
 
 def write_server(scope: str, workspace: Path, home: Path, name: str, value: dict) -> Written:
@@ -128,17 +118,4 @@ def _object(path: Path) -> dict:
 
 
 def _write(path: Path, data: dict, workspace: Path, home: Path) -> Written:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return Written(path, keep_out_of_git(path, Path(workspace), Path(home)))
+    return write_settings(path, data, workspace, home)

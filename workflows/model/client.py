@@ -50,13 +50,35 @@ def client_for(model: str, settings: Settings) -> anthropic.Anthropic:
     threads of the process (a thread always gets the same one, so its connections are kept)."""
     provider = provider_for(model)
     key = (model if provider is not None else "", settings.anthropic_api_key, settings.anthropic_base_url,
-           settings.api_max_retries, settings.api_timeout_seconds, _shard())
+           settings.anthropic_custom_headers, settings.api_max_retries, settings.api_timeout_seconds, _shard())
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
             client = provider.make_client(model, settings) if provider is not None else _make(model, settings)
             _clients[key] = client
         return client
+
+
+def for_session(settings: Settings, rec) -> Settings:
+    """``settings`` with the session's own endpoint and headers (``rec.model_env``: the client's
+    ANTHROPIC_BASE_URL and ANTHROPIC_CUSTOM_HEADERS, :mod:`workflows.sessions.client_env`); the key stays the
+    worker's. ``settings`` itself when the session has none."""
+    env = getattr(rec, "model_env", None)
+    if not env:
+        return settings
+    update = {"anthropic_base_url": env.get("ANTHROPIC_BASE_URL") or settings.anthropic_base_url,
+              "anthropic_custom_headers": env.get("ANTHROPIC_CUSTOM_HEADERS") or settings.anthropic_custom_headers}
+    return settings.model_copy(update=update)
+
+
+def custom_headers(text: str | None) -> dict[str, str]:
+    """``ANTHROPIC_CUSTOM_HEADERS``: one ``Name: Value`` a line (a line without a colon is skipped)."""
+    out = {}
+    for line in (text or "").splitlines():
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            out[name.strip()] = value.strip()
+    return out
 
 
 def require_credentials(settings: Settings, model: str) -> None:
@@ -86,6 +108,7 @@ def _make(model: str, settings: Settings) -> anthropic.Anthropic:
         base_url=settings.anthropic_base_url or DEFAULT_BASE_URL,
         max_retries=settings.api_max_retries,
         timeout=settings.api_timeout_seconds,
+        default_headers=custom_headers(settings.anthropic_custom_headers) or None,
         # The SDK's own default HTTP client, but with the process's one TLS context: building one loads
         # the CA bundle (~40 ms of CPU), and a worker makes a client per THREADS_PER_CLIENT threads.
         http_client=anthropic.DefaultHttpxClient(verify=_tls_context()),

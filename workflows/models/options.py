@@ -70,6 +70,10 @@ class SessionOptions(RemoteOptions):
                                                                          "(--json-schema); None: none.")
     trust: str | None = Field(default=None, description="Who vouches for the workspace now (--trust-project, "
                                                         "a token or schedule made with it).")
+    env: dict[str, str] = Field(default_factory=dict, description="The client's environment for the tool "
+                                                             "processes (workflows.sessions.client_env).")
+    model_env: dict[str, str] = Field(default_factory=dict, description="The client's ANTHROPIC_BASE_URL and "
+                                                                   "ANTHROPIC_CUSTOM_HEADERS, for the model calls.")
 
     @classmethod
     def of(cls, remote: RemoteOptions, **more) -> "SessionOptions":

@@ -110,8 +110,11 @@ class SessionRecord(_Model):
     # Directories outside the workspace that count as inside it (--add-dir, permissions.additionalDirectories),
     # resolved physically when the session started.
     additional_directories: list[str] = Field(default_factory=list)
-    # The settings files' ``env``: set for the session's tool processes (reserved names never get here).
+    # The client's environment (scrubbed), then the settings files' ``env`` over it: set for the session's tool
+    # processes (reserved names never get here: workflows.sessions.client_env).
     env: dict[str, str] = Field(default_factory=dict)
+    # The client's ANTHROPIC_BASE_URL / ANTHROPIC_CUSTOM_HEADERS (workflows.sessions.client_env): its model calls'.
+    model_env: dict[str, str] = Field(default_factory=dict)
     # ANTHROPIC_DEFAULT_{OPUS,SONNET,HAIKU}_MODEL captured at start: what the aliases stand for.
     model_overrides: dict[str, str] = Field(default_factory=dict)
     fallback_model: str | None = None  # retried once with this when the model is overloaded (529)

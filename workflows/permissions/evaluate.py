@@ -36,6 +36,7 @@ from workflows.permissions.rules.rules import (
     ask_by_rule,
     compile_rules,
     deny_by_rule,
+    outside_work_area,
     deny_plan,
     dont_ask,
     path_regex,
@@ -109,6 +110,8 @@ def _evaluate_tool(tool: str, tool_input: dict, mode: PermissionMode, compiled: 
         return deny_plan(tool)
     if hit := first("allow"):
         result = allow_by_rule(*hit)
+    elif path and tool in PATH_TOOLS and not paths.inside(path, ws):
+        return outside_work_area(path, write=tool in EDIT_TOOLS)
     elif read_only:
         result = allow_by_mode(mode)
     elif mode is PermissionMode.ACCEPT_EDITS and tool in EDIT_TOOLS and path and paths.inside(path, ws):

@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "MAINSAIL_ANTHROPIC_BASE_URL")
     )
+    anthropic_custom_headers: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_CUSTOM_HEADERS", "MAINSAIL_ANTHROPIC_CUSTOM_HEADERS"),
+        description="Headers sent with every model call, one `Name: Value` a line (as Claude Code's).")
     max_tokens: int = Field(default=8192, ge=1, description="max_tokens of each model call.")
     api_max_retries: int = Field(default=4, ge=0, description="SDK retries on 429/5xx/529 (honours retry-after).")
     api_timeout_seconds: float = Field(default=600.0, gt=0)

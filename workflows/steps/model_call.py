@@ -14,7 +14,7 @@ import time
 from workflows.context.assemble import build_request
 from workflows.exceptions import MissingCredentials
 from workflows.mcp.catalog import tool_schemas as mcp_schemas
-from workflows.model.client import ModelReply, client_for, describe_api_error, overloaded, stream_reply
+from workflows.model.client import ModelReply, client_for, describe_api_error, for_session, overloaded, stream_reply
 from workflows.model.lifecycle import lifecycle_note, retired
 from workflows.models import SessionRecord, StepRecord
 from workflows.steps.step_run import StepRun
@@ -71,6 +71,7 @@ def _call_with_fallback(rec: SessionRecord, request: dict, settings, live: LiveD
     import anthropic
 
     on_event = live.event if live.events else None
+    settings = for_session(settings, rec)
     try:
         return stream_reply(client_for(request["model"], settings), request, live.publish, cancel, on_event)
     except anthropic.APIStatusError as exc:

@@ -339,6 +339,17 @@ def deny_by_rule(tool: str, rule: Rule, source: str, what: str = "") -> Permissi
         source=rule_source(rule, source), display=f"denied by rule {rule.raw}", rule=rule.raw)
 
 
+#: The source of an ask for a path outside the workspace and its added directories.
+OUTSIDE = "path outside the workspace and its added directories"
+
+
+def outside_work_area(path: str, *, write: bool) -> PermissionResult:
+    """A path tool's call outside the workspace and its added directories asks, as in Claude Code; its reason is
+    Claude Code's words, which are the whole message when nobody can be asked (:func:`nobody_to_ask`)."""
+    return ask(f"Claude requested permissions to {'write to' if write else 'read from'} {path}, but you haven't "
+               "granted it yet.", OUTSIDE, f"{path} is outside the workspace (--add-dir adds a directory)")
+
+
 def ask_by_rule(rule: Rule, source: str) -> PermissionResult:
     return PermissionResult(Decision.ASK, reason=f"matches ask rule {rule.raw}{_from(source)}",
                             source=rule_source(rule, source), display=f"asks: rule {rule.raw}", rule=rule.raw)
@@ -373,7 +384,11 @@ def deny_plan(tool: str) -> PermissionResult:
 
 
 def nobody_to_ask(tool: str, asked: PermissionResult) -> PermissionResult:
-    """An ask in a session nobody answers (print mode without a permission prompt tool)."""
+    """An ask in a session nobody answers (print mode without a permission prompt tool). A path outside the
+    work area gets Claude Code's own words (:func:`outside_work_area`)."""
+    if asked.source == OUTSIDE:
+        return PermissionResult(Decision.DENY, reason=asked.reason, source=f"no one to ask ({OUTSIDE})",
+                                display=f"denied: {asked.display}", asked=asked.reason)
     return PermissionResult(
         Decision.DENY,
         reason=(f"Permission to use {tool} was denied: this call needs approval ({asked.reason}), and this "

@@ -70,9 +70,9 @@ class WebAccess:
                             messages=[{"role": "user", "content": f"Perform a web search for the query: {query}"}])
 
     def _create(self, **request) -> ModelAnswer:
-        from workflows.model.client import client_for
+        from workflows.model.client import client_for, for_session
 
-        client = client_for(request["model"], self.settings)
+        client = client_for(request["model"], for_session(self.settings, self.rec))
         t0 = time.monotonic()
         message = client.messages.create(**request)
         u = message.usage
