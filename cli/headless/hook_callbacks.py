@@ -36,19 +36,23 @@ from workflows.models.hooks import (
 __all__ = ["HookCallbacks", "callback_hooks"]
 
 _EVENTS = ", ".join(e.value for e in HookEvent)
+#: Accepted and never called: events Mainsail does not fire, and Notification, which Claude Code 2.1.332
+#: does not send to an SDK client (its questions go to ``can_use_tool``; measured with the bundled CLI).
+NOT_CALLED = IGNORED_EVENTS | {HookEvent.NOTIFICATION.value}
 
 
 def callback_hooks(config: dict) -> HookSet:
     """The SDK's ``initialize`` hooks (``{event: [{"matcher", "hookCallbackIds", "timeout"}]}``) as a
     session's callback hooks. Events of Claude Code that Mainsail does not fire (PostToolUseFailure,
-    SubagentStart, PermissionRequest) are accepted and never called, as for command hooks.
+    SubagentStart, PermissionRequest) are accepted and never called, as for command hooks; so is
+    Notification, as Claude Code does (:data:`NOT_CALLED`).
 
     Raises:
         ControlError: an unknown event, or a malformed entry.
     """
     events: dict[HookEvent, list[HookMatcher]] = {}
     for event, groups in config.items():
-        if event in IGNORED_EVENTS:
+        if event in NOT_CALLED:
             continue
         try:
             kind = HookEvent(event)

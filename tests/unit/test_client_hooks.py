@@ -49,7 +49,8 @@ def settle(engine, inline, sid, output, event=""):
 
 def test_initialize_accepts_every_event_and_ignores_those_mainsail_does_not_fire():
     hooks = callback_hooks({"Stop": [{"hookCallbackIds": ["a"], "timeout": 5}], "PostToolUseFailure": [
-        {"hookCallbackIds": ["b"]}], "PreCompact": [{"matcher": "auto", "hookCallbackIds": ["c"]}]})
+        {"hookCallbackIds": ["b"]}], "PreCompact": [{"matcher": "auto", "hookCallbackIds": ["c"]}],
+        "Notification": [{"hookCallbackIds": ["d"]}]})
     assert set(hooks.events) == {HookEvent.STOP, HookEvent.PRE_COMPACT}
     (stop,) = hooks.for_event(HookEvent.STOP)
     assert stop.callback_id == "a" and stop.timeout == 5
@@ -188,3 +189,17 @@ def test_the_stream_server_asks_each_callback_and_a_client_gone_fails_them(engin
     assert entries(engine, sid, ResultEntry)[-1].result == "first"
     (hook,) = entries(engine, sid, HookEntry)
     assert "closed its input" in hook.outcome.messages[0]
+
+
+def test_session_start_callbacks_run_for_compact_not_startup(engine, ws):
+    sid, inline, model = start(engine, ws, [Turn(text="ok"), Turn(text="<summary>S</summary>"), Turn(text="again")],
+                               sdk_hooks("SessionStart"))
+    assert entries(engine, sid, HookCallbackEntry) == [] and entries(engine, sid, ResultEntry)[-1].result == "ok"
+    inline.dispatch(engine.compact(sid))
+    inline.drain()
+    inline.dispatch(engine.submit(sid, "next"))
+    inline.drain()
+    e = asked(engine, sid)
+    assert e.event == "SessionStart" and e.hook_input["source"] == "compact"
+    settle(engine, inline, sid, {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "SS"}})
+    assert "SessionStart hook additional context: SS" in json.dumps(api_of(model).requests[-1]["messages"])

@@ -35,7 +35,10 @@ __all__ = ["ClientHookCommits", "answered_runs", "client_callbacks"]
 
 
 def client_callbacks(rec: SessionRecord, event: HookEvent, subject: str | None = None) -> list[str]:
-    """The ids of the SDK client's callbacks that ``event`` runs for ``subject``."""
+    """The ids of the SDK client's callbacks that ``event`` runs for ``subject``. None for SessionStart's
+    ``startup``, as in Claude Code: the session started before the client registered them."""
+    if event is HookEvent.SESSION_START and subject == "startup":
+        return []
     return [h.callback_id for h in rec.hooks.for_event(event, subject) if isinstance(h, CallbackHook)]
 
 
