@@ -84,7 +84,8 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     else:
         done = execute_call(engine, rec, pre.call, tool, cancel, worker)
         output, post, writes = done.output, done.post, done.writes
-        if callbacks := client_callbacks(rec, HookEvent.POST_TOOL_USE, call.name):  # the SDK client's: ask it
+        callbacks = client_callbacks(rec, HookEvent.POST_TOOL_USE, call.name)
+        if callbacks and not (post and post.stop):  # the SDK client's callbacks: ask it (unless the run ends)
             payload = post_tool_input(rec, call, pre.call.input, output)
             return engine.hold_tool_output(sid, step.id, owner, output, post, callbacks, payload, writes)
     return engine.record_tool_output(sid, step.id, owner, output, hook=post, writes=writes)
