@@ -189,3 +189,19 @@ def test_a_sub_agents_stop_runs_the_subagent_stop_callback(cluster, workspace):
     (sub,) = of(seen, "SubagentStop")
     assert set(sub) >= COMMON | {"stop_hook_active"} and sub["last_assistant_message"] == "no typos"
     assert [e for e, _, _ in seen][-1] == "Stop" and msgs[-1].result == "checked"
+
+
+def test_a_failed_call_runs_post_tool_use_failure_instead(cluster, workspace):
+    def failing(body: dict) -> Turn:
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and any(b.get("type") == "tool_result" for b in last):
+            return Turn(text="done")
+        return Turn(tool_uses=[ToolUse(name="Bash", input={"command": "ls /nonexistent-dir"})])
+
+    seen, msgs, api = run(cluster, workspace, {"PostToolUse": {}, "PostToolUseFailure": {
+        "hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": "FAIL-CTX"}}},
+        script=failing, permission_mode="bypassPermissions")
+    (failure,) = of(seen, "PostToolUseFailure")
+    assert not of(seen, "PostToolUse") and "nonexistent-dir" in failure["error"] and failure["is_interrupt"] is False
+    result = api.requests[-1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "PostToolUseFailure:Bash hook additional context: FAIL-CTX" in json.dumps(result)

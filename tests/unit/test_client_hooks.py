@@ -48,7 +48,7 @@ def settle(engine, inline, sid, output, event=""):
 
 
 def test_initialize_accepts_every_event_and_ignores_those_mainsail_does_not_fire():
-    hooks = callback_hooks({"Stop": [{"hookCallbackIds": ["a"], "timeout": 5}], "PostToolUseFailure": [
+    hooks = callback_hooks({"Stop": [{"hookCallbackIds": ["a"], "timeout": 5}], "SubagentStart": [
         {"hookCallbackIds": ["b"]}], "PreCompact": [{"matcher": "auto", "hookCallbackIds": ["c"]}],
         "Notification": [{"hookCallbackIds": ["d"]}]})
     assert set(hooks.events) == {HookEvent.STOP, HookEvent.PRE_COMPACT}
@@ -203,3 +203,18 @@ def test_session_start_callbacks_run_for_compact_not_startup(engine, ws):
     assert e.event == "SessionStart" and e.hook_input["source"] == "compact"
     settle(engine, inline, sid, {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "SS"}})
     assert "SessionStart hook additional context: SS" in json.dumps(api_of(model).requests[-1]["messages"])
+
+
+def test_a_failed_tool_runs_post_tool_use_failure_not_post_tool_use(engine, ws):
+    """As Claude Code 2.1.332: an error result fires PostToolUseFailure (input ``error``, ``is_interrupt``);
+    its additional context joins the result."""
+    turns = [Turn(tool_uses=[ToolUse(name="Bash", input={"command": "ls /nonexistent-dir"})]), Turn(text="done")]
+    sid, inline, model = start(engine, ws, turns, sdk_hooks("PostToolUse", "PostToolUseFailure", matcher="Bash"))
+    e = asked(engine, sid)
+    assert e.event == "PostToolUseFailure" and "nonexistent-dir" in e.hook_input["error"]
+    assert e.hook_input["is_interrupt"] is False and "tool_response" not in e.hook_input
+    settle(engine, inline, sid, {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                                        "additionalContext": "F"}}, "PostToolUseFailure")
+    result = api_of(model).requests[-1]["messages"][-1]["content"][0]
+    assert result["is_error"] and "PostToolUseFailure:Bash hook additional context: F" in json.dumps(result)
+    assert [x.event for x in entries(engine, sid, HookCallbackEntry)] == ["PostToolUseFailure"]

@@ -51,8 +51,8 @@ def runs_early(rec: SessionRecord, name: str, tool) -> bool:
     with no PreToolUse or PostToolUse hook on it, outside a custom command's run. Asked by the model step
     before it runs the call, and by the commit of the reply before it records the result."""
     return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)
-            and not any(rec.hooks.for_event(event, name) for event in (HookEvent.PRE_TOOL_USE,
-                                                                       HookEvent.POST_TOOL_USE)))
+            and not any(rec.hooks.for_event(event, name) for event in (
+                HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE)))
 
 
 class ToolCalls(Part):

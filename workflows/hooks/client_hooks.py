@@ -33,6 +33,9 @@ from workflows.tools.base import ToolOutput
 
 __all__ = ["ClientHookCommits", "answered_runs", "client_callbacks"]
 
+#: The events that follow a tool's run: their callbacks' answer settles the tool's held result.
+TOOL_RESULT_EVENTS = (HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE)
+
 
 def client_callbacks(rec: SessionRecord, event: HookEvent, subject: str | None = None) -> list[str]:
     """The ids of the SDK client's callbacks that ``event`` runs for ``subject``. None for SessionStart's
@@ -81,7 +84,7 @@ class ClientHookCommits(Part):
             if writes is not None:
                 tx.extra.append(writes)
             call.held_output, call.step_id = output.model_dump(), None
-            self._ask(tx, HookEvent.POST_TOOL_USE, callbacks, payload, tool_use_id=call.tool_use_id)
+            self._ask(tx, HookEvent(payload["hook_event_name"]), callbacks, payload, tool_use_id=call.tool_use_id)
 
         return self.committer.step_event(sid, step_id, owner, apply)
 
@@ -112,7 +115,7 @@ class ClientHookCommits(Part):
                 raise RequestClosed(f"Hook callback request {request_id} of session {sid[:8]} is no longer open "
                                     "(answered already, or the session was cancelled since).")
             tx = Tx(rec)
-            if req.event is HookEvent.POST_TOOL_USE:
+            if req.event in TOOL_RESULT_EVENTS:
                 rec.client_hooks = [r for r in rec.client_hooks if r.id != req.id]
                 self._settle_post_tool(tx, req, runs)
             else:
@@ -128,7 +131,7 @@ class ClientHookCommits(Part):
         call = next((c for c in tx.rec.tool_calls if c.tool_use_id == req.tool_use_id), None)
         if call is None or call.status is ToolCallStatus.DONE or call.held_output is None:
             return
-        outcome = interpret(HookEvent.POST_TOOL_USE, runs)
+        outcome = interpret(req.event, runs)
         output = with_post_notes(call.name, ToolOutput(**call.held_output), outcome)
         call.held_output = None
         self.tools.record_held_result(tx, call, output, outcome)

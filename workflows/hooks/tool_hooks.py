@@ -23,7 +23,7 @@ from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools.base import ToolOutput
 
-__all__ = ["PreToolAction", "post_tool", "post_tool_input", "pre_tool_action", "pre_tool_outcome", "tool_response",
+__all__ = ["PreToolAction", "post_event", "post_tool", "post_tool_input", "pre_tool_action", "pre_tool_outcome", "tool_response",
            "with_post_notes"]
 
 PRE, POST = HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE
@@ -96,30 +96,40 @@ def tool_response(name: str, tool_input: dict, output: ToolOutput) -> dict[str, 
     return out
 
 
+def post_event(output: ToolOutput) -> HookEvent:
+    """PostToolUse, or PostToolUseFailure when the tool's result is an error (Claude Code fires one of them)."""
+    return HookEvent.POST_TOOL_USE_FAILURE if output.is_error else POST
+
+
 def post_tool_input(rec: SessionRecord, call: ToolCall, tool_input: dict, output: ToolOutput) -> dict[str, Any]:
-    """Claude Code's PostToolUse input for ``call``, run with ``tool_input``, which gave ``output``."""
+    """Claude Code's input for the hooks after ``call``, run with ``tool_input``, which gave ``output``."""
+    if output.is_error:
+        return hook_input(HookEvent.POST_TOOL_USE_FAILURE, rec, tool_name=call.name, tool_input=tool_input,
+                          tool_use_id=call.tool_use_id, error=output.content, is_interrupt=False)
     return hook_input(POST, rec, tool_name=call.name, tool_input=tool_input,
                       tool_response=tool_response(call.name, tool_input, output), tool_use_id=call.tool_use_id)
 
 
 def post_tool(rec: SessionRecord, call: ToolCall, tool_input: dict, output: ToolOutput,
               cancel: threading.Event) -> tuple[ToolOutput, HookOutcome | None]:
-    """Run the call's PostToolUse command hooks; what they say for the model joins its tool result.
-    (The SDK client's callbacks are asked after, by the tool step: workflows/hooks/client_hooks.py.)"""
-    if not rec.hooks.for_event(POST, call.name):
+    """Run the call's PostToolUse (or PostToolUseFailure) command hooks; what they say for the model joins its
+    tool result. (The SDK client's callbacks are asked after, by the tool step: workflows/hooks/client_hooks.py.)"""
+    event = post_event(output)
+    if not rec.hooks.for_event(event, call.name):
         return output, None  # (before the payload: it copies the whole result)
-    outcome = run_event(POST, rec, post_tool_input(rec, call, tool_input, output), subject=call.name, cancel=cancel)
+    outcome = run_event(event, rec, post_tool_input(rec, call, tool_input, output), subject=call.name, cancel=cancel)
     return with_post_notes(call.name, output, outcome), outcome
 
 
 def with_post_notes(name: str, output: ToolOutput, outcome: HookOutcome | None) -> ToolOutput:
-    """``output`` with what PostToolUse hooks said for the model (a block's reason, additional context)."""
+    """``output`` with what the hooks after it said for the model (a block's reason, additional context)."""
     if outcome is None:
         return output
     notes = []
+    event = outcome.event.value
     if outcome.decision == "block":
-        notes.append(f"PostToolUse:{name} hook feedback:\n{outcome.reason}")
-    notes += [f"PostToolUse:{name} hook additional context: {c}" for c in outcome.context]
+        notes.append(f"{event}:{name} hook feedback:\n{outcome.reason}")
+    notes += [f"{event}:{name} hook additional context: {c}" for c in outcome.context]
     if not notes:
         return output
     blocks = [*output.blocks, *({"type": "text", "text": n} for n in notes)] if output.blocks else None

@@ -102,7 +102,7 @@ def interpret(event: HookEvent, runs: list[HookRun]) -> HookOutcome:
 def _blocking(out: HookOutcome, event: HookEvent, name: str, stderr: str, reasons: list[str]) -> None:
     if event is HookEvent.PRE_TOOL_USE:
         _decide(out, "deny")
-    elif event in (HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP,
+    elif event in (HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP,
                    HookEvent.PRE_COMPACT):
         _decide(out, "block")
     else:  # nothing to block: the user sees stderr
