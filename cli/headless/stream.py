@@ -15,7 +15,6 @@ request still waits for an answer from any shell (``mainsail pending``).
 
 from __future__ import annotations
 
-import json
 import queue
 import sys
 import threading
@@ -31,6 +30,7 @@ from cli.headless.control import (
     context_usage,
     initialize_response,
 )
+from cli.headless.hook_callbacks import HookCallbacks, callback_hooks
 from cli.headless.partial import StreamEvents
 from cli.headless.updates import apply_updates
 from cli.output import StreamJson, parse_input_line, user_text
@@ -46,18 +46,11 @@ from workflows.exceptions import (
 )
 from workflows.hooks.session_hooks import starts_run
 from workflows.models import (
+    HookCallbackEntry,
     PermissionDecisionEntry,
     PermissionMode,
     PermissionRequestEntry,
     ResultEntry,
-)
-from workflows.models.hook_outcome import HookRun
-from workflows.models.hooks import (
-    DEFAULT_TIMEOUT_SECONDS,
-    CallbackHook,
-    HookEvent,
-    HookMatcher,
-    HookSet,
 )
 from workflows.permissions.bypass import effective_mode
 from workflows.permissions.updates import suggestions as permission_suggestions
@@ -70,30 +63,6 @@ class _ClientGone(Exception):
     """stdin ended while the client still had questions to answer: nobody here can answer them now."""
 
 
-def callback_hooks(config: dict) -> HookSet:
-    """The SDK's ``initialize`` hooks (``{event: [{"matcher", "hookCallbackIds", "timeout"}]}``) as a
-    session's callback hooks.
-
-    Raises:
-        ControlError: an event other than PreToolUse (Mainsail runs only those as callbacks so far), or a
-            malformed entry.
-    """
-    events: dict[HookEvent, list[HookMatcher]] = {}
-    for event, groups in config.items():
-        if event != HookEvent.PRE_TOOL_USE.value:
-            raise ControlError(f"Hook callbacks for {event} are not supported by Mainsail yet (only PreToolUse); "
-                               "use a command hook in .claude/settings.json for it, or drop it.")
-        if not isinstance(groups, list):
-            raise ControlError(f"hooks.{event} must be a list of matchers.")
-        for group in groups:
-            ids = group.get("hookCallbackIds") if isinstance(group, dict) else None
-            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                raise ControlError(f"hooks.{event}: each matcher needs a list of hookCallbackIds.")
-            timeout = group.get("timeout") or DEFAULT_TIMEOUT_SECONDS
-            events.setdefault(HookEvent(event), []).append(HookMatcher(
-                matcher=group.get("matcher") or "",
-                hooks=[CallbackHook(callback_id=i, timeout=float(timeout)) for i in ids]))
-    return HookSet(events=events)
 
 
 class StreamServer:
@@ -132,6 +101,7 @@ class StreamServer:
         self.last: ResultEntry | None = None
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
         self.asker: dict[str, str] = {}  # a sub-agent's permission request id -> its session id
+        self.callbacks = HookCallbacks(rt, self.control, lambda request: self.asker.get(request, self.sid))
         self.abandoned = False  # stdin ended with a question to the client open: the turn did not finish
         self.events = StreamEvents()  # --include-partial-messages: the replies' raw events
         self._line = 0
@@ -174,7 +144,9 @@ class StreamServer:
                 break
             self._handle(item)
         if self.eof and self.control.pending():
-            raise _ClientGone()
+            self.callbacks.client_gone()  # (an event's callbacks count as failed: the session goes on)
+            if self.control.pending():
+                raise _ClientGone()
 
     def _handle(self, item) -> None:
         if item is EOF:
@@ -218,25 +190,29 @@ class StreamServer:
         if isinstance(e, ResultEntry):
             self.results += 1
             self.last = e
-        elif isinstance(e, PermissionRequestEntry) and e.kind == "hook":
-            self._run_callbacks(e, e.callbacks, [])
+        elif isinstance(e, HookCallbackEntry) or isinstance(e, PermissionRequestEntry) and e.kind == "hook":
+            self.callbacks.run(e)  # the client's hook callbacks (cli/headless/hook_callbacks.py)
         elif isinstance(e, PermissionRequestEntry) and self.prompt_tool:
             self._ask(e)
-        elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
-            self.control.cancel(self.asked.pop(e.request_id))  # settled elsewhere (or by the answer itself)
+        elif isinstance(e, PermissionDecisionEntry) and e.request_id:
+            self.callbacks.settled(e.request_id)
+            if e.request_id in self.asked:
+                self.control.cancel(self.asked.pop(e.request_id))  # settled elsewhere (or by the answer itself)
 
     def _on_child(self, child: str, e) -> None:
         """A sub-agent's entry: its messages with their Task call's id (``parent_tool_use_id``), as Claude
         Code streams them; its questions asked of this client like the session's own."""
         self.out.child_entry(child, e)
-        if isinstance(e, PermissionRequestEntry):
+        if isinstance(e, (PermissionRequestEntry, HookCallbackEntry)):
             self.asker[e.request_id] = child
-            if e.kind == "hook":
-                self._run_callbacks(e, e.callbacks, [])
+            if isinstance(e, HookCallbackEntry) or e.kind == "hook":
+                self.callbacks.run(e)
             elif self.prompt_tool:
                 self._ask(e)
-        elif isinstance(e, PermissionDecisionEntry) and e.request_id in self.asked:
-            self.control.cancel(self.asked.pop(e.request_id))
+        elif isinstance(e, PermissionDecisionEntry) and e.request_id:
+            self.callbacks.settled(e.request_id)
+            if e.request_id in self.asked:
+                self.control.cancel(self.asked.pop(e.request_id))
 
     def _on_delta(self, step: str, attempt: int, text: str) -> None:
         self.out.delta(self.sid, text)
@@ -276,31 +252,6 @@ class StreamServer:
         except (RequestClosed, RequestNotFound):
             return  # answered from another shell meanwhile
         service(self.rt).dispatch(steps)
-
-    # ------------------------------------------------------------------ hook callbacks
-
-    def _run_callbacks(self, e: PermissionRequestEntry, left: list[str], runs: list[HookRun]) -> None:
-        """Ask the client to run each of the call's PreToolUse callbacks, one after the other; then hand
-        their outputs to the engine, which joins them to the command hooks' where the call runs."""
-        if not left:
-            try:
-                service(self.rt).answer_hooks(self.asker.get(e.request_id, self.sid), e.request_id, runs)
-            except (RequestClosed, RequestNotFound):
-                pass  # settled from a shell meanwhile
-            return
-        callback, rest = left[0], left[1:]
-        hook = CallbackHook(callback_id=callback)
-
-        def answered(answer) -> None:
-            if isinstance(answer, Exception):
-                run = HookRun(command=hook.command, error=f"the client's callback failed: {answer}")
-            else:
-                run = HookRun(command=hook.command, exit_code=0, stdout=json.dumps(answer))
-            self._run_callbacks(e, rest, runs + [run])
-
-        self.asked[e.request_id] = self.control.ask(
-            {"subtype": "hook_callback", "callback_id": callback, "input": e.hook_input or {},
-             "tool_use_id": e.tool_use_id}, answered)
 
     # ------------------------------------------------------------------ control requests
 

@@ -70,6 +70,8 @@ def _short(e) -> str:
         return f"permission requested for {e.tool}: {e.summary}"
     if t == "permission_decision":
         return f"{e.decision} {e.tool} (by {e.decided_by})"
+    if t == "hook_callback":
+        return f"{e.event} hooks wait for the SDK client's callbacks ({', '.join(e.callbacks)})"
     if t == "hook":
         return f"{e.event} hook" + (f" ({e.tool})" if e.tool else "") + f": {e.outcome.decision or 'ok'}"
     return t

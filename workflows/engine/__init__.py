@@ -166,6 +166,8 @@ class Engine:
     stop_children = _Verb("subagents")
     settle_pre_tool = _Verb("hooks")
     ask_client_hooks = _Verb("hooks")
+    ask_client_event = _Verb("hooks")
+    hold_tool_output = _Verb("hooks")
     settle_session_hook = _Verb("hooks")
     settle_background_hook = _Verb("hooks")
     settle_mcp_discovery = _Verb("mcp")

@@ -50,8 +50,8 @@ def runs_early(rec: SessionRecord, name: str, tool) -> bool:
     with no PreToolUse or PostToolUse hook on it, outside a custom command's run. Asked by the model step
     before it runs the call, and by the commit of the reply before it records the result."""
     return (tool.quick and rec.command is None and (rec.tools is None or name in rec.tools)
-            and not any(rec.hooks.for_event(event, name) for event in (HookEvent.PRE_TOOL_USE,
-                                                                       HookEvent.POST_TOOL_USE)))
+            and not any(rec.hooks.for_event(event, name) for event in (
+                HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE)))
 
 
 class ToolCalls(Part):
@@ -83,11 +83,17 @@ class ToolCalls(Part):
         call = next((c for c in tx.rec.tool_calls if c.tool_use_id == step.tool_use_id), None)
         if call is None or call.status is ToolCallStatus.DONE:
             return
+        self.record_held_result(tx, call, output, hook, step)
+
+    def record_held_result(self, tx: Tx, call: ToolCall, output: ToolOutput, hook: HookOutcome | None,
+                           step: StepRecord | None = None) -> None:
+        """``call``'s result and its PostToolUse verdict (``step``: the step that ran it, when it ends here;
+        None: the result was held for the SDK client's PostToolUse callbacks); then the batch goes on."""
         if hook is not None:
             self.hooks.add_hook_entry(tx, hook, call, step)
         if output.usage is not None:  # the tool called a model (WebFetch, WebSearch): the session pays
             charge(tx, output.usage, output.duration_ms, kind="web", model=output.model)
-        self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=step.id)
+        self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=step.id if step else None)
         call.status = ToolCallStatus.DONE
         if call.name in MEMORY_WRITERS and not output.is_error:
             tx.rec.run_wrote_memory = True
@@ -132,7 +138,9 @@ class ToolCalls(Part):
             if tool.inline and perm.decision is Decision.ALLOW:  # TodoWrite: applied here, with the reply
                 refused.append((tu.id, self._run_inline(rec, tool, tu.input)))
                 continue
-            if perm.decision is Decision.DENY:
+            hooked = ((perm.decision is Decision.ASK or perm.nobody) and not tool.subagent
+                      and bool(rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name)))
+            if perm.decision is Decision.DENY and not hooked:
                 refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
                 rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
                 tx.add(PermissionDecisionEntry(
@@ -143,9 +151,8 @@ class ToolCalls(Part):
                 batch += 1
             prev_read_only = tool.read_only
             call = ToolCall(tool_use_id=tu.id, name=tu.name, input=tu.input, batch=batch)
-            if (perm.decision is Decision.ASK and not tool.subagent
-                    and rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name)):
-                call.hooks_pending = True  # its hooks run first, on the tools worker; they may allow or deny it
+            if hooked:  # its hooks run first, on the tools worker; they may allow or deny it (even in print
+                call.hooks_pending = True  # mode, where nobody answers an ask: as Claude Code)
             elif perm.decision is Decision.ASK:
                 call.status = ToolCallStatus.AWAITING_APPROVAL
                 asked.append(self.approvals.request(rec, call, tu.input, perm.reason or perm.source))

@@ -122,9 +122,13 @@ class HookCommits(LifecycleHooks):
         """The SDK client answered a ``hook`` request: keep its callbacks' outputs on the call and run the
         call's step again, which joins them to the command hooks' and decides (workflows/steps/tool.py).
 
+        A request of another event (:mod:`workflows.hooks.client_hooks`) goes to :meth:`answer_client_event`.
+
         Raises:
             RequestNotFound, RequestClosed: as :meth:`decide_request`.
         """
+        if self.client_request(self.store.get_session(sid), request_id) is not None:
+            return self.answer_client_event(sid, request_id, runs)
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             req = self.approvals.find(rec, request_id)
@@ -182,6 +186,7 @@ class HookCommits(LifecycleHooks):
 
         def apply(tx, step: StepRecord) -> None:
             tx.finish(step)
+            self.drop_client_request(tx, step)
             event = HookEvent(step.event)
             if outcome is not None:
                 held = tx.rec.held_prompt if event is HookEvent.USER_PROMPT_SUBMIT else None
@@ -234,14 +239,17 @@ class HookCommits(LifecycleHooks):
 
     def _after_stop(self, tx, outcome: HookOutcome | None, answer: str) -> None:
         rec = tx.rec
-        if outcome is not None and outcome.blocked and not outcome.stop:
+        # A block, or additional context (Claude Code 2.1.332: "non-error feedback"), makes the model go on.
+        if outcome is not None and (outcome.blocked or outcome.context) and not outcome.stop:
             if rec.run_stop_blocks < STOP_BLOCK_LIMIT:
                 rec.run_stop_blocks += 1
                 rec.stop_hook_active = True
-                text = f"Stop hook feedback:\n{outcome.reason}"
-                tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=text),
-                                 origin="synthetic"))
-                rec.context_added += estimate_tokens(text)
+                if outcome.blocked:
+                    text = f"Stop hook feedback:\n{outcome.reason}"
+                    tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=text),
+                                     origin="synthetic"))
+                    rec.context_added += estimate_tokens(text)
+                self.add_context(tx, outcome.event, outcome.context)
                 self.turns.next_model_call(tx)  # (which stops at the run's max turns)
                 return
             tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=(

@@ -8,7 +8,8 @@ Notification and SessionEnd are background hook steps nothing waits for (``StepR
 
 from __future__ import annotations
 
-from workflows.commit import Part, Tx, peers, retry_on_conflict
+from workflows.commit import Tx, peers, retry_on_conflict
+from workflows.hooks.client_hooks import ClientHookCommits
 from workflows.hooks.session_hooks import NOTIFICATION_TYPE, permission_message
 from workflows.models import (
     PermissionRequest,
@@ -23,7 +24,7 @@ from workflows.models.hooks import HookEvent
 __all__ = ["LifecycleHooks"]
 
 
-class LifecycleHooks(Part):
+class LifecycleHooks(ClientHookCommits):
     """The commit side of the lifecycle hook events (see the module docstring)."""
 
     compaction: peers.Compaction
@@ -96,6 +97,7 @@ class LifecycleHooks(Part):
 
         def apply(tx, step: StepRecord) -> None:
             tx.finish(step)
+            self.drop_client_request(tx, step)
             if outcome is not None:
                 self.add_hook_entry(tx, outcome, step=step)
 

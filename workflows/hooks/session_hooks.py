@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
+from workflows.hooks.client_hooks import answered_runs, client_callbacks
 from workflows.hooks.runner import hook_input, run_event
 from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
 from workflows.models.hooks import HookEvent
@@ -89,8 +90,8 @@ def run_hook_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
         subject = rec.start_source
         payload = hook_input(event, rec, source=subject)
     elif event in (HookEvent.STOP, HookEvent.SUBAGENT_STOP):
-        payload = hook_input(event, rec, stop_hook_active=rec.stop_hook_active)
         answer = _last_answer(engine, rec.id)
+        payload = hook_input(event, rec, stop_hook_active=rec.stop_hook_active, last_assistant_message=answer)
     elif event is HookEvent.PRE_COMPACT:
         subject = rec.compact_trigger or "auto"
         payload = hook_input(event, rec, trigger=subject, custom_instructions=rec.compact_instructions or "")
@@ -98,8 +99,20 @@ def run_hook_step(engine, rec: SessionRecord, step: StepRecord, owner: str,
         return _run_background(engine, rec, step, owner, cancel)
     else:
         return engine.fail_step(rec.id, step.id, owner, f"Hook step {step.id[:8]}: {event.value} is not run here.")
-    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel)
+    if (asked := _ask_client(engine, rec, step, owner, event, payload, subject)) is not None:
+        return asked
+    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel, answered=answered_runs(rec, step))
     return engine.settle_session_hook(rec.id, step.id, owner, outcome, answer=answer)
+
+
+def _ask_client(engine, rec: SessionRecord, step: StepRecord, owner: str, event: HookEvent, payload: dict,
+                subject: str | None) -> list[StepRecord] | None:
+    """The event has SDK client callbacks not answered yet: ask for them durably (the steps that follow);
+    None: go on here (workflows/hooks/client_hooks.py)."""
+    callbacks = client_callbacks(rec, event, subject)
+    if not callbacks or step.hook_request is not None:
+        return None
+    return engine.ask_client_event(rec.id, step.id, owner, event, callbacks, payload)
 
 
 def _run_background(engine, rec: SessionRecord, step: StepRecord, owner: str,
@@ -112,7 +125,9 @@ def _run_background(engine, rec: SessionRecord, step: StepRecord, owner: str,
     else:
         subject = step.detail or "other"
         payload = hook_input(event, rec, reason=subject)
-    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel)
+    if (asked := _ask_client(engine, rec, step, owner, event, payload, subject)) is not None:
+        return asked
+    outcome = run_event(event, rec, payload, subject=subject, cancel=cancel, answered=answered_runs(rec, step))
     return engine.settle_background_hook(rec.id, step.id, owner, outcome)
 
 

@@ -18,7 +18,7 @@ __all__ = ["HookConfigError", "parse_hooks"]
 
 EVENTS = ", ".join(e.value for e in HookEvent)
 #: Events of later Claude Code versions that Mainsail accepts and does not run (documented in the README).
-IGNORED_EVENTS = frozenset({"PermissionRequest", "PostToolUseFailure", "SubagentStart"})
+IGNORED_EVENTS = frozenset({"PermissionRequest", "SubagentStart"})
 EXAMPLE = '{"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}'
 
 

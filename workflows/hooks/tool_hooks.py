@@ -23,7 +23,8 @@ from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools.base import ToolOutput
 
-__all__ = ["PreToolAction", "post_tool", "pre_tool_action", "pre_tool_outcome", "tool_response"]
+__all__ = ["PreToolAction", "post_event", "post_tool", "post_tool_input", "pre_tool_action", "pre_tool_outcome", "tool_response",
+           "with_post_notes"]
 
 PRE, POST = HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE
 
@@ -69,14 +70,14 @@ def pre_tool_action(tool, call: ToolCall, outcome: HookOutcome | None, rec: Sess
     perm = decide(tool, tool_input, rec)
     hook = outcome.decision if outcome else None
     run = PreToolAction("run", tool_input, stop=stop)
+    if hook == "allow" and perm.hook_may_allow:  # the mode or the checker asks (an ask rule still asks),
+        return run  # even where nobody can be asked (print mode)
     if perm.decision is Decision.DENY:
         return PreToolAction("refuse", tool_input, perm.reason, stop)
     if call.approved_by:
         return run
     if perm.decision is Decision.ALLOW:
         return PreToolAction("ask", tool_input, outcome.reason or "a PreToolUse hook asks") if hook == "ask" else run
-    if hook == "allow" and not perm.rule:  # the mode or the checker asks; an ask rule still asks
-        return run
     if call.hooks_pending or hook == "ask":
         reason = outcome.reason if hook == "ask" and outcome.reason else perm.reason or perm.source
         return PreToolAction("ask", tool_input, reason)
@@ -95,22 +96,41 @@ def tool_response(name: str, tool_input: dict, output: ToolOutput) -> dict[str, 
     return out
 
 
+def post_event(output: ToolOutput) -> HookEvent:
+    """PostToolUse, or PostToolUseFailure when the tool's result is an error (Claude Code fires one of them)."""
+    return HookEvent.POST_TOOL_USE_FAILURE if output.is_error else POST
+
+
+def post_tool_input(rec: SessionRecord, call: ToolCall, tool_input: dict, output: ToolOutput) -> dict[str, Any]:
+    """Claude Code's input for the hooks after ``call``, run with ``tool_input``, which gave ``output``."""
+    if output.is_error:
+        return hook_input(HookEvent.POST_TOOL_USE_FAILURE, rec, tool_name=call.name, tool_input=tool_input,
+                          tool_use_id=call.tool_use_id, error=output.content, is_interrupt=False)
+    return hook_input(POST, rec, tool_name=call.name, tool_input=tool_input,
+                      tool_response=tool_response(call.name, tool_input, output), tool_use_id=call.tool_use_id)
+
+
 def post_tool(rec: SessionRecord, call: ToolCall, tool_input: dict, output: ToolOutput,
               cancel: threading.Event) -> tuple[ToolOutput, HookOutcome | None]:
-    """Run the call's PostToolUse hooks; what they say for the model joins its tool result."""
-    if not rec.hooks.for_event(POST, call.name):
+    """Run the call's PostToolUse (or PostToolUseFailure) command hooks; what they say for the model joins its
+    tool result. (The SDK client's callbacks are asked after, by the tool step: workflows/hooks/client_hooks.py.)"""
+    event = post_event(output)
+    if not rec.hooks.for_event(event, call.name):
         return output, None  # (before the payload: it copies the whole result)
-    payload = hook_input(POST, rec, tool_name=call.name, tool_input=tool_input,
-                         tool_response=tool_response(call.name, tool_input, output), tool_use_id=call.tool_use_id)
-    outcome = run_event(POST, rec, payload, subject=call.name, cancel=cancel)
+    outcome = run_event(event, rec, post_tool_input(rec, call, tool_input, output), subject=call.name, cancel=cancel)
+    return with_post_notes(call.name, output, outcome), outcome
+
+
+def with_post_notes(name: str, output: ToolOutput, outcome: HookOutcome | None) -> ToolOutput:
+    """``output`` with what the hooks after it said for the model (a block's reason, additional context)."""
     if outcome is None:
-        return output, None
+        return output
     notes = []
+    event = outcome.event.value
     if outcome.decision == "block":
-        notes.append(f"PostToolUse:{call.name} hook feedback:\n{outcome.reason}")
-    notes += [f"PostToolUse:{call.name} hook additional context: {c}" for c in outcome.context]
-    if notes:
-        blocks = [*output.blocks, *({"type": "text", "text": n} for n in notes)] if output.blocks else None
-        output = ToolOutput(content="\n\n".join([output.content, *notes]), is_error=output.is_error,
-                            display=output.display, blocks=blocks)
-    return output, outcome
+        notes.append(f"{event}:{name} hook feedback:\n{outcome.reason}")
+    notes += [f"{event}:{name} hook additional context: {c}" for c in outcome.context]
+    if not notes:
+        return output
+    blocks = [*output.blocks, *({"type": "text", "text": n} for n in notes)] if output.blocks else None
+    return output.model_copy(update={"content": "\n\n".join([output.content, *notes]), "blocks": blocks})

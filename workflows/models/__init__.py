@@ -34,6 +34,7 @@ from workflows.models.entries import (
     AssistantEntry,
     CompactBoundaryEntry,
     Entry,
+    HookCallbackEntry,
     HookEntry,
     PermissionDecisionEntry,
     PermissionRequestEntry,
@@ -61,7 +62,7 @@ from workflows.models.steps import (
 
 __all__ = [
     "AgentDefinition", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
-    "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookEntry",
+    "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookCallbackEntry", "HookEntry",
     "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
     "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",
     "RuleSet", "RuleSpec", "SandboxSettings", "SessionRecord", "StateEntry", "StepKind", "StructuredRun",

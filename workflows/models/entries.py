@@ -125,6 +125,17 @@ class HookEntry(_Entry):
     prompt_sha256: str | None = None  # UserPromptSubmit: which prompt (a blocked one is not kept anywhere)
 
 
+class HookCallbackEntry(_Entry):
+    """An event's hooks wait for the Agent SDK client to run its callbacks (``SessionRecord.client_hooks``)."""
+
+    type: Literal["hook_callback"] = "hook_callback"
+    request_id: str
+    event: str
+    callbacks: list[str] = Field(default_factory=list)
+    hook_input: dict[str, Any] = Field(default_factory=dict)
+    tool_use_id: str | None = None
+
+
 class CompactBoundaryEntry(_Entry):
     """Everything before this entry is replaced, for the model, by the summary that follows it."""
 
@@ -188,7 +199,7 @@ class ResultEntry(_Entry):
 
 Entry = Annotated[
     Union[UserEntry, AssistantEntry, StateEntry, SystemEntry, ResultEntry, PermissionRequestEntry,
-          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry, RewindEntry],
+          PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry, HookCallbackEntry, RewindEntry],
     Field(discriminator="type"),
 ]
 ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)

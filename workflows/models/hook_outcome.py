@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.models.hooks import HookEvent
 
-__all__ = ["HookOutcome", "HookRun", "interpret"]
+__all__ = ["ClientHookRequest", "HookOutcome", "HookRun", "interpret"]
 
 SHOWN_CHARS = 10_000  # of a hook's stdout and stderr kept in the transcript
 
@@ -41,6 +41,25 @@ class HookRun(_Model):
     stderr: str = ""
     error: str | None = None  # why it did not finish
     duration_ms: int = 0
+
+
+class ClientHookRequest(_Model):
+    """An event's hooks that only the Agent SDK client can run (its callbacks), asked durably.
+
+    Kept in the session record (``SessionRecord.client_hooks``) while the session waits, with no step
+    running, for the client's ``hook_callback`` answers (cli/headless/hook_callbacks.py). Once answered
+    (``runs``), the event's hook step runs again and joins them to the command hooks'
+    (:mod:`workflows.hooks.client_hooks`); PostToolUse's answer settles the held tool result at once.
+    """
+
+    id: str
+    event: HookEvent
+    callbacks: list[str] = Field(default_factory=list)
+    hook_input: dict[str, Any] = Field(default_factory=dict)
+    epoch: int = 0
+    tool_use_id: str | None = None  # PostToolUse: its call
+    detail: str | None = None  # a background hook step's subject (StepRecord.detail)
+    runs: list[HookRun] | None = None  # the client's answers, once given
 
 
 class HookOutcome(_Model):
@@ -83,7 +102,7 @@ def interpret(event: HookEvent, runs: list[HookRun]) -> HookOutcome:
 def _blocking(out: HookOutcome, event: HookEvent, name: str, stderr: str, reasons: list[str]) -> None:
     if event is HookEvent.PRE_TOOL_USE:
         _decide(out, "deny")
-    elif event in (HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP,
+    elif event in (HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE, HookEvent.USER_PROMPT_SUBMIT, HookEvent.STOP, HookEvent.SUBAGENT_STOP,
                    HookEvent.PRE_COMPACT):
         _decide(out, "block")
     else:  # nothing to block: the user sees stderr

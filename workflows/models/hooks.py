@@ -27,6 +27,7 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 class HookEvent(str, enum.Enum):
     PRE_TOOL_USE = "PreToolUse"
     POST_TOOL_USE = "PostToolUse"
+    POST_TOOL_USE_FAILURE = "PostToolUseFailure"  # instead of PostToolUse when the tool's result is an error
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
     SUBAGENT_STOP = "SubagentStop"  # a sub-agent (child session) is about to answer: its Stop
@@ -37,12 +38,13 @@ class HookEvent(str, enum.Enum):
 
 
 #: Events Mainsail runs (the others are accepted and stored, and the CLI warns that they do not run).
-RUN_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
+RUN_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE,
+                        HookEvent.USER_PROMPT_SUBMIT,
                         HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.SESSION_START, HookEvent.SESSION_END, HookEvent.PRE_COMPACT,
                         HookEvent.NOTIFICATION})
 
 #: Events whose matcher is a tool name.
-TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE})
+TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE})
 
 #: Claude Code treats a matcher of only these characters as exact names (``Edit|Write``), not a regex.
 _PLAIN = re.compile(r"[A-Za-z0-9_|]+")

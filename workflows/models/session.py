@@ -10,6 +10,7 @@ from statemachines import State
 from workflows.models.base import _Model, now
 from workflows.models.commands import CommandRun
 from workflows.models.content import Usage
+from workflows.models.hook_outcome import ClientHookRequest
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
@@ -194,6 +195,7 @@ class SessionRecord(_Model):
     run_wrote_memory: bool = False  # the main agent saved a memory record in this run
     # Session-level hooks (workflows/hooks/session_hooks.py).
     held_prompt: str | None = None  # the run's prompt, held until its UserPromptSubmit verdict
+    client_hooks: list[ClientHookRequest] = Field(default_factory=list)  # the SDK client's callbacks asked
     prompt_checked: bool = False  # the held prompt's UserPromptSubmit hooks have answered
     session_started: bool = False  # SessionStart (source ``start_source``) has run
     start_source: str = "startup"  # the next SessionStart's source: startup, resume, clear or compact

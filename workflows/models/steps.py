@@ -53,6 +53,7 @@ class StepRecord(_Model):
     tool_use_id: str | None = None
     event: str | None = None  # a hook step's event (HookEvent value)
     detail: str | None = None  # a background hook step's subject (Notification message, SessionEnd reason)
+    hook_request: str | None = None  # a hook step that joins the SDK client's answers (ClientHookRequest.id)
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     error: str | None = None
@@ -87,6 +88,8 @@ class ToolCall(_Model):
     pre_hook: HookOutcome | None = None
     hooks_pending: bool = False  # PreToolUse hooks match it: its permission is decided once they ran
     client_hook_runs: list[HookRun] | None = None  # what the SDK client's PreToolUse callbacks answered
+    # The tool's result (a ToolOutput's fields) held while the SDK client's PostToolUse callbacks run.
+    held_output: dict[str, Any] | None = None
     child_session_id: str | None = None  # a Task call's child session (workflows.engine.subagents)
     # A custom command's ``!`` line or ``@`` reference, run before its prompt is sent: its result goes into
     # the prompt (workflows.engine.commands), never into the transcript as a tool_result.

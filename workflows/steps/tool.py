@@ -26,7 +26,8 @@ from workflows.engine import Engine
 from workflows.engine.tool_calls import runs_early
 from workflows.exceptions import ToolInputError
 from workflows.hooks.runner import hook_input
-from workflows.hooks.tool_hooks import post_tool, pre_tool_action, pre_tool_outcome
+from workflows.hooks.client_hooks import client_callbacks
+from workflows.hooks.tool_hooks import post_event, post_tool, post_tool_input, pre_tool_action, pre_tool_outcome
 from workflows.mcp.calls import McpCaller
 from workflows.mcp.catalog import find_tool
 from workflows.mcp.tools import is_mcp_name
@@ -83,6 +84,10 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
     else:
         done = execute_call(engine, rec, pre.call, tool, cancel, worker)
         output, post, writes = done.output, done.post, done.writes
+        callbacks = client_callbacks(rec, post_event(output), call.name)
+        if callbacks and not (post and post.stop):  # the SDK client's callbacks: ask it (unless the run ends)
+            payload = post_tool_input(rec, call, pre.call.input, output)
+            return engine.hold_tool_output(sid, step.id, owner, output, post, callbacks, payload, writes)
     return engine.record_tool_output(sid, step.id, owner, output, hook=post, writes=writes)
 
 

@@ -39,7 +39,7 @@ MAX_DELAY = 1.0
 COMMITS = frozenset({
     "record_model_reply", "record_tool_output", "fail_step", "defer_step", "record_compaction",
     "record_compaction_failure", "record_session_memory", "record_extraction", "record_fork_failure",
-    "ask_client_hooks", "settle_session_hook", "settle_background_hook",
+    "ask_client_hooks", "ask_client_event", "hold_tool_output", "settle_session_hook", "settle_background_hook",
 })
 #: Engine methods retried as they are (their result says nothing to dispatch).
 RETRIED = frozenset({"save_fork_checkpoint"})

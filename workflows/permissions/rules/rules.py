@@ -71,6 +71,16 @@ class PermissionResult:
     display: str = ""
     rule: str | None = None
     asked: str = ""  # a deny standing for an ask nobody can answer (print mode, dontAsk): why it would ask
+    #: A deny standing for an ask only because nobody answers (print mode): a PreToolUse hook still runs
+    #: first and its allow still counts, as Claude Code's (unless an ask rule asked: ``asked_rule``).
+    nobody: bool = False
+    asked_rule: str | None = None
+
+    @property
+    def hook_may_allow(self) -> bool:
+        """Whether a PreToolUse hook's allow runs this call: the mode or the checker asks (not an ask rule),
+        here or where nobody can be asked."""
+        return (self.decision is Decision.ASK and not self.rule) or (self.nobody and not self.asked_rule)
 
 
 class RuleSyntaxError(ValueError):
@@ -395,7 +405,8 @@ def nobody_to_ask(tool: str, asked: PermissionResult) -> PermissionResult:
                 "session runs without anyone to ask (print mode). Do not retry it; continue without it, or "
                 "tell the user which permission rule (--allowedTools) would allow it."),
         source="no one to ask" + (f" ({asked.source})" if asked.source else ""),
-        display="denied: needs approval, and print mode asks no one", asked=asked.reason or asked.source)
+        display="denied: needs approval, and print mode asks no one", asked=asked.reason or asked.source,
+        nobody=True, asked_rule=asked.rule)
 
 
 def dont_ask(tool: str, asked: PermissionResult) -> PermissionResult:
