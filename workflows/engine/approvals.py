@@ -7,6 +7,7 @@ A part of :class:`workflows.engine.Engine` (``engine.approvals``); it commits th
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from statemachines import State
 from workflows.commit import Part, Tx, peers, retry_on_conflict
@@ -127,6 +128,29 @@ class Approvals(Part):
                     perm = decide(find_tool(self.store, rec, other.tool), other.input, rec)
                     if perm.decision is Decision.ALLOW:
                         self._settle(tx, other, True, by="rule", reason=perm.source)
+            tx.fire("permission_decided")
+            if rec.state is State.RUNNING_TOOLS:
+                self.tools.advance_tools(tx)
+            self.committer.commit(tx)
+        return tx.dispatch
+
+    @retry_on_conflict
+    def client_answered(self, sid: str, request_id: str, by: str, keep: Callable[[ToolCall], None]) -> list[StepRecord]:
+        """The SDK client answered a request only it settles (kind ``hook`` or ``mcp``): ``keep`` puts its answer
+        on the call, whose step then runs again to act on it.
+
+        Raises:
+            RequestNotFound, RequestClosed: as :meth:`decide_request`.
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            req = find_request(rec, request_id)
+            tx = Tx(rec)
+            req.status, req.decided_by, req.decided_at = RequestStatus.APPROVED, by, time.time()
+            tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
+            call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+            keep(call)
+            call.status = ToolCallStatus.WAITING
             tx.fire("permission_decided")
             if rec.state is State.RUNNING_TOOLS:
                 self.tools.advance_tools(tx)

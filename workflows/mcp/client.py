@@ -16,13 +16,9 @@ cli/headless/sdk_mcp.py) reaches such a server, by ``mcp_message`` control reque
 
 from __future__ import annotations
 
-import time
-
-from statemachines import State
 from workflows.commit import Part, Tx, peers, retry_on_conflict
-from workflows.models import RequestStatus, StepRecord, ToolCall, ToolCallStatus
+from workflows.models import StepRecord, ToolCall, ToolCallStatus
 from workflows.models.mcp import McpStatus, McpToolDef
-from workflows.store import keys
 
 __all__ = ["ClientServers", "is_client_server"]
 
@@ -36,7 +32,6 @@ class ClientServers(Part):
     """The engine's side of SDK client servers (see the module docstring); a part of ``engine.mcp``."""
 
     approvals: peers.Approvals
-    tools: peers.Tools
 
     @retry_on_conflict
     def record_client_servers(self, sid: str, found: dict) -> None:
@@ -86,7 +81,6 @@ class ClientServers(Part):
 
         return self.committer.step_event(sid, step_id, owner, apply)
 
-    @retry_on_conflict
     def answer_client_mcp(self, sid: str, request_id: str, result: dict) -> list[StepRecord]:
         """The client's server answered a call (``result``: its CallToolResult as JSON): keep it on the call
         and run the call's step again, which records it as the tool result.
@@ -94,17 +88,8 @@ class ClientServers(Part):
         Raises:
             RequestNotFound, RequestClosed: as :meth:`~workflows.engine.approvals.Approvals.decide_request`.
         """
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            req = self.approvals.find(rec, request_id)
-            tx = Tx(rec)
-            req.status, req.decided_by, req.decided_at = RequestStatus.APPROVED, "client", time.time()
-            tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
-            call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+
+        def keep(call: ToolCall) -> None:
             call.client_result = dict(result)
-            call.status = ToolCallStatus.WAITING
-            tx.fire("permission_decided")
-            if rec.state is State.RUNNING_TOOLS:
-                self.tools.advance_tools(tx)
-            self.committer.commit(tx)
-        return tx.dispatch
+
+        return self.approvals.client_answered(sid, request_id, "client", keep)
