@@ -27,7 +27,7 @@ from cli.session_service import service
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.mcp.calls import Found, definitions
 from workflows.mcp.catalog import tool_defs
-from workflows.models import PermissionRequestEntry
+from workflows.models import PermissionRequest, PermissionRequestEntry
 from workflows.models.mcp import McpStatus
 
 __all__ = ["NOT_DONE", "SdkServers", "mcp_status", "sdk_handlers"]
@@ -56,6 +56,7 @@ class SdkServers:
         self.found: dict[str, Found] = {}
         self.server_info: dict[str, dict] = {}
         self.calls: dict[str, str] = {}  # permission request id -> our mcp_message request id
+        self.left: list = []  # calls an earlier connection did not answer, run once the servers are listed
         self._ids = itertools.count(1)
 
     @property
@@ -65,9 +66,13 @@ class SdkServers:
     # ------------------------------------------------------------------ discovery
 
     def discover(self) -> None:
-        """List the tools of the session's SDK servers (the client just connected)."""
+        """List the tools of the session's SDK servers (the client just connected); then run the calls an
+        earlier connection left unanswered (its program ended mid-call: the session still waits for them)."""
         rec = self.rt.store.get_session(self.sid)
         names = [s.name for s in rec.mcp_servers if s.config.type == "sdk" and s.name not in self.waiting]
+        if not names:
+            return
+        self.left = [r for r in rec.pending_requests() if r.kind == "mcp" and r.id not in self.calls]
         for name in names:
             self.waiting[name] = None
         for name in names:
@@ -127,26 +132,30 @@ class SdkServers:
         if self.waiting:
             return
         service(self.rt).record_client_servers(self.sid, dict(self.found))
+        left, self.left = self.left, []
+        for req in left:
+            self.call(self.sid, req)
         held, self.held = self.held, []
         self.on_ready(held)
 
     # ------------------------------------------------------------------ calls
 
-    def call(self, sid: str, e: PermissionRequestEntry) -> None:
+    def call(self, sid: str, e: PermissionRequestEntry | PermissionRequest) -> None:
         """Run a call the session asked of an SDK server (a request of kind ``mcp``) and record its answer."""
+        request_id = e.request_id if isinstance(e, PermissionRequestEntry) else e.id
         call = e.mcp_call or {}
         params = {"name": call.get("tool"), "arguments": call.get("arguments") or {},
                   "_meta": {"claudecode/toolUseId": e.tool_use_id}}
-        self.calls[e.request_id] = self._send(call.get("server") or "", {"method": "tools/call", "params": params},
-                                              lambda answer: self._answered(sid, e, answer))
+        self.calls[request_id] = self._send(call.get("server") or "", {"method": "tools/call", "params": params},
+                                            lambda answer: self._answered(sid, request_id, answer))
 
-    def _answered(self, sid: str, e: PermissionRequestEntry, answer) -> None:
-        self.calls.pop(e.request_id, None)
+    def _answered(self, sid: str, request_id: str, answer) -> None:
+        self.calls.pop(request_id, None)
         failed = _failure(answer)
         result = (answer["mcp_response"].get("result") if not failed else
                   {"content": [{"type": "text", "text": failed}], "isError": True})
         try:
-            service(self.rt).answer_mcp(sid, e.request_id, result if isinstance(result, dict) else {})
+            service(self.rt).answer_mcp(sid, request_id, result if isinstance(result, dict) else {})
         except (RequestClosed, RequestNotFound):
             pass  # settled meanwhile (a cancel, a deny from a shell)
 

@@ -163,3 +163,19 @@ def test_requests_mainsail_does_not_do_are_refused_by_name(session):
             handlers[subtype]({})
     with pytest.raises(ControlError, match="No MCP server named 'nope'"):
         handlers["mcp_reconnect"]({"serverName": "nope"})
+
+
+def test_a_new_connection_runs_the_calls_an_earlier_one_left_unanswered(engine, session):
+    listed(session)
+    asked(engine, session)  # the program ended before it answered: the session still waits
+    again = Client()
+    front = SdkServers(SimpleNamespace(store=engine.store, engine=engine), session.sid, again.control, list)
+    session.client = again
+    session.front = front
+    listed(session)
+    sent = again.last()
+    assert sent["method"] == "tools/call" and sent["params"]["arguments"] == {"a": 2, "b": 3}
+    again.answer(result={"content": [{"type": "text", "text": "sum=5"}]})
+    session.inline.drain()
+    assert engine.store.get_session(session.sid).state.value == "idle"
+    assert api_of(session.model).requests[-1]["messages"][-1]["content"][0]["content"] == "sum=5"
