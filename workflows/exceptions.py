@@ -19,6 +19,7 @@ Hierarchy::
     ├── StepNotFound                a task named a step the ledger does not hold
     ├── RequestNotFound             no pending permission request matches (or several do)
     ├── RequestClosed               the request was already decided, or superseded by a cancel
+    │   └── ClientOnlyRequest       an approval of a call only the Agent SDK client can run
     ├── AlwaysNotOffered            an "always" answer to a request that offers none (approve it once)
     ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
     ├── ScopeMissing                an API token lacks the admin scope for what it asked (a protected write)
@@ -107,6 +108,11 @@ class RequestNotFound(MainsailError):
 
 class RequestClosed(MainsailError):
     """The permission request was already decided, or a cancel superseded it."""
+
+
+class ClientOnlyRequest(RequestClosed):
+    """An approval of a request only the Agent SDK client can settle (a call of its in-process MCP server): it
+    stays pending; a shell can deny it, not run it."""
 
 
 class AlwaysNotOffered(MainsailError):

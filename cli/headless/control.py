@@ -5,9 +5,11 @@ and answer with ``{"type": "control_response", "response": {"subtype": "success"
 "request_id": ..., "response" | "error": ...}}``.
 
 From the client, :class:`Control` answers ``initialize``, ``interrupt``, ``set_permission_mode``,
-``set_model`` and ``get_context_usage``; any other subtype gets an error response naming it (a
-client never waits on silence). Towards the client, :meth:`Control.ask` sends a request (such as
-``can_use_tool``) and calls back with the client's answer when it arrives.
+``set_model``, ``get_context_usage``, ``rewind_files``, and the MCP ones of cli/headless/sdk_mcp.py
+(``mcp_status``, ``mcp_reconnect``; ``mcp_toggle`` and ``stop_task`` refused saying why); any other
+subtype gets an error response naming it (a client never waits on silence). Towards the client,
+:meth:`Control.ask` sends a request (such as ``can_use_tool``, or ``mcp_message`` to an SDK MCP server)
+and calls back with the client's answer when it arrives.
 """
 
 from __future__ import annotations

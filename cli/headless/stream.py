@@ -32,6 +32,7 @@ from cli.headless.control import (
 )
 from cli.headless.hook_callbacks import HookCallbacks, callback_hooks
 from cli.headless.partial import StreamEvents
+from cli.headless.sdk_mcp import SdkServers, sdk_handlers
 from cli.headless.updates import apply_updates
 from cli.output import StreamJson, parse_input_line, user_text
 from cli.render import follow
@@ -94,6 +95,8 @@ class StreamServer:
             "get_context_usage": self._context_usage,
             "rewind_files": self._rewind_files,  # (cli/rewind.py)
         })
+        self.sdk = SdkServers(rt, sid, self.control, lambda held: [self._submit(p) for p in held])
+        self.control.handlers.update(sdk_handlers(self.sdk))
         self.submitted = 0
         self.results = 0
         self.eof = False
@@ -151,6 +154,7 @@ class StreamServer:
     def _handle(self, item) -> None:
         if item is EOF:
             self.eof = True
+            self.sdk.client_gone()
             return
         self._line += 1
         try:
@@ -162,6 +166,8 @@ class StreamServer:
                 self.control.on_request(msg)
             elif kind == "control_response":
                 self.control.on_response(msg)
+            elif kind == "user" and self.sdk.busy:  # the first prompt offers the SDK servers' tools
+                self.sdk.hold(user_text(msg, self._line))
             elif kind == "user":
                 self._submit(user_text(msg, self._line))
             elif kind not in ("control_cancel_request", "keep_alive"):
@@ -192,10 +198,13 @@ class StreamServer:
             self.last = e
         elif isinstance(e, HookCallbackEntry) or isinstance(e, PermissionRequestEntry) and e.kind == "hook":
             self.callbacks.run(e)  # the client's hook callbacks (cli/headless/hook_callbacks.py)
+        elif isinstance(e, PermissionRequestEntry) and e.kind == "mcp":
+            self.sdk.call(self.sid, e)  # a call of the client's SDK MCP server (cli/headless/sdk_mcp.py)
         elif isinstance(e, PermissionRequestEntry) and self.prompt_tool:
             self._ask(e)
         elif isinstance(e, PermissionDecisionEntry) and e.request_id:
             self.callbacks.settled(e.request_id)
+            self.sdk.settled(e.request_id)
             if e.request_id in self.asked:
                 self.control.cancel(self.asked.pop(e.request_id))  # settled elsewhere (or by the answer itself)
 
@@ -207,10 +216,13 @@ class StreamServer:
             self.asker[e.request_id] = child
             if isinstance(e, HookCallbackEntry) or e.kind == "hook":
                 self.callbacks.run(e)
+            elif e.kind == "mcp":
+                self.sdk.call(child, e)
             elif self.prompt_tool:
                 self._ask(e)
         elif isinstance(e, PermissionDecisionEntry) and e.request_id:
             self.callbacks.settled(e.request_id)
+            self.sdk.settled(e.request_id)
             if e.request_id in self.asked:
                 self.control.cancel(self.asked.pop(e.request_id))
 
@@ -265,6 +277,7 @@ class StreamServer:
                 service(self.rt).add_agents(self.sid, agents_from_json(request["agents"]))
             except AgentFileError as exc:
                 raise ControlError(str(exc).replace("--agents", "agents")) from None
+        self.sdk.discover()  # (the answer goes first; prompts wait for the servers' tools)
         rec = self.rt.store.get_session(self.sid)
         return initialize_response(effective_mode(rec), self.api_key_source, rec.agents,
                                    sdk_commands(self.rt.store.commands(self.sid)))

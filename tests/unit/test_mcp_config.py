@@ -42,7 +42,12 @@ def test_variables_are_expanded_and_a_missing_one_fails_that_server_only():
     assert "missing environment variables: NOPE, ALSO_NOPE" in missing.error
 
 
-@pytest.mark.parametrize("kind", ["sse", "ws", "sdk"])
+def test_an_sdk_server_is_kept_for_its_clients_connection_to_list():
+    (s,) = parse({"calc": {"type": "sdk", "name": "calc"}})
+    assert s.config.type == "sdk" and s.status is McpStatus.PENDING and "SDK" in s.config.describe()
+
+
+@pytest.mark.parametrize("kind", ["sse", "ws"])
 def test_transports_mainsail_does_not_speak_are_failed_servers_saying_so(kind):
     (s,) = parse({"s": {"type": kind, "url": "http://x"}})
     assert s.status is McpStatus.FAILED and f"transport {kind!r}" in s.error

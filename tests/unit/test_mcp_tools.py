@@ -10,7 +10,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from workflows.exceptions import ToolInputError
-from workflows.mcp.calls import _definitions
+from workflows.mcp.calls import definitions
 from workflows.mcp.tools import McpTool, full_name, to_output
 from workflows.models.mcp import McpToolDef
 
@@ -21,7 +21,7 @@ def tool(schema) -> McpTool:
 
 def test_names_are_claude_codes_and_unusable_ones_are_left_out_saying_why():
     assert full_name("github", "create.issue v2") == "mcp__github__create_issue_v2"
-    found = _definitions("s", [NS(name="o_k", description="d", input_schema={"type": "object"}),
+    found = definitions("s", [NS(name="o_k", description="d", input_schema={"type": "object"}),
                                NS(name="x" * 70, description="", input_schema=None),
                                NS(name="o.k", description="", input_schema={})])
     assert [d.name for d in found.tools] == ["mcp__s__o_k"]

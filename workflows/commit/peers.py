@@ -8,7 +8,7 @@ methods other parts call, with the concrete method's signature; the concrete cla
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from workflows.commit.support import Stopped
 from workflows.commit.tx import Tx
@@ -54,6 +54,8 @@ class Approvals(Protocol):
     def find(self, rec: SessionRecord, request: str | None) -> PermissionRequest: ...
     def request(self, rec: SessionRecord, call: ToolCall, tool_input: dict, reason: str) -> PermissionRequest: ...
     def ask(self, tx: Tx, asked: list[PermissionRequest]) -> None: ...
+    def client_answered(self, sid: str, request_id: str, by: str,
+                        keep: Callable[[ToolCall], None]) -> list[StepRecord]: ...
 
 
 class Commands(Protocol):

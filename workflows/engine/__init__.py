@@ -135,6 +135,9 @@ class Engine:
     answer_client_hooks = _Verb("hooks")
     mark_session_start = _Verb("hooks")
     add_mcp_servers = _Verb("mcp")
+    record_client_servers = _Verb("mcp")
+    answer_client_mcp = _Verb("mcp")
+    reset_mcp_server = _Verb("mcp")
 
     # ------------------------------------------------------------------ the step protocol (tasks, workers)
     claim = _Verb("ledger")
@@ -171,3 +174,4 @@ class Engine:
     settle_session_hook = _Verb("hooks")
     settle_background_hook = _Verb("hooks")
     settle_mcp_discovery = _Verb("mcp")
+    ask_client_mcp = _Verb("mcp")

@@ -7,6 +7,7 @@ A part of :class:`workflows.engine.Engine` (``engine.approvals``); it commits th
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from statemachines import State
 from workflows.commit import Part, Tx, peers, retry_on_conflict
@@ -20,6 +21,7 @@ from workflows.commit.support import (
 from workflows.edits.preview import preview
 from workflows.exceptions import (
     AlwaysNotOffered,
+    ClientOnlyRequest,
     RequestClosed,
     RequestNotFound,
     SessionNotFound,
@@ -76,7 +78,7 @@ class Approvals(Part):
                 session_id=rec.id, request_id=req.id, tool_use_id=req.tool_use_id, tool=req.tool,
                 input=req.input, summary=req.summary, reason=req.reason, expires_at=req.expires_at,
                 always=req.always, kind=req.kind, callbacks=req.callbacks, hook_input=req.hook_input,
-                diff=req.diff, diff_note=req.diff_note))
+                mcp_call=req.mcp_call, diff=req.diff, diff_note=req.diff_note))
             if req.expires_at:
                 tx.approval_deadlines[keys.lease_member(rec.id, req.id)] = req.expires_at
 
@@ -101,6 +103,12 @@ class Approvals(Part):
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
             req = find_request(rec, request)
+            if approve and req.kind == "mcp":
+                server = (req.mcp_call or {}).get("server")
+                raise ClientOnlyRequest(
+                    f"Request {req.id} of session {sid[:8]} is a call of {req.tool} on MCP server {server!r}, which "
+                    "runs inside the Agent SDK client's process: only that client's connection can run it. It is "
+                    f"still pending: deny it (mainsail deny {sid[:8]} {req.id}) to tell the model it failed.")
             if approve and always and not always_offered(req.always):
                 raise AlwaysNotOffered(
                     f"Request {req.id} of session {sid[:8]} ({req.tool}: {req.summary}) does not offer "
@@ -115,9 +123,34 @@ class Approvals(Part):
             self._settle(tx, req, approve, by=by, message=message, always=always, decider=decider)
             if approve and always:
                 for other in rec.pending_requests():
+                    if other.kind != "permission":  # the client's callbacks or server still have to run
+                        continue
                     perm = decide(find_tool(self.store, rec, other.tool), other.input, rec)
                     if perm.decision is Decision.ALLOW:
                         self._settle(tx, other, True, by="rule", reason=perm.source)
+            tx.fire("permission_decided")
+            if rec.state is State.RUNNING_TOOLS:
+                self.tools.advance_tools(tx)
+            self.committer.commit(tx)
+        return tx.dispatch
+
+    @retry_on_conflict
+    def client_answered(self, sid: str, request_id: str, by: str, keep: Callable[[ToolCall], None]) -> list[StepRecord]:
+        """The SDK client answered a request only it settles (kind ``hook`` or ``mcp``): ``keep`` puts its answer
+        on the call, whose step then runs again to act on it.
+
+        Raises:
+            RequestNotFound, RequestClosed: as :meth:`decide_request`.
+        """
+        with self.store.lock(sid):
+            rec = self.store.get_session(sid)
+            req = find_request(rec, request_id)
+            tx = Tx(rec)
+            req.status, req.decided_by, req.decided_at = RequestStatus.APPROVED, by, time.time()
+            tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
+            call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+            keep(call)
+            call.status = ToolCallStatus.WAITING
             tx.fire("permission_decided")
             if rec.state is State.RUNNING_TOOLS:
                 self.tools.advance_tools(tx)

@@ -8,10 +8,8 @@ calls are handed to it, :class:`workflows.commit.Part`). The lifecycle events' s
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-from statemachines import State
 from workflows.commit import Tx, peers, retry_on_conflict
 from workflows.hooks.lifecycle import LifecycleHooks
 from workflows.hooks.session_hooks import (
@@ -24,7 +22,6 @@ from workflows.model.tokens import estimate_tokens
 from workflows.models import (
     HookEntry,
     Message,
-    RequestStatus,
     StepKind,
     StepRecord,
     SystemEntry,
@@ -34,7 +31,6 @@ from workflows.models import (
 )
 from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models.hooks import HookEvent, HookSet
-from workflows.store import keys
 from workflows.tools.base import ToolOutput
 
 if TYPE_CHECKING:
@@ -117,7 +113,6 @@ class HookCommits(LifecycleHooks):
 
         return self.committer.step_event(sid, step_id, owner, apply)
 
-    @retry_on_conflict
     def answer_client_hooks(self, sid: str, request_id: str, runs: list[HookRun]) -> list[StepRecord]:
         """The SDK client answered a ``hook`` request: keep its callbacks' outputs on the call and run the
         call's step again, which joins them to the command hooks' and decides (workflows/steps/tool.py).
@@ -129,20 +124,11 @@ class HookCommits(LifecycleHooks):
         """
         if self.client_request(self.store.get_session(sid), request_id) is not None:
             return self.answer_client_event(sid, request_id, runs)
-        with self.store.lock(sid):
-            rec = self.store.get_session(sid)
-            req = self.approvals.find(rec, request_id)
-            tx = Tx(rec)
-            req.status, req.decided_by, req.decided_at = RequestStatus.APPROVED, "hook", time.time()
-            tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
-            call = next(c for c in rec.tool_calls if c.tool_use_id == req.tool_use_id)
+
+        def keep(call: ToolCall) -> None:
             call.client_hook_runs = list(runs)
-            call.status = ToolCallStatus.WAITING
-            tx.fire("permission_decided")
-            if rec.state is State.RUNNING_TOOLS:
-                self.tools.advance_tools(tx)
-            self.committer.commit(tx)
-        return tx.dispatch
+
+        return self.approvals.client_answered(sid, request_id, "hook", keep)
 
     def hold_prompt(self, tx, prompt: str) -> bool:
         """A run starts: when MCP servers wait to be found, or SessionStart or UserPromptSubmit hooks must

@@ -13,5 +13,7 @@ Modules (this package imports none of them, nor the MCP SDK: the record's models
   one per (session, server), started on first use, kept, started again after a crash;
 * :mod:`~workflows.mcp.calls`: discovery and tool calls from a step;
 * :mod:`~workflows.mcp.tools` and :mod:`~workflows.mcp.catalog`: ``McpTool`` and a session's tool list;
-* :mod:`~workflows.mcp.commits`: the engine's MCP events (discovery before the prompt).
+* :mod:`~workflows.mcp.commits`: the engine's MCP events (discovery before the prompt);
+* :mod:`~workflows.mcp.client`: servers in an Agent SDK client's process, listed and called through its
+  connection (cli/headless/sdk_mcp.py).
 """

@@ -16,7 +16,11 @@ from workflows.mcp.tools import MAX_NAME, full_name, to_output
 from workflows.models.mcp import McpServer, McpServerConfig, McpStatus, McpToolDef
 from workflows.tools.base import ToolOutput
 
-__all__ = ["Found", "McpCaller", "discover", "run_discovery_step"]
+__all__ = ["Found", "McpCaller", "client_output", "definitions", "discover", "run_discovery_step"]
+
+
+NO_CLIENT = ("it runs inside an Agent SDK client's process, and no client connection listed its tools (its "
+             "tools are found when the SDK connects over --input-format stream-json)")
 
 
 @dataclass
@@ -41,19 +45,22 @@ def discover(rec, servers: list[McpServer], settings, pool=None) -> dict[str, Fo
     pool = pool or process_pool(settings.mcp_idle_seconds)
 
     def one(server: McpServer) -> Found:
+        if server.config.type == "sdk":  # only its client's connection reaches it (workflows.mcp.client)
+            return Found(McpStatus.FAILED, error=NO_CLIENT)
         try:
             conn = pool.connection(rec.id, server.config, cwd=rec.workspace, env=server_env(rec, server.config),
                                    timeout=settings.mcp_timeout_seconds)
             listed = conn.list_tools(settings.mcp_timeout_seconds)
         except McpServerError as exc:
             return Found(McpStatus.FAILED, error=str(exc))
-        return _definitions(server.name, listed)
+        return definitions(server.name, listed)
 
     with ThreadPoolExecutor(max_workers=min(8, len(servers)), thread_name_prefix="mcp-discover") as run:
         return dict(zip((s.name for s in servers), run.map(one, servers)))
 
 
-def _definitions(server: str, listed: list) -> Found:
+def definitions(server: str, listed: list) -> Found:
+    """A connected server's tools (``mcp.types.Tool``) as the session's definitions, named and checked."""
     found = Found(McpStatus.CONNECTED)
     seen: set[str] = set()
     for tool in listed:
@@ -75,10 +82,11 @@ def _definitions(server: str, listed: list) -> Found:
 class McpCaller:
     """The session's MCP servers as the tools worker reaches them (``ToolContext.mcp``)."""
 
-    def __init__(self, rec, settings, pool=None) -> None:
+    def __init__(self, rec, settings, pool=None, client_result: dict | None = None) -> None:
         self.rec = rec
         self.settings = settings
         self.pool = pool or process_pool(settings.mcp_idle_seconds)
+        self.client_result = client_result  # an SDK client server's answer to this call (workflows.mcp.client)
 
     def call(self, definition: McpToolDef, args: dict, cancel: threading.Event) -> ToolOutput:
         """Run one tool on its server (started here if this worker has no live connection to it).
@@ -89,6 +97,8 @@ class McpCaller:
         server = next((s for s in self.rec.mcp_servers if s.name == definition.server), None)
         if server is None:
             raise McpServerError(f"MCP server {definition.server!r} is not one of this session's servers.")
+        if server.config.type == "sdk":
+            return client_output(self.client_result, definition)
         st = self.settings
         conn = self.pool.connection(self.rec.id, server.config, cwd=self.rec.workspace,
                                     env=server_env(self.rec, server.config), timeout=st.mcp_timeout_seconds)
@@ -99,6 +109,25 @@ class McpCaller:
             self.pool.forget(self.rec.id, server.name)
             raise
         return to_output(result, definition.name)
+
+
+def client_output(result: dict | None, definition: McpToolDef) -> ToolOutput:
+    """An SDK client server's CallToolResult (JSON, as relayed by its connection) as the tool's result.
+
+    Raises:
+        McpServerError: no answer was relayed, or it is not a CallToolResult.
+    """
+    from mcp.types import CallToolResult
+    from pydantic import ValidationError
+
+    if result is None:
+        raise McpServerError(f"MCP server {definition.server!r} runs inside the Agent SDK client, and its answer "
+                             "to this call did not come back through the client's connection.")
+    try:
+        return to_output(CallToolResult.model_validate(result), definition.name)
+    except ValidationError:
+        raise McpServerError(f"MCP server {definition.server!r} answered {definition.tool} with something that is "
+                             f"not a tool result: {str(result)[:200]}") from None
 
 
 def run_discovery_step(engine, rec, step, owner: str):

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 
-from workflows.commit import Part, Tx, peers, retry_on_conflict
+from workflows.commit import Tx, peers, retry_on_conflict
 from workflows.mcp.calls import Found
+from workflows.mcp.client import ClientServers
 from workflows.mcp.catalog import tool_defs
 from workflows.models import StepKind, StepRecord, StepStatus, SystemEntry
 from workflows.models.mcp import McpServer, McpStatus, McpToolDef, tools_digest
@@ -25,8 +26,9 @@ from workflows.store import keys
 __all__ = ["McpCommits"]
 
 
-class McpCommits(Part):
-    """MCP discovery in the engine (see the module docstring)."""
+class McpCommits(ClientServers):
+    """MCP discovery in the engine (see the module docstring); the SDK client's servers' events come from
+    :class:`~workflows.mcp.client.ClientServers`."""
 
     hooks: peers.Hooks
 

@@ -94,9 +94,10 @@ class PermissionRequestEntry(_Entry):
     always: list[str] = Field(default_factory=list)  # the rules "(a)lways" adds, as shown to the person
     diff: str = ""  # see PermissionRequest
     diff_note: str = ""
-    kind: Literal["permission", "hook"] = "permission"  # see PermissionRequest
+    kind: Literal["permission", "hook", "mcp"] = "permission"  # see PermissionRequest
     callbacks: list[str] = Field(default_factory=list)
     hook_input: dict[str, Any] | None = None
+    mcp_call: dict[str, Any] | None = None
 
 
 class PermissionDecisionEntry(_Entry):

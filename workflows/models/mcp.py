@@ -10,8 +10,10 @@ A ``mcpServers`` object maps a server's name to its config::
 default when only ``url`` is). ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``,
 ``url`` and ``headers`` are expanded from the environment of the command that reads the config, as
 Claude Code does; a variable that is unset and has no default makes the server ``failed`` with its
-name. Claude Code's other transports (``sse``, ``ws``, ``sdk``) are kept as ``failed`` servers saying
-so: the session goes on without them, and nothing is silently dropped.
+name. ``sdk`` is an Agent SDK client's in-process server (``create_sdk_mcp_server``): the Agent SDK
+passes it as ``{"type": "sdk", "name": ...}``, and only the client's connection reaches it
+(cli/headless/sdk_mcp.py). Claude Code's other transports (``sse``, ``ws``) are kept as ``failed``
+servers saying so: the session goes on without them, and nothing is silently dropped.
 
 Pure: no I/O but the environment, and no import of the MCP SDK (the CLI starts faster without it).
 """
@@ -38,9 +40,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _VAR = re.compile(r"\$\{([^}:]*)(?::-([^}]*))?\}")
 _UNSUPPORTED = {"sse": "the SSE transport (deprecated by MCP) is not supported by Mainsail; use \"type\": \"http\" "
                        "(streamable HTTP) if the server offers it",
-                "ws": "the WebSocket transport is not supported by Mainsail; use \"http\" or \"stdio\"",
-                "sdk": "in-process SDK servers (the Agent SDK's create_sdk_mcp_server) are not supported by "
-                       "Mainsail yet; run the server as a stdio command or an http endpoint"}
+                "ws": "the WebSocket transport is not supported by Mainsail; use \"http\" or \"stdio\""}
 
 
 class McpStatus(str, enum.Enum):
@@ -56,7 +56,7 @@ class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     name: str
-    type: Literal["stdio", "http"] = "stdio"
+    type: Literal["stdio", "http", "sdk"] = "stdio"
     command: str = ""
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -74,6 +74,8 @@ class McpServerConfig(BaseModel):
         """``cmd arg1 arg2`` or ``URL (HTTP)``, as ``claude mcp list`` shows a server."""
         if self.type == "http":
             return f"{self.url} (HTTP)"
+        if self.type == "sdk":
+            return "in the Agent SDK client's process (SDK)"
         return " ".join([self.command, *self.args])
 
 
@@ -168,6 +170,8 @@ def _server(name: str, entry: Any, source: Source, origin: str, environ: Mapping
     if kind in _UNSUPPORTED:
         return McpServer(config=McpServerConfig(**base), status=McpStatus.FAILED,
                          error=f"transport {kind!r}: {_UNSUPPORTED[kind]}")
+    if kind == "sdk":  # the client serves it: nothing to expand or check here
+        return McpServer(config=McpServerConfig(**base, type="sdk"))
     if kind not in ("stdio", "http"):
         raise McpConfigError(f"{where}: 'type' is {json.dumps(kind)}; use \"stdio\" (a command) or \"http\" (a URL).")
     missing: list[str] = []

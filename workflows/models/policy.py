@@ -72,10 +72,13 @@ class PermissionRequest(_Model):
     diff: str = ""
     diff_note: str = ""
     #: "permission": a person decides; "hook": the SDK client runs its PreToolUse ``callbacks`` on
-    #: ``hook_input`` first (approving it from a shell skips them, denying it refuses the call).
-    kind: Literal["permission", "hook"] = "permission"
+    #: ``hook_input`` first (approving it from a shell skips them, denying it refuses the call); "mcp": the
+    #: SDK client runs ``mcp_call`` (``server``, ``tool``, ``arguments``) on its in-process MCP server
+    #: (only it can: approving it from a shell is refused, denying it refuses the call).
+    kind: Literal["permission", "hook", "mcp"] = "permission"
     callbacks: list[str] = Field(default_factory=list)
     hook_input: dict[str, Any] | None = None
+    mcp_call: dict[str, Any] | None = None
     epoch: int = 0
     created_at: float = Field(default_factory=now)
     expires_at: float | None = None

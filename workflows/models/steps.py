@@ -90,6 +90,9 @@ class ToolCall(_Model):
     client_hook_runs: list[HookRun] | None = None  # what the SDK client's PreToolUse callbacks answered
     # The tool's result (a ToolOutput's fields) held while the SDK client's PostToolUse callbacks run.
     held_output: dict[str, Any] | None = None
+    # An SDK MCP server's answer to this call (its JSON-RPC ``result``: a CallToolResult), relayed by the
+    # client's connection (workflows.mcp.client); the call's step, run again, turns it into the tool result.
+    client_result: dict[str, Any] | None = None
     child_session_id: str | None = None  # a Task call's child session (workflows.engine.subagents)
     # A custom command's ``!`` line or ``@`` reference, run before its prompt is sent: its result goes into
     # the prompt (workflows.engine.commands), never into the transcript as a tool_result.

@@ -202,6 +202,22 @@ class SessionService:
         """An SDK client ran a call's hook callbacks (:meth:`Engine.answer_client_hooks`); dispatched."""
         return self._sent(self.engine.answer_client_hooks(sid, request_id, runs))
 
+    def answer_mcp(self, sid: str, request_id: str, result: dict) -> list[StepRecord]:
+        """An SDK client's MCP server answered a call (:meth:`Engine.answer_client_mcp`); dispatched."""
+        return self._sent(self.engine.answer_client_mcp(sid, request_id, result))
+
+    def record_client_servers(self, sid: str, found: dict) -> None:
+        """What an SDK client's connection found of its in-process MCP servers (workflows.mcp.client)."""
+        self.engine.record_client_servers(sid, found)
+
+    def reconnect_mcp(self, sid: str, name: str) -> None:
+        """Connect an MCP server again (found again at the next prompt).
+
+        Raises:
+            KeyError: no server of that name in the session.
+        """
+        self.engine.reset_mcp_server(sid, name)
+
     def end(self, sid: str, reason: str, rec: SessionRecord | None = None) -> list[StepRecord]:
         """SessionEnd hooks in a background step (none configured: nothing); dispatched."""
         return self._sent(self.engine.end_session(sid, reason, rec))

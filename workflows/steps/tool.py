@@ -30,6 +30,7 @@ from workflows.hooks.client_hooks import client_callbacks
 from workflows.hooks.tool_hooks import post_event, post_tool, post_tool_input, pre_tool_action, pre_tool_outcome
 from workflows.mcp.calls import McpCaller
 from workflows.mcp.catalog import find_tool
+from workflows.mcp.client import is_client_server
 from workflows.mcp.tools import is_mcp_name
 from workflows.model.client import ModelReply
 from workflows.models import SessionRecord, StepRecord, ToolCall
@@ -75,12 +76,14 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         return engine.record_tool_output(sid, step.id, owner, ToolOutput(content=str(exc), is_error=True,
                                                                          display=str(exc)[:120]))
     post, writes = None, None
-    if step.attempt > 1 and not tool.idempotent:
+    if step.attempt > 1 and not tool.idempotent and not client_tool(rec, tool):
         output = unknown_outcome(call)
     elif (pre := pre_tool(engine, rec, step, owner, call, tool, cancel)).call is None:
         return pre.follow_ups
     elif not pre.decided and (refused := recheck(tool, call, rec)) is not None:
         output = refused
+    elif client_server_call(rec, pre.call, tool):  # its server is the SDK client's: ask it, durably
+        return engine.ask_client_mcp(sid, step.id, owner, pre.call, tool.definition)
     else:
         done = execute_call(engine, rec, pre.call, tool, cancel, worker)
         output, post, writes = done.output, done.post, done.writes
@@ -89,6 +92,18 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
             payload = post_tool_input(rec, call, pre.call.input, output)
             return engine.hold_tool_output(sid, step.id, owner, output, post, callbacks, payload, writes)
     return engine.record_tool_output(sid, step.id, owner, output, hook=post, writes=writes)
+
+
+def client_tool(rec: SessionRecord, tool) -> bool:
+    """A tool of an SDK client's server: a worker that died with its step ran nothing of it (the client runs
+    it, once, when asked; workflows.mcp.client), so the step runs again."""
+    definition = getattr(tool, "definition", None)
+    return definition is not None and is_client_server(rec, definition.server)
+
+
+def client_server_call(rec: SessionRecord, call: ToolCall, tool) -> bool:
+    """A call of an SDK client server's tool that its client has not answered yet."""
+    return call.client_result is None and client_tool(rec, tool)
 
 
 class Executed(NamedTuple):
@@ -135,7 +150,7 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
         shells=SessionShells(store.shells(), sid, worker, output_chars=settings.bash_background_output_chars,
                              ttl=settings.shell_ttl_seconds, renew_every=settings.worker_heartbeat_seconds),
         tool_use_id=call.tool_use_id,
-        mcp=McpCaller(rec, settings) if mcp else None,
+        mcp=McpCaller(rec, settings, client_result=call.client_result) if mcp else None,
         quick_bytes=QUICK_BYTES if quick else None,
         git_writes=git_writes(call, rec, tool),
         checkpoints=(checkpoints.for_call(store, rec, settings.checkpoint_max_bytes)
