@@ -57,7 +57,7 @@ from workflows.models.hooks import (
     HookMatcher,
     HookSet,
 )
-from workflows.permissions.bypass import effective_mode
+from workflows.permissions.bypass import NOT_LAUNCHED, effective_mode
 from workflows.permissions.prompt import always_offered
 from workflows.sessions.service import SessionService
 
@@ -119,8 +119,9 @@ class StreamServer:
     """
 
     def __init__(self, rt: Runtime, sid: str, out: StreamJson, *, prompt_tool: bool, api_key_source: str,
-                 stdin: TextIO | None = None) -> None:
+                 stdin: TextIO | None = None, allow_bypass: bool = False) -> None:
         self.rt = rt
+        self.allow_bypass = allow_bypass  # launched allowing bypassPermissions (set_permission_mode may switch to it)
         self.sid = sid
         self.out = out
         self.prompt_tool = prompt_tool
@@ -336,6 +337,8 @@ class StreamServer:
         except ValueError:
             modes = ", ".join(m.value for m in PermissionMode)
             raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
+        if mode is PermissionMode.BYPASS and not self.allow_bypass:  # as Claude Code refuses it
+            raise ControlError(NOT_LAUNCHED, "bypass_not_launched")
         try:
             service(self.rt).update_limits(self.sid, permission_mode=mode)
         except BypassDisabled as exc:  # Claude Code's answer, with what disabled the mode

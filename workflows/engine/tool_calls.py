@@ -35,7 +35,7 @@ from workflows.models.hook_outcome import HookOutcome
 from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools import get_tool
-from workflows.tools.base import ToolOutput
+from workflows.tools.base import ToolOutput, refused_output
 
 if TYPE_CHECKING:
     from workflows.store.fenced import Recorder
@@ -126,14 +126,15 @@ class ToolCalls(Part):
                         raise ToolInputError(f"At most {MAX_SUBAGENTS_PER_REPLY} sub-agents run per reply; this "
                                              "Task call was not started. Start it after the others answer.")
             except ToolInputError as exc:
-                refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
+                refused.append((tu.id, refused_output(str(exc))))
                 continue
             perm = decide(tool, tu.input, rec)
             if tool.inline and perm.decision is Decision.ALLOW:  # TodoWrite: applied here, with the reply
                 refused.append((tu.id, self._run_inline(rec, tool, tu.input)))
                 continue
             if perm.decision is Decision.DENY:
-                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
+                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display,
+                                                  denied=True)))
                 rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
                 tx.add(PermissionDecisionEntry(
                     session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="deny",

@@ -221,7 +221,8 @@ class TurnLogic(Part):
                                 is_error=output.is_error)
         tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
         tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
-                         origin="tool_result", display=output.display or None, step_id=step_id))
+                         origin="tool_result", display=output.display or None, step_id=step_id,
+                         tool_use_result=output.result, denied=output.denied))
 
     def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False) -> None:
         """The run's result entry (every end of a run comes here); a sub-agent's also sends its report."""

@@ -21,6 +21,9 @@ What each path does with a refusal, as Claude Code 2.1.332 does (probed through 
 * a switch mid-session (an SDK client's ``set_permission_mode``, Shift+Tab, the engine's
   ``update_limits``) is refused: "Cannot set permission mode to bypassPermissions because it is
   disabled by settings or configuration" (:func:`require`, :class:`BypassDisabled`);
+* an SDK client's ``set_permission_mode`` to bypassPermissions is refused too unless the command was
+  launched allowing it (``--permission-mode bypassPermissions``, ``--dangerously-skip-permissions`` or
+  ``--allow-dangerously-skip-permissions``): :data:`NOT_LAUNCHED`, error code ``bypass_not_launched``;
 * a token's refusal is never fallen back from: the server answers 403 (:func:`token_refusal`);
 * the permission check evaluates a record that still holds bypassPermissions as ``default``: every
   call that would ask asks (:func:`effective_mode`).
@@ -47,9 +50,12 @@ from workflows.settings.managed import policy_layers
 if TYPE_CHECKING:
     from workflows.models import SessionRecord, TokenRecord
 
-__all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
+__all__ = ["NOT_LAUNCHED", "Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
            "require_token_for", "resumed_mode", "token_refusal", "trusted_default"]
 
+#: Claude Code 2.1.332's answer to set_permission_mode(bypassPermissions) in a command not launched allowing it.
+NOT_LAUNCHED = ("Cannot set permission mode to bypassPermissions because the session was not launched with "
+                "--dangerously-skip-permissions")
 KEY = "disableBypassPermissionsMode"
 NAME = f"permissions.{KEY}"
 OTHER_MODES = "default, acceptEdits, plan or dontAsk"
