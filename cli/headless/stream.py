@@ -57,7 +57,7 @@ from workflows.models.hooks import (
     HookMatcher,
     HookSet,
 )
-from workflows.permissions.bypass import NOT_LAUNCHED, effective_mode
+from workflows.permissions.bypass import effective_mode, switch_refusal
 from workflows.permissions.prompt import always_offered
 from workflows.sessions.service import SessionService
 
@@ -337,8 +337,9 @@ class StreamServer:
         except ValueError:
             modes = ", ".join(m.value for m in PermissionMode)
             raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
-        if mode is PermissionMode.BYPASS and not self.allow_bypass:  # as Claude Code refuses it
-            raise ControlError(NOT_LAUNCHED, "bypass_not_launched")
+        refused = switch_refusal(mode, self.rt.store.get_session(self.sid), self.allow_bypass)
+        if refused is not None:  # Claude Code's answer: disabled by settings, or not launched allowing bypass
+            raise ControlError(*refused)
         try:
             service(self.rt).update_limits(self.sid, permission_mode=mode)
         except BypassDisabled as exc:  # Claude Code's answer, with what disabled the mode

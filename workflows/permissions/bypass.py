@@ -50,8 +50,8 @@ from workflows.settings.managed import policy_layers
 if TYPE_CHECKING:
     from workflows.models import SessionRecord, TokenRecord
 
-__all__ = ["NOT_LAUNCHED", "Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
-           "require_token_for", "resumed_mode", "token_refusal", "trusted_default"]
+__all__ = ["NOT_LAUNCHED", "Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal",
+           "require", "require_token_for", "resumed_mode", "switch_refusal", "token_refusal", "trusted_default"]
 
 #: Claude Code 2.1.332's answer to set_permission_mode(bypassPermissions) in a command not launched allowing it.
 NOT_LAUNCHED = ("Cannot set permission mode to bypassPermissions because the session was not launched with "
@@ -267,6 +267,18 @@ def require(mode, *, workspace: str, home: str | None, recorded: Iterable[str] =
         raise BypassDisabled(token_refusal(why.source, doing, instead))
     raise BypassDisabled("Cannot set permission mode to bypassPermissions because it is disabled by settings or "
                          f"configuration ({why.text()}). Use {OTHER_MODES}.")
+
+
+def switch_refusal(mode, rec: "SessionRecord", launched_allowing: bool) -> tuple[str, str] | None:
+    """Why an SDK client may not switch session ``rec`` to ``mode``, as ``(message, error code)``: bypass disabled
+    by settings (checked first, as Claude Code does), or a command not ``launched_allowing`` bypass; None: it may."""
+    if PermissionMode(mode) is not PermissionMode.BYPASS:
+        return None
+    try:
+        require(mode, workspace=rec.workspace, home=rec.home, recorded=rec.bypass_disabled_by)
+    except BypassDisabled as exc:
+        return str(exc), "bypass_disabled"
+    return None if launched_allowing else (NOT_LAUNCHED, "bypass_not_launched")
 
 
 def require_token_for(rec: "SessionRecord", token: "TokenRecord", doing: str, instead: str) -> None:
