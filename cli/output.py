@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
+from cli.claude_keys import RESULT_EXTRAS, init_extras, model_usage_extras, permission_denied_lines, result_usage
 from workflows.context.export import assistant_api_message as api_message
 from workflows.model.tokens import model_limits
 from workflows.models import (
@@ -69,6 +70,7 @@ def model_usage(result: ResultEntry) -> dict:
             "webSearchRequests": 0,
             "costUSD": usd(result.cost_by_model.get(model, 0.0)),
             "contextWindow": model_limits(model)[0],
+            **model_usage_extras(model, u),
         }
     return out
 
@@ -125,10 +127,11 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         "terminal_reason": TERMINAL_REASONS.get(result.subtype, "error"),
         "session_id": result.session_id,
         "total_cost_usd": usd(result.total_cost_usd),
-        "usage": _usage(result.usage),
+        "usage": result_usage(_usage(result.usage)),
         "modelUsage": model_usage(result),
         "cost_breakdown": cost_breakdown(result),
         "permission_denials": [dict(d) for d in result.permission_denials],
+        **RESULT_EXTRAS,
         "uuid": result.uuid,
     }
     if is_error:
@@ -184,6 +187,7 @@ class StreamJson:
         self.task_prompts: dict[str, str] = {}  # a Task call's prompt -> its tool_use id
         self.child_calls: dict[str, str | None] = {}  # sub-agent session -> its Task call's tool_use id
         self.task_inputs: dict[str, dict] = {}  # a Task call's tool_use id -> its input
+        self.tool_names: dict[str, str] = {}  # a tool_use id -> its tool's name (for permission_denied lines)
         #: Called when a prompt's entry arrives, before its lines (a turn's ``init`` line goes there, once the
         #: session's MCP servers are known).
         self.on_prompt: Callable[[], None] | None = None
@@ -220,6 +224,7 @@ class StreamJson:
             "skills": skills,
             "plugins": [],
             "uuid": new_id(),
+            **init_extras(rec),
         }
         self.emit(obj)
         return obj
@@ -230,6 +235,7 @@ class StreamJson:
             self.stop_reason = e.message.stop_reason
             self.sid = e.session_id
             for tu in e.message.tool_uses():
+                self.tool_names[tu.id] = tu.name
                 if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
                     self.task_prompts[tu.input["prompt"]] = tu.id
                     self.task_inputs[tu.id] = tu.input
@@ -239,6 +245,8 @@ class StreamJson:
                 and e.message.content != ENFORCE):  # (Claude Code streams its structured-output reminder)
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
+        if isinstance(e, UserEntry) and e.denied:
+            lines = permission_denied_lines(e, self.tool_names) + lines
         for obj in lines:
             self.emit(obj)
         if isinstance(e, ResultEntry):
@@ -286,7 +294,7 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
             {"type": "text", "text": message["content"]}]
         return [{
             "type": "assistant",
-            "message": dict(message, content=[block]),
+            "message": dict(message, content=[block], stop_reason=None),  # Claude Code streams it null
             "parent_tool_use_id": None,
             "session_id": e.session_id,
             "uuid": e.uuid if i == 0 else new_id(),
@@ -301,7 +309,7 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
         }
         results = [b for b in e.message.blocks() if getattr(b, "type", "") == "tool_result"]
         if results:
-            obj["tool_use_result"] = _tool_use_result(results[-1])
+            obj["tool_use_result"] = _tool_use_result(results[-1]) if e.tool_use_result is None else e.tool_use_result
         if e.origin == "skill":  # a skill's text after its Skill call, as Claude Code marks it
             obj["isSynthetic"] = True
         return [obj]
@@ -311,7 +319,7 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
 
 
 def _tool_use_result(block) -> str:
-    """Claude Code's ``tool_use_result``: the result as text, errors as ``Error: ...``."""
+    """Claude Code's ``tool_use_result`` of a result with no structured form: the text, errors as ``Error: ...``."""
     return f"Error: {block.text}" if block.is_error else block.text
 
 

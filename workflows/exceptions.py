@@ -24,7 +24,8 @@ Hierarchy::
     ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
     ├── ScopeMissing                an API token lacks the admin scope for what it asked (a protected write)
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
-        └── ToolInputError          the model's tool input did not validate
+        ├── ToolInputError          the model's tool input did not validate
+        └── ToolRefused             the tool's own checks refused the call before it changed anything
 
 ``statemachines.InvalidTransition`` is the domain error for an illegal trigger; it
 lives with the machine so that package stays free of imports.
@@ -136,6 +137,12 @@ class ToolError(MainsailError):
 
 class ToolInputError(ToolError):
     """The tool input from the model did not validate against the tool's schema."""
+
+
+class ToolRefused(ToolError):
+    """The tool's own checks refused the call before it changed anything (Claude Code's ``validateInput``:
+    Edit's string not found, a file not read yet); like a :class:`ToolInputError`, the model gets the
+    message inside ``<tool_use_error>`` tags."""
 
 
 class MemoryRecordError(ToolError):

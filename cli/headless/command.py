@@ -245,7 +245,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
 
     PrintRun(prompt=prompt, output_format=output_format, streaming=streaming, options=options, resume=resume,
              continue_=continue_, fork=fork, prompt_tool=permission_prompt_tool == "stdio",
-             partial_messages=include_partial_messages, replay_user_messages=replay_user_messages).run()
+             partial_messages=include_partial_messages, replay_user_messages=replay_user_messages,
+             allow_bypass=allow_dangerously_skip_permissions).run()
 
 
 __all__ = ["main_command", "REFUSED"]

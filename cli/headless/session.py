@@ -24,6 +24,7 @@ from cli.output import StreamJson, result_json
 from cli.session_service import service
 from cli.slash_commands import unknown_command_note
 from cli.standby import ensure_worker, require_model_access
+from workflows.models import PermissionMode
 from workflows.models.options import SessionOptions
 from workflows.settings import load_settings
 
@@ -54,6 +55,9 @@ class PrintRun:
     partial_messages: bool = False
     replay_user_messages: bool = False
     workspace: Path | None = None  # default: the current directory
+    # --allow-dangerously-skip-permissions: an SDK client may switch to bypassPermissions (as it may when the
+    # command starts in it).
+    allow_bypass: bool = False
 
     def asks(self, settings) -> str:
         waits = self.prompt_tool or self.options.approval_timeout_seconds or settings.approval_timeout_seconds
@@ -111,8 +115,9 @@ class PrintRun:
         out = StreamJson(sys.stdout.write, sys.stdout.flush, replay_user_messages=self.replay_user_messages,
                          partial_messages=self.partial_messages)
         stdin = sys.stdin if self.streaming else as_stream_input(self.prompt)
+        allow_bypass = self.allow_bypass or self.options.permission_mode is PermissionMode.BYPASS
         server = StreamServer(rt, sid, out, prompt_tool=self.prompt_tool, api_key_source=api_key_source(rt, settings),
-                              stdin=stdin)
+                              stdin=stdin, allow_bypass=allow_bypass)
         result = server.serve()
         if server.abandoned:
             self.unfinished = True

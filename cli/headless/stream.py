@@ -53,7 +53,7 @@ from workflows.models import (
     PermissionRequestEntry,
     ResultEntry,
 )
-from workflows.permissions.bypass import effective_mode
+from workflows.permissions.bypass import effective_mode, switch_refusal
 from workflows.permissions.updates import suggestions as permission_suggestions
 from workflows.sessions.service import SessionService
 
@@ -79,8 +79,9 @@ class StreamServer:
     """
 
     def __init__(self, rt: Runtime, sid: str, out: StreamJson, *, prompt_tool: bool, api_key_source: str,
-                 stdin: TextIO | None = None) -> None:
+                 stdin: TextIO | None = None, allow_bypass: bool = False) -> None:
         self.rt = rt
+        self.allow_bypass = allow_bypass  # launched allowing bypassPermissions (set_permission_mode may switch to it)
         self.sid = sid
         self.out = out
         self.prompt_tool = prompt_tool
@@ -292,6 +293,9 @@ class StreamServer:
         except ValueError:
             modes = ", ".join(m.value for m in PermissionMode)
             raise ControlError(f"Unknown permission mode {request.get('mode')!r}; use one of {modes}.") from None
+        refused = switch_refusal(mode, self.rt.store.get_session(self.sid), self.allow_bypass)
+        if refused is not None:  # Claude Code's answer: disabled by settings, or not launched allowing bypass
+            raise ControlError(*refused)
         try:
             service(self.rt).update_limits(self.sid, permission_mode=mode)
         except BypassDisabled as exc:  # Claude Code's answer, with what disabled the mode

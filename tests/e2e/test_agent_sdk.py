@@ -212,6 +212,40 @@ def test_set_permission_mode_applies_to_the_next_turn(cluster, workspace):
     assert not (workspace / "out.txt").exists()
 
 
+@pytest.mark.parametrize("mode,extra,allowed", [
+    ("default", {}, False),
+    ("acceptEdits", {}, False),
+    ("default", {"allow-dangerously-skip-permissions": None}, True),
+    ("bypassPermissions", {}, True),
+])
+def test_set_permission_mode_to_bypass_only_when_launched_allowing_it(cluster, workspace, mode, extra, allowed):
+    """As Claude Code 2.1.332: a command launched without --permission-mode bypassPermissions,
+    --dangerously-skip-permissions or --allow-dangerously-skip-permissions refuses the switch (and keeps its mode)."""
+    with serving(cluster, bash_turn("echo ran > out.txt")):
+
+        async def go():
+            async with ClaudeSDKClient(options(cluster, workspace, permission_mode=mode, extra_args=extra)) as client:
+                try:
+                    await client.set_permission_mode("bypassPermissions")
+                    refused = None
+                except Exception as exc:  # the SDK raises a plain Exception with the CLI's message
+                    refused = str(exc)
+                await client.query("run it")
+                return refused, [m async for m in client.receive_response()][-1]
+
+        refused, result = asyncio.run(asyncio.wait_for(go(), 90))
+    rec = cluster.store.get_session(cluster.session_id())
+    if allowed:
+        assert refused is None and rec.permission_mode.value == "bypassPermissions"
+        assert (workspace / "out.txt").exists() and not result.permission_denials
+    else:
+        assert refused == ("Cannot set permission mode to bypassPermissions because the session was not launched "
+                           "with --dangerously-skip-permissions")
+        assert rec.permission_mode.value == mode
+        if mode == "default":  # (acceptEdits lets the command write its file)
+            assert [d["tool_name"] for d in result.permission_denials] == ["Bash"]
+
+
 @pytest.mark.parametrize("verdict", ["deny", "none"])
 def test_a_pre_tool_use_hook_callback_decides_before_bash_runs(cluster, workspace, verdict):
     """Even in bypassPermissions: the callback's deny refuses the call and the model sees its reason;

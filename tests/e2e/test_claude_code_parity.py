@@ -61,14 +61,16 @@ def shape(line: dict) -> tuple:
 def lines(stdout: str) -> list[dict]:
     out = [json.loads(ln) for ln in stdout.splitlines() if ln.strip()]
     # Lines only one side has and the SDK ignores: Claude Code's lifecycle notices.
-    return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init",))]
+    return [o for o in out if not (o["type"] == "system" and o.get("subtype") not in ("init", "permission_denied"))]
 
 
 def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = False,
-             home_files: dict[str, str] | None = None, ws_files: dict[str, str] | None = None) -> tuple[list, list]:
+             home_files: dict[str, str] | None = None, ws_files: dict[str, str] | None = None,
+             seen: dict | None = None) -> tuple[list, list]:
     """Mainsail and Claude Code on ``args`` against one fake Messages API, each in a workspace of its own; their
     stream-json lines. ``home_for_ours``: Mainsail gets the same HOME as Claude Code, empty but for
-    ``home_files`` (path in it: text); ``ws_files`` are written in both workspaces."""
+    ``home_files`` (path in it: text); ``ws_files`` are written in both workspaces; ``seen`` gets each side's
+    Messages API requests (``"ours"``, ``"theirs"``)."""
     with FakeMessagesServer(script) as api:
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         ours_ws, theirs_ws, home = tmp_path / "ours", tmp_path / "theirs", tmp_path / "home"
@@ -83,6 +85,7 @@ def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = F
         cluster.start_worker()
         ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
+        mine = len(api.requests)
         env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
                    IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
         try:
@@ -90,6 +93,8 @@ def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = F
                                     timeout=120, stdin=subprocess.DEVNULL)
         except OSError as exc:  # a bundled binary for another platform
             pytest.skip(f"the bundled Claude Code CLI does not run here: {exc}")
+        if seen is not None:
+            seen.update(ours=api.requests[:mine], theirs=api.requests[mine:])
     assert ours.returncode == 0, ours.stderr
     assert theirs.returncode == 0, theirs.stderr[-2000:]
     return lines(ours.stdout), lines(theirs.stdout)

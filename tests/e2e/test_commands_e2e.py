@@ -64,7 +64,7 @@ def test_print_mode_runs_a_command_as_claude_code_does(cluster, workspace, api):
     calc = str((workspace / "calc.py").resolve())
     assert sent[-4] == ("<system-reminder>\nCalled the Read tool with the following input: "
                         f'{{"file_path":"{calc}"}}\n</system-reminder>')
-    assert sent[-3].startswith("<system-reminder>\nResult of calling the Read tool:\n     1\t")
+    assert sent[-3].startswith("<system-reminder>\nResult of calling the Read tool:\n1\t")
     assert sent[-2] == ("<command-message>review</command-message>\n<command-name>/review</command-name>\n"
                         "<command-args>calc.py correctness</command-args>\n")
     lines = (workspace / "calc.py").read_text().count("\n")

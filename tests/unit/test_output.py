@@ -56,14 +56,19 @@ def test_result_json_has_claude_codes_fields_and_types():
         "session_id": SID,
         "total_cost_usd": 0.0125,
         "usage": {"input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 3,
-                  "cache_read_input_tokens": 4},
+                  "cache_read_input_tokens": 4, "output_tokens_details": {"thinking_tokens": 0},
+                  "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}, "service_tier": "standard",
+                  "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 3},
+                  "inference_geo": "", "iterations": [], "speed": "standard", "fallback_credit": None},
         "permission_denials": [{"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "rm x"}}],
+        "fast_mode_state": "off", "safety_stops": 0, "api_error_status": None, "queued_turn_count": 0,
         "uuid": r.uuid,
     }
     for key, typ in [("is_error", bool), ("duration_ms", int), ("duration_api_ms", int), ("num_turns", int),
                      ("total_cost_usd", float), ("result", str), ("session_id", str)]:
         assert type(out[key]) is typ, key
-    assert all(type(v) is int for v in out["usage"].values())
+    assert all(type(out["usage"][k]) is int for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                                        "cache_read_input_tokens"))
     json.dumps(out)  # JSON-able
 
 
@@ -132,7 +137,7 @@ def test_stream_json_lines_for_a_small_transcript():
     assert isinstance(init["uuid"], str) and init["uuid"]
 
     message = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-               "stop_reason": "tool_use", "stop_sequence": None,
+               "stop_reason": None, "stop_sequence": None,  # Claude Code streams an assistant message's as null
                "usage": {"input_tokens": 100, "output_tokens": 7, "cache_creation_input_tokens": 0,
                          "cache_read_input_tokens": 0}}
     assert objs[1] == {"type": "assistant", "message": dict(message, content=[{"type": "text", "text": "Reading it."}]),

@@ -66,7 +66,7 @@ def test_a_file_behind_a_byte_order_mark_keeps_its_encoding_and_mark(ws, ctx, co
     f = ws / "marked.txt"
     f.write_bytes(bom + "héllo one\r\nwörld two\r\n".encode(codec))
     read, out = edit(ctx, f, "two", "TWO\nadded")
-    assert read.content.splitlines()[:2] == ["     1\théllo one", "     2\twörld two"]
+    assert read.content.splitlines()[:2] == ["1\théllo one", "2\twörld two"]
     assert f.read_bytes() == bom + "héllo one\r\nwörld TWO\r\nadded\r\n".encode(codec)
 
 

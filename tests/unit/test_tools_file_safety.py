@@ -242,9 +242,9 @@ def test_huge_offset_and_limit(ws, ctx):
     f = ws / "f.txt"
     f.write_text("".join(f"L{i}\n" for i in range(1, 11)))
     out = run_tool("Read", {"file_path": str(f), "offset": 10**30}, ctx)
-    assert not out.is_error and "shorter than the provided offset" in out.content and "10 lines" in out.content
+    assert not out.is_error and "shorter than the provided offset" in out.content and "11 lines" in out.content
     out = run_tool("Read", {"file_path": str(f), "offset": 9, "limit": 10**30}, ctx)
-    assert out.content == "     9\tL9\n    10\tL10\n\n(Showing lines 9-10 of 10 lines.)"
+    assert out.content == "9\tL9\n10\tL10\n11\t"
 
 
 def test_a_huge_line_is_not_read_whole(ws, ctx, monkeypatch):
@@ -252,16 +252,21 @@ def test_a_huge_line_is_not_read_whole(ws, ctx, monkeypatch):
     f.write_bytes(b"x" * 3_000_000 + b"\nsecond\nthird")
     out = run_tool("Read", {"file_path": str(f), "limit": 3}, ctx)  # without a limit: over 256 KB, refused
     lines = out.content.splitlines()
-    assert lines[0].startswith("     1\t" + "x" * 2000 + "... [line truncated: about ")
-    assert lines[1:] == ["     2\tsecond", "     3\tthird"]
+    assert lines[0].startswith("1\t" + "x" * 2000 + "... [line truncated: about ")
+    assert lines[1:] == ["2\tsecond", "3\tthird"]
 
 
-def test_line_count_past_the_window_matches_split_lines(ws, ctx):
-    for text, total in (("a\nb\nc", 3), ("a\nb\nc\n", 3), ("a\n\n\n", 3), ("a\r\nb\r", 2)):
+def test_line_count_past_the_window_matches_numbered_lines(ws, ctx):
+    from workflows.tools.read import numbered_lines
+
+    for text, total in (("a\nb\nc", 3), ("a\nb\nc\n", 4), ("a\n\n\n", 4), ("a\r\nb\r", 2), ("a", 1)):
         f = ws / "f.txt"
         f.write_text(text, newline="")
-        out = run_tool("Read", {"file_path": str(f), "limit": 1}, ctx)
-        assert out.content.startswith("     1\ta") and f"of {total} lines" in out.content, (text, out.content)
+        assert len(numbered_lines(text)) == total
+        for limit in (1, 2, 10):
+            out = run_tool("Read", {"file_path": str(f), "limit": limit}, ctx)
+            assert out.content.startswith("1\ta") and out.result["file"]["totalLines"] == total, (text, out.content)
+            assert out.result["file"]["numLines"] == min(limit, total)
 
 
 def test_edit_refuses_a_file_over_its_size_limit(ws, ctx, monkeypatch):

@@ -27,8 +27,11 @@ def test_cat_n_format_and_tracking(ws, ctx):
     f.write_text("x = 1\n\tindented\ny\n")
     out = run_tool("Read", {"file_path": str(f)}, ctx)
     assert not out.is_error
-    assert out.content == "     1\tx = 1\n     2\t\tindented\n     3\ty"
+    # Claude Code's numbering: the number, a TAB; a final newline leaves an empty last line.
+    assert out.content == "1\tx = 1\n2\t\tindented\n3\ty\n4\t"
     assert out.display == "Read 3 lines"
+    assert out.result == {"type": "text", "file": {"filePath": str(f), "content": "x = 1\n\tindented\ny\n",
+                                                   "numLines": 4, "startLine": 1, "totalLines": 4}}
     assert ctx.files_read.get(str(f)) == os.stat(f).st_mtime
 
 
@@ -37,21 +40,23 @@ def test_relative_path_resolves_against_cwd(ws):
     (ws / "sub" / "f.txt").write_text("hello\n")
     ctx = ToolContext(workspace=ws, cwd=ws / "sub")
     out = run_tool("Read", {"file_path": "f.txt"}, ctx)
-    assert out.content == "     1\thello"
+    assert out.content == "1\thello\n2\t"
     assert ctx.files_read.get(str(ws / "sub" / "f.txt")) is not None
 
 
-def test_number_alignment_matches_cat_n(ws, ctx):
+def test_numbers_are_not_padded_as_in_claude_code(ws, ctx):
     f = ws / "many.txt"
     f.write_text("".join(f"l{i}\n" for i in range(1, 12)))
     out = run_tool("Read", {"file_path": str(f), "offset": 10}, ctx)
-    assert out.content.startswith("    10\tl10\n    11\tl11")
+    assert out.content == "10\tl10\n11\tl11\n12\t"
+    assert out.result["file"] == {"filePath": str(f), "content": "l10\nl11\n", "numLines": 3, "startLine": 10,
+                                  "totalLines": 12}
 
 
 def test_crlf_lines_shown_without_cr(ws, ctx):
     f = ws / "w.txt"
     f.write_bytes(b"a\r\nb\r\n")
-    assert run_tool("Read", {"file_path": str(f)}, ctx).content == "     1\ta\n     2\tb"
+    assert run_tool("Read", {"file_path": str(f)}, ctx).content == "1\ta\n2\tb\n3\t"
 
 
 def test_default_limit_2000_and_more_note(ws, ctx):
@@ -60,8 +65,8 @@ def test_default_limit_2000_and_more_note(ws, ctx):
     out = run_tool("Read", {"file_path": str(f)}, ctx)
     body, _, note = out.content.partition("\n\n")
     assert len(body.splitlines()) == 2000
-    assert body.splitlines()[-1] == "  2000\tline 2000"
-    assert "Showing lines 1-2000 of 2500" in note
+    assert body.splitlines()[-1] == "2000\tline 2000"
+    assert "Showing lines 1-2000 of 2501" in note
     assert "offset=2001" in note
     assert out.display == "Read 2000 lines"
 
@@ -70,9 +75,7 @@ def test_offset_and_limit(ws, ctx):
     f = ws / "f.txt"
     f.write_text("".join(f"L{i}\n" for i in range(1, 21)))
     out = run_tool("Read", {"file_path": str(f), "offset": 5, "limit": 3}, ctx)
-    lines = out.content.split("\n\n")[0].splitlines()
-    assert lines == ["     5\tL5", "     6\tL6", "     7\tL7"]
-    assert "offset=8" in out.content
+    assert out.content == "5\tL5\n6\tL6\n7\tL7"  # a range asked for: no note, as in Claude Code
 
 
 def test_offset_past_end_is_a_note_not_an_error(ws, ctx):
@@ -80,7 +83,8 @@ def test_offset_past_end_is_a_note_not_an_error(ws, ctx):
     f.write_text("a\nb\n")
     out = run_tool("Read", {"file_path": str(f), "offset": 10}, ctx)
     assert not out.is_error
-    assert "shorter than the provided offset" in out.content and "2 lines" in out.content
+    assert out.content == ("<system-reminder>Warning: the file exists but is shorter than the provided offset (10). "
+                           "The file has 3 lines.</system-reminder>")
 
 
 def test_long_lines_cut_with_marker(ws, ctx):
@@ -88,7 +92,7 @@ def test_long_lines_cut_with_marker(ws, ctx):
     f.write_text("x" * 2500 + "\nshort\n")
     out = run_tool("Read", {"file_path": str(f)}, ctx)
     first = out.content.splitlines()[0]
-    assert first.startswith("     1\t" + "x" * 2000)
+    assert first.startswith("1\t" + "x" * 2000)
     assert "x" * 2001 not in first
     assert "truncated" in first and "500" in first
 
@@ -98,15 +102,14 @@ def test_empty_file(ws, ctx):
     f.touch()
     out = run_tool("Read", {"file_path": str(f)}, ctx)
     assert not out.is_error
-    assert "exists but is empty" in out.content
+    assert out.content == "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
     assert ctx.files_read.get(str(f)) is not None
 
 
 def test_missing_file(ws, ctx):
     out = run_tool("Read", {"file_path": str(ws / "nope.txt")}, ctx)
     assert out.is_error
-    assert f"File does not exist: {ws / 'nope.txt'}" in out.content
-    assert str(ctx.cwd) in out.content
+    assert out.content == f"File does not exist. Note: your current working directory is {ctx.cwd}."
 
 
 def test_directory(ws, ctx):

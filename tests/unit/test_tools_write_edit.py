@@ -40,8 +40,11 @@ def test_write_creates_file_and_parents(ws, ctx):
     target = ws / "pkg" / "sub" / "calc.py"
     out = run_tool("Write", {"file_path": str(target), "content": "a\nb\nc\n"}, ctx)
     assert not out.is_error
-    assert out.content == f"File created successfully at: {target}"
+    assert out.content == (f"File created successfully at: {target} (file state is current in your context \u2014 "
+                           "no need to Read it back)")
     assert out.display == "Wrote 3 lines to calc.py"
+    assert out.result == {"type": "create", "filePath": str(target), "content": "a\nb\nc\n", "structuredPatch": [],
+                          "originalFile": None, "userModified": False}
     assert target.read_text() == "a\nb\nc\n"
     assert ctx.files_read.get(str(target)) == os.stat(target).st_mtime
 
@@ -74,8 +77,13 @@ def test_write_existing_after_read_updates(ws, ctx):
     read(ctx, f)
     out = run_tool("Write", {"file_path": str(f), "content": "new\n"}, ctx)
     assert not out.is_error
-    assert out.content == f"The file {f} has been updated."
+    assert out.content == (f"The file {f} has been updated successfully. (file state is current in your context "
+                           "\u2014 no need to Read it back)")
     assert f.read_text() == "new\n"
+    assert out.result == {"type": "update", "filePath": str(f), "content": "new\n", "originalFile": "original\n",
+                          "userModified": False, "structuredPatch": [
+                              {"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+                               "lines": ["-original", "+new"]}]}
 
 
 def test_write_modified_since_read_refused(ws, ctx):
@@ -138,7 +146,7 @@ def test_write_malformed(ctx, ws, raw, phrase):
 # ------------------------------------------------------------------ Edit
 
 
-def test_edit_replaces_once_with_snippet(ws, ctx):
+def test_edit_replaces_once_with_claude_codes_text_and_result(ws, ctx):
     f = ws / "calc.py"
     f.write_text("def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n")
     read(ctx, f)
@@ -149,19 +157,24 @@ def test_edit_replaces_once_with_snippet(ws, ctx):
     )
     assert not out.is_error, out.content
     assert f.read_text() == "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
-    assert out.content.startswith(f"The file {f} has been updated.")
-    assert "     2\t    return a + b" in out.content
+    assert out.content == f"The file {f} has been updated successfully."
+    assert out.result == {
+        "filePath": str(f), "oldString": "return a - b", "newString": "return a + b",
+        "originalFile": "def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n", "userModified": False,
+        "replaceAll": False, "contentNotInModelContext": True, "structuredPatch": [
+            {"oldStart": 1, "oldLines": 4, "newStart": 1, "newLines": 4,
+             "lines": [" def add(a, b):", "-    return a - b", "+    return a + b", " ", " print(add(1, 2))"]}]}
     assert out.display == "Updated calc.py (1 replacement)"
     assert ctx.files_read.get(str(f)) == os.stat(f).st_mtime
 
 
-def test_edit_snippet_is_local(ws, ctx):
+def test_edit_patch_is_local(ws, ctx):
     f = ws / "long.txt"
     f.write_text("".join(f"line {i}\n" for i in range(1, 101)))
     read(ctx, f)
     out = run_tool("Edit", {"file_path": str(f), "old_string": "line 50\n", "new_string": "FIFTY\n"}, ctx)
-    assert "    50\tFIFTY" in out.content
-    assert "line 10\n" not in out.content and "line 90" not in out.content
+    assert out.result["structuredPatch"] == [{"oldStart": 47, "oldLines": 7, "newStart": 47, "newLines": 7, "lines": [
+        " line 47", " line 48", " line 49", "-line 50", "+FIFTY", " line 51", " line 52", " line 53"]}]
 
 
 def test_edit_unread_refused(ws, ctx):

@@ -203,7 +203,7 @@ class Approvals(Part):
                 if message:
                     text += f" To tell you how to proceed, the user said:\n{message}"
             self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(
-                content=text, is_error=True,
+                content=text, is_error=True, denied=True,
                 display=f"denied ({by})" + (f": {message}" if message else "")))
             call.status = ToolCallStatus.DONE
             rec.run_denials.append(_denial(call.name, call.tool_use_id, call.input))

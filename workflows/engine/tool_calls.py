@@ -33,7 +33,7 @@ from workflows.models.hook_outcome import HookOutcome
 from workflows.models.hooks import HookEvent
 from workflows.permissions import Decision, decide
 from workflows.tools import get_tool
-from workflows.tools.base import ToolOutput
+from workflows.tools.base import ToolOutput, refused_output
 from workflows.tools.structured import NAME as STRUCTURED
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class ToolCalls(Part):
                         raise ToolInputError(f"At most {MAX_SUBAGENTS_PER_REPLY} sub-agents run per reply; this "
                                              "Task call was not started. Start it after the others answer.")
             except ToolInputError as exc:
-                refused.append((tu.id, ToolOutput(content=str(exc), is_error=True, display=str(exc)[:120])))
+                refused.append((tu.id, refused_output(str(exc))))
                 continue
             perm = decide(tool, tu.input, rec)
             if tool.inline and perm.decision is Decision.ALLOW:  # TodoWrite: applied here, with the reply
@@ -141,7 +141,8 @@ class ToolCalls(Part):
             hooked = ((perm.decision is Decision.ASK or perm.nobody) and not tool.subagent
                       and bool(rec.hooks.for_event(HookEvent.PRE_TOOL_USE, tu.name)))
             if perm.decision is Decision.DENY and not hooked:
-                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display)))
+                refused.append((tu.id, ToolOutput(content=perm.reason, is_error=True, display=perm.display,
+                                                  denied=True)))
                 rec.run_denials.append(_denial(tu.name, tu.id, tu.input))
                 tx.add(PermissionDecisionEntry(
                     session_id=rec.id, tool_use_id=tu.id, tool=tu.name, decision="deny",

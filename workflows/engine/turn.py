@@ -261,7 +261,8 @@ class TurnLogic(Part):
                                 is_error=output.is_error)
         tx.rec.context_added += media_tokens(output.blocks) if output.blocks else estimate_tokens(output.content)
         tx.add(UserEntry(session_id=tx.rec.id, message=Message(role="user", content=[block]),
-                         origin="tool_result", display=output.display or None, step_id=step_id))
+                         origin="tool_result", display=output.display or None, step_id=step_id,
+                         tool_use_result=output.result, denied=output.denied))
         if output.followup:  # a skill's text: a block of its own after the result (workflows.tools.skill)
             tx.rec.context_added += estimate_tokens(output.followup)
             text = Message(role="user", content=[TextBlock(text=output.followup)])

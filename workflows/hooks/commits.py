@@ -262,7 +262,7 @@ class HookCommits(LifecycleHooks):
 
     def refuse_call(self, tx, call: ToolCall, reason: str, step: StepRecord | None = None) -> None:
         """The call is not run: ``reason`` is its (error) result, and it is listed among the run's denials."""
-        self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(content=reason, is_error=True,
+        self.turns.add_tool_result(tx, call.tool_use_id, ToolOutput(content=reason, is_error=True, denied=True,
                                                                     display=f"blocked: {reason}"[:120]),
                                    step_id=step.id if step else None)
         call.status = ToolCallStatus.DONE

@@ -50,6 +50,9 @@ class UserEntry(_Entry):
     origin: Literal["prompt", "tool_result", "inbox", "synthetic", "skill"] = "prompt"
     display: str | None = None  # a one-line summary of a tool result, for watchers
     command: str | None = None  # a custom command's prompt: the invocation as typed (``/review a.py``)
+    # A tool result's structured form, as Claude Code's ``tool_use_result`` (workflows.tools.base.ToolOutput.result).
+    tool_use_result: dict[str, Any] | str | None = None
+    denied: bool = False  # a tool result of a call refused by a permission rule, mode, person or hook
 
 
 class AssistantEntry(_Entry):

@@ -21,6 +21,9 @@ What each path does with a refusal, as Claude Code 2.1.332 does (probed through 
 * a switch mid-session (an SDK client's ``set_permission_mode``, Shift+Tab, the engine's
   ``update_limits``) is refused: "Cannot set permission mode to bypassPermissions because it is
   disabled by settings or configuration" (:func:`require`, :class:`BypassDisabled`);
+* an SDK client's ``set_permission_mode`` to bypassPermissions is refused too unless the command was
+  launched allowing it (``--permission-mode bypassPermissions``, ``--dangerously-skip-permissions`` or
+  ``--allow-dangerously-skip-permissions``): :data:`NOT_LAUNCHED`, error code ``bypass_not_launched``;
 * a token's refusal is never fallen back from: the server answers 403 (:func:`token_refusal`);
 * the permission check evaluates a record that still holds bypassPermissions as ``default``: every
   call that would ask asks (:func:`effective_mode`).
@@ -47,9 +50,12 @@ from workflows.settings.managed import policy_layers
 if TYPE_CHECKING:
     from workflows.models import SessionRecord, TokenRecord
 
-__all__ = ["Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal", "require",
-           "require_token_for", "resumed_mode", "token_refusal", "trusted_default"]
+__all__ = ["NOT_LAUNCHED", "Refusal", "apply_bypass_key", "choose_mode", "effective_mode", "file_refusals", "refusal",
+           "require", "require_token_for", "resumed_mode", "switch_refusal", "token_refusal", "trusted_default"]
 
+#: Claude Code 2.1.332's answer to set_permission_mode(bypassPermissions) in a command not launched allowing it.
+NOT_LAUNCHED = ("Cannot set permission mode to bypassPermissions because the session was not launched with "
+                "--dangerously-skip-permissions")
 KEY = "disableBypassPermissionsMode"
 NAME = f"permissions.{KEY}"
 OTHER_MODES = "default, acceptEdits, plan or dontAsk"
@@ -261,6 +267,18 @@ def require(mode, *, workspace: str, home: str | None, recorded: Iterable[str] =
         raise BypassDisabled(token_refusal(why.source, doing, instead))
     raise BypassDisabled("Cannot set permission mode to bypassPermissions because it is disabled by settings or "
                          f"configuration ({why.text()}). Use {OTHER_MODES}.")
+
+
+def switch_refusal(mode, rec: "SessionRecord", launched_allowing: bool) -> tuple[str, str] | None:
+    """Why an SDK client may not switch session ``rec`` to ``mode``, as ``(message, error code)``: bypass disabled
+    by settings (checked first, as Claude Code does), or a command not ``launched_allowing`` bypass; None: it may."""
+    if PermissionMode(mode) is not PermissionMode.BYPASS:
+        return None
+    try:
+        require(mode, workspace=rec.workspace, home=rec.home, recorded=rec.bypass_disabled_by)
+    except BypassDisabled as exc:
+        return str(exc), "bypass_disabled"
+    return None if launched_allowing else (NOT_LAUNCHED, "bypass_not_launched")
 
 
 def require_token_for(rec: "SessionRecord", token: "TokenRecord", doing: str, instead: str) -> None:

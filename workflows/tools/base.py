@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from workflows.exceptions import ToolError, ToolInputError
+from workflows.exceptions import ToolError, ToolInputError, ToolRefused
 from workflows.models import Usage
 from workflows.permissions.rules import paths
 
@@ -157,6 +157,13 @@ class ToolOutput(BaseModel):
     # The tool cut its output at ``ToolContext.max_output_chars`` (its content then ends with a note of what
     # it dropped): a saved result is then not the whole output, and its note says so.
     truncated: bool = False
+    # What Claude Code sends as a tool result's ``tool_use_result`` (stream-json, the SDK's UserMessage): Read
+    # ``{"type": "text", "file": {...}}``, Edit, Write and Bash their own objects; None: the text (an error's
+    # as ``Error: ...``). Never sent to the model.
+    result: dict[str, Any] | str | None = None
+    # The call was refused by a permission rule, mode, person or hook, not run (stream-json's
+    # ``system/permission_denied`` line).
+    denied: bool = False
 
     @field_validator("content", "display")
     @classmethod
@@ -329,6 +336,13 @@ def _printable(loc: str) -> str:
     return clean_text(loc).replace("\0", "\\x00")
 
 
+def refused_output(text: str, **fields: Any) -> ToolOutput:
+    """The result of a call refused before it ran (input that does not validate, the tool's own checks): in
+    ``<tool_use_error>`` tags for the model, ``Error: ...`` in ``tool_use_result``, as Claude Code 2.1.332 sends it."""
+    return ToolOutput(content=f"<tool_use_error>{text}</tool_use_error>", is_error=True, result=f"Error: {text}",
+                      **{"display": text.splitlines()[0][:120] if text else "", **fields})
+
+
 def run_tool(name: str, raw: Any, ctx: ToolContext, tool: Tool | None = None) -> ToolOutput:
     """Validate and run one tool call; every failure becomes an error :class:`ToolOutput`.
 
@@ -342,6 +356,8 @@ def run_tool(name: str, raw: Any, ctx: ToolContext, tool: Tool | None = None) ->
         return tool.run(tool.validate(raw), ctx)
     except NotQuick:
         raise
+    except (ToolInputError, ToolRefused) as exc:
+        return refused_output(str(exc))
     except ToolError as exc:
         text = str(exc) or f"{name} failed."
         return ToolOutput(content=text, is_error=True, display=text.splitlines()[0][:120])

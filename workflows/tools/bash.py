@@ -179,9 +179,12 @@ class BashTool(Tool):
             content = f"{text}\n{tail}" if text else tail
             display = f"exit {code}" + (f": {first}" if first else "")
             return ToolOutput(content=content, is_error=True, display=display[:100], truncated=cut)
+        # Claude Code's tool_use_result: its stdout holds both streams, as the text does.
+        result = {"stdout": text if text.strip() else "", "stderr": "", "interrupted": False, "isImage": False,
+                  "noOutputExpected": False}
         if not text.strip():
-            return ToolOutput(content=NO_OUTPUT, display="(no output)")
-        return ToolOutput(content=text, display=first[:100], truncated=cut)
+            return ToolOutput(content=NO_OUTPUT, display="(no output)", result=result)
+        return ToolOutput(content=text, display=first[:100], truncated=cut, result=result)
 
 
 def _background(args: BashInput, ctx: ToolContext, launch: sandbox.Launch) -> ToolOutput:

@@ -16,31 +16,17 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from workflows.exceptions import ToolError
+from workflows.exceptions import ToolError, ToolRefused
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.files import directory_error, missing_file_error, stat_or_none
-from workflows.tools.read import cat_n, cut_line, split_lines
+from workflows.tools.patch import structured_patch
 from workflows.tools.text_file import TextFile, read_text, with_newline, write_text
 from workflows.tools.write import check_read_and_fresh, count_lines
 
-SNIPPET_CONTEXT = 4
-SNIPPET_MAX_LINES = 60
 # Edit holds the file, and its edited copy, in memory; past this, sed in Bash does better.
 MAX_EDIT_BYTES = 64 * 1024 * 1024
 NO_CHANGES = "No changes to make: old_string and new_string are exactly the same."
 NOTEBOOK = "File is a Jupyter Notebook. Use the NotebookEdit tool to edit this file."
-
-
-def snippet(content: str, pos: int, inserted: str) -> str:
-    """``cat -n`` lines around the text ``inserted`` at character ``pos`` of ``content``."""
-    lines = split_lines(content)
-    if not lines:
-        return ""
-    first = content.count("\n", 0, pos)
-    last = first + inserted.count("\n")
-    lo = max(0, first - SNIPPET_CONTEXT)
-    hi = min(len(lines) - 1, last + SNIPPET_CONTEXT, lo + SNIPPET_MAX_LINES - 1)
-    return cat_n([cut_line(line) for line in lines[lo : hi + 1]], lo + 1)
 
 
 def load_for_edit(path: Path, ctx: ToolContext) -> TextFile | None:
@@ -83,10 +69,10 @@ def replace(content: str, old: str, new: str, replace_all: bool, newline: str = 
             ``replace_all``; an empty ``old`` in a file that has content.
     """
     if old == new:
-        raise ToolError(NO_CHANGES)
+        raise ToolRefused(NO_CHANGES)
     if old == "":
         if content.strip():
-            raise ToolError(
+            raise ToolRefused(
                 "Cannot create new file - file already exists. Use a non-empty "
                 "old_string to edit it, or Write to overwrite it."
             )
@@ -101,9 +87,9 @@ def replace(content: str, old: str, new: str, replace_all: bool, newline: str = 
     elif newline == "\r\n" and "\n" not in old.replace("\r\n", ""):
         new = with_newline(new, "\r\n")
     if count == 0:
-        raise ToolError(f"String to replace not found in file.\nString: {shown}")
+        raise ToolRefused(f"String to replace not found in file.\nString: {shown}")
     if count > 1 and not replace_all:
-        raise ToolError(
+        raise ToolRefused(
             f"Found {count} matches of the string to replace, but replace_all is "
             "false. To replace all occurrences, set replace_all to true. To replace "
             "only one occurrence, please provide more context to uniquely identify "
@@ -136,7 +122,7 @@ class EditTool(Tool):
         "- You must use your Read tool at least once in the conversation before editing. "
         "This tool will error if you attempt an edit without reading the file.\n"
         "- When editing text from Read tool output, preserve the exact indentation (tabs/"
-        "spaces) as it appears AFTER the line number prefix (spaces + line number + tab). "
+        "spaces) as it appears AFTER the line number prefix (line number + tab). "
         "Never include any part of the line number prefix in old_string or new_string.\n"
         "- The edit will FAIL if old_string is not unique in the file. Either provide a "
         "larger string with more surrounding context to make it unique or use replace_all "
@@ -152,38 +138,41 @@ class EditTool(Tool):
     def run(self, args: EditInput, ctx: ToolContext) -> ToolOutput:
         path = ctx.resolve(args.file_path, "file_path")
         if args.old_string == args.new_string:
-            raise ToolError(NO_CHANGES)
+            raise ToolRefused(NO_CHANGES)
         loaded = load_for_edit(path, ctx)
         if loaded is None:
-            return create(path, args.old_string, args.new_string, ctx)
+            return create(path, args, ctx)
         done = replace(loaded.text, args.old_string, args.new_string, args.replace_all, loaded.newline)
         write_text(path, done.text, ctx, loaded)
-        head = f"The file {path} has been updated."
-        if args.replace_all and done.count > 1:
-            head += f" All {done.count} occurrences were replaced."
-        lines = snippet(done.text, done.pos, done.inserted)
-        body = (
-            f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n{lines}"
-            if lines
-            else head
-        )
+        # Claude Code 2.1.332's words; no snippet of the file: the model knows what it changed.
+        content = (f"The file {path} has been updated. All occurrences were successfully replaced."
+                   if args.replace_all else f"The file {path} has been updated successfully.")
         return ToolOutput(
-            content=body,
+            content=content,
             display=f"Updated {path.name} ({done.count} replacement{'' if done.count == 1 else 's'})",
+            result=edit_result(path, args, loaded.text, done.text),
         )
 
 
-def create(path: Path, old: str, content: str, ctx: ToolContext) -> ToolOutput:
+def edit_result(path: Path, args: EditInput, original: str, updated: str) -> dict:
+    """Claude Code's ``tool_use_result`` of an Edit."""
+    return {"filePath": str(path), "oldString": args.old_string, "newString": args.new_string,
+            "originalFile": original, "structuredPatch": structured_patch(original, updated),
+            "userModified": False, "replaceAll": args.replace_all, "contentNotInModelContext": True}
+
+
+def create(path: Path, args: EditInput, ctx: ToolContext) -> ToolOutput:
     """An edit of a file that does not exist: an empty ``old`` creates it with ``content``.
 
     Raises:
         ToolError: ``old`` is not empty (there is nothing to replace it in).
     """
-    if old != "":
+    if args.old_string != "":
         raise missing_file_error(path, ctx)
-    write_text(path, content, ctx)
-    n = count_lines(content)
+    write_text(path, args.new_string, ctx)
+    n = count_lines(args.new_string)
     return ToolOutput(
         content=f"File created successfully at: {path}",
         display=f"Created {path.name} ({n} line{'' if n == 1 else 's'})",
+        result=edit_result(path, args, "", args.new_string),
     )

@@ -32,7 +32,8 @@ TEMP_PREFIX = ".mainsail-"
 
 
 def missing_file_error(path: Path | str, ctx: ToolContext) -> ToolError:
-    return ToolError(f"File does not exist: {path}. Current working directory: {ctx.cwd}")
+    """Claude Code's words (2.1.332), which leave the path to the call the model made."""
+    return ToolError(f"File does not exist. Note: your current working directory is {ctx.cwd}.")
 
 
 def directory_error(path: Path | str) -> ToolError:

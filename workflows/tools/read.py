@@ -41,8 +41,8 @@ TRY_RANGE = ("Use offset and limit parameters to read specific portions of the f
 
 
 def cat_n(lines: list[str], first_number: int) -> str:
-    """Lines numbered exactly like ``cat -n``: the number right-aligned in 6, a TAB, the line."""
-    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start=first_number))
+    """Lines numbered as Claude Code 2.1.332 numbers them: the number, a TAB, the line (``1\tx = 1``)."""
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, start=first_number))
 
 
 def cut_line(line: str, max_chars: int = MAX_LINE_CHARS, hidden: int = 0) -> str:
@@ -52,6 +52,12 @@ def cut_line(line: str, max_chars: int = MAX_LINE_CHARS, hidden: int = 0) -> str
     more = len(line) - max_chars + hidden
     about = "about " if hidden else ""
     return f"{line[:max_chars]}... [line truncated: {about}{more} more characters]"
+
+
+def numbered_lines(text: str) -> list[str]:
+    """The lines Read numbers: split on ``\\n``, a CR before it dropped, the text after the last newline a
+    line too (an empty file is one empty line, ``a\\n`` two), as Claude Code 2.1.332 counts them."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def split_lines(text: str) -> list[str]:
@@ -83,8 +89,8 @@ def read_window(fh: BinaryIO, start: int, limit: int, ctx: ToolContext, bom: byt
     """Lines ``start`` .. ``start + limit - 1`` (1-based, each cut), the file's line count, its encoding.
 
     Streams the file: memory holds the lines shown, never the whole file, and a single huge line is
-    read only up to :data:`LINE_READ_BYTES`. Lines are split exactly as :func:`split_lines` splits
-    them. Every byte goes through a UTF-8 check, so the lines are decoded as
+    read only up to :data:`LINE_READ_BYTES`. Lines are split as :func:`numbered_lines` splits them
+    (a file ending in a newline has an empty last line, as Claude Code numbers it). Every byte goes through a UTF-8 check, so the lines are decoded as
     :func:`text_file.detect` would decode the whole file (``bom``: a UTF-8 mark, dropped).
 
     Raises:
@@ -96,13 +102,19 @@ def read_window(fh: BinaryIO, start: int, limit: int, ctx: ToolContext, bom: byt
     if bom:
         fh.read(len(bom))
     raw_lines: list[tuple[bytes, int]] = []
-    size, total = 0, 0
+    size, total, ended = 0, 0, True  # ended: the last line read ended with a newline (or none was read)
     while total < start - 1 + limit:
         raw = fh.readline(LINE_READ_BYTES)
         if not raw:
+            # The text after the last newline is a line too, empty or not (as Claude Code counts them).
+            if ended:
+                total += 1
+                if total >= start:
+                    raw_lines.append((b"", 0))
             break
         check.feed(raw)
         hidden = 0 if raw.endswith(b"\n") or len(raw) < LINE_READ_BYTES else _skip_line(fh, check)
+        ended = raw.endswith(b"\n") or hidden > 0
         total += 1
         if total % 10_000 == 0:
             raise_if_cancelled(ctx, "Read")
@@ -115,13 +127,11 @@ def read_window(fh: BinaryIO, start: int, limit: int, ctx: ToolContext, bom: byt
                                 "is this large, no limit will fit it: search for specific content instead.")
     else:
         # Past the window only the count (and the encoding) matters: a megabyte at a time.
-        last = b"\n"
         while chunk := fh.read(1 << 20):
             raise_if_cancelled(ctx, "Read")
             check.feed(chunk)
             total += chunk.count(b"\n")
-            last = chunk[-1:]
-        total += last != b"\n"
+        total += ended  # the line after the last newline
     check.feed(b"", final=True)
     enc = Encoding("utf-8", bom, "UTF-8 with a byte-order mark") if bom and check.ok else (
         UTF8 if check.ok else LEGACY_ENCODING)
@@ -247,7 +257,7 @@ class ReadTool(Tool):
 def _read_wide(path: Path, ctx: ToolContext, start: int, limit: int) -> tuple[list[str], int, Encoding]:
     """A UTF-16/32 file's window: decoded whole (lines cannot be found byte by byte)."""
     loaded = text_file.decode(read_regular(path, ctx, MAX_WIDE_BYTES)[0], path)
-    lines = split_lines(loaded.text)
+    lines = numbered_lines(loaded.text)
     return [cut_line(line) for line in lines[start - 1 : start - 1 + limit]], len(lines), loaded.encoding
 
 
@@ -265,29 +275,28 @@ def _notebook(path, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(content=text, display=f"Read {n} cell{'' if n == 1 else 's'}")
 
 
+EMPTY = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+SHORTER = ("<system-reminder>Warning: the file exists but is shorter than the provided offset ({start}). The file has "
+           "{total} lines.</system-reminder>")
+
+
 def _output(path: object, shown: list[str], start: int, total: int, whole: bool) -> ToolOutput:
-    """The ``cat -n`` window, or the note for an empty file or an offset past its end.
+    """The numbered window (Claude Code's text), or its warning for an empty file or an offset past the end;
+    with Claude Code's ``tool_use_result`` (``{"type": "text", "file": {...}}``).
 
     Over :data:`MAX_TOKENS`: a ``whole`` read (no offset, no limit) shows its first lines with a note, as
-    Claude Code does; a range asked for is refused.
+    Claude Code does; a range asked for is refused. A whole read cut at :data:`DEFAULT_LIMIT` lines says
+    where to go on.
 
     Raises:
         ToolError: a range over :data:`MAX_TOKENS`.
     """
-    if total == 0:
-        return ToolOutput(
-            content=f"The file {path} exists but is empty (0 lines).",
-            display="Read 0 lines (empty file)",
-        )
-
+    result = {"type": "text", "file": {"filePath": str(path), "content": "\n".join(shown), "numLines": len(shown),
+                                       "startLine": start, "totalLines": total}}
+    if total == 1 and shown == [""]:
+        return ToolOutput(content=EMPTY, display="Read 0 lines (empty file)", result=result)
     if start > total:
-        return ToolOutput(
-            content=(
-                f"The file {path} is shorter than the provided offset ({start}): "
-                f"it has {total} lines."
-            ),
-            display="Read 0 lines",
-        )
+        return ToolOutput(content=SHORTER.format(start=start, total=total), display="Read 0 lines", result=result)
     content = cat_n(shown, start)
     tokens = estimate_tokens(content)
     if tokens > MAX_TOKENS:
@@ -296,22 +305,18 @@ def _output(path: object, shown: list[str], start: int, total: int, whole: bool)
                             + TRY_RANGE)
         return _partial(path, shown, total, tokens)
     end = start + len(shown) - 1
-    if start > 1 or end < total:
-        more = (
-            f" To read more, call Read with offset={end + 1} (and optionally limit)."
-            if end < total
-            else ""
-        )
-        content += f"\n\n(Showing lines {start}-{end} of {total} lines.{more})"
-    n = len(shown)
-    return ToolOutput(content=content, display=f"Read {n} line{'' if n == 1 else 's'}")
+    if whole and end < total:
+        content += (f"\n\n(Showing lines {start}-{end} of {total} lines. To read more, call Read with "
+                    f"offset={end + 1} (and optionally limit).)")
+    n = len(shown) - (end == total and shown[-1] == "")  # (the empty line after a final newline)
+    return ToolOutput(content=content, display=f"Read {n} line{'' if n == 1 else 's'}", result=result)
 
 
 def _partial(path: object, shown: list[str], total: int, tokens: int) -> ToolOutput:
     """The first lines of a whole-file read over :data:`MAX_TOKENS`, and Claude Code's note on paging on."""
     budget, n = MAX_TOKENS * 4 - 1000, 0  # (room for the note)
-    for line in shown:  # a line costs its text, the number's 6 columns, a TAB and a newline
-        budget -= len(line) + 8
+    for line, number in zip(shown, range(1, len(shown) + 1)):  # its text, its number, a TAB and a newline
+        budget -= len(line) + len(str(number)) + 2
         if budget < 0:
             break
         n += 1

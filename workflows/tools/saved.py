@@ -54,7 +54,7 @@ def save_large_result(workspace: str, tool_use_id: str, tool: str, output: ToolO
         shown = f"full output saved: {len(text):,} chars"
     note = (f"\n\n... [{tool} output too large: {size}, over the {limit:,}-character limit. {kept}; "
             "read the rest with Read (file_path, offset, limit) or search it with Grep.]")
-    return ToolOutput(content=preview + note, is_error=output.is_error,
+    return ToolOutput(content=preview + note, is_error=output.is_error, result=output.result,
                       display=(output.display or f"{tool} output") + f" ({shown})")
 
 

@@ -13,14 +13,17 @@ from pathlib import Path
 
 from pydantic import Field
 
-from workflows.exceptions import ToolError
+from workflows.exceptions import ToolError, ToolRefused
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.files import directory_error, stat_or_none
+from workflows.tools.patch import structured_patch
 from workflows.tools.text_file import TextFile, read_text, write_text
 
 #: Write keeps the encoding of an existing file up to this size (it is loaded to detect it).
 MAX_ENCODING_BYTES = 64 * 1024 * 1024
 NOT_READ = "File has not been read yet. Read it first before writing to it."
+#: Claude Code 2.1.332 ends a Write's result so: the model wrote the whole content, so it knows it.
+CURRENT = " (file state is current in your context \u2014 no need to Read it back)"
 MODIFIED = (
     "File has been modified since read, either by the user or by a linter. "
     "Read it again before attempting to write it."
@@ -35,10 +38,10 @@ def check_read_and_fresh(path: Path, ctx: ToolContext) -> None:
     """
     seen = ctx.files_read.get(str(path))
     if seen is None:
-        raise ToolError(NOT_READ)
+        raise ToolRefused(NOT_READ)
     st = stat_or_none(path)
     if st is None or st.st_mtime > seen:  # deleted since the read counts as modified
-        raise ToolError(MODIFIED)
+        raise ToolRefused(MODIFIED)
 
 
 def count_lines(content: str) -> int:
@@ -84,12 +87,16 @@ class WriteTool(Tool):
         write_text(path, args.content, ctx, like)
         n = count_lines(args.content)
         content = (
-            f"The file {path} has been updated."
+            f"The file {path} has been updated successfully."
             if existed
             else f"File created successfully at: {path}"
-        )
+        ) + CURRENT
+        original = like.text if like is not None else None
+        result = {"type": "update" if existed else "create", "filePath": str(path), "content": args.content,
+                  "structuredPatch": structured_patch(original, args.content) if original is not None else [],
+                  "originalFile": original, "userModified": False}
         return ToolOutput(
-            content=content, display=f"Wrote {n} line{'' if n == 1 else 's'} to {path.name}"
+            content=content, display=f"Wrote {n} line{'' if n == 1 else 's'} to {path.name}", result=result
         )
 
 
