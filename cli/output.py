@@ -156,7 +156,7 @@ INIT_STATUS = {McpStatus.PENDING: "pending", McpStatus.CONNECTED: "connected", M
 
 #: The Claude Code release whose stream-json and control protocol this output mirrors (the one the
 #: Agent SDK bundles; the SDK warns when a CLI reports none).
-CLAUDE_CODE_VERSION = "2.1.330"
+CLAUDE_CODE_VERSION = "2.1.332"
 
 
 class StreamJson:
