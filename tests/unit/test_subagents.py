@@ -284,3 +284,16 @@ def test_an_agent_call_s_model_overrides_the_agent_s(engine, ws):
     inline.run(1)  # the parent's model call starts the child
     (kid,) = engine.store.get_session(rec.id).children
     assert engine.store.get_session(kid).model == "haiku"
+
+
+@pytest.mark.parametrize("rule", ["Agent(general-purpose)", "Task(general-purpose)", "Agent"])
+def test_a_deny_rule_may_name_the_tool_agent_or_task(rule):
+    """Claude Code 2.1 names the tool Agent in rules too; a call without a type is general-purpose."""
+    from workflows.models import PermissionMode, RuleSet
+    from workflows.permissions import Decision, evaluate
+
+    rules = RuleSet()
+    rules.add("deny", rule, "/x/.claude/settings.json")
+    result = evaluate("Task", {"description": "d", "prompt": "p"}, mode=PermissionMode.BYPASS, rules=rules,
+                      workspace="/ws", home="/home/u", read_only=True)
+    assert result.decision is Decision.DENY
