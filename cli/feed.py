@@ -124,7 +124,7 @@ class Feed:
                         ordered.append((_stream_order(i), 1, "entry", (i, n, raw)))
         ordered.sort(key=lambda o: (o[0], o[1]))  # stable: one commit's entries keep their order
         batch.items = [(kind, payload) for _, _, kind, payload in ordered]
-        if self.children and any('"name":"Task"' in raw for raw in batch.entries):
+        if self.children and any('"name":"Task"' in raw or '"name":"Agent"' in raw for raw in batch.entries):
             self._add_children()
             batch.links, self.links = batch.links + self.links, []
         return batch

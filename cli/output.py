@@ -28,6 +28,7 @@ from workflows.models import (
 )
 from workflows.models.mcp import McpStatus
 from workflows.tools.structured import ENFORCE
+from workflows.tools.task import SUBAGENT_NAMES
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
 RESULT_SUBTYPES = {
@@ -236,7 +237,7 @@ class StreamJson:
             self.sid = e.session_id
             for tu in e.message.tool_uses():
                 self.tool_names[tu.id] = tu.name
-                if tu.name == "Task" and isinstance(tu.input.get("prompt"), str):
+                if tu.name in SUBAGENT_NAMES and isinstance(tu.input.get("prompt"), str):
                     self.task_prompts[tu.input["prompt"]] = tu.id
                     self.task_inputs[tu.id] = tu.input
         if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:

@@ -36,6 +36,7 @@ from workflows.permissions import prompt_text
 from workflows.store.entry_read import read_entry
 from workflows.store.redis_store import Store
 from workflows.tools import REGISTRY
+from workflows.tools.task import SUBAGENT_NAMES
 
 #: Input fields that name a file or directory: shown relative to the session's directory when inside it.
 PATH_KEYS = ("file_path", "notebook_path", "path", "pattern")
@@ -166,7 +167,7 @@ class Renderer:
             uses = e.message.tool_uses()
             for tu in uses:
                 shown = _shown_name(tu.name)
-                if tu.name == "Task":
+                if tu.name in SUBAGENT_NAMES:
                     label = f"{shown}({self.tasks.add(tu.id, tu.input.get('description'))})"
                     self.task_prompts.setdefault(str(tu.input.get("prompt")), []).append(tu.id)
                 else:
@@ -176,7 +177,7 @@ class Renderer:
                 self.console.print(Text.assemble(("⏺ ", "cyan"), (shown, "bold"), label[len(shown):]))
                 if tu.name == "TodoWrite":
                     self._checklist(tu.input)
-                if tu.name == "Task" and self.nest is not None:
+                if tu.name in SUBAGENT_NAMES and self.nest is not None:
                     self.nest(tu.id)
         elif isinstance(e, UserEntry):
             self._end_line()

@@ -145,7 +145,7 @@ async def _follow(request: Request, caller: Caller, sid: str, last: str, seen: i
                         raws = [field_text(x) for x in stream_entries(f)]
                         for i, raw in enumerate(raws):
                             yield _entry_event(sid, row, raw, i, len(raws))
-                            new_children = new_children or '"name":"Task"' in raw
+                            new_children = new_children or '"name":"Task"' in raw or '"name":"Agent"' in raw
             if new_children:
                 for child, call in await run_in_threadpool(_new_children, store, sid, set(known)):
                     children[keys.log(child)] = (child, call)

@@ -298,7 +298,7 @@ def test_the_sdks_agents_option_defines_a_sub_agent_the_task_tool_runs(cluster, 
         messages = collect("check the docs", opts)
     (init,) = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
     assert "speller" in init.data["agents"] and "Task" in init.data["tools"]
-    task = next(t for t in api.requests[0]["tools"] if t["name"] == "Task")
+    task = next(t for t in api.requests[0]["tools"] if t["name"] == "Agent")  # (init lists it as Task)
     assert "- speller: Checks spelling (Tools: Read)" in task["description"]
     child = next(r for r in api.requests if "You check spelling." in json.dumps(r["system"]))
     assert [t["name"] for t in child["tools"]] == ["Read"]

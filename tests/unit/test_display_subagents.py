@@ -3,6 +3,8 @@ replay (``show``, ``watch``, a resume's recap), paths relative to the session's 
 
 from __future__ import annotations
 
+import pytest
+
 import io
 
 from rich.console import Console
@@ -35,10 +37,10 @@ def test_two_task_calls_with_one_description_get_distinct_labels():
     assert len(long) == MAX_LABEL and labels.add("t6", "x" * 100).endswith("... #2")
 
 
-def _task_reply(sid: str, cwd: str) -> AssistantEntry:
+def _task_reply(sid: str, cwd: str, name: str = "Task") -> AssistantEntry:
     same = {"description": "look around", "prompt": "list the files", "subagent_type": "general-purpose"}
     return AssistantEntry(session_id=sid, cwd=cwd, message=AssistantMessage(role="assistant", content=[
-        ToolUseBlock(id="toolu_a", name="Task", input=same), ToolUseBlock(id="toolu_b", name="Task", input=same)]))
+        ToolUseBlock(id="toolu_a", name=name, input=same), ToolUseBlock(id="toolu_b", name=name, input=same)]))
 
 
 def _child_call(child: str, cwd: str, path: str) -> AssistantEntry:
@@ -61,9 +63,10 @@ def test_live_lines_of_two_sub_agents_with_one_prompt_carry_their_own_labels():
     assert "[look around #2] ⏺ Read(b.py)" in out and "[look around] ⏺ Read(a.py)" in out
 
 
-def test_without_links_sub_agents_with_one_prompt_take_the_calls_in_order():
+@pytest.mark.parametrize("name", ["Task", "Agent"])  # Agent: Claude Code 2.1's name for it
+def test_without_links_sub_agents_with_one_prompt_take_the_calls_in_order(name):
     r, buf = renderer()
-    r.entry(_task_reply("parent", "/ws"))
+    r.entry(_task_reply("parent", "/ws", name))
     for kid in ("kid1", "kid2"):
         r.child_entry(kid, UserEntry(session_id=kid, message={"role": "user", "content": "list the files"}))
         r.child_entry(kid, _child_call(kid, "/ws", f"/ws/{kid}.py"))

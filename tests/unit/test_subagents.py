@@ -184,11 +184,12 @@ def test_the_task_schema_lists_the_sessions_agents_and_a_child_has_no_task_tool(
         "You are a careful reviewer.\n")
     rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5"))
     tools = {t["name"]: t for t in build_request(rec, [], 100)["tools"]}
-    assert "- reviewer: Reviews code for bugs (Tools: Read, Grep)" in tools["Task"]["description"]
-    assert "- general-purpose: General-purpose agent" in tools["Task"]["description"]
-    assert set(tools["Task"]["input_schema"]["required"]) == {"description", "prompt", "subagent_type"}
+    assert "Task" not in tools  # offered as Agent, Claude Code 2.1's name
+    assert "- reviewer: Reviews code for bugs (Tools: Read, Grep)" in tools["Agent"]["description"]
+    assert "- general-purpose: General-purpose agent" in tools["Agent"]["description"]
+    assert set(tools["Agent"]["input_schema"]["required"]) == {"description", "prompt"}
     kid = rec.model_copy(update={"parent_session_id": rec.id})
-    assert "Task" not in {t["name"] for t in build_request(kid, [], 100)["tools"]}
+    assert not {"Task", "Agent"} & {t["name"] for t in build_request(kid, [], 100)["tools"]}
 
 
 def test_a_custom_agent_runs_with_its_prompt_tools_and_model(engine, ws):
@@ -256,3 +257,43 @@ def test_removing_a_parent_removes_its_sub_agents(engine, ws):
     engine.delete_session(rec.id)
     assert not any(engine.store.r.exists(f"mainsail:session:{s}") for s in [rec.id, *children])
     assert not set(engine.store.session_ids()) & {rec.id, *children}
+
+
+def test_an_agent_call_without_a_type_runs_general_purpose(engine, ws):
+    """Claude Code 2.1 offers the tool as Agent (Task still allowed by --tools); subagent_type may be left out."""
+    call = ToolUse(id="toolu_agent1", name="Agent", input={"description": "look", "prompt": "child job 1"})
+    model = scripted_model(family([Turn(tool_uses=[call]), Turn(text="done")]))
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions",
+                                                        tools=["Task", "Read"]))
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))
+    inline.drain()
+    (kid,) = engine.store.get_session(rec.id).children
+    assert engine.store.get_session(kid).agent_type == "general-purpose"
+    assert tool_results(engine, rec.id)["toolu_agent1"].content == "answer to child job 1"
+    assert results(engine, rec.id)[-1].result == "done"
+
+
+def test_an_agent_call_s_model_overrides_the_agent_s(engine, ws):
+    call = ToolUse(id="toolu_agent1", name="Agent",
+                   input={"description": "look", "prompt": "child job 1", "model": "haiku"})
+    model = scripted_model(family([Turn(tool_uses=[call]), Turn(text="done")]))
+    rec = engine.create_session(str(ws), SessionOptions(model=model, permission_mode="bypassPermissions"))
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))
+    inline.run(1)  # the parent's model call starts the child
+    (kid,) = engine.store.get_session(rec.id).children
+    assert engine.store.get_session(kid).model == "haiku"
+
+
+@pytest.mark.parametrize("rule", ["Agent(general-purpose)", "Task(general-purpose)", "Agent"])
+def test_a_deny_rule_may_name_the_tool_agent_or_task(rule):
+    """Claude Code 2.1 names the tool Agent in rules too; a call without a type is general-purpose."""
+    from workflows.models import PermissionMode, RuleSet
+    from workflows.permissions import Decision, evaluate
+
+    rules = RuleSet()
+    rules.add("deny", rule, "/x/.claude/settings.json")
+    result = evaluate("Task", {"description": "d", "prompt": "p"}, mode=PermissionMode.BYPASS, rules=rules,
+                      workspace="/ws", home="/home/u", read_only=True)
+    assert result.decision is Decision.DENY

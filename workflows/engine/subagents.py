@@ -51,11 +51,12 @@ from workflows.models import (
 from workflows.permissions.bypass import effective_mode
 from workflows.store import keys
 from workflows.tools.base import ToolOutput
+from workflows.tools.task import agent_type
 
 log = logging.getLogger(__name__)
 
 #: Tools a child never has: sub-agents do not start sub-agents (as in Claude Code).
-CHILD_NEVER = frozenset({"Task"})
+CHILD_NEVER = frozenset({"Task", "Agent"})
 
 #: The owner of a parent's ``agent`` step: the child it waits for.
 AGENT_OWNER = "agent:{child}"
@@ -88,7 +89,7 @@ class SubagentLogic(Part):
 
     def check_agent_type(self, rec: SessionRecord, tool_input: dict) -> None:
         """Raises ToolInputError when the Task call names no agent type this session has (Claude Code's words)."""
-        name = tool_input.get("subagent_type")
+        name = agent_type(tool_input)
         if rec.parent_session_id:
             raise ToolInputError("Task is not available to a sub-agent: sub-agents cannot start sub-agents.")
         if name not in rec.agents:
@@ -97,10 +98,10 @@ class SubagentLogic(Part):
     def start_child(self, tx: Tx, call: ToolCall) -> None:
         """Write the child session for ``call`` into the parent's commit, and the parent's ``agent`` step."""
         parent = tx.rec
-        agent = parent.agents[call.input["subagent_type"]]
+        agent = parent.agents[agent_type(call.input)]
         child = SessionRecord(
             id=new_id(),
-            model=agent.model or parent.model,
+            model=call.input.get("model") or agent.model or parent.model,  # the call's override first
             permission_mode=effective_mode(parent),  # never bypass where the parent's is disabled
             bypass_disabled_by=list(parent.bypass_disabled_by),
             untrusted_workspace=parent.untrusted_workspace,

@@ -120,7 +120,7 @@ class ToolCalls(Part):
                 tool = find_tool(self.store, rec, tu.name)
                 if tool.memory_tool and not (rec.auto_memory and rec.project_id):
                     raise ToolInputError(f"{tu.name} is not available: auto-memory is off for this session.")
-                if (rec.tools is not None and tu.name not in rec.tools and not is_mcp_name(tu.name)
+                if (rec.tools is not None and tool.name not in rec.tools and not is_mcp_name(tu.name)
                         and not (tu.name == STRUCTURED and rec.json_schema is not None)):
                     raise ToolInputError(f"{tu.name} is not available in this session; its tools are: "
                                          f"{', '.join(rec.tools) or 'none'}.")

@@ -50,7 +50,9 @@ log = logging.getLogger(__name__)
 PATH_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
               "NotebookEdit": "notebook_path", "Glob": "path", "Grep": "path"}
 #: Which rules speak for a tool: Read rules cover Glob and Grep; Edit rules cover every tool that changes files.
+#: Task rules may name it Agent, Claude Code 2.1's name for it (workflows/tools/task.py).
 RULE_TOOLS = {"Read": ("Read",), "Glob": ("Read", "Glob"), "Grep": ("Read", "Grep"), "Bash": ("Bash",),
+              "Task": ("Task", "Agent"),
               **{tool: tuple(dict.fromkeys(("Edit", tool))) for tool in EDIT_TOOLS}}
 
 
@@ -138,7 +140,7 @@ def _other_specifier_matches(tool: str, specifier: str, tool_input: dict) -> boo
         host = host_of(str(tool_input.get("url", "")))
         return bool(host) and host == specifier.removeprefix("domain:").strip().lower()
     if tool == "Task":
-        return tool_input.get("subagent_type") == specifier.strip()
+        return (tool_input.get("subagent_type") or "general-purpose") == specifier.strip()
     return False
 
 

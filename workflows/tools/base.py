@@ -294,6 +294,8 @@ def _text_problem(text: str, where: str) -> tuple[str, str, str] | None:
 
 REGISTRY: dict[str, Tool] = {}
 _SCHEMAS: dict[str, dict[str, Any]] = {}
+#: Other names a call may give a registered tool (``Agent`` for ``Task``: workflows/tools/task.py).
+ALIASES: dict[str, str] = {}
 
 
 def register(tool_cls: type[Tool]) -> type[Tool]:
@@ -304,7 +306,7 @@ def register(tool_cls: type[Tool]) -> type[Tool]:
 def get_tool(name: str) -> Tool:
     """Raises ToolInputError naming the available tools when ``name`` is unknown."""
     try:
-        return REGISTRY[name]
+        return REGISTRY[ALIASES.get(name, name)]
     except KeyError:
         known = ", ".join(sorted(REGISTRY))
         raise ToolInputError(f"Unknown tool {name!r}. Available tools: {known}.") from None

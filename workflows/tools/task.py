@@ -1,4 +1,8 @@
-"""Task: start a sub-agent (Claude Code's tool name and input schema).
+"""Agent (formerly Task): start a sub-agent (Claude Code's tool name and input schema).
+
+The model is offered it as ``Agent`` (Claude Code 2.1's name); a call named ``Task`` (the old name)
+is the same tool (:data:`AGENT_ALIASES`). Inside Mainsail, in ``--tools`` lists and in ``system/init``'s
+``tools``, it is still ``Task``, as Claude Code's init still lists it.
 
 The call never runs on a tools worker: the engine turns it into a **child session** (its own state
 machine, transcript and steps) when the call's batch starts, and the parent waits in a durable step
@@ -13,18 +17,19 @@ schema the model sees is built per session by :func:`task_schema`.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
+from workflows.tools.base import ALIASES, Tool, ToolContext, ToolInput, ToolOutput, register
 
 INTRO = (
     "Launch a new agent to handle complex, multi-step tasks autonomously.\n\n"
     "Available agent types and the tools they have access to:\n")
 
 OUTRO = (
-    "\n\nWhen using the Task tool, you must specify a subagent_type parameter to select which agent type to use.\n\n"
+    "\n\nWhen using the Agent tool, specify a subagent_type to select an agent; omitting it starts a "
+    "general-purpose agent.\n\n"
     "Usage notes:\n"
     "- Launch multiple agents concurrently whenever possible, to maximize performance; to do that, use a single "
     "message with multiple tool uses\n"
@@ -43,7 +48,12 @@ OUTRO = (
 class TaskInput(ToolInput):
     description: str = Field(min_length=1, description="A short (3-5 word) description of the task")
     prompt: str = Field(min_length=1, description="The task for the agent to perform")
-    subagent_type: str = Field(min_length=1, description="The type of specialized agent to use for this task")
+    subagent_type: str | None = Field(default=None, min_length=1,
+                                      description="The type of specialized agent to use for this task")
+    model: Literal["sonnet", "opus", "haiku"] | None = Field(
+        default=None, description=(
+            "Optional model override for this agent. Takes precedence over the agent definition's model. "
+            "If omitted, uses the agent definition's model, else the parent's."))
 
 
 @register
@@ -66,6 +76,19 @@ class TaskTool(Tool):
         return ToolOutput(content=text, is_error=True, display="not started")
 
 
+#: The name the model is offered the sub-agent tool by (Claude Code 2.1), and the names a call may use.
+AGENT = "Agent"
+AGENT_ALIASES = {AGENT: "Task"}
+SUBAGENT_NAMES = frozenset({"Task", AGENT})
+DEFAULT_AGENT = "general-purpose"
+ALIASES.update(AGENT_ALIASES)
+
+
+def agent_type(tool_input: dict) -> str:
+    """The agent type a call asks for (none named: general-purpose, as in Claude Code)."""
+    return tool_input.get("subagent_type") or DEFAULT_AGENT
+
+
 def agents_key(agents: dict) -> tuple:
     """What of a session's agent types the Task schema shows (hashable, for the schema cache)."""
     return tuple(sorted((a.name, a.description, tuple(a.tools) if a.tools is not None else None)
@@ -77,8 +100,8 @@ def task_schema(key: tuple) -> dict:
     """The Task tool's definition for a session whose :func:`agents_key` is ``key``."""
     lines = [f"- {name}: {description} (Tools: {', '.join(tools) if tools is not None else '*'})"
              for name, description, tools in key]
-    return {"name": TaskTool.name, "description": INTRO + "\n".join(lines) + OUTRO,
+    return {"name": AGENT, "description": INTRO + "\n".join(lines) + OUTRO,
             "input_schema": TaskTool().schema()["input_schema"]}
 
 
-__all__ = ["TaskInput", "TaskTool", "agents_key", "task_schema"]
+__all__ = ["AGENT", "AGENT_ALIASES", "DEFAULT_AGENT", "SUBAGENT_NAMES", "TaskInput", "agent_type", "TaskTool", "agents_key", "task_schema"]
