@@ -108,7 +108,8 @@ def test_the_json_result_the_closing_line_and_show_agree(cluster, workspace, api
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     sid = data["session_id"]
-    main_tokens = sum(data["usage"].values())
+    main_tokens = sum(data["usage"][k] for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                                   "cache_read_input_tokens"))
     assert main_tokens == 1200 + 80 + 1500 + 40
     assert data["total_cost_usd"] == pytest.approx((2700 * 3 + 120 * 15) / 1e6)  # Sonnet prices
     assert data["cost_breakdown"]["main"]["cost_usd"] == data["total_cost_usd"]
