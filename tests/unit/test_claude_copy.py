@@ -95,6 +95,14 @@ def test_an_assistant_message_is_a_line_per_block_chained_and_the_last_carries_i
     assert all(ln["entrypoint"] == "mainsail" and ln["sessionId"] == SID and ln["cwd"] == "/ws" for ln in lines)
 
 
+def test_a_tool_results_structured_form_is_its_tool_use_result_as_in_stream_json(tmp_path):
+    entries = conversation()
+    structured = {"stdout": "a.py", "stderr": "", "interrupted": False, "isImage": False}
+    entries[3].tool_use_result = structured
+    lines = list(claude_lines(entries, rec(tmp_path)))
+    assert lines[4]["toolUseResult"] == structured
+
+
 def test_a_compaction_starts_a_new_chain_with_the_summary_the_model_sees(tmp_path):
     before = conversation()
     boundary, summary = CompactBoundaryEntry(session_id=SID, pre_tokens=1234), SummaryEntry(session_id=SID,

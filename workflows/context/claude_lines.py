@@ -7,7 +7,8 @@ lines, reshaped where Claude Code's own differ:
 * an assistant message is one line per content block (the same ``message.id``; Claude Code writes each block
   as it streams): the last line carries the entry's uuid, the others a uuid derived from it, chained in order,
   so the next entry's ``parentUuid`` (the entry's uuid) is the last line's;
-* a tool result's ``user`` line carries ``toolUseResult`` (the result's text, ``Error: ...`` for an error);
+* a tool result's ``user`` line carries ``toolUseResult`` (its structured form where the tool gave one, as
+  stream-json's ``tool_use_result``; else the result's text, ``Error: ...`` for an error);
 * a compact boundary is Claude Code's: a ``system`` line ``compact_boundary`` that starts a new chain
   (``parentUuid`` null, ``logicalParentUuid`` the one before), with ``compactMetadata``; the summary is the
   ``user`` line the model sees instead of what came before (``isCompactSummary``);
@@ -73,7 +74,8 @@ def _user_line(line: dict, e: UserEntry) -> dict:
     results = [b for b in e.message.blocks() if getattr(b, "type", "") == "tool_result"]
     if results:
         last = results[-1]
-        line["toolUseResult"] = f"Error: {last.text}" if last.is_error else last.text
+        line["toolUseResult"] = (e.tool_use_result if e.tool_use_result is not None
+                                 else f"Error: {last.text}" if last.is_error else last.text)
     return line
 
 
