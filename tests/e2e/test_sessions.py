@@ -21,8 +21,8 @@ pytestmark = pytest.mark.e2e
 
 
 def echo_model(body: dict) -> Turn:
-    """Answers each prompt with its text after one Bash call (``sleep 10`` for a prompt starting with
-    "slow"); stateless, so any session can use it."""
+    """Answers each prompt with its text after one Bash call (for a prompt starting with "slow", a command
+    that waits until the test creates the file ``go`` in the workspace); stateless, so any session can use it."""
     last = body["messages"][-1]
     content = last["content"]
     if isinstance(content, list) and content and content[0].get("type") == "tool_result":
@@ -31,8 +31,8 @@ def echo_model(body: dict) -> Turn:
         text = prompt["content"] if isinstance(prompt["content"], str) else prompt["content"][-1]["text"]
         return Turn(text=f"answer to: {text}")
     text = content if isinstance(content, str) else content[-1].get("text", "")
-    pause = 10 if text.startswith("slow") else 1  # long enough for two `mainsail send`s on a loaded machine
-    return Turn(text="working", tool_uses=[ToolUse(name="Bash", input={"command": f"sleep {pause}"})])
+    command = "until [ -e go ]; do sleep 0.05; done" if text.startswith("slow") else "sleep 1"
+    return Turn(text="working", tool_uses=[ToolUse(name="Bash", input={"command": command})])
 
 
 def prompts(cluster, sid):
@@ -117,6 +117,7 @@ def test_messages_sent_while_busy_are_answered_in_order(cluster, workspace, echo
     for msg in ("second", "third"):
         out = cluster.mainsail("send", sid[:8], msg, cwd=workspace)
         assert out.returncode == 0 and "queued" in out.stdout, out.stdout
+    (workspace / "go").touch()  # the first turn's command ends only now: both messages were sent while it ran
     wait_for(lambda: len(results(cluster, sid)) == 3, 60, what="three results")
     assert prompts(cluster, sid) == ["slow first", "second", "third"]
     assert [r.result for r in results(cluster, sid)] == ["answer to: slow first", "answer to: second",
