@@ -62,6 +62,11 @@ def engine(settings: Settings | None = None) -> Engine:
             store.lock_owner = _worker
             store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
+            from tasks.notify import send
+            from workflows.notify.events import Notifier
+
+            # Every process that commits notifies: sessions' events go to their webhooks (workflows/notify).
+            _engine.committer.copies.append(Notifier(store, send, s.public_url))
             from workflows.store.metrics import TALLY
 
             TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/store/metrics.py)

@@ -1,0 +1,185 @@
+"""Webhooks and budgets end to end: a real ``mainsail serve``, a real worker, real Redis, the real SDK against
+the fake Messages API, and a local HTTP receiver on 127.0.0.1.
+
+- Webhooks: a generic (signed) subscription for the admin token's sessions and a Slack one for the workspace
+  get each event (waiting, finished, failed) once; the generic receiver answers 500 to its first POST and gets
+  that event again (same delivery id, a valid signature) and then never again. The backoff is 20 ms
+  (MAINSAIL_NOTIFY_BACKOFF_SECONDS): the retry is waited for as an event, not slept for.
+- Budgets: a workspace budget below one turn's cost lets the first turn run and refuses the second, with
+  the reason in the API's answer, the session's record and its transcript (what every watcher shows); the
+  ledger's spend is what the fake API's usage costs at the model's price.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from demo.script import ScriptUsage
+from demo.scripted import ToolUse, Turn
+from tests.e2e.conftest import wait_for
+from tests.e2e.serving import Serve
+from tests.e2e.test_server_api import create, texts, wait_idle, wait_state
+from tests.fakeapi import FakeMessagesServer, assistant_turns, last_prompt
+from workflows.model.pricing import cost_usd
+from workflows.models import Usage
+from workflows.store.api_tokens import TokenStore
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "claude-sonnet-4-5"
+USAGE = ScriptUsage(input_tokens=1000, output_tokens=500)
+
+
+def model(body: dict) -> Turn:
+    prompt = last_prompt(body)
+    if prompt.startswith("bash") and assistant_turns(body) == 0:
+        return Turn(text="Running.", tool_uses=[ToolUse(name="Bash", input={"command": "echo hi > hi.txt"})],
+                    usage=USAGE)
+    if prompt.startswith("loop"):  # a tool call at every turn: max_turns ends it in an error
+        return Turn(text="Again.", tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})], usage=USAGE)
+    return Turn(text=f"Answer to: {prompt}", usage=USAGE)
+
+
+class Receiver:
+    """A webhook receiver: records every POST; answers 500 to the first one on ``/fail-once``."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict] = []
+        self.lock = threading.Lock()
+        self.failed = False
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with owner.lock:
+                    status = 200
+                    if self.path == "/fail-once" and not owner.failed:
+                        owner.failed, status = True, 500
+                    owner.posts.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                        "body": body, "status": status})
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def got(self, path: str, status: int | None = 200) -> list[dict]:
+        with self.lock:
+            return [p for p in self.posts if p["path"] == path and (status is None or p["status"] == status)]
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def served(cluster, workspace):
+    """(serve process, admin token, receiver) with one worker; notifications retried after 20 ms."""
+    receiver = Receiver()
+    with FakeMessagesServer(model) as fake:
+        cluster.env.update({"ANTHROPIC_BASE_URL": fake.url, "MAINSAIL_AUTO_MEMORY": "false",
+                            "MAINSAIL_SESSION_MEMORY": "false", "MAINSAIL_SESSION_TITLES": "false",
+                            "MAINSAIL_NOTIFY_BACKOFF_SECONDS": "0.02", "MAINSAIL_MODEL": MODEL})
+        srv = Serve(cluster)
+        cluster.env["MAINSAIL_PUBLIC_URL"] = srv.url
+        cluster.start_worker()
+        admin, _ = TokenStore(cluster.store.r).create("admin", admin=True)
+        yield srv.start(), admin, receiver
+    receiver.stop()
+
+
+def signed(secret: str, post: dict) -> bool:
+    fields = dict(part.split("=", 1) for part in post["headers"]["mainsail-signature"].split(","))
+    mac = hmac.new(secret.encode(), fields["t"].encode() + b"." + post["body"], hashlib.sha256).hexdigest()
+    return hmac.compare_digest(mac, fields["v1"])
+
+
+def test_webhooks_deliver_each_event_once_signed_and_retry_after_a_500(served, workspace):
+    srv, admin, receiver = served
+    with srv.client(admin) as api:
+        made = api.post("/api/notify/subscriptions", json={"kind": "generic", "url": receiver.url + "/fail-once",
+                                                           "token": "admin"})
+        assert made.status_code == 201, made.text
+        secret = made.json()["secret"]
+        slack = api.post("/api/notify/subscriptions", json={"kind": "slack", "url": receiver.url + "/slack",
+                                                            "workspace": str(workspace), "events": ["waiting"]})
+        assert slack.status_code == 201 and "secret" not in slack.json()
+        bad = api.post("/api/notify/subscriptions", json={"kind": "generic", "url": "file:///etc/passwd",
+                                                          "token": "admin"})
+        assert bad.status_code == 400 and "scheme 'file' is refused" in bad.json()["detail"]
+        listed = api.get("/api/notify/subscriptions").json()
+        assert len(listed) == 2 and all("secret" not in s and s["url"].endswith("/…") for s in listed)
+
+        sid = create(api, workspace, "bash it")["id"]
+        wait_state(api, sid, "awaiting_permission")
+        first = wait_for(lambda: receiver.got("/fail-once"), 30, 0.05, "the waiting event, after its 500")
+        slack_posts = wait_for(lambda: receiver.got("/slack"), 30, 0.05, "the Slack waiting event")
+        assert api.post(f"/api/sessions/{sid}/approve", json={}).status_code == 200
+        wait_idle(api, sid)
+        wait_for(lambda: len(receiver.got("/fail-once")) == 2, 30, 0.05, "the finished event")
+
+        loop = create(api, workspace, "loop", max_turns=1)["id"]
+        wait_idle(api, loop)
+        wait_for(lambda: len(receiver.got("/fail-once")) == 3, 30, 0.05, "the failed event")
+
+    posts = receiver.got("/fail-once")
+    events = [json.loads(p["body"]) for p in posts]
+    assert [e["type"] for e in events] == ["waiting", "finished", "failed"]
+    assert [e["session_id"] for e in events] == [sid, sid, loop]
+    assert all(signed(secret, p) for p in posts) and not signed("whsec_wrong-secret-xx", posts[0])
+    assert len({p["headers"]["mainsail-delivery"] for p in posts}) == 3  # each event once
+    # The waiting event was answered 500 once, then sent again: same delivery id, a new valid signature.
+    refused = receiver.got("/fail-once", status=500)
+    assert len(refused) == 1 and refused[0]["headers"]["mainsail-delivery"] == first[0]["headers"]["mainsail-delivery"]
+    assert len(receiver.got("/fail-once", status=None)) == 4
+    assert events[0]["link"] == f"{srv.url}/sessions/{sid}" and "token" not in events[0]["link"].lower()
+    assert events[0]["requests"][0]["tool"] == "Bash" and events[2]["subtype"] == "error_max_turns"
+    assert events[1]["cost_usd"] == pytest.approx(cost_usd(MODEL, Usage(input_tokens=1000, output_tokens=500)) * 2)
+    # Slack: its one event (it asked for waiting only), as text and blocks with a button to the console.
+    assert len(slack_posts) == 1 and len(receiver.got("/slack", status=None)) == 1
+    body = json.loads(slack_posts[0]["body"])
+    assert "waiting for approval" in body["text"] and body["blocks"][1]["elements"][0]["url"] == events[0]["link"]
+    assert secret not in srv.log() and secret not in (cluster_log := "".join(
+        p.read_text(errors="replace") for p in srv.cluster.tmp.glob("*.log")))
+    assert "/fail-once" not in cluster_log
+
+
+def test_budget_refuses_the_turn_past_its_limit(served, workspace):
+    srv, admin, _ = served
+    one_turn = cost_usd(MODEL, Usage(input_tokens=1000, output_tokens=500))
+    with srv.client(admin) as api:
+        put = api.put("/api/budgets", json={"workspace": str(workspace), "limit_usd": one_turn / 2, "period": "day"})
+        assert put.status_code == 200, put.text
+        sid = create(api, workspace, "hello")["id"]
+        wait_idle(api, sid)
+
+        costs = api.get("/api/costs", params={"by": "token,model"}).json()
+        assert costs["groups"] == [{"token": "admin", "model": MODEL, "cost_usd": pytest.approx(one_turn),
+                                    "tokens": 1500, "unpriced_calls": 0}]
+        [budget] = api.get("/api/budgets").json()
+        assert budget["spent_usd"] == pytest.approx(one_turn)
+
+        refused = api.post(f"/api/sessions/{sid}/messages", json={"message": "again"})
+        assert refused.status_code == 402, refused.text
+        why = refused.json()["detail"]
+        assert why.startswith(f"Budget of workspace {workspace} is spent: ${one_turn:.4f} of its ${one_turn / 2:g}")
+        assert "mainsail budget set --workspace" in why
+        rec = wait_idle(api, sid)
+        assert rec["budget_stop"] == why
+        assert why in texts(api, sid)  # the transcript: what the stream, `mainsail watch` and the console show
+
+        assert api.put("/api/budgets", json={"workspace": str(workspace), "limit_usd": 1}).status_code == 200
+        assert api.post(f"/api/sessions/{sid}/messages", json={"message": "again"}).status_code in (200, 202)
+        assert wait_idle(api, sid)["budget_stop"] is None
