@@ -22,13 +22,14 @@ import pytest
 
 from demo.script import ScriptUsage
 from demo.scripted import ToolUse, Turn
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import MAINSAIL, Cluster, cluster_env, wait_for
 from tests.e2e.serving import Serve
 from tests.e2e.test_server_api import create, texts, wait_idle, wait_state
 from tests.fakeapi import FakeMessagesServer, assistant_turns, last_prompt
 from workflows.model.pricing import cost_usd
 from workflows.models import Usage
 from workflows.store.api_tokens import TokenStore
+from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.e2e
 
@@ -84,20 +85,37 @@ class Receiver:
         self.httpd.server_close()
 
 
-@pytest.fixture
-def served(cluster, workspace):
-    """(serve process, admin token, receiver) with one worker; notifications retried after 20 ms."""
+@pytest.fixture(scope="module")
+def served(redis_server, tmp_path_factory):
+    """(serve process, admin token, receiver) with one worker, shared by the module's tests (their sessions
+    are in workspaces of their own); notifications retried after 20 ms."""
+    if MAINSAIL is None:
+        pytest.skip("the mainsail command is not installed (pip install -e .)")
+    tmp = tmp_path_factory.mktemp("notify")
+    client = redis_server.client()
+    client.flushall()
+    cluster = Cluster(cluster_env(redis_server.url, tmp), Store(client), tmp)
     receiver = Receiver()
-    with FakeMessagesServer(model) as fake:
-        cluster.env.update({"ANTHROPIC_BASE_URL": fake.url, "MAINSAIL_AUTO_MEMORY": "false",
-                            "MAINSAIL_SESSION_MEMORY": "false", "MAINSAIL_SESSION_TITLES": "false",
-                            "MAINSAIL_NOTIFY_BACKOFF_SECONDS": "0.02", "MAINSAIL_MODEL": MODEL})
-        srv = Serve(cluster)
-        cluster.env["MAINSAIL_PUBLIC_URL"] = srv.url
-        cluster.start_worker()
-        admin, _ = TokenStore(cluster.store.r).create("admin", admin=True)
-        yield srv.start(), admin, receiver
-    receiver.stop()
+    try:
+        with FakeMessagesServer(model) as fake:
+            cluster.env.update({"ANTHROPIC_BASE_URL": fake.url, "MAINSAIL_AUTO_MEMORY": "false",
+                                "MAINSAIL_SESSION_MEMORY": "false", "MAINSAIL_SESSION_TITLES": "false",
+                                "MAINSAIL_NOTIFY_BACKOFF_SECONDS": "0.02", "MAINSAIL_MODEL": MODEL})
+            srv = Serve(cluster)
+            cluster.env["MAINSAIL_PUBLIC_URL"] = srv.url
+            cluster.start_worker()
+            admin, _ = TokenStore(client).create("admin", admin=True)
+            yield srv.start(), admin, receiver
+    finally:
+        cluster.stop()
+        receiver.stop()
+        client.flushall()
+        client.close()
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    return tmp_path
 
 
 def signed(secret: str, post: dict) -> bool:
@@ -154,6 +172,10 @@ def test_webhooks_deliver_each_event_once_signed_and_retry_after_a_500(served, w
     assert secret not in srv.log() and secret not in (cluster_log := "".join(
         p.read_text(errors="replace") for p in srv.cluster.tmp.glob("*.log")))
     assert "/fail-once" not in cluster_log
+    with srv.client(admin) as api:  # (the next test's sessions notify nobody)
+        for sub in api.get("/api/notify/subscriptions").json():
+            assert api.delete(f"/api/notify/subscriptions/{sub['id']}").status_code == 204
+        assert api.get("/api/notify/subscriptions").json() == []
 
 
 def test_budget_refuses_the_turn_past_its_limit(served, workspace):
@@ -165,9 +187,11 @@ def test_budget_refuses_the_turn_past_its_limit(served, workspace):
         sid = create(api, workspace, "hello")["id"]
         wait_idle(api, sid)
 
-        costs = api.get("/api/costs", params={"by": "token,model"}).json()
-        assert costs["groups"] == [{"token": "admin", "model": MODEL, "cost_usd": pytest.approx(one_turn),
-                                    "tokens": 1500, "unpriced_calls": 0}]
+        costs = api.get("/api/costs", params={"by": "token,workspace,model"}).json()
+        mine = [g for g in costs["groups"] if g["workspace"] == str(workspace)]
+        assert mine == [{"token": "admin", "workspace": str(workspace), "model": MODEL,
+                         "cost_usd": pytest.approx(one_turn), "tokens": 1500, "unpriced_calls": 0}]
+        assert api.get("/api/costs", params={"by": "week"}).status_code == 400
         [budget] = api.get("/api/budgets").json()
         assert budget["spent_usd"] == pytest.approx(one_turn)
 
