@@ -13,6 +13,7 @@ the fake Messages API, and a local HTTP receiver on 127.0.0.1.
 from __future__ import annotations
 
 import hashlib
+import html
 import hmac
 import json
 import threading
@@ -203,6 +204,13 @@ def test_budget_refuses_the_turn_past_its_limit(served, workspace):
         rec = wait_idle(api, sid)
         assert rec["budget_stop"] == why
         assert why in texts(api, sid)  # the transcript: what the stream, `mainsail watch` and the console show
+    with srv.client(cookies={"mainsail_token": admin}) as console:  # the console's pages, signed in
+        page = console.get(f"/sessions/{sid}").text
+        assert 'id="budget-stop"' in page and html.escape(why) in page
+        costs_page = console.get("/costs").text
+        assert str(workspace) in costs_page and "spent: new turns refused" in costs_page
+        assert 'id="approvals-count"' in costs_page
+    with srv.client(admin) as api:
 
         assert api.put("/api/budgets", json={"workspace": str(workspace), "limit_usd": 1}).status_code == 200
         assert api.post(f"/api/sessions/{sid}/messages", json={"message": "again"}).status_code in (200, 202)
