@@ -59,9 +59,11 @@ class Subscription(BaseModel):
 
 def shown_url(url: str) -> str:
     """``url`` as it may be shown or logged: scheme, host and port only (paths and queries hold secrets)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "?", f":{parts.port}" if parts.port else ""
+    except ValueError:  # (a malformed port or host: nothing of it is shown)
+        return "(malformed URL)"
     return f"{parts.scheme}://{host}{port}/…"
 
 
