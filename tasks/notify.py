@@ -15,7 +15,7 @@ import logging
 from tasks import runtime
 from tasks.app import app
 from workflows.notify.delivery import DeliveryFailed, post
-from workflows.notify.events import NotifyEvent
+from workflows.notify.events import Notifier, NotifyEvent
 from workflows.notify.subscriptions import Subscription, shown_url
 from workflows.settings import get_settings
 
@@ -58,6 +58,10 @@ def deliver(self, event_json: str, sub_id: str) -> str:
         raise self.retry(countdown=_backoff(settings, attempt), max_retries=settings.notify_attempts) from None
     store.delivered(event.id, sub.id)
     return f"delivered ({status})"
+
+
+# Every process that commits notifies: its engine's commits are read for events (workflows/notify/events.py).
+runtime.observe_commits(lambda engine: Notifier(engine.store, send, engine.settings.public_url))
 
 
 def _backoff(settings, attempt: int) -> float:
