@@ -180,9 +180,12 @@ def test_webhooks_deliver_each_event_once_signed_and_retry_after_a_500(served, w
 
 
 def test_budget_refuses_the_turn_past_its_limit(served, workspace):
-    srv, admin, _ = served
+    srv, admin, receiver = served
     one_turn = cost_usd(MODEL, Usage(input_tokens=1000, output_tokens=500))
     with srv.client(admin) as api:
+        assert api.post("/api/notify/subscriptions", json={"kind": "generic", "url": receiver.url + "/budget",
+                                                           "workspace": str(workspace), "events": ["failed"]}
+                        ).status_code == 201
         put = api.put("/api/budgets", json={"workspace": str(workspace), "limit_usd": one_turn / 2, "period": "day"})
         assert put.status_code == 200, put.text
         sid = create(api, workspace, "hello")["id"]
@@ -204,6 +207,9 @@ def test_budget_refuses_the_turn_past_its_limit(served, workspace):
         rec = wait_idle(api, sid)
         assert rec["budget_stop"] == why
         assert why in texts(api, sid)  # the transcript: what the stream, `mainsail watch` and the console show
+        [failed] = wait_for(lambda: receiver.got("/budget"), 30, 0.05, "the refusal's failed event")
+        assert json.loads(failed["body"])["subtype"] == "error_max_budget_usd"
+        assert json.loads(failed["body"])["result"] == why
     with srv.client(cookies={"mainsail_token": admin}) as console:  # the console's pages, signed in
         page = console.get(f"/sessions/{sid}").text
         assert 'id="budget-stop"' in page and html.escape(why) in page

@@ -3,7 +3,8 @@
 A budget is checked when a prompt is submitted (:meth:`workflows.engine.prompts.PromptVerbs.submit`, the one
 way into a session): once what its token or workspace spent in the period reaches the limit, no new turn
 starts; the refusal names the budget, its limit, the amount spent and how to raise it, and is written into
-the session's transcript, so every watcher (the stream, ``mainsail watch``, the console) shows it. A turn
+the session's transcript as a run's result (``error_max_budget_usd``, no turn), so every watcher (the stream,
+``mainsail watch``, the console) shows it and webhooks get a ``failed`` event. A turn
 already running goes on (a session's own ``--max-budget-usd`` caps a run). A call of a model without a price
 cannot be held to a budget: a budget whose period has any refuses new turns too, as a run's budget does.
 

@@ -25,6 +25,7 @@ from workflows.exceptions import (
 )
 from workflows.model.tokens import estimate_tokens, thresholds
 from workflows.models import (
+    ResultEntry,
     SessionRecord,
     StepRecord,
     SystemEntry,
@@ -64,7 +65,9 @@ class PromptVerbs(Part):
             if why is not None:
                 tx = Tx(rec)
                 rec.budget_stop = why
-                tx.add(SystemEntry(session_id=sid, subtype="error", content=why))
+                # A result (no turn ran): every watcher shows it, and webhooks get a ``failed`` event.
+                tx.add(ResultEntry(session_id=sid, subtype="error_max_budget_usd", is_error=True, result=why,
+                                   num_turns=0, session_usage=rec.usage, session_cost_usd=rec.cost_usd))
                 self.committer.commit(tx)
                 raise BudgetExceeded(why)
             rec.budget_stop = None
