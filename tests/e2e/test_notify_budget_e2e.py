@@ -221,3 +221,33 @@ def test_budget_refuses_the_turn_past_its_limit(served, workspace):
         assert api.put("/api/budgets", json={"workspace": str(workspace), "limit_usd": 1}).status_code == 200
         assert api.post(f"/api/sessions/{sid}/messages", json={"message": "again"}).status_code in (200, 202)
         assert wait_idle(api, sid)["budget_stop"] is None
+
+
+def test_the_new_routes_respect_token_scopes(served, tmp_path):
+    srv, admin, receiver = served
+    tokens = TokenStore(srv.cluster.store.r)
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.mkdir()
+    other.mkdir()
+    reader, _ = tokens.create("reader", read_only=True)
+    scoped, _ = tokens.create("scoped", workspaces=[str(mine)])
+    hook = {"kind": "generic", "url": receiver.url + "/scoped"}
+    with srv.client(reader) as api:
+        assert api.post("/api/notify/subscriptions", json={**hook, "token": "reader"}).status_code == 403
+        assert api.put("/api/budgets", json={"token": "reader", "limit_usd": 100}).status_code == 403
+    with srv.client(scoped) as api:
+        assert api.post("/api/notify/subscriptions", json={**hook, "workspace": str(other)}).status_code == 403
+        assert api.post("/api/notify/subscriptions", json={**hook, "token": "admin"}).status_code == 403
+        made = api.post("/api/notify/subscriptions", json={**hook, "workspace": str(mine)})
+        assert made.status_code == 201
+        put = api.put("/api/budgets", json={"token": "scoped", "limit_usd": 100})
+        assert put.status_code == 403 and "needs an admin token" in put.json()["detail"]
+        assert api.get("/api/costs", params={"by": "workspace"}).json()["groups"] == []  # others' workspaces
+        assert api.get("/api/budgets").json() == []
+    with srv.client(admin) as api:
+        admin_sees = {s["id"] for s in api.get("/api/notify/subscriptions").json()}
+        assert made.json()["id"] in admin_sees
+    with srv.client(scoped) as api:
+        gone = api.delete(f"/api/notify/subscriptions/{made.json()['id']}")
+        assert gone.status_code == 204
+        assert api.delete(f"/api/notify/subscriptions/{made.json()['id']}").status_code == 404
