@@ -14,7 +14,6 @@ import logging
 
 from tasks import runtime
 from tasks.app import app
-from workflows.notify.delivery import DeliveryFailed, post
 from workflows.notify.events import Notifier, NotifyEvent
 from workflows.notify.subscriptions import Subscription, shown_url
 from workflows.settings import get_settings
@@ -33,6 +32,8 @@ def send(event: NotifyEvent, sub: Subscription) -> None:
 @app.task(name=TASK, bind=True, ignore_result=True)
 def deliver(self, event_json: str, sub_id: str) -> str:
     """Deliver one session event to one webhook subscription (once; retried with exponential backoff)."""
+    from workflows.notify.delivery import DeliveryFailed, post  # (httpx: only where a webhook is sent)
+
     settings = get_settings()
     store = runtime.engine().store.notify()
     sub = store.get(sub_id)
