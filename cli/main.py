@@ -137,12 +137,14 @@ def _register() -> None:
     from cli import (
         approvals,
         beat,
+        costs,
         demo,
         doctor,
         fsm,
         housekeeping,
         mcp,
         memory,
+        notify,
         rewind,
         run,
         schedule,
@@ -174,6 +176,9 @@ def _register() -> None:
     cli.add_command(housekeeping.gc)
     cli.add_command(serve.serve)
     cli.add_command(token.token)
+    cli.add_command(notify.notify)
+    cli.add_command(costs.costs)
+    cli.add_command(costs.budget)
     cli.add_command(schedule.schedule)
     cli.add_command(beat.beat)
     cli.add_command(rewind.rewind_cmd)

@@ -123,6 +123,8 @@ def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
                  f"last active {_when(rec.updated_at)}")
     if rec.last_error:
         lines.append(f"last error  {rec.last_error}")
+    if rec.budget_stop:
+        lines.append(f"budget      {rec.budget_stop}")
     if rec.children:
         lines.append(f"sub-agents  {len(rec.children)}: {', '.join(c[:8] for c in rec.children[-8:])}"
                      + (" ..." if len(rec.children) > 8 else "") + "  (`mainsail sessions --tree` lists them)")

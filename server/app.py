@@ -26,11 +26,13 @@ from workflows.engine import Engine
 from workflows.exceptions import (
     AlwaysNotOffered,
     AmbiguousSession,
+    BudgetExceeded,
     BypassDisabled,
     ConfigurationError,
     ContextFull,
     LockTimeout,
     MainsailError,
+    NotifyError,
     RequestClosed,
     RequestNotFound,
     RewindRefused,
@@ -47,10 +49,11 @@ log = logging.getLogger("mainsail.server")
 STATUS = [
     ((SessionNotFound, RequestNotFound), 404),
     ((BypassDisabled, ScopeMissing), 403),
+    ((BudgetExceeded,), 402),
     ((AlwaysNotOffered, AmbiguousSession, SessionBusy, RequestClosed, ContextFull, InvalidTransition,
       RewindRefused), 409),
     ((StoreUnavailable, LockTimeout), 503),
-    ((TokenError, ConfigurationError), 400),
+    ((TokenError, ConfigurationError, NotifyError), 400),
 ]
 
 

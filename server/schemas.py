@@ -89,6 +89,9 @@ class SessionDetail(SessionSummary):
     cost_by_kind: dict[str, float | None] = Field(default_factory=dict)
     max_turns: int | None = None
     max_budget_usd: float | None = None
+    token: str = Field(default="", description="The API token that started it (\"\": a person at the server).")
+    budget_stop: str | None = Field(default=None, description="Why its last prompt was refused: a budget of its "
+                                                              "token or workspace is spent (None: none was).")
     fallback_model: str | None = None
     additional_directories: list[str] = Field(default_factory=list)
     rules: dict[str, list[str]] = Field(default_factory=dict)
@@ -104,7 +107,8 @@ class SessionDetail(SessionSummary):
         base = SessionSummary.of(rec, len(inbox or [])).model_dump()
         return cls(**base, git_branch=rec.git_branch, inbox=inbox or [], usage=rec.usage,
                    cost_by_model=rec.cost_by_model, cost_by_kind=rec.cost_by_kind, max_turns=rec.max_turns,
-                   max_budget_usd=rec.max_budget_usd, fallback_model=rec.fallback_model,
+                   max_budget_usd=rec.max_budget_usd, token=rec.token, budget_stop=rec.budget_stop,
+                   fallback_model=rec.fallback_model,
                    additional_directories=rec.additional_directories,
                    rules={"allow": [r.rule for r in rec.rules.allow], "ask": [r.rule for r in rec.rules.ask],
                           "deny": [r.rule for r in rec.rules.deny]},
@@ -175,6 +179,7 @@ class InvalidRequest(Problem):
 _MEANING = {
     400: "The request cannot be acted on as asked (a workspace that is not a directory, a wrong cron, a bad id).",
     401: "No API token, or an unknown or revoked one.",
+    402: "A budget of the session's token or workspace is spent: no new turn starts until it is raised.",
     403: "The token may not do this (read-only, another workspace, bypassPermissions without --allow-bypass).",
     404: "No such session or schedule, or one this token may not see (the same answer).",
     409: "Not now: the session is busy, the prefix matches several, the request was already decided.",

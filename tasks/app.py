@@ -17,7 +17,7 @@ QUEUES = ("model", "tools", "memory")
 #: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).
 BROKER_PREFIX = "mainsail-celery:"
 
-app = Celery("mainsail", include=["tasks.steps", "tasks.reaper", "tasks.schedules"])
+app = Celery("mainsail", include=["tasks.steps", "tasks.reaper", "tasks.schedules", "tasks.notify"])
 
 app.conf.update(
     # Execution is at-least-once: a message is acked only after the task returns,
@@ -35,6 +35,7 @@ app.conf.update(
         "mainsail.tools.*": {"queue": "tools"},
         "mainsail.memory.*": {"queue": "memory"},
         "mainsail.reaper.*": {"queue": "model"},
+        "mainsail.notify.*": {"queue": "model"},  # a webhook's POST: I/O, as a model call
         "mainsail.schedule.*": {"queue": "tools"},  # a firing reads the workspace's settings files
     },
     broker_transport_options={

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import threading
 
+from tasks import notify as _notify  # noqa: F401 (a process that dispatches notifies: tasks/notify.py)
 from tasks.app import app, queue_key
 from workflows.commit.kinds import task_for
 from workflows.exceptions import ConfigurationError

@@ -20,6 +20,10 @@ from workflows.store.redis_store import Store
 _lock = threading.Lock()
 _redis_url: str | None = None
 _engine: Engine | None = None
+#: Each makes an observer of the landed commits of this process's engine (``Committer.copies``), when it is
+#: built: tasks/notify.py registers the webhooks' notifier (imported by the worker's app and by tasks/dispatch.py,
+#: so every process that commits and dispatches notifies).
+_observers: list = []
 _worker: str | None = None
 _draining = threading.Event()
 _running: dict[str, float] = {}  # "sid/step" -> monotonic start, for the steps this process runs now
@@ -62,10 +66,20 @@ def engine(settings: Settings | None = None) -> Engine:
             store.lock_owner = _worker
             store.keep_transcripts(2 * _concurrency)
             _engine = Engine(store, s)
+            for make in _observers:
+                _engine.committer.copies.append(make(_engine))
             from workflows.store.metrics import TALLY
 
             TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/store/metrics.py)
         return _engine
+
+
+def observe_commits(make) -> None:
+    """Give this process's engine (built now or later) the observer ``make(engine)`` returns."""
+    with _lock:
+        _observers.append(make)
+        if _engine is not None:
+            _engine.committer.copies.append(make(_engine))
 
 
 def set_concurrency(threads: int) -> None:

@@ -23,6 +23,8 @@ Hierarchy::
     ├── AlwaysNotOffered            an "always" answer to a request that offers none (approve it once)
     ├── BypassDisabled              bypassPermissions is refused here (a settings file, or the API token)
     ├── ScopeMissing                an API token lacks the admin scope for what it asked (a protected write)
+    ├── BudgetExceeded              a token's or workspace's budget is spent: no new turn until it is raised
+    ├── NotifyError                 a notification subscription is malformed, or not this token's to change
     └── ToolError                   a tool refused its input or failed; becomes an error tool_result
         ├── ToolInputError          the model's tool input did not validate
         └── ToolRefused             the tool's own checks refused the call before it changed anything
@@ -151,3 +153,13 @@ class MemoryRecordError(ToolError):
 
 class TokenError(MainsailError):
     """An API token is unknown, revoked, or not allowed to do what was asked."""
+
+
+class BudgetExceeded(MainsailError):
+    """A new turn was refused: the budget of the session's token or workspace is spent (the message names
+    the budget, its limit, what was spent and how to raise it)."""
+
+
+class NotifyError(MainsailError):
+    """A notification subscription is malformed (a URL that is not http or https, an unknown event), or
+    names one this caller may not see or change."""

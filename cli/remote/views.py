@@ -15,7 +15,7 @@ from workflows.models import RuleSet, RuleSpec, SessionRecord
 _SAME = ("id", "title", "state", "workspace", "model", "permission_mode", "turns", "cost_usd", "created_at",
          "updated_at", "parent_session_id", "agent_type", "children", "git_branch", "usage", "cost_by_model",
          "cost_by_kind", "max_turns", "max_budget_usd", "fallback_model", "additional_directories", "todos",
-         "last_error", "context_tokens")
+         "last_error", "context_tokens", "token", "budget_stop")
 
 
 def record_of(view: dict) -> SessionRecord:

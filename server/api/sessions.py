@@ -36,7 +36,7 @@ from workflows.settings import get_settings
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries
 
-router = APIRouter(tags=["sessions"], responses=problems(403, 404, 409))
+router = APIRouter(tags=["sessions"], responses=problems(402, 403, 404, 409))
 READER = Depends(require_reader)
 WRITER = Depends(require_writer)
 

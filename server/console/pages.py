@@ -1,5 +1,5 @@
 """The console's pages: the sessions table (``/``, with a form that starts a session), a session
-(``/sessions/{id}``), the approvals inbox (``/approvals``).
+(``/sessions/{id}``), the approvals inbox (``/approvals``), costs and budgets (``/costs``).
 
 Each page is the API's own answer (the same route functions, so the same checks and the same
 views of a session) rendered on the server; its script then keeps it live through the API: the
@@ -12,11 +12,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from server.api.approvals import pending
+from server.api.costs import budgets, costs
 from server.api.sessions import get_session, list_sessions
 from server.console.web import page, signed_in, to_signin
 from statemachines import State
 from workflows.exceptions import MainsailError
 from workflows.models import PermissionMode
+from workflows.store.costs import day_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -61,6 +63,20 @@ def approvals_page(request: Request):
     if caller is None:
         return to_signin(request)
     return page("approvals.html", caller=caller, requests=pending(request, caller), active="approvals")
+
+
+@router.get("/costs")
+def costs_page(request: Request):
+    """What the sessions this token may see cost this month, by token, workspace, model and day, and budgets."""
+    caller = signed_in(request)
+    if caller is None:
+        return to_signin(request)
+    since = day_of()[:8] + "01"
+    by = {d: costs(request, by=d, since=since, until=None, caller=caller)["groups"]
+          for d in ("token", "workspace", "model", "day")}
+    total = costs(request, by="day", since=since, until=None, caller=caller)["total"]
+    return page("costs.html", caller=caller, by=by, total=total, since=since, budgets=budgets(request, caller),
+                active="costs")
 
 
 __all__ = ["router"]

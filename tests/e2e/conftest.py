@@ -110,13 +110,12 @@ class Cluster:
                 p.kill()
 
 
-@pytest.fixture
-def cluster(real_redis, redis_server, tmp_path):
-    if MAINSAIL is None:
-        pytest.skip("the mainsail command is not installed (pip install -e .)")
+def cluster_env(redis_url: str, tmp_path: Path) -> dict:
+    """The environment of a cluster's processes: this one's without MAINSAIL_/ANTHROPIC_ settings, then the
+    private Redis, short leases and no embedded worker."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
     env.update({
-        "MAINSAIL_REDIS_URL": redis_server.url,
+        "MAINSAIL_REDIS_URL": redis_url,
         "MAINSAIL_DATA_DIR": str(tmp_path / "data"),
         "MAINSAIL_LEASE_SECONDS": "2",
         "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5",
@@ -126,7 +125,14 @@ def cluster(real_redis, redis_server, tmp_path):
         "ANTHROPIC_API_KEY": "test-key",
         "PYTHONUNBUFFERED": "1",
     })
-    c = Cluster(env, Store(real_redis), tmp_path)
+    return env
+
+
+@pytest.fixture
+def cluster(real_redis, redis_server, tmp_path):
+    if MAINSAIL is None:
+        pytest.skip("the mainsail command is not installed (pip install -e .)")
+    c = Cluster(cluster_env(redis_server.url, tmp_path), Store(real_redis), tmp_path)
     yield c
     c.stop()
 

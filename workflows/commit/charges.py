@@ -13,6 +13,7 @@ from workflows.commit.support import (
 from workflows.model.lifecycle import lifecycle_note
 from workflows.model.pricing import add_cost, cost_usd, unknown_price_note
 from workflows.models import SystemEntry, Usage
+from workflows.store.costs import add_call
 from workflows.store.metrics import count_usage
 
 
@@ -39,6 +40,10 @@ def charge(tx: Tx, usage: Usage, duration_ms: int, *, run: bool | None = True, k
         tx.add(SystemEntry(session_id=rec.id, subtype="warning", content=note))
     rec.usage = rec.usage + usage
     tx.counts.append(lambda: count_usage(model, kind, usage, cost))
+    # The cost ledger by day, token, workspace and model (budgets read it): written by this same commit.
+    tokens = (usage.input_tokens + usage.output_tokens + usage.cache_creation_input_tokens
+              + usage.cache_read_input_tokens)
+    tx.extra.append(lambda ops: add_call(ops, rec.token, rec.workspace, model, tokens, cost))
     _add_to(rec.usage_by_model, rec.cost_by_model, model, usage, cost)
     _add_to(rec.usage_by_kind, rec.cost_by_kind, kind, usage, cost)
     rec.cost_usd = add_cost(rec.cost_usd, cost)

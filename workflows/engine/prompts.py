@@ -18,11 +18,14 @@ from workflows.commit.support import (
     require_idle,
     stop_shells,
 )
+from workflows.costs.budgets import days_for, read_budgets, refusal
 from workflows.exceptions import (
+    BudgetExceeded,
     ContextFull,
 )
 from workflows.model.tokens import estimate_tokens, thresholds
 from workflows.models import (
+    ResultEntry,
     SessionRecord,
     StepRecord,
     SystemEntry,
@@ -51,9 +54,23 @@ class PromptVerbs(Part):
         (among its last :data:`SUBMIT_KEYS_KEPT`), nothing is submitted and no step returned. The key
         is written by the same commit as the message, so a sender that died after submitting and
         tries again (a schedule's firing) cannot send it twice.
+
+        Raises:
+            BudgetExceeded: the budget of the session's token or workspace is spent (workflows/costs/budgets.py):
+                the message is neither run nor queued; the refusal is written into the transcript too.
         """
         with self.store.lock(sid):
             rec = self.store.get_session(sid)
+            why = self._over_budget(rec)
+            if why is not None:
+                tx = Tx(rec)
+                rec.budget_stop = why
+                # A result (no turn ran): every watcher shows it, and webhooks get a ``failed`` event.
+                tx.add(ResultEntry(session_id=sid, subtype="error_max_budget_usd", is_error=True, result=why,
+                                   num_turns=0, session_usage=rec.usage, session_cost_usd=rec.cost_usd))
+                self.committer.commit(tx)
+                raise BudgetExceeded(why)
+            rec.budget_stop = None
             if once is not None:
                 if once in rec.submit_keys:
                     return []
@@ -75,6 +92,14 @@ class PromptVerbs(Part):
                 self.turns.start_run(tx, prompt)
             self.committer.commit(tx)
         return tx.dispatch
+
+    def _over_budget(self, rec: SessionRecord) -> str | None:
+        """Why a new turn of ``rec`` may not start (None: no budget covering it is spent). No budget set: one
+        read of the budgets; a budget covering it: the ledger's days of its period too."""
+        costs = self.store.costs()
+        budgets = read_budgets(costs.budgets())
+        days = days_for(budgets, rec.token, rec.workspace, costs.days()) if budgets else []
+        return refusal(budgets, costs.rows(days), rec.token, rec.workspace) if days else None
 
     @retry_on_conflict
     def compact(self, sid: str, instructions: str | None = None) -> list[StepRecord]:

@@ -52,7 +52,7 @@ class SessionVerbs(Part):
 
     def create_session(self, workspace: str, options: SessionOptions | None = None,
                        setup: SessionSetup | None = None, *, home: str | None = None,
-                       tools_queue: str = "tools", claude_projects: str = "") -> SessionRecord:
+                       tools_queue: str = "tools", claude_projects: str = "", token: str = "") -> SessionRecord:
         """Create an idle session for ``workspace`` (an existing directory) with ``options``, as resolved by
         :class:`workflows.sessions.service.SessionService` (unset ones: this engine's settings), and
         ``setup``, what the settings files add (rules, sandbox, hooks, MCP servers...; None: nothing).
@@ -101,6 +101,7 @@ class SessionVerbs(Part):
             mcp_servers=list(setup.mcp_servers),
             bypass_disabled_by=list(setup.bypass_disabled_by),
             untrusted_workspace=setup.untrusted_workspace,
+            token=token,
         )
         if claude_projects:
             rec.claude_transcript = os.path.join(claude_projects, project_key(ws), f"{rec.id}.jsonl")

@@ -131,6 +131,7 @@ class SubagentLogic(Part):
             parent_tool_use_id=call.tool_use_id,
             agent_type=agent.name,
             max_budget_usd=None,
+            token=parent.token,  # its costs count against the parent's token's budget
         )
         step = StepRecord(id=new_id(), session_id=parent.id, kind=StepKind.AGENT, epoch=parent.epoch,
                           status=StepStatus.RUNNING, owner=agent_owner(child.id), attempt=1, queue="",

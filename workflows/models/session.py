@@ -141,6 +141,11 @@ class SessionRecord(_Model):
     # Every cost figure is None (unknown) once it holds a call of a model without a price.
     cost_usd: float | None = 0.0
     max_budget_usd: float | None = None
+    # The API token that started it ("": a person at the server's machine): its costs count against the token's
+    # budget, and its notifications go to the token's subscriptions (workflows/costs, workflows/notify).
+    token: str = ""
+    # Why its last prompt was refused (a spent budget: workflows/costs/budgets.py); None once a turn starts.
+    budget_stop: str | None = None
     forked_from: str | None = None
     # Sub-agents (workflows.engine.subagents): the types the Task tool offers, snapshotted at the start
     # (every worker sees the same); a child session's link to the parent's Task call; a parent's children.

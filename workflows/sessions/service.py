@@ -85,7 +85,7 @@ class SessionService:
         if token is None and self.engine.settings.claude_transcripts:
             claude = str(projects_dir(resolved.home, how.get("environ") or os.environ))
         rec = self.engine.create_session(str(workspace), resolved.options, resolved.setup, home=resolved.home,
-                                         claude_projects=claude)
+                                         claude_projects=claude, token=token.name if token is not None else "")
         return Opened(rec, resolved.warnings)
 
     def resume(self, sid: str, options: SessionOptions, workspace: Path) -> Opened:

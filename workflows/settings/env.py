@@ -183,6 +183,15 @@ class Settings(BaseSettings):
         description="A worker's registration must stay expired this long before its reaper-side take-back: a "
                     "live worker starved of CPU (its registration late) is not mistaken for a dead one, whose "
                     "model calls would then be made twice.")
+    public_url: str = Field(
+        default="http://127.0.0.1:8750",
+        description="Where people reach the team server's console (https://mainsail.example.com): the base of "
+        "the links notifications carry (a link opens the session in the console; never with a token).")
+    notify_backoff_seconds: float = Field(
+        default=5.0, ge=0,
+        description="A failed notification is sent again after this, doubled at each attempt (5 s, 10 s, 20 s...).")
+    notify_attempts: int = Field(
+        default=8, ge=1, description="A notification is tried at most this many times per subscription.")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
         description="How long the step path (claim, commit, dispatch) retries a Redis error before it gives up.")

@@ -267,3 +267,40 @@ REDBEAT_PREFIX = "mainsail-celery:redbeat:"
 def metrics() -> str:
     """Counters and histogram buckets every process adds to (``field`` -> number; workflows/store/metrics.py)."""
     return f"{PREFIX}metrics"
+
+
+def notify_subscriptions() -> str:
+    """Webhook subscriptions: hash of subscription id -> record JSON (workflows/store/notify.py)."""
+    return f"{PREFIX}notify:subscriptions"
+
+
+def notify_delivered(event_id: str, subscription_id: str) -> str:
+    """One event's delivery to one subscription: ``sending`` while a POST is out, ``done`` after a 2xx."""
+    return f"{PREFIX}notify:delivered:{_check('event', event_id)}:{_check('subscription', subscription_id)}"
+
+
+def cost_day(day: str) -> str:
+    """One UTC day's costs (``YYYY-MM-DD``): hash of JSON ``[token, workspace, model]`` -> USD (costs.py)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day or ""):
+        raise ValueError(f"Invalid day {day!r}: use YYYY-MM-DD")
+    return f"{PREFIX}costs:{day}"
+
+
+def cost_day_tokens(day: str) -> str:
+    """One UTC day's token counts, by the fields of :func:`cost_day` (input + output + cache)."""
+    return f"{cost_day(day)}:tokens"
+
+
+def cost_day_unpriced(day: str) -> str:
+    """One UTC day's calls of models without a price, by the fields of :func:`cost_day`."""
+    return f"{cost_day(day)}:unpriced"
+
+
+def cost_days() -> str:
+    """The days that have costs (set of ``YYYY-MM-DD``)."""
+    return f"{PREFIX}costs:days"
+
+
+def budgets() -> str:
+    """Budgets: hash of ``token:NAME`` / ``workspace:PATH`` -> record JSON (workflows/store/costs.py)."""
+    return f"{PREFIX}budgets"

@@ -315,6 +315,18 @@ class Store(Transcripts, Steps):
 
         return TokenStore(self.r)
 
+    def costs(self):
+        """Costs by day, token, workspace and model, and budgets (:class:`workflows.store.costs.CostStore`)."""
+        from workflows.store.costs import CostStore
+
+        return CostStore(self.r)
+
+    def notify(self):
+        """Webhook subscriptions and deliveries (:class:`workflows.store.notify.NotifyStore`)."""
+        from workflows.store.notify import NotifyStore
+
+        return NotifyStore(self.r)
+
     def schedules(self) -> ScheduleStore:
         """Schedules and their runs (:class:`workflows.store.schedules.ScheduleStore`)."""
         from workflows.store.schedules import ScheduleStore

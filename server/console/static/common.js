@@ -91,5 +91,39 @@ window.Mainsail = (function () {
     return tick;
   }
 
+  // The Approvals link's count, kept live; with the browser's permission (asked by "Notify me", a click),
+  // a notification when more requests wait than before, while the page is open (the Notification API).
+  function watchApprovals() {
+    const badge = document.getElementById("approvals-count");
+    if (!badge) return;
+    const button = document.getElementById("notify-me");
+    const canNotify = "Notification" in window;
+    if (button && canNotify && Notification.permission === "default") {
+      button.hidden = false;
+      button.addEventListener("click", async () => {
+        await Notification.requestPermission();
+        button.hidden = Notification.permission !== "default";
+      });
+    }
+    let seen = null;
+    async function tick() {
+      let waiting;
+      try { waiting = await api("GET", "/api/approvals"); } catch (e) { return; }
+      badge.textContent = String(waiting.length);
+      badge.hidden = waiting.length === 0;
+      if (seen !== null && waiting.length > seen && canNotify && Notification.permission === "granted") {
+        const first = waiting[waiting.length - 1].request || {};
+        const note = new Notification("Mainsail: " + waiting.length + " request(s) waiting for approval",
+          { body: visible((first.tool || "") + ": " + (first.summary || "")).slice(0, 200), tag: "mainsail-approvals" });
+        note.onclick = () => { window.focus(); window.location.assign("/approvals"); };
+      }
+      seen = waiting.length;
+    }
+    tick();
+    window.setInterval(tick, 5000);
+  }
+
+  document.addEventListener("DOMContentLoaded", watchApprovals);
+
   return { visible, el, diff, money, ago, status, api, every, signIn };
 })();
