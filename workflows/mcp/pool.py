@@ -157,11 +157,6 @@ class McpPool:
         with self._lock:
             return sum(1 for e in [*self._entries.values(), *self._retired] if not e.conn.broken)
 
-    def sessions_of(self, conn: Connection) -> set[str]:
-        """The sessions ``conn`` has served."""
-        with self._lock:
-            return next((set(e.sessions) for e in self._entries.values() if e.conn is conn), set())
-
     def start_sweeper(self) -> None:
         """Stop idle servers from a daemon thread too (a worker whose sessions went quiet uses no pool)."""
         with self._lock:
