@@ -8,7 +8,7 @@ renders it), so any number of server processes answer the same figures and none 
   finished (done, superseded, failed) and retaken by the reaper, by kind; step latency by kind; model
   calls, tokens and cost by model; approvals asked and the time to decide them;
 - gauges read from the store: sessions by state, approvals waiting and the oldest one's age, queue
-  depths, live workers.
+  depths, live workers, MCP servers running in them (each worker's registration says how many).
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ HELP = {
                                     ("model", "type")),
     "mainsail_model_cost_usd_total": ("Model cost in US dollars, by model (calls with a known price).", ("model",)),
     "mainsail_approvals_asked_total": ("Permission requests asked of a person.", ()),
+    "mainsail_mcp_servers_started_total": ("MCP servers started by workers (a stdio one is a process).", ()),
+    "mainsail_mcp_servers_reused_total": ("Times a session was given an MCP server another session had started.",
+                                          ()),
+    "mainsail_mcp_servers_stopped_total": ("MCP servers stopped by workers, by reason (idle, exited, cut_off: a "
+                                           "call on it was cut off, shutdown).", ("reason",)),
 }
 HISTOGRAMS = {
     "mainsail_step_duration_seconds": ("Step latency from creation to finish (queue wait included), by kind.",
@@ -90,6 +95,9 @@ class Collector:
         yield depth
         yield GaugeMetricFamily("mainsail_workers", "Worker processes registered and alive.",
                                 value=self.store.workers.count_live(now))
+        yield GaugeMetricFamily("mainsail_mcp_servers_running", "MCP servers open in live workers, as their last "
+                                "registration said.", value=sum(int(info.get("mcp_servers", 0) or 0) for info in
+                                                                self.store.workers.live().values()))
 
 
 def _counters(counts: dict[str, float]):

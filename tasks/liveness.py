@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 
+from workflows.mcp.pool import running as mcp_running
 from workflows.settings import Settings
 from workflows.store.registry import Workers
 from workflows.store.resilience import RedisError
@@ -89,7 +90,8 @@ class Beacon(threading.Thread):
     def beat(self) -> bool:
         """Register once now; False if Redis refused."""
         try:
-            self.workers.register(self.worker_name, self.queues, self.ttl, self.info)
+            self.workers.register(self.worker_name, self.queues, self.ttl,
+                                  {**self.info, "mcp_servers": str(mcp_running())})
             now = time.monotonic()
             if self._last_ok is not None and not self._failing and now - self._last_ok > self.ttl * 0.6:
                 log.warning("worker %s refreshed its registration %.1fs after the last time (it expires after "

@@ -194,3 +194,47 @@ def test_mainsail_mcp_commands_against_real_servers(env, tmp_path, http_server):
     assert "Scope: User config (available in all your projects)" in got.stdout and "mcp__web__add" in got.stdout
     assert cluster.mainsail("mcp", "remove", "srv", cwd=ws).returncode == 0
     assert "srv:" not in cluster.mainsail("mcp", "list", cwd=ws).stdout
+
+
+def _servers(marker: str) -> dict[int, int]:
+    """Live test-server processes whose environment holds ``marker``: pid -> parent pid (the oracle)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            environ = (entry / "environ").read_bytes()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat[0] not in ("Z", "X") and SERVER.encode() in cmd and marker.encode() in environ:
+            found[int(entry.name)] = int(stat[1])
+    return found
+
+
+def test_sessions_of_a_workspace_share_one_server_process_and_a_stopped_worker_leaves_none(env, tmp_path):
+    cluster = env
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    marker = f"MCP_TEST_LOG={tmp_path / 'pool.log'}"
+    config = json.dumps({"mcpServers": {"srv": {"command": sys.executable, "args": [SERVER],
+                                                "env": {"MCP_TEST_LOG": str(tmp_path / "pool.log")}}}})
+    with FakeMessagesServer(call_from_prompt) as api:
+        cluster.env["ANTHROPIC_BASE_URL"] = api.url
+        worker = cluster.start_worker("--processes", "1")
+        pids = set()
+        for ws in (one, one, two):
+            out = run(cluster, ws, prompt("mcp__srv__pid"), "--mcp-config", config, "--allowedTools", "mcp__srv",
+                      fmt="json")
+            assert out.returncode == 0, out.stderr
+            pids.add(int(json.loads(out.stdout)["result"].removeprefix("Done: ")))
+        running = _servers(marker)
+        assert len(pids) == 2 and set(running) == pids, "two sessions of one workspace: one process; another: its own"
+        assert all(parent == worker.pid for parent in running.values()), "children of the worker"
+        wait_for(lambda: any(w.get("mcp_servers") == "2" for w in cluster.store.workers.live().values()), 30,
+                 what="the worker's registration to count its 2 MCP servers")
+        worker.terminate()
+        worker.wait(60)
+        assert _servers(marker) == {}, "a worker that stops stops its servers (no orphan)"

@@ -10,7 +10,8 @@ Modules (this package imports none of them, nor the MCP SDK: the record's models
 * :mod:`~workflows.mcp.settings`: the settings files' MCP keys;
 * :mod:`~workflows.mcp.scopes`: the files ``mainsail mcp add`` and ``remove`` change;
 * :mod:`~workflows.mcp.connection` and :mod:`~workflows.mcp.pool`: SDK clients on the process's MCP loop,
-  one per (session, server), started on first use, kept, started again after a crash;
+  one per workspace and resolved server, shared by sessions, started on first use, started again after a
+  crash, stopped when idle;
 * :mod:`~workflows.mcp.calls`: discovery and tool calls from a step;
 * :mod:`~workflows.mcp.tools` and :mod:`~workflows.mcp.catalog`: ``McpTool`` and a session's tool list;
 * :mod:`~workflows.mcp.commits`: the engine's MCP events (discovery before the prompt);

@@ -105,8 +105,9 @@ class McpCaller:
         try:
             result = conn.call_tool(definition.tool, args, st.mcp_tool_timeout_seconds, cancel)
         except McpServerError:
-            # A call cut off (cancel, timeout, a crash) may still be running there: start afresh next time.
-            self.pool.forget(self.rec.id, server.name)
+            # A call cut off (cancel, timeout, a crash) may still be running there: start afresh next time
+            # (once the calls other sessions have in flight on it end).
+            self.pool.retire(conn)
             raise
         return to_output(result, definition.name)
 

@@ -121,6 +121,8 @@ class Connection:
         self.client = None
         self.broken = False  # the connection ended (the server exited, or a call saw it close)
         self.last_used = time.monotonic()
+        self.inflight = 0  # requests sent and not answered (a shared server serves several sessions at once)
+        self._inflight_lock = threading.Lock()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._task: concurrent.futures.Future | None = None
@@ -164,14 +166,20 @@ class Connection:
     def _ended(self) -> None:
         self.broken = True
 
-    def close(self) -> None:
-        """Stop the server (stdio: stdin closed, then the process tree killed) or end the HTTP session."""
+    def close(self, wait: float = 0.0) -> None:
+        """Stop the server (stdio: stdin closed, then the process tree killed) or end the HTTP session;
+        ``wait``: seconds to wait for that to be done (the process gone)."""
         self.broken = True
         loop = _loop
         if loop is not None and self._stop is not None and self.client is not None:
             loop.call_soon_threadsafe(self._stop.set)
         elif self._task is not None:
             self._task.cancel()
+        if wait > 0 and self._task is not None:
+            try:
+                self._task.result(wait)
+            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                pass
         if self._errlog is not None:
             try:
                 self._errlog.close()
@@ -219,6 +227,8 @@ class Connection:
         from mcp_types import CONNECTION_CLOSED
 
         self.last_used = time.monotonic()
+        with self._inflight_lock:
+            self.inflight += 1
         future = run_soon(coro)
         deadline = time.monotonic() + timeout
         name = self.config.name
@@ -247,6 +257,8 @@ class Connection:
         except Exception as exc:  # a malformed reply, a transport error: the server's fault, said plainly
             raise McpServerError(f"MCP server {name!r} failed while {doing}: {describe_error(exc)}") from None
         finally:
+            with self._inflight_lock:
+                self.inflight -= 1
             self.last_used = time.monotonic()
 
     def _stderr(self) -> str:

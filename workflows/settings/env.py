@@ -119,7 +119,8 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="How long an MCP server may take to start and answer (connect, list tools).")
     mcp_tool_timeout_seconds: float = Field(default=600.0, gt=0, description="How long one MCP tool call may run.")
     mcp_idle_seconds: float = Field(
-        default=600.0, gt=0, description="A worker closes an MCP server connection unused this long.")
+        default=600.0, gt=0,
+        description="A worker stops a pooled MCP server (shared by a workspace's sessions) unused this long.")
     mcp_max_output_chars: int = Field(
         default=100_000, gt=0,
         description="An MCP tool result past this is saved in the workspace; the model gets a preview and the path.")
