@@ -36,7 +36,7 @@ NORMALIZED = {
     "duration_api_ms": "wall-clock time",
     "total_cost_usd": "follows the token counts (below)",
     "costUSD": "follows the token counts (below)",
-    "input_tokens": "the fake counts a request's tokens from its size, and the system prompts differ (docs/claude-code.md)",
+    "input_tokens": "the fake counts a request's tokens from its size, and the system prompts differ",
     "cache_creation_input_tokens": "as input_tokens",
     "cache_read_input_tokens": "as input_tokens",
     "output_tokens": "the fake counts a reply's tokens from the request's size too",
@@ -128,8 +128,9 @@ def router(conversations: list[Conversation]) -> Callable[[dict], Turn]:
         if n >= len(steps):
             return Turn(text="Sub report." if sub else "Done.")
         ws = SIDE.search(json.dumps(body)).group(1)
-        uses = [ToolUse(name=name_, id=f"toolu_{'s' if sub else ''}{n:02d}{i}",
-                        input=json.loads(json.dumps(raw).replace("{ws}", ws))) for i, (name_, raw) in enumerate(steps[n])]
+        uses = [ToolUse(name=tool, id=f"toolu_{'s' if sub else ''}{n:02d}{i}",
+                        input=json.loads(json.dumps(raw).replace("{ws}", ws)))
+                for i, (tool, raw) in enumerate(steps[n])]
         return Turn(text=f"Step {n}.", tool_uses=uses, stream_delay_seconds=conv.slow)
 
     return turn
@@ -179,6 +180,14 @@ def drive(cmd: list[str], conv: Conversation, cwd: Path, env: dict) -> tuple[str
     return "".join(out), "".join(err), proc.returncode
 
 
+def claude_env(home: Path, api_url: str) -> dict:
+    """Claude Code's environment for a run: ``home`` as HOME, the fake API, no updates or side traffic;
+    IS_SANDBOX lets it take bypassPermissions as root."""
+    return dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="test-key",
+                IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                MCP_TIMEOUT="60000")  # (a loaded machine starts an MCP server slowly)
+
+
 def lines(stdout: str) -> list[dict]:
     return [json.loads(ln) for ln in stdout.splitlines() if ln.strip()]
 
@@ -200,10 +209,7 @@ def run_all(conversations: list[Conversation], base: Path, claude: Path, worker_
         if side == "ours":
             cmd, env = [MAINSAIL, *args], dict(worker_env, HOME=str(home))
         else:
-            cmd = [str(claude), *args]
-            env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="test-key",
-                       IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                       MCP_TIMEOUT="60000")  # (a loaded machine starts the test's MCP server slowly)
+            cmd, env = [str(claude), *args], claude_env(home, api_url)
         started = time.monotonic()
         stdout, stderr, code = drive(cmd, conv, ws, env)
         (ws / "release").touch()  # a command the run left waiting (an interrupted one) ends

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import MAINSAIL, Cluster
+from tests.e2e.conftest import MAINSAIL, Cluster, cluster_env
 from tests.e2e.parity_runner import INTERRUPT, Allowed, Conversation, attach_requests, differences, router, \
     run_all, unexplained, user_message
 from tests.fakeapi import FakeMessagesServer
@@ -99,9 +99,9 @@ TABLE = [
 ]
 
 MINE = "Glob|Grep|MultiEdit|TodoWrite|BashOutput|KillShell|MemoryRead|MemoryWrite|MemoryDelete"
-NOT_HERE = ("CronCreate|CronDelete|CronList|EnterWorktree|ExitWorktree|ListAgents|Monitor|ReportFindings|ScheduleWakeup|"
-            "SendMessage|Skill|TaskCreate|TaskGet|TaskList|TaskStop|TaskUpdate|ToolSearch|Workflow|ListMcpResourcesTool|"
-            "ReadMcpResourceTool|ReadMcpResourceDirTool")
+NOT_HERE = ("CronCreate|CronDelete|CronList|EnterWorktree|ExitWorktree|ListAgents|Monitor|ReportFindings|"
+            "ScheduleWakeup|SendMessage|Skill|TaskCreate|TaskGet|TaskList|TaskStop|TaskUpdate|ToolSearch|Workflow|"
+            "ListMcpResourcesTool|ReadMcpResourceTool|ReadMcpResourceDirTool")
 #: A tool result's text and is_error, in its stream-json line and in the next request; its tool_use_result.
 RESULT_LINE = (r"user\.message\.content\[0\]\.(content|is_error)|user\.tool_use_result|"
                r"request\.messages\[\d+\]\.content\[0\]\.(content|is_error)")
@@ -113,7 +113,8 @@ ALLOWED: list[Allowed] = [
     Allowed("tools Mainsail has not", rf"system/init\.tools\[({NOT_HERE})\]",
             "Claude Code's built-in tools Mainsail does not have (Skill and TaskStop only when there is a skill or a "
             "background agent)", "theirs only"),
-    Allowed("built-in commands, skills, agents", r"system/init\.(slash_commands|skills|terminal_slash_commands|agents)\[.+\]",
+    Allowed("built-in commands, skills, agents",
+            r"system/init\.(slash_commands|skills|terminal_slash_commands|agents)\[.+\]",
             "Claude Code lists its built-in ones; Mainsail lists the session's own only", "theirs only"),
     Allowed("plugins", r"system/init\.plugins\[\]", "Claude Code's bundled plugins; Mainsail has none yet",
             "ours 0 items, theirs \\d+"),
@@ -178,16 +179,10 @@ ALLOWED: list[Allowed] = [
 @pytest.fixture(scope="module")
 def parity(redis_server, tmp_path_factory):
     """Every conversation of :data:`TABLE` through both CLIs: {name: (ours, theirs)}, and the seconds it took."""
-    import os
-
     base = tmp_path_factory.mktemp("parity")
     client = redis_server.client()
     client.flushall()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
-    env.update({"MAINSAIL_REDIS_URL": redis_server.url, "MAINSAIL_DATA_DIR": str(base / "data"),
-                "MAINSAIL_EMBEDDED_WORKER": "false", "MAINSAIL_CLAUDE_TRANSCRIPTS": "false",
-                "ANTHROPIC_API_KEY": "test-key", "PYTHONUNBUFFERED": "1", "MAINSAIL_LEASE_SECONDS": "2",
-                "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5", "MAINSAIL_PICKUP_TIMEOUT_SECONDS": "10", "HOME": str(base / "worker-home")})
+    env = dict(cluster_env(redis_server.url, base / "data"), HOME=str(base / "worker-home"))
     (base / "worker-home").mkdir()
     with FakeMessagesServer(router(TABLE)) as api:
         env["ANTHROPIC_BASE_URL"] = api.url
