@@ -299,14 +299,16 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
             "parent_tool_use_id": None,
             "session_id": e.session_id,
             "uuid": e.uuid if i == 0 else new_id(),
+            "timestamp": e.timestamp,
         } for i, block in enumerate(blocks or [{"type": "text", "text": ""}])]
     if isinstance(e, UserEntry):
         obj = {
             "type": "user",
-            "message": {"role": "user", "content": content_blocks(e.message.content)},
+            "message": {"role": "user", "content": [_claude_block(b) for b in content_blocks(e.message.content)]},
             "parent_tool_use_id": None,
             "session_id": e.session_id,
             "uuid": e.uuid,
+            "timestamp": e.timestamp,
         }
         results = [b for b in e.message.blocks() if getattr(b, "type", "") == "tool_result"]
         if results:
@@ -317,6 +319,13 @@ def stream_json_lines(e, stop_reason: str | None = None) -> list[dict]:
     if isinstance(e, ResultEntry):
         return [result_json(e, stop_reason)]
     return []
+
+
+def _claude_block(block: dict) -> dict:
+    """A user line's block as Claude Code streams it: a tool result's ``is_error`` only when it is one."""
+    if block.get("type") == "tool_result" and block.get("is_error") is False:
+        return {k: v for k, v in block.items() if k != "is_error"}
+    return block
 
 
 def _tool_use_result(block) -> str:

@@ -110,13 +110,22 @@ class Cluster:
                 p.kill()
 
 
-def cluster_env(redis_url: str, tmp_path: Path) -> dict:
-    """The environment of a cluster's processes: this one's without MAINSAIL_/ANTHROPIC_ settings, then the
-    private Redis, short leases and no embedded worker."""
+@pytest.fixture
+def cluster(real_redis, redis_server, tmp_path):
+    if MAINSAIL is None:
+        pytest.skip("the mainsail command is not installed (pip install -e .)")
+    c = Cluster(cluster_env(redis_server.url, tmp_path / "data"), Store(real_redis), tmp_path)
+    yield c
+    c.stop()
+
+
+def cluster_env(redis_url: str, data_dir: Path) -> dict:
+    """The environment of a test's workers and CLI runs: this process's, with no Mainsail or Anthropic settings
+    but a private Redis and data directory, short leases and a test API key."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
     env.update({
         "MAINSAIL_REDIS_URL": redis_url,
-        "MAINSAIL_DATA_DIR": str(tmp_path / "data"),
+        "MAINSAIL_DATA_DIR": str(data_dir),
         "MAINSAIL_LEASE_SECONDS": "2",
         "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5",
         "MAINSAIL_PICKUP_TIMEOUT_SECONDS": "10",
@@ -126,15 +135,6 @@ def cluster_env(redis_url: str, tmp_path: Path) -> dict:
         "PYTHONUNBUFFERED": "1",
     })
     return env
-
-
-@pytest.fixture
-def cluster(real_redis, redis_server, tmp_path):
-    if MAINSAIL is None:
-        pytest.skip("the mainsail command is not installed (pip install -e .)")
-    c = Cluster(cluster_env(redis_server.url, tmp_path), Store(real_redis), tmp_path)
-    yield c
-    c.stop()
 
 
 @pytest.fixture
@@ -148,7 +148,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
-__all__ = ["wait_for", "Cluster", "children", "sys"]
+__all__ = ["wait_for", "Cluster", "children", "cluster_env", "sys"]
 
 
 def pytest_configure(config):

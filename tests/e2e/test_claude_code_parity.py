@@ -1,22 +1,22 @@
-"""Mainsail's stream-json against Claude Code's own, line by line.
+"""Mainsail's stream-json against Claude Code's own: the helpers other tests share (:func:`run_both`, :func:`shape`),
+and the settings that must never grant bypassPermissions.
 
 The Agent SDK package ships Claude Code's CLI (``claude_agent_sdk/_bundled/claude``). Both CLIs run
-the same scripted conversation against the local fake Messages API; their stream-json must agree on
-the line types and subtypes, and on every key the SDK's message parser reads, so that drift in either
-shows as a failing test."""
+the same scripted conversation against the local fake Messages API. The field-by-field comparison of
+every tool kind, denial, sub-agent, interrupt and structured output is the table in
+tests/e2e/test_claude_code_parity_table.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL
+from tests.e2e.parity_runner import claude_env
 from tests.fakeapi import FakeMessagesServer
 
 sdk = pytest.importorskip("claude_agent_sdk")
@@ -86,8 +86,7 @@ def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = F
         ours = subprocess.run([MAINSAIL, *args], cwd=ours_ws, env=cluster.env, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
         mine = len(api.requests)
-        env = dict(os.environ, HOME=str(home), ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
-                   IS_SANDBOX="1", DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        env = claude_env(home, api.url)
         try:
             theirs = subprocess.run([str(CLAUDE), *args], cwd=theirs_ws, env=env, capture_output=True, text=True,
                                     timeout=120, stdin=subprocess.DEVNULL)
@@ -98,19 +97,6 @@ def run_both(cluster, tmp_path, script, args: list[str], home_for_ours: bool = F
     assert ours.returncode == 0, ours.stderr
     assert theirs.returncode == 0, theirs.stderr[-2000:]
     return lines(ours.stdout), lines(theirs.stdout)
-
-
-@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_stream_json_matches_claude_codes_line_by_line(cluster, tmp_path):
-    args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--model", MODEL,
-            "--permission-mode", "bypassPermissions"]
-    a, b = run_both(cluster, tmp_path, turn, args)
-    ours_ws, theirs_ws = tmp_path / "ours", tmp_path / "theirs"
-    assert [shape(x) for x in a] == [shape(x) for x in b], "\n".join(
-        f"{'ours':6} {shape(x)}" for x in a) + "\n" + "\n".join(f"{'theirs':6} {shape(x)}" for x in b)
-    assert (ours_ws / "out.txt").exists() and (theirs_ws / "out.txt").exists()
-    assert a[-1]["result"] == b[-1]["result"] == "Done."
-    assert a[-1]["stop_reason"] == b[-1]["stop_reason"] == "end_turn"
 
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
@@ -139,29 +125,3 @@ def test_a_projects_default_mode_never_grants_bypass_as_in_claude_code(cluster, 
     assert [d["tool_name"] for d in a[-1]["permission_denials"]] == ["Bash"]
     assert [d["tool_name"] for d in b[-1]["permission_denials"]] == ["Bash"]
     assert not (tmp_path / "ours" / "out.txt").exists() and not (tmp_path / "theirs" / "out.txt").exists()
-
-
-def mcp_turn(body: dict) -> Turn:
-    if sum(1 for m in body["messages"] if m["role"] == "assistant") == 0:
-        return Turn(text="Adding.", tool_uses=[ToolUse(name="mcp__srv__add", input={"a": 2, "b": 3})])
-    return Turn(text="Done.")
-
-
-@pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_mcp_servers_and_tools_in_init_and_a_call_match_claude_codes(cluster, tmp_path):
-    """The same --mcp-config (the test MCP server, and one that cannot start) through both CLIs."""
-    server = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
-    config = json.dumps({"mcpServers": {"srv": {"command": sys.executable, "args": [server]},
-                                        "broken": {"command": "/nonexistent/mcp-server"}}})
-    args = ["-p", "add them", "--output-format", "stream-json", "--verbose", "--model", MODEL, "--mcp-config", config,
-            "--allowedTools", "mcp__srv__add"]
-    a, b = run_both(cluster, tmp_path, mcp_turn, args, home_for_ours=True)
-    assert a[0]["mcp_servers"] == b[0]["mcp_servers"] == [
-        {"name": "srv", "status": "connected", "source": "dynamic"},
-        {"name": "broken", "status": "failed", "source": "dynamic"}]
-    mcp_tools = [[t for t in line["tools"] if t.startswith("mcp__")] for line in (a[0], b[0])]
-    assert mcp_tools[0] == mcp_tools[1] and "mcp__srv__add" in mcp_tools[0]
-    results = [[x for x in out if x["type"] == "user"] for out in (a, b)]
-    assert [x["message"]["content"][0]["content"] for x in results[0]] == ['{"result":5}']
-    assert results[1][0]["message"]["content"][0]["content"] == '{"result":5}'
-    assert a[-1]["result"] == b[-1]["result"] == "Done."

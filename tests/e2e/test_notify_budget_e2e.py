@@ -95,7 +95,7 @@ def served(redis_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("notify")
     client = redis_server.client()
     client.flushall()
-    cluster = Cluster(cluster_env(redis_server.url, tmp), Store(client), tmp)
+    cluster = Cluster(cluster_env(redis_server.url, tmp / "data"), Store(client), tmp)
     receiver = Receiver()
     try:
         with FakeMessagesServer(model) as fake:

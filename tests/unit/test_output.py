@@ -141,13 +141,15 @@ def test_stream_json_lines_for_a_small_transcript():
                "usage": {"input_tokens": 100, "output_tokens": 7, "cache_creation_input_tokens": 0,
                          "cache_read_input_tokens": 0}}
     assert objs[1] == {"type": "assistant", "message": dict(message, content=[{"type": "text", "text": "Reading it."}]),
-                       "parent_tool_use_id": None, "session_id": SID, "uuid": entries[1].uuid}
+                       "parent_tool_use_id": None, "session_id": SID, "uuid": entries[1].uuid,
+                       "timestamp": entries[1].timestamp}
     assert objs[2]["message"] == dict(message, content=[{"type": "tool_use", "id": "toolu_01", "name": "Read",
                                                           "input": {"file_path": "calc.py"}}])
     assert objs[2]["uuid"] != objs[1]["uuid"]
     assert objs[3]["type"] == "user" and objs[3]["uuid"] == entries[3].uuid
-    assert objs[3]["message"] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_01", "content": "def add(a, b): ...", "is_error": False}]}
+    assert objs[3]["message"] == {"role": "user", "content": [  # no is_error unless it is one, as Claude Code
+        {"type": "tool_result", "tool_use_id": "toolu_01", "content": "def add(a, b): ..."}]}
+    assert objs[3]["timestamp"] == entries[3].timestamp
     assert objs[3]["parent_tool_use_id"] is None and objs[3]["tool_use_result"] == "def add(a, b): ..."
     assert objs[4] == result_json(entries[5], "tool_use")
     assert objs[4]["stop_reason"] == "tool_use" and objs[4]["result"] and "errors" not in objs[4]

@@ -1,6 +1,6 @@
 """Claude Code 2.1.332's shapes of a tool result beyond its text: ``structuredPatch``, a user line's
 ``tool_use_result``, the ``system/permission_denied`` line, and the set_permission_mode refusals
-(tests/e2e/test_claude_code_parity_tools.py compares them with the bundled Claude Code)."""
+(tests/e2e/test_claude_code_parity_table.py compares them with the bundled Claude Code)."""
 
 from __future__ import annotations
 

@@ -216,7 +216,8 @@ def test_errors_name_the_cell_and_change_nothing(ctx, nb_path, kw, message):
 
 def test_the_notebook_must_have_been_read_and_unchanged_since(ctx, nb_path, ws):
     out = edit(ctx, nb_path, cell_id="load", new_source="x")
-    assert out.is_error and out.content == "File has not been read yet. Read it first before writing to it."
+    assert out.is_error and out.content == (  # refused as Claude Code refuses it (tests/e2e/test_claude_code_parity_table.py)
+        "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>")
     read(ctx, nb_path)
     st = os.stat(nb_path)
     os.utime(nb_path, (st.st_atime, st.st_mtime + 10))

@@ -29,9 +29,9 @@ NO_CHANGES = "No changes to make: old_string and new_string are exactly the same
 NOTEBOOK = "File is a Jupyter Notebook. Use the NotebookEdit tool to edit this file."
 
 
-def load_for_edit(path: Path, ctx: ToolContext) -> TextFile | None:
+def load_for_edit(path: Path, ctx: ToolContext, check_read: bool = True) -> TextFile | None:
     """The text of ``path`` for an edit, and its encoding; None when no file is there (an edit may
-    create it).
+    create it). ``check_read`` False: the caller checks the read (:func:`check_read_and_fresh`) itself.
 
     Raises:
         ToolError: a directory, a notebook, a file not read in this session or changed since,
@@ -44,7 +44,8 @@ def load_for_edit(path: Path, ctx: ToolContext) -> TextFile | None:
         raise ToolError(NOTEBOOK)
     if st is None:
         return None
-    check_read_and_fresh(path, ctx)
+    if check_read:
+        check_read_and_fresh(path, ctx)
     return read_text(path, ctx, MAX_EDIT_BYTES, action="edit")
 
 
@@ -139,10 +140,11 @@ class EditTool(Tool):
         path = ctx.resolve(args.file_path, "file_path")
         if args.old_string == args.new_string:
             raise ToolRefused(NO_CHANGES)
-        loaded = load_for_edit(path, ctx)
+        loaded = load_for_edit(path, ctx, check_read=False)
         if loaded is None:
             return create(path, args, ctx)
         done = replace(loaded.text, args.old_string, args.new_string, args.replace_all, loaded.newline)
+        check_read_and_fresh(path, ctx)  # after the string's checks, in Claude Code 2.1.332's order
         write_text(path, done.text, ctx, loaded)
         # Claude Code 2.1.332's words; no snippet of the file: the model knows what it changed.
         content = (f"The file {path} has been updated. All occurrences were successfully replaced."

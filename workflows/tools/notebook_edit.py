@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.exceptions import ToolError
+from workflows.exceptions import ToolError, ToolRefused
 from workflows.tools import notebook
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 from workflows.tools.files import directory_error, stat_or_none
@@ -78,15 +78,15 @@ class NotebookEditTool(Tool):
         if mode == "insert" and args.cell_type is None:
             raise ToolError("Cell type is required when using edit_mode=insert.")
         seen = ctx.files_read.get(str(path))
-        if seen is None:
-            raise ToolError(NOT_READ)
+        if seen is None:  # refused before it runs, as Claude Code's check of its input (<tool_use_error>)
+            raise ToolRefused(NOT_READ)
         st = stat_or_none(path)
         if st is None:
             raise ToolError(MISSING)
         if stat.S_ISDIR(st.st_mode):
             raise directory_error(path)
         if st.st_mtime > seen:
-            raise ToolError(MODIFIED)
+            raise ToolRefused(MODIFIED)
         nb = notebook.load(path, ctx, action="edit")
         index = notebook.find_cell(nb.cells, args.cell_id, mode)
         if mode == "delete":
