@@ -26,7 +26,6 @@ import os
 from dataclasses import dataclass
 
 from cli.embedded_redis import embedded, embedded_url_file, read_embedded_url
-from cli.in_process import hand_over
 from cli.redis_probe import mask_url, probe, redis_error, say_which
 from workflows.engine import Engine
 from workflows.settings import Settings
@@ -88,6 +87,8 @@ class Runtime:
             self.standby.stop()
             self.standby = None
         if self.worker is not None:
+            from cli.in_process import hand_over
+
             worker, self.worker = self.worker, None
             hand_over(worker)
 
@@ -132,15 +133,23 @@ def existing_redis_url(settings: Settings) -> str | None:
     return None
 
 
-def connect_existing(settings: Settings) -> Runtime | None:
-    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here."""
+def connect_existing(settings: Settings, *, broker: bool = True) -> Runtime | None:
+    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here.
+
+    ``broker``: configure Celery to send steps; a command that only reads (``sessions``, ``show``, ``pending``)
+    passes False and never imports Celery (a send would then fail closed: tasks.dispatch.dispatch).
+    """
     from tasks import runtime
-    from tasks.app import configure
 
     url = existing_redis_url(settings)
     if url is None:
         return None
-    configure(url, settings.redis_ca_file)
+    if broker:
+        from tasks.app import configure
+
+        configure(url, settings.redis_ca_file)
+    else:
+        runtime.set_redis_url(url)
     engine = runtime.engine(settings)
     engine.store.ping()
     return Runtime(url=url, engine=engine)

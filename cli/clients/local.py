@@ -8,7 +8,7 @@ import sys
 import click
 from rich.console import Console
 
-from cli.clients.protocol import decided_line
+from cli.clients.protocol import cut, decided_line
 from cli.connect import connect
 from cli.opening import background_note, flag_options, open_session, session_model
 from cli.readonly import existing_runtime
@@ -94,11 +94,6 @@ class LocalClient:
         click.echo(result.result if not result.is_error else f"Error: {result.result}")
         if result.is_error:
             sys.exit(1)
-
-
-def cut(s: str, n: int) -> str:
-    """``s`` cut to ``n`` characters, with an ellipsis when it was longer."""
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _messages(n: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 # The Redis errors code outside the store modules catches: imported from here, never from redis-py.
 from redis.exceptions import AuthenticationError  # noqa: F401
@@ -26,7 +26,9 @@ from redis.exceptions import LockError, NoPermissionError, RedisError, ResponseE
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows.exceptions import LockTimeout
-from workflows.models import StepRecord, StepStatus
+
+if TYPE_CHECKING:
+    from workflows.models import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,8 @@ class ResilientEngine:
 
 def pending_steps(store, sid: str) -> list[StepRecord]:
     """The session's steps waiting for a worker (of its current epoch, or background forks)."""
+    from workflows.models import StepStatus  # (here: the CLI imports this module's errors without the models)
+
     rec = store.get_session(sid)
     return [s for s in store.steps(sid)
             if s.status is StepStatus.PENDING and (s.background or s.epoch == rec.epoch)]
