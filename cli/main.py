@@ -105,6 +105,11 @@ def load_command(name: str) -> click.Command:
     return getattr(importlib.import_module(module), attr)
 
 
+def _summary(name: str) -> click.Command:
+    """A stand-in for command ``name`` that holds only its line of :data:`COMMANDS` (click shortens it)."""
+    return click.Command(name, help=COMMANDS[name][1])
+
+
 class MainsailGroup(FriendlyErrors, click.Group):
     """The root group: its commands are :data:`COMMANDS`, each loaded when it is asked for."""
 
@@ -119,10 +124,8 @@ class MainsailGroup(FriendlyErrors, click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from :data:`COMMANDS`' lines, importing no command."""
-        from click.utils import make_default_short_help
-
         limit = formatter.width - 6 - max(map(len, COMMANDS))
-        rows = [(name, make_default_short_help(COMMANDS[name][1], limit)) for name in self.list_commands(ctx)]
+        rows = [(name, _summary(name).get_short_help_str(limit)) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

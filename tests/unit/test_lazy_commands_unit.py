@@ -9,7 +9,6 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
-from click.utils import make_default_short_help
 
 from cli.main import COMMANDS, cli, load_command
 
@@ -19,7 +18,7 @@ def test_each_line_is_the_commands_own_short_help(name):
     command = load_command(name)
     assert isinstance(command, click.Command) and command.name == name
     for limit in (30, 45, 80, 300):
-        assert make_default_short_help(COMMANDS[name][1], limit) == command.get_short_help_str(limit)
+        assert click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit) == command.get_short_help_str(limit)
 
 
 def test_help_lists_every_command_and_an_unknown_one_is_refused():
