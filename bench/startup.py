@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         sid = made.stdout.strip()[:8]
         if made.returncode or not sid:
             raise SystemExit(f"could not make a session: {made.stderr}")
-        print(f"{'command':<18} {'median wall':>11} {'bare':>7} {'ratio':>6} {'modules':>8}  celery/anthropic")
+        print(f"{'command':<26} {'median wall':>11} {'bare':>7} {'ratio':>6} {'modules':>8}  celery/anthropic")
         for label, cmd in COMMANDS:
             cmd = [sid if a == "SID" else a for a in cmd]
             ours, bare, ratios = [], [], []
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 ours.append(a), bare.append(b), ratios.append(a / b)
             loaded = modules(cmd, env, tmp)
             heavy = ",".join(m for m in ("celery", "anthropic") if m in loaded) or "-"
-            print(f"mainsail {label:<9} {statistics.median(ours) * 1000:>9.0f}ms {statistics.median(bare) * 1000:>5.0f}ms "
+            print(f"mainsail {label:<17} {statistics.median(ours) * 1000:>9.0f}ms {statistics.median(bare) * 1000:>5.0f}ms "
                   f"{statistics.median(ratios):>5.1f}x {len(loaded):>8}  {heavy}")
     finally:
         server.terminate()
