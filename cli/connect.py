@@ -23,14 +23,15 @@ moment while the command waits, one runs inside the CLI's process
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cli.embedded_redis import embedded, embedded_url_file, read_embedded_url
-from cli.in_process import hand_over
-from cli.redis_probe import mask_url, probe, redis_error, say_which
-from workflows.engine import Engine
+from cli.redis_probe import answer, mask_url, redis_error, say_which
 from workflows.settings import Settings
 from workflows.store.redis_store import Store
+
+if TYPE_CHECKING:
+    from workflows.engine import Engine
 
 
 def configured_url(settings: Settings) -> str:
@@ -40,7 +41,7 @@ def configured_url(settings: Settings) -> str:
         StoreUnavailable: it does not answer.
         ConfigurationError: it is invalid, or Redis refused its credentials.
     """
-    problem = probe(settings.redis_url, settings.redis_ca_file, timeout=2.0)
+    problem = answer(settings.redis_url, settings.redis_ca_file, timeout=2.0, budget=settings.redis_retry_seconds)
     if problem:
         raise redis_error(settings.redis_url, problem)
     return settings.redis_url
@@ -57,7 +58,8 @@ def resolve_redis_url(settings: Settings) -> str:
         return configured_url(settings)
     why = None
     if settings.local_redis_url:
-        problem = probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3)
+        problem = answer(settings.local_redis_url, settings.redis_ca_file, timeout=0.3,
+                         budget=settings.redis_retry_seconds)
         if problem is None:
             return say_which(settings.local_redis_url, "MAINSAIL_LOCAL_REDIS_URL")
         # Something answers there but refuses us: say why, in case that Redis was meant.
@@ -66,12 +68,24 @@ def resolve_redis_url(settings: Settings) -> str:
     return embedded(settings, why)
 
 
-@dataclass
 class Runtime:
-    url: str
-    engine: Engine
-    worker: object | None = None  # this command's in-process worker (tasks.worker.InProcessWorker)
-    standby: object | None = None  # cli.standby.Standby, once a command waits on sessions
+    """What a command holds: the Redis URL, the store, and the engine, built when first asked for (a command
+    that only reads never loads the engine's modules: tools, permissions, commits)."""
+
+    def __init__(self, url: str, engine: Engine | None = None, *, settings: Settings | None = None) -> None:
+        self.url = url
+        self.given_engine = engine
+        self.settings = settings  # (for the engine built later)
+        self.worker: object | None = None  # this command's in-process worker (tasks.worker.InProcessWorker)
+        self.standby: object | None = None  # cli.standby.Standby, once a command waits on sessions
+
+    @property
+    def engine(self) -> Engine:
+        if self.given_engine is None:
+            from tasks import runtime
+
+            self.given_engine = runtime.engine(self.settings)
+        return self.given_engine
 
     @property
     def masked_url(self) -> str:
@@ -80,7 +94,11 @@ class Runtime:
 
     @property
     def store(self) -> Store:
-        return self.engine.store
+        if self.given_engine is not None:
+            return self.given_engine.store
+        from tasks import runtime
+
+        return runtime.store(self.settings)
 
     def close(self) -> None:
         """Stop checking for workers; an in-process worker hands over (cli.in_process.hand_over)."""
@@ -88,6 +106,8 @@ class Runtime:
             self.standby.stop()
             self.standby = None
         if self.worker is not None:
+            from cli.in_process import hand_over
+
             worker, self.worker = self.worker, None
             hand_over(worker)
 
@@ -124,26 +144,36 @@ def existing_redis_url(settings: Settings) -> str | None:
     """
     if settings.redis_url:
         return configured_url(settings)
-    if settings.local_redis_url and probe(settings.local_redis_url, settings.redis_ca_file, timeout=0.3) is None:
+    budget = settings.redis_retry_seconds
+    if settings.local_redis_url and answer(settings.local_redis_url, settings.redis_ca_file, timeout=0.3,
+                                           budget=budget) is None:
         return say_which(settings.local_redis_url, "MAINSAIL_LOCAL_REDIS_URL")
     embedded = read_embedded_url(settings)
-    if embedded and probe(embedded, timeout=0.5) is None:
+    if embedded and answer(embedded, timeout=0.5, budget=budget) is None:
         return say_which(embedded, f"the embedded Redis (data in {embedded_url_file(settings).parent})")
     return None
 
 
-def connect_existing(settings: Settings) -> Runtime | None:
-    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here."""
+def connect_existing(settings: Settings, *, broker: bool = True) -> Runtime | None:
+    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here.
+
+    ``broker``: configure Celery to send steps; a command that only reads (``sessions``, ``show``, ``pending``)
+    passes False and never imports Celery (a send would then fail closed: tasks.dispatch.dispatch).
+    """
     from tasks import runtime
-    from tasks.app import configure
 
     url = existing_redis_url(settings)
     if url is None:
         return None
-    configure(url, settings.redis_ca_file)
-    engine = runtime.engine(settings)
-    engine.store.ping()
-    return Runtime(url=url, engine=engine)
+    if broker:
+        from tasks.app import configure
+
+        configure(url, settings.redis_ca_file)
+    else:
+        runtime.set_redis_url(url)
+    rt = Runtime(url, settings=settings)  # (its engine is built if the command asks for it)
+    rt.store.ping()
+    return rt
 
 
 def env_flag(name: str) -> bool:

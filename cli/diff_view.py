@@ -4,8 +4,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 PAD = "    "
 
@@ -38,6 +42,8 @@ def echo_diff(diff: str, note: str, *, err: bool = True, pad: str = PAD) -> None
 
 def diff_text(diff: str, note: str, *, pad: str = PAD) -> Text:
     """The diff and its note as one rich ``Text`` (for the renderer); empty when there is neither."""
+    from rich.text import Text  # (here: `pending` prints diffs with click alone)
+
     text = Text()
     for line, colour in styled_lines(diff, note):
         text.append("\n" + pad)

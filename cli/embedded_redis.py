@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from cli.in_process import fakeredis_server, free_port
-from cli.redis_probe import mask_url, password_of, probe, say_which
+from cli.redis_probe import answer, mask_url, password_of, probe, say_which
 from workflows.exceptions import StoreUnavailable
 from workflows.settings import Settings
 from workflows.store.resilience import RedisError
@@ -53,7 +53,7 @@ def embedded(settings: Settings, why: str | None = None) -> str:
         url_file.parent.chmod(0o700)  # the AOF and the URL file hold everything Mainsail stores
     except OSError:
         pass  # not ours to change; the URL file itself is still made private
-    url = _reuse_embedded(url_file)
+    url = _reuse_embedded(url_file, settings.redis_retry_seconds)
     if url:
         return say_which(url, f"the embedded Redis (data in {url_file.parent})")
     binary = shutil.which(settings.redis_server_bin) if settings.redis_server_bin else None
@@ -64,10 +64,11 @@ def embedded(settings: Settings, why: str | None = None) -> str:
     return fakeredis_server()
 
 
-def _reuse_embedded(url_file: Path) -> str | None:
-    """The running embedded server's URL; one an earlier version started without a password gets one."""
+def _reuse_embedded(url_file: Path, budget: float) -> str | None:
+    """The running embedded server's URL; one an earlier version started without a password gets one. A
+    paused one is waited for (up to ``budget`` seconds): a second server must never start on its data."""
     url = _read_url(url_file)
-    if not url or probe(url) is not None:
+    if not url or answer(url, timeout=0.5, budget=budget) is not None:
         return None
     if password_of(url) is None:
         url = _add_password(url, url_file.parent)

@@ -16,7 +16,6 @@ from cli.trust_flag import trust_option
 from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models every command accepts)
 from statemachines import InvalidTransition
 from workflows.exceptions import MainsailError, StoreUnavailable
-from workflows.store.resilience import AuthenticationError, NoPermissionError, RedisConnectionError, RedisTimeoutError
 
 
 def _debug(exc: BaseException) -> None:
@@ -45,12 +44,96 @@ class FriendlyErrors:
             raise click.ClickException(_message(exc)) from None
 
 
+#: Command name -> ("module:attribute", its one-line help as ``mainsail --help`` lists it). A command's module is
+#: imported only when that command runs or shows its own help, so that ``mainsail --version`` or ``sessions``
+#: loads neither Celery nor the model SDK (tests/unit/test_lazy_commands_unit.py holds each line to the command's).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cli.run:run", "Run PROMPT in a session and watch it until it finishes."),
+    "submit": ("cli.run:submit",
+               "Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."),
+    "sessions": ("cli.sessions:sessions", "List sessions, newest first (QUEUED: messages waiting to run next, in order)."),
+    "show": ("cli.sessions:show", "Print a session's facts and its transcript."),
+    "watch": ("cli.sessions:watch",
+              "Replay a session's transcript and follow it live; Ctrl-C detaches (it never cancels)."),
+    "send": ("cli.sessions:send",
+             "Send MESSAGE to a session; while it is busy it waits in the inbox and runs next, in order."),
+    "cancel": ("cli.sessions:cancel",
+               "Stop a session's running turn (and any running command); its next queued message then runs."),
+    "compact": ("cli.sessions:compact", "Compact an idle session now: its conversation is summarised for the model "
+                                        "(the transcript keeps it)."),
+    "worker": ("cli.worker:worker",
+               "Start a Celery worker for Mainsail's queues (for -Q model: several supervised processes)."),
+    "reap": ("cli.worker:reap",
+             "Re-dispatch steps whose worker died or that nobody picked up (workers do this on their own)."),
+    "demo": ("cli.demo:demo", "Run a scripted session (Read, Edit, Bash) through Redis, a worker and the machine."),
+    "fsm": ("cli.fsm:fsm", "Print the session state machine as a mermaid diagram."),
+    "pending": ("cli.approvals:pending", "List permission requests waiting for a decision, across sessions."),
+    "approve": ("cli.approvals:approve", "Approve a pending request of SESSION (id or prefix); REQUEST may be "
+                                         "omitted when only one waits."),
+    "deny": ("cli.approvals:deny",
+             "Deny a pending request of SESSION; the model gets an error result with your message."),
+    "export": ("cli.transfer:export_cmd",
+               "Write SESSION's transcript (id or unique prefix) as JSONL, one entry a line."),
+    "import": ("cli.transfer:import_cmd",
+               "Import a JSONL transcript (Mainsail's export or Claude Code's) as a new idle session."),
+    "memory": ("cli.memory:memory",
+               "Session memory (a session's notes) and auto-memory (the project's durable records)."),
+    "mcp": ("cli.mcp:mcp", "Configure and check MCP servers (Claude Code's `claude mcp`)."),
+    "doctor": ("cli.doctor:doctor", "Check Redis, workers, the API key and the OS sandbox; say what to fix."),
+    "rm": ("cli.housekeeping:rm", "Remove sessions (id or unique prefix): records, transcripts, steps, queues, "
+                                  "memory notes, and the saved tool results of their own calls."),
+    "gc": ("cli.housekeeping:gc",
+           "Remove sessions inactive for longer than AGE, and forget old finished steps of the others."),
+    "serve": ("cli.serve:serve",
+              "Serve the HTTP API (/api), the web console (/) and metrics (/metrics) for a team."),
+    "token": ("cli.token:token",
+              "API tokens for `mainsail serve` (who may read, decide and act through the HTTP API)."),
+    "notify": ("cli.notify:notify",
+               "Webhooks when a session waits for approval, finishes or fails (Slack, or signed JSON to any URL)."),
+    "costs": ("cli.costs:costs",
+              'What sessions cost, from the usage every model call recorded ("local": sessions without a token).'),
+    "budget": ("cli.costs:budget",
+               "Budgets per API token or workspace: past its limit, no new turn starts (the reason is shown)."),
+    "schedule": ("cli.schedule:schedule",
+                 "Cron schedules of unattended sessions (fired by `mainsail beat`; times are UTC)."),
+    "beat": ("cli.beat:beat", "Fire the schedules (`mainsail schedule`) on time; several may run, one leads."),
+    "rewind": ("cli.rewind:rewind_cmd", "Rewind a session to before one of its messages: its files (checkpoints "
+                                        "taken before each Edit, Write, MultiEdit and NotebookEdit), its "
+                                        "conversation, or both."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The command ``name`` of :data:`COMMANDS`, its module imported now."""
+    import importlib
+
+    module, _, attr = COMMANDS[name][0].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _summary(name: str) -> click.Command:
+    """A stand-in for command ``name`` that holds only its line of :data:`COMMANDS` (click shortens it)."""
+    return click.Command(name, help=COMMANDS[name][1])
+
+
 class MainsailGroup(FriendlyErrors, click.Group):
+    """The root group: its commands are :data:`COMMANDS`, each loaded when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         from cli.remote import route
 
         # With MAINSAIL_SERVER set, session commands go through the server's API (cli/remote/).
-        return route(super().get_command(ctx, cmd_name))
+        return route(load_command(cmd_name)) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from :data:`COMMANDS`' lines, importing no command."""
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [(name, _summary(name).get_short_help_str(limit)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 class MainsailCommand(FriendlyErrors, click.Command):
@@ -63,13 +146,21 @@ def _message(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, FileNotFoundError) and (gone := missing_cwd()) is not None:
         return gone
+    if "redis" in sys.modules and (lost := _redis_message(exc)):  # (no Redis error before redis-py is loaded)
+        return lost
+    return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
+            "rerun with MAINSAIL_DEBUG=1 to see where it happened.")
+
+
+def _redis_message(exc: Exception) -> str | None:
+    from workflows.store.resilience import AuthenticationError, NoPermissionError, RedisConnectionError, RedisTimeoutError
+
     if isinstance(exc, (AuthenticationError, NoPermissionError)):
         return str(StoreUnavailable(f"Redis refused this client ({exc}): its password or ACL user is no longer "
                                     "accepted. Check the credentials in MAINSAIL_REDIS_URL."))
     if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
         return str(StoreUnavailable(f"Lost the connection to Redis ({exc}). Is it running? Check MAINSAIL_REDIS_URL."))
-    return (f"Internal error: {type(exc).__name__}: {exc}. This is a bug in Mainsail; "
-            "rerun with MAINSAIL_DEBUG=1 to see where it happened.")
+    return None
 
 
 def missing_cwd() -> str | None:
@@ -133,82 +224,33 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
     run_interactive(options, resume=resume, continue_=continue_, fork=fork, workspace=Path.cwd())
 
 
-def _register() -> None:
-    from cli import (
-        approvals,
-        beat,
-        costs,
-        demo,
-        doctor,
-        fsm,
-        housekeeping,
-        mcp,
-        memory,
-        notify,
-        rewind,
-        run,
-        schedule,
-        serve,
-        sessions,
-        token,
-        transfer,
-        worker,
-    )
-
-    cli.add_command(run.run)
-    cli.add_command(run.submit)
-    for command in (sessions.sessions, sessions.show, sessions.watch, sessions.send, sessions.cancel,
-                    sessions.compact):
-        cli.add_command(command)
-    cli.add_command(worker.worker)
-    cli.add_command(worker.reap)
-    cli.add_command(demo.demo)
-    cli.add_command(fsm.fsm)
-    cli.add_command(approvals.pending)
-    cli.add_command(approvals.approve)
-    cli.add_command(approvals.deny)
-    cli.add_command(transfer.export_cmd)
-    cli.add_command(transfer.import_cmd)
-    cli.add_command(memory.memory)
-    cli.add_command(mcp.mcp)
-    cli.add_command(doctor.doctor)
-    cli.add_command(housekeeping.rm)
-    cli.add_command(housekeeping.gc)
-    cli.add_command(serve.serve)
-    cli.add_command(token.token)
-    cli.add_command(notify.notify)
-    cli.add_command(costs.costs)
-    cli.add_command(costs.budget)
-    cli.add_command(schedule.schedule)
-    cli.add_command(beat.beat)
-    cli.add_command(rewind.rewind_cmd)
-
-
-_register()
-
-
 def claude_style(args: list[str]) -> bool:
     """True when ``args`` are Claude Code's command line (``mainsail -p "hi"``, ``mainsail "hi"``, the
     Agent SDK's flags) rather than one of Mainsail's subcommands (``mainsail run ...``): the first word
     that is neither a flag nor a flag's value is not a subcommand's name, or there is none."""
-    from cli.headless.command import main_command
-
-    takes_value = {}
-    for p in main_command.params:
-        if isinstance(p, click.Option):
-            for opt in (*p.opts, *p.secondary_opts):
-                takes_value[opt] = not p.is_flag and not p.count
+    # `mainsail --help` / `--version` alone: the group's; with any other flag (`mainsail -p --help`): Claude Code's.
+    if args and all(a in ("--help", "-h", "--version") for a in args):
+        return False
+    takes_value: dict[str, bool] | None = None  # Claude Code's flags (loaded at the first flag met)
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--":
             return True
         if a.startswith("-") and a != "-":
+            takes_value = takes_value if takes_value is not None else _claude_flags()
             i += 2 if ("=" not in a and takes_value.get(a)) else 1
             continue
-        return a not in cli.commands
-    # `mainsail --help` / `--version` alone: the group's; with any other flag (`mainsail -p --help`): Claude Code's.
-    return not (args and all(a in ("--help", "-h", "--version") for a in args))
+        return a not in COMMANDS
+    return True
+
+
+def _claude_flags() -> dict[str, bool]:
+    """Each flag of Claude Code's command line -> whether it takes a value."""
+    from cli.headless.command import main_command
+
+    return {opt: not p.is_flag and not p.count for p in main_command.params if isinstance(p, click.Option)
+            for opt in (*p.opts, *p.secondary_opts)}
 
 
 def _claude_command() -> click.Command:
@@ -231,9 +273,8 @@ def main() -> None:
         code = 130
     except SystemExit as exc:
         code = exc.code
-    from cli import in_process
-
-    if in_process.in_process_threads_started():
+    in_process = sys.modules.get("cli.in_process")  # (loaded only by a command that may run a worker here)
+    if in_process is not None and in_process.in_process_threads_started():
         # Celery's pool threads of an in-process worker cannot be joined reliably
         # (a blocking broker read may never return); the session state is all in
         # Redis, so leave without waiting for them.

@@ -1,7 +1,10 @@
 """Asking a Redis URL whether it answers, and saying why not, never showing its password.
 
-:func:`probe` PINGs a URL and names what went wrong (:class:`RedisProblem`); :func:`redis_error`
-turns that into the error a user sees, with the URL masked (:func:`mask_url`) and the setting to fix.
+:func:`probe` PINGs a URL and names what went wrong (:class:`RedisProblem`); :func:`answer` asks again
+while the server is there but silent (a ``CLIENT PAUSE``, a ``DEBUG SLEEP``, a SIGSTOPped or loading
+server), for up to ``MAINSAIL_REDIS_RETRY_SECONDS``, with the step path's backoff
+(:func:`workflows.store.resilience.retrying`); :func:`redis_error` turns a problem into the error a user
+sees, with the URL masked (:func:`mask_url`) and the setting to fix.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
-from workflows.store.resilience import AuthenticationError, RedisError
+from workflows.store.resilience import (
+    AuthenticationError,
+    BusyLoadingError,
+    RedisConnectionError,
+    RedisError,
+    RedisTimeoutError,
+    retrying,
+)
 from workflows.store.server import RedisServer
 
 
@@ -38,25 +48,57 @@ class RedisProblem:
         kind: ``unreachable``, ``auth`` (credentials missing or refused), ``tls``
             (handshake or certificate) or ``invalid`` (the URL itself).
         detail: the client's own words, with any password masked.
+        silent: unreachable, but something took the connection and did not answer in time, or said it is
+            still loading its data: a paused or stopped server, worth waiting for. A refused connection
+            (nothing listens) is not: that server is gone.
     """
 
     kind: str
     detail: str
+    silent: bool = False
 
 
 def probe(url: str, ca_file: str | os.PathLike | None = None, timeout: float = 0.5) -> RedisProblem | None:
     """PING ``url``: None when it answers, else what went wrong."""
     try:
-        server = RedisServer.at(url, ca_file, socket_connect_timeout=timeout, socket_timeout=timeout)
+        server = RedisServer.at(url, ca_file, single_try=True, socket_connect_timeout=timeout, socket_timeout=timeout)
     except ValueError as exc:
         return RedisProblem("invalid", _scrub(str(exc), url))
     try:
         server.ping()
         return None
     except (RedisError, OSError) as exc:
-        return RedisProblem(_kind(exc, url), _scrub(str(exc), url))
+        kind = _kind(exc, url)
+        return RedisProblem(kind, _scrub(str(exc), url),
+                            silent=kind == "unreachable" and isinstance(exc, (RedisTimeoutError, BusyLoadingError)))
     finally:
         server.close()
+
+
+class NotAnswering(RedisConnectionError):
+    """A probe met a silent server (a transient error for :func:`retrying`)."""
+
+    def __init__(self, problem: RedisProblem) -> None:
+        super().__init__(problem.detail)
+        self.problem = problem
+
+
+def answer(url: str, ca_file: str | os.PathLike | None = None, *, timeout: float, budget: float) -> RedisProblem | None:
+    """:func:`probe` ``url``, asked again while the server is silent (paused, stopped, loading) for up to
+    ``budget`` seconds, saying on stderr that it waits: None once it answers, else the last problem (at
+    once for any other, e.g. a refused connection)."""
+
+    def ping() -> RedisProblem | None:
+        problem = probe(url, ca_file, timeout)
+        if problem is not None and problem.silent:
+            raise NotAnswering(problem)
+        return problem
+
+    try:
+        return retrying(ping, what=f"Redis at {mask_url(url)}", budget=budget,
+                        say=lambda text: print(f"mainsail: {text}", file=sys.stderr))
+    except NotAnswering as exc:
+        return exc.problem
 
 
 def _kind(exc: BaseException, url: str) -> str:

@@ -10,25 +10,27 @@ import os
 import sys
 from datetime import datetime
 
-import click
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from cli.attach import wait_for_memory
+import click
+
 from cli.clients import client_for
-from cli.clients.local import cut as _cut
-from cli.connect import Runtime
+from cli.clients.protocol import cut as _cut
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
-from cli.render import Renderer, follow
 from cli.repl_text import ago
-from cli.replay import replay
-from cli.standby import ensure_worker
 from cli.worker_note import unserved_note
 from statemachines import State
 from workflows.model.tokens import describe_usage
 from workflows.models import ResultEntry, SessionRecord
 from workflows.models.model_names import describe_model
 from workflows.settings import load_settings
+
+if TYPE_CHECKING:
+    from cli.connect import Runtime
+
+# (The renderer, rich and the worker's standby are imported by the commands that print a transcript or follow
+# one: `sessions` and `show --no-transcript` load neither, nor Celery: tests/unit/test_lazy_commands_unit.py.)
 
 
 def _when(t: float) -> str:
@@ -49,7 +51,7 @@ def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -
 
     Sub-agents (the child sessions of Task calls) are counted on their parent's row (AGENTS); --tree
     lists them under it, indented."""
-    rt = existing_runtime()
+    rt = existing_runtime(broker=False)
     ws = os.path.realpath(workspace) if workspace else None
     rows = []
     for rec in rt.store.get_sessions(rt.store.session_ids(limit=10_000)):
@@ -154,7 +156,7 @@ def _queue_note(rec: SessionRecord, inbox: list[str]) -> str:
 @click.option("--no-transcript", is_flag=True, help="Only the session's facts.")
 def show(session: str, no_transcript: bool) -> None:
     """Print a session's facts and its transcript."""
-    rt = existing_runtime(what=f"no session {session!r} to show", code=1)
+    rt = existing_runtime(what=f"no session {session!r} to show", code=1, broker=False)
     sid = rt.store.resolve_session(session)
     rec = rt.store.get_session(sid)
     for line in describe(rec, rt.store.inbox(sid)):
@@ -164,6 +166,11 @@ def show(session: str, no_transcript: bool) -> None:
         click.secho(note, fg="yellow")
     if no_transcript:
         return
+    from rich.console import Console
+
+    from cli.render import Renderer
+    from cli.replay import replay
+
     click.echo("")
     r = Renderer(Console(highlight=False, soft_wrap=True))
     replay(rt.store, sid, r)
@@ -187,6 +194,13 @@ def watch(session: str, forever: bool) -> None:
 
 
 def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
+    from rich.console import Console
+
+    from cli.attach import wait_for_memory
+    from cli.render import Renderer, follow
+    from cli.replay import replay
+    from cli.standby import ensure_worker
+
     r = Renderer(Console(highlight=False, soft_wrap=True))
 
     def done(e) -> bool:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from workflows.engine import Engine
 from workflows.settings import Settings, get_settings
 
 # (async_redis_client, tls_options and without_tls_query: for the CLI and the Celery configuration)
 from workflows.store.client import async_redis_client, redis_client, tls_options, without_tls_query  # noqa: F401
 from workflows.store.redis_store import Store
+
+if TYPE_CHECKING:
+    from workflows.engine import Engine
 
 _lock = threading.Lock()
 _redis_url: str | None = None
@@ -24,6 +27,7 @@ _engine: Engine | None = None
 #: built: tasks/notify.py registers the webhooks' notifier (imported by the worker's app and by tasks/dispatch.py,
 #: so every process that commits and dispatches notifies).
 _observers: list = []
+_store: tuple[str, Store] | None = None  # (its URL, the store): the engine's, or one built before it
 _worker: str | None = None
 _draining = threading.Event()
 _running: dict[str, float] = {}  # "sid/step" -> monotonic start, for the steps this process runs now
@@ -37,10 +41,10 @@ POOL_MARGIN = 8
 DEFAULT_POOL = 64
 
 def set_redis_url(url: str) -> None:
-    global _redis_url, _engine
+    global _redis_url, _engine, _store
     with _lock:
         _redis_url = url
-        _engine = None
+        _engine = _store = None
 
 
 def current_url() -> str:
@@ -52,25 +56,15 @@ def current_url() -> str:
 
 
 def engine(settings: Settings | None = None) -> Engine:
-    """The process's engine, built on first use from the configured Redis URL."""
+    """The process's engine, built on first use from the configured Redis URL (on :func:`store`'s store)."""
     global _engine
     with _lock:
         if _engine is None:
-            s = settings or get_settings()
-            url = _redis_url or s.redis_url
-            if not url:
-                raise RuntimeError("tasks.app.configure(redis_url) was not called")
-            client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True,
-                                  once_transactions=True, max_connections=pool_size())
-            store = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
-            store.lock_owner = _worker
-            store.keep_transcripts(2 * _concurrency)
-            _engine = Engine(store, s)
+            from workflows.engine import Engine  # (here: a command that only reads needs the store alone)
+
+            _engine = Engine(_own_store(settings), settings or get_settings())
             for make in _observers:
                 _engine.committer.copies.append(make(_engine))
-            from workflows.store.metrics import TALLY
-
-            TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/store/metrics.py)
         return _engine
 
 
@@ -82,6 +76,34 @@ def observe_commits(make) -> None:
             _engine.committer.copies.append(make(_engine))
 
 
+def store(settings: Settings | None = None) -> Store:
+    """The process's store: the engine's, or built on first use without the engine (``mainsail sessions``,
+    ``show`` and ``pending`` read with it and never load the engine's modules)."""
+    with _lock:
+        return _engine.store if _engine is not None else _own_store(settings)
+
+
+def _own_store(settings: Settings | None) -> Store:
+    """The store for the configured URL, built if there is none yet (call with ``_lock`` held)."""
+    global _store
+    s = settings or get_settings()
+    url = _redis_url or s.redis_url
+    if not url:
+        raise RuntimeError("tasks.app.configure(redis_url) was not called")
+    if _store is not None and _store[0] == url:
+        return _store[1]
+    client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True,
+                          once_transactions=True, max_connections=pool_size())
+    built = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
+    built.lock_owner = _worker
+    built.keep_transcripts(2 * _concurrency)
+    from workflows.store.metrics import TALLY
+
+    TALLY.bind(client)  # this process's counts reach Redis every few seconds (workflows/store/metrics.py)
+    _store = (url, built)
+    return built
+
+
 def set_concurrency(threads: int) -> None:
     """This process runs up to ``threads`` steps at once: its engine's Redis pool holds that many
     connections and a margin (an engine built before gets a pool of that size now), and it keeps the
@@ -89,10 +111,14 @@ def set_concurrency(threads: int) -> None:
     global _concurrency
     with _lock:
         _concurrency = threads
-        if _engine is not None:
-            _engine.store.keep_transcripts(2 * threads)  # a transcript per step it may run, and some
-        if _engine is not None:
-            _engine.store.widen_pool(pool_size())
+        if (built := _built_store()) is not None:
+            built.keep_transcripts(2 * threads)  # a transcript per step it may run, and some
+            built.widen_pool(pool_size())
+
+
+def _built_store() -> Store | None:
+    """The store built so far (the engine's, or one without it), if any."""
+    return _engine.store if _engine is not None else _store[1] if _store is not None else None
 
 
 def pool_size() -> int:
@@ -108,8 +134,8 @@ def set_worker_name(name: str | None) -> None:
     global _worker
     with _lock:
         _worker = name
-        if _engine is not None:
-            _engine.store.lock_owner = name
+        if (built := _built_store()) is not None:
+            built.lock_owner = name
 
 
 def set_queues(queues: list[str]) -> None:

@@ -8,15 +8,33 @@ service). The protocol is :class:`cli.clients.protocol.SessionClient`.
 
 from __future__ import annotations
 
-from cli.clients.http import HttpClient
-from cli.clients.local import LocalClient
 from cli.clients.protocol import SessionClient
 from cli.remote import server_configured
 
 
 def client_for() -> SessionClient:
-    """The session client of this command: over the team server's API with ``MAINSAIL_SERVER``, else local."""
-    return HttpClient() if server_configured() else LocalClient()
+    """The session client of this command: over the team server's API with ``MAINSAIL_SERVER``, else local
+    (only the one picked is imported: the HTTP client's and the local one's dependencies are heavy)."""
+    if server_configured():
+        from cli.clients.http import HttpClient
+
+        return HttpClient()
+    from cli.clients.local import LocalClient
+
+    return LocalClient()
+
+
+def __getattr__(name: str):
+    """``HttpClient`` and ``LocalClient``, imported when first asked for."""
+    if name == "HttpClient":
+        from cli.clients.http import HttpClient
+
+        return HttpClient
+    if name == "LocalClient":
+        from cli.clients.local import LocalClient
+
+        return LocalClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["HttpClient", "LocalClient", "SessionClient", "client_for"]

@@ -6,21 +6,15 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 
-from cli.clients.protocol import decided_line
-from cli.connect import connect
-from cli.opening import background_note, flag_options, open_session, session_model
+from cli.clients.protocol import cut, decided_line
 from cli.readonly import existing_runtime
-from cli.render import Renderer, follow
 from cli.session_service import service
-from cli.standby import ensure_worker, require_model_access
-from workflows.commit.support import cancel_message
-from workflows.engine.approvals import request_of
-from workflows.mcp.sources import McpFlags
-from workflows.models import ResultEntry
 from workflows.models.valid_text import valid_str
 from workflows.settings import load_settings
+
+# (Each verb imports what only it needs: `approve` and `send` load neither the renderer nor the session
+# opening, and their start stays short: bench/README.md.)
 
 
 class LocalClient:
@@ -29,6 +23,11 @@ class LocalClient:
     def submit(self, prompt: str, *, model, resume, continue_, fork, max_turns, max_budget_usd, workspace,
                permission_mode, allowed_tools, disallowed_tools, approval_timeout, system_prompt,
                append_system_prompt, no_memory, add_dirs, fallback_model, mcp_config, strict_mcp_config) -> None:
+        from cli.connect import connect
+        from cli.opening import background_note, flag_options, open_session, session_model
+        from cli.standby import require_model_access
+        from workflows.mcp.sources import McpFlags
+
         settings = load_settings(model=model)
         rt = connect(settings, dispatching=True)
         require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
@@ -67,11 +66,15 @@ class LocalClient:
         rt = existing_runtime(what=f"no session {session!r} to cancel", code=1)
         sid = rt.store.resolve_session(session)
         stopped = service(rt).stop(sid, clear_queue=clear)
+        from workflows.commit.support import cancel_message
+
         click.echo(cancel_message(sid, stopped))
 
     def decide(self, session: str, request: str | None, approve: bool, *, always: bool = False,
                message: str | None = None) -> None:
         rt = existing_runtime(what=f"no session {session!r} to decide for", code=1)
+        from workflows.engine.approvals import request_of
+
         sid, req = request_of(rt.store, rt.store.resolve_session(session), request)
         steps = service(rt).decide(sid, req.id, approve, always=always, message=message)
         click.echo(decided_line(approve, req.tool, req.summary, sid, req.id, always, req.always))
@@ -80,6 +83,12 @@ class LocalClient:
                        err=True)
 
     def compact(self, session: str, instructions: str | None) -> None:
+        from rich.console import Console
+
+        from cli.render import Renderer, follow
+        from cli.standby import ensure_worker
+        from workflows.models import ResultEntry
+
         settings = load_settings()
         rt = existing_runtime(settings, what=f"no session {session!r} to compact", code=1)
         try:
@@ -94,11 +103,6 @@ class LocalClient:
         click.echo(result.result if not result.is_error else f"Error: {result.result}")
         if result.is_error:
             sys.exit(1)
-
-
-def cut(s: str, n: int) -> str:
-    """``s`` cut to ``n`` characters, with an ellipsis when it was longer."""
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _messages(n: int) -> str:

@@ -49,4 +49,9 @@ def decided_line(approve: bool, tool: str, summary: str, sid: str, request: str,
     return f"{'Approved' if approve else 'Denied'} {tool}: {summary} (session {sid[:8]}, request {request}){extra}."
 
 
-__all__ = ["SessionClient", "decided_line"]
+def cut(s: str, n: int) -> str:
+    """``s`` cut to ``n`` characters, with an ellipsis when it was longer."""
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+__all__ = ["SessionClient", "cut", "decided_line"]

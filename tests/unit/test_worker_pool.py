@@ -15,6 +15,7 @@ from workflows.store.client import blocking_pool
 def fresh_runtime(monkeypatch):
     """The runtime's per-process state, put back after the test."""
     monkeypatch.setattr(runtime, "_engine", None)
+    monkeypatch.setattr(runtime, "_store", None)
     monkeypatch.setattr(runtime, "_concurrency", 0)
     monkeypatch.setattr(runtime, "_redis_url", "redis://127.0.0.1:1/5")
 

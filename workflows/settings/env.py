@@ -195,7 +195,8 @@ class Settings(BaseSettings):
         default=8, ge=1, description="A notification is tried at most this many times per subscription.")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
-        description="How long the step path (claim, commit, dispatch) retries a Redis error before it gives up.")
+        description="How long the step path (claim, commit, dispatch) retries a Redis error, and a CLI command waits "
+                    "for a Redis that is there but silent (paused, stopped, loading), before it gives up.")
     standby_check_seconds: float = Field(
         default=2.0, gt=0, description="How often a waiting CLI checks that a live worker serves its queues.")
 

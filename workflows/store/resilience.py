@@ -17,16 +17,18 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 # The Redis errors code outside the store modules catches: imported from here, never from redis-py.
-from redis.exceptions import AuthenticationError  # noqa: F401
+from redis.exceptions import AuthenticationError, BusyLoadingError  # noqa: F401
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError, NoPermissionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workflows.exceptions import LockTimeout
-from workflows.models import StepRecord, StepStatus
+
+if TYPE_CHECKING:
+    from workflows.models import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,10 @@ RETRIED = frozenset({"save_fork_checkpoint"})
 T = TypeVar("T")
 
 
-def retrying(fn: Callable[[], T], *, what: str, budget: float) -> T:
+def retrying(fn: Callable[[], T], *, what: str, budget: float, say: Callable[[str], None] | None = None) -> T:
     """``fn()``, retried on :data:`TRANSIENT` errors for up to ``budget`` seconds.
+
+    ``say``: where the retries are told (a CLI command: stderr); the log by default.
 
     Raises:
         The last transient error, once the budget is spent; any other error at once.
@@ -61,16 +65,16 @@ def retrying(fn: Callable[[], T], *, what: str, budget: float) -> T:
         except TRANSIENT as exc:
             failures += 1
             if time.monotonic() + delay > deadline:
-                log.error("%s: still failing after %d tries over %.1fs (%s); giving up", what, failures,
-                          budget, exc)
+                (say or log.error)(f"{what}: still failing after {failures} tries over {budget:.1f}s ({exc}); "
+                                   "giving up")
                 raise
             if failures == 1:
-                log.warning("%s: %s; retrying for up to %gs", what, _brief(exc), budget)
+                (say or log.warning)(f"{what}: {_brief(exc)}; retrying for up to {budget:g}s")
             time.sleep(delay)
             delay = min(delay * 2, MAX_DELAY)
             continue
         if failures:
-            log.warning("%s: succeeded after %d Redis error(s)", what, failures)
+            (say or log.warning)(f"{what}: succeeded after {failures} Redis error(s)")
         return result
 
 
@@ -133,6 +137,8 @@ class ResilientEngine:
 
 def pending_steps(store, sid: str) -> list[StepRecord]:
     """The session's steps waiting for a worker (of its current epoch, or background forks)."""
+    from workflows.models import StepStatus  # (here: the CLI imports this module's errors without the models)
+
     rec = store.get_session(sid)
     return [s for s in store.steps(sid)
             if s.status is StepStatus.PENDING and (s.background or s.epoch == rec.epoch)]

@@ -12,7 +12,9 @@ import os
 import time
 
 import redis
+from redis.backoff import NoBackoff
 from redis.lock import Lock
+from redis.retry import Retry
 
 from workflows.store import keys
 from workflows.store.client import redis_client
@@ -25,13 +27,19 @@ class RedisServer:
         self.r = client
 
     @classmethod
-    def at(cls, url: str, ca_file: str | os.PathLike | None = None, **kwargs) -> RedisServer:
+    def at(cls, url: str, ca_file: str | os.PathLike | None = None, *, single_try: bool = False,
+           **kwargs) -> RedisServer:
         """The server at ``url`` (TLS as :func:`workflows.store.client.redis_client` says; ``kwargs`` are
         the client's timeouts). Connects on the first question.
+
+        ``single_try``: each question is asked once, without redis-py's own retries (a caller that waits
+        out errors itself: cli/redis_probe.py).
 
         Raises:
             ValueError: the URL (or its TLS options) is not usable.
         """
+        if single_try:
+            kwargs["retry"] = Retry(NoBackoff(), 0)
         return cls(redis_client(url, ca_file, **kwargs))
 
     def close(self) -> None:
