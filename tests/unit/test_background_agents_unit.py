@@ -106,3 +106,24 @@ def test_task_lines_have_claude_codes_subtypes_and_keys():
     upd, note, changed = task_lines(ended, "s")
     assert upd["patch"] == {"status": "killed", "end_time": 1} and note["status"] == "stopped"
     assert note["summary"] == "count" and changed["tasks"] == []
+
+
+def test_a_cancel_of_a_later_run_leaves_the_background_agent_running_and_its_notification_comes(engine, ws):
+    turns = lambda body, n: [Turn(text="Launching.", tool_uses=[bg()]), Turn(text="Turn 1 done.")][min(n, 1)]
+    rec = engine.create_session(str(ws), SessionOptions(model=model(turns), permission_mode="bypassPermissions"))
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))
+    inline.run(1)
+    child_id = engine.store.get_session(rec.id).children[0]
+    held = [s for s in inline.queue if s.session_id == child_id]  # the agent's first step, not run yet
+    inline.queue = deque(s for s in inline.queue if s.session_id != child_id)
+    inline.drain()
+    engine.submit(rec.id, "another")  # a new run, cancelled at once: the epoch moves on
+    assert engine.cancel(rec.id, "Cancelled by user")
+    assert engine.store.get_session(rec.id).epoch > 0 and engine.parent_waits(engine.store.get_session(child_id))
+    inline.dispatch(held)
+    inline.drain()
+    parent = engine.store.get_session(rec.id)
+    assert parent.background_tasks == {} and parent.notifications == 1
+    (note,) = [e for e in entries(engine, rec.id, UserEntry) if e.message.text().startswith(NOTIFICATION_HEAD)]
+    assert "<status>completed</status>" in note.message.text()
