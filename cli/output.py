@@ -23,11 +23,13 @@ from workflows.models import (
     AssistantEntry,
     ResultEntry,
     SessionRecord,
+    SystemEntry,
     UserEntry,
     new_id,
 )
 from workflows.models.mcp import McpStatus
 from workflows.tools.structured import ENFORCE
+from workflows.engine.background import task_lines
 from workflows.tools.task import SUBAGENT_NAMES
 
 #: Mainsail's result subtypes as Claude Code names them (it has no "cancelled").
@@ -246,6 +248,8 @@ class StreamJson:
                 and e.message.content != ENFORCE):  # (Claude Code streams its structured-output reminder)
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
+        if isinstance(e, SystemEntry) and e.subtype == "task" and e.task:  # a background agent's launch or end
+            lines = task_lines(e.task, self.sid or e.session_id)
         if isinstance(e, UserEntry) and e.denied:
             lines = permission_denied_lines(e, self.tool_names) + lines
         for obj in lines:

@@ -180,7 +180,7 @@ def waiting_for(store, sid: str, embedded: bool) -> str | None:
         return (f"waiting for {len(agents)} sub-agent{'s' if len(agents) != 1 else ''} to report "
                 f"({', '.join((s.detail or '')[:8] for s in agents)}; `mainsail sessions --tree` lists them)…")
     for s in steps:
-        if s.status is StepStatus.RUNNING and s.kind is not StepKind.AGENT:
+        if s.status is StepStatus.RUNNING and s.kind not in (StepKind.AGENT, StepKind.BG_AGENT):
             what = _what(rec, s)
             worker = _worker_of(live, s.owner)
             if worker is None:

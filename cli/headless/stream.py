@@ -102,6 +102,7 @@ class StreamServer:
         self.results = 0
         self.eof = False
         self.after: str | None = None
+        self.notified = 0  # the session's background-agent notifications when serving began
         self.last: ResultEntry | None = None
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
         self.asker: dict[str, str] = {}  # a sub-agent's permission request id -> its session id
@@ -115,8 +116,9 @@ class StreamServer:
     def serve(self) -> ResultEntry | None:
         """Run turns until stdin ends and every turn it started has its result; the last result."""
         threading.Thread(target=self._read, name="mainsail-stdin", daemon=True).start()
+        self.notified = self.rt.store.get_session(self.sid).notifications
         while True:
-            if self.results >= self.submitted:
+            if self._done():
                 if self.eof:
                     return self.last
                 self._handle(self.lines.get())
@@ -124,7 +126,7 @@ class StreamServer:
             try:
                 follow(self.rt.store, self.sid, on_entry=self._on_entry,
                        on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
-                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self.results >= self.submitted,
+                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self._done(),
                        on_child=self._on_child, on_link=self.out.link_child,
                        on_event=(self._on_event if self.out.partial_messages else None))
             except _ClientGone:
@@ -134,6 +136,14 @@ class StreamServer:
                            f"{self.sid[:8]}`.", err=True)
                 self.abandoned = True
                 return self.last
+
+    def _done(self) -> bool:
+        """Every turn has its result: those stdin gave, and those background agents' notifications started;
+        and no background agent still runs (it owes one), as Claude Code waits for them before it ends."""
+        if self.results < self.submitted:
+            return False
+        rec = self.rt.store.get_session(self.sid)
+        return not rec.background_tasks and self.results >= self.submitted + rec.notifications - self.notified
 
     def _read(self) -> None:
         for raw in self.stdin:

@@ -22,6 +22,7 @@ DEPLOYED = {
     StepKind.EXTRACT: ("memory", "mainsail.memory.extract"),
     StepKind.HOOK: (None, "mainsail.tools.hook"),
     StepKind.AGENT: (None, None),
+    StepKind.BG_AGENT: (None, None),
     StepKind.REPORT: ("model", "mainsail.model.report"),
     StepKind.MCP: (None, "mainsail.tools.mcp"),
     StepKind.TITLE: ("model", "mainsail.model.title"),

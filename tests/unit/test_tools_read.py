@@ -169,7 +169,7 @@ def test_tool_schemas_stable_order_and_shape():
     schemas = tool_schemas()
     assert [s["name"] for s in schemas] == ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write",
                                             "NotebookEdit", "WebFetch", "TodoWrite", "WebSearch", "BashOutput",
-                                            "KillShell", "Skill"]
+                                            "KillShell", "TaskStop", "Skill"]
     assert tool_schemas() == schemas
     assert [s["name"] for s in tool_schemas(["Write", "Read"])] == ["Read", "Write"]
     read = next(s for s in schemas if s["name"] == "Read")

@@ -60,6 +60,8 @@ STEP_KINDS: tuple[StepKindSpec, ...] = (
                  rerun_on_redis_error=True),
     StepKindSpec(StepKind.AGENT, None, None, None,
                  "A Task call's wait for its child session: running, no lease, owned by the child (never sent)."),
+    StepKindSpec(StepKind.BG_AGENT, None, None, None,
+                 "A background agent's notification fence: running, no lease, owned by the child (never sent)."),
 )
 
 _BY_KIND = {spec.kind: spec for spec in STEP_KINDS}

@@ -69,7 +69,9 @@ output with BashOutput and stop it with KillShell.
 - WebFetch reads a web page and answers a question about it; WebSearch searches the web. Both ask \
 for permission (per host for WebFetch); cite the links you used.
 - Task hands a self-contained job (a wide search, an independent change) to a sub-agent with its \
-own context; several Task calls in one response run in parallel, and each returns one final report.
+own context; several Task calls in one response run in parallel, and each returns one final report. \
+With run_in_background the agent runs while you go on, and its report arrives later as a \
+<task-notification>; TaskStop stops it (or a background shell).
 - Skill loads the instructions of one of the skills a reminder lists (when there are any); when a \
 task is one a listed skill covers, invoke it first and follow what it loads.
 

@@ -26,6 +26,7 @@ A part of :class:`workflows.engine.Engine` (``engine.subagents``); it commits th
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -36,14 +37,17 @@ from workflows.commit.support import (
     _add_to,
 )
 from workflows.context.claude_copy import child_file
+from workflows.engine import background
 from workflows.exceptions import ToolInputError
 from workflows.model.pricing import add_cost
 from workflows.models import (
     AgentDefinition,
+    AssistantEntry,
     SessionRecord,
     StepKind,
     StepRecord,
     StepStatus,
+    SystemEntry,
     ToolCall,
     ToolCallStatus,
     new_id,
@@ -83,6 +87,7 @@ def child_tools(parent: SessionRecord, agent_tools: list[str] | None, disallowed
 class SubagentLogic(Part):
     """Sub-agents: a Task call runs as a child session, and its final answer comes back as the call's result."""
 
+    forks: peers.Forks
     prompts: peers.Prompts
     tools: peers.Tools
     turns: peers.Turns
@@ -145,6 +150,8 @@ class SubagentLogic(Part):
         call.child_session_id = child.id
         call.status = ToolCallStatus.DISPATCHED
         parent.children.append(child.id)
+        if call.input.get("run_in_background") is True:
+            self._launch(tx, call, child, step)
 
         ctx = Tx(child)
         child.run_started_at = time.time()
@@ -154,6 +161,23 @@ class SubagentLogic(Part):
         child.revision, child.commit = 1, new_id()[:16]
         tx.extra.append(lambda ops, ctx=ctx: self.committer.write_new_session(ctx, ops))
         tx.dispatch.extend(ctx.dispatch)
+
+    def _launch(self, tx: Tx, call: ToolCall, child: SessionRecord, step: StepRecord) -> None:
+        """A background agent: the call's result now (the launch), the parent goes on. The parent's ``agent``
+        step stays running, the child's, as the fence of its notification; ``background`` keeps a cancel of a
+        later run from making it stale (the agent outlives the turn that launched it)."""
+        parent = tx.rec
+        child.background_agent = True
+        step.kind = StepKind.BG_AGENT
+        notice = background.started(child.id, call.tool_use_id, child.title, child.agent_type or "",
+                                    str(call.input["prompt"]))
+        parent.background_tasks[child.id] = notice
+        tx.add(SystemEntry(session_id=parent.id, subtype="task", task=dict(notice, tasks=background.live(
+            parent.background_tasks)), content=f"Background agent {child.title!r} launched ({child.id[:8]})"))
+        output = background.launch_output(child.id, child.title, str(call.input["prompt"]), child.model,
+                                          child.claude_transcript)
+        self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=None)
+        call.status = ToolCallStatus.DONE
 
     def _share_mcp_tools(self, tx: Tx, parent: SessionRecord, child: SessionRecord) -> None:
         """The child gets the parent's MCP servers and their tool list (as Claude Code's sub-agents inherit
@@ -187,6 +211,7 @@ class SubagentLogic(Part):
         result = tx.entries[-1] if tx.entries else None
         rec.final_result = getattr(result, "result", "") or ""
         rec.final_is_error = bool(getattr(result, "is_error", False))
+        rec.final_subtype = getattr(result, "subtype", None)
         self.committer.new_step(tx, StepKind.REPORT)
 
     def deliver_report(self, rec: SessionRecord, step: StepRecord, owner: str) -> list[StepRecord]:
@@ -207,11 +232,56 @@ class SubagentLogic(Part):
                             display=f"{'failed' if child.final_is_error else 'done'} · {child.turns} turns"
                                     + (f" · ${child.cost_usd:.4f}" if child.cost_usd else ""))
 
+        tool_uses = sum(len(e.message.tool_uses()) for e in self.store.entries(child.id)
+                        if isinstance(e, AssistantEntry)) if child.background_agent else 0
+
         def apply(tx: Tx, step: StepRecord) -> None:
             self._add_child_cost(tx, child)
-            self.tools.record_tool_result(tx, step, output, None)
+            if child.background_agent:
+                self._notify(tx, step, child, tool_uses)
+            else:
+                self.tools.record_tool_result(tx, step, output, None)
 
         return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
+
+    def _notify(self, tx: Tx, step: StepRecord, child: SessionRecord, tool_uses: int) -> None:
+        """A background agent ended: its notice, and its notification as the parent's next prompt (now when the
+        parent is idle, else after the run it is in), in the commit fenced on the parent's ``agent`` step."""
+        rec = tx.rec
+        tx.finish(step)
+        task = rec.background_tasks.pop(child.id, None) or background.started(
+            child.id, child.parent_tool_use_id or "", child.title, child.agent_type or "", "")
+        status = background.task_status(child.final_subtype)
+        u = child.usage
+        usage = {"total_tokens": u.input_tokens + u.output_tokens + u.cache_read_input_tokens
+                 + u.cache_creation_input_tokens, "tool_uses": tool_uses,
+                 "duration_ms": int((time.time() - (child.run_started_at or time.time())) * 1000)}
+        notice = background.ended(task, status, child.final_result or "", usage, child.claude_transcript,
+                                  rec.background_tasks)
+        tx.add(SystemEntry(session_id=rec.id, subtype="task", task=notice,
+                           content=f"Background agent {child.title!r} {status} ({child.id[:8]})"))
+        rec.notifications += 1
+        tx.inbox_pushes.append(background.notification_text(notice))
+        if rec.state is State.EXTRACTING:  # nobody waits for memory: the notification runs now
+            self.forks.leave_extracting(tx)
+        else:
+            self.turns.after_idle(tx)
+
+    def stop_background(self, tx: Tx, call: ToolCall) -> bool:
+        """A TaskStop call naming one of the session's background agents: its result now, and the agent
+        stopped once this commit lands (its end then notifies as ``killed``). False: not an agent's id."""
+        task_id = call.input.get("task_id") or call.input.get("shell_id")
+        task = tx.rec.background_tasks.get(task_id) if isinstance(task_id, str) else None
+        if task is None:
+            return False
+        message = f"Successfully stopped task: {task_id} ({task['description']})"
+        result = {"message": message, "task_id": task_id, "task_type": "local_agent", "command": task["description"]}
+        output = ToolOutput(content=json.dumps(result, ensure_ascii=False, separators=(",", ":")), result=result,
+                            display=f"Agent {task['description']!r} stopped")
+        self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=None)
+        call.status = ToolCallStatus.DONE
+        tx.after.append(lambda: self.stop_children([task_id]))
+        return True
 
     def _add_child_cost(self, tx: Tx, child: SessionRecord) -> None:
         """A child's usage and cost, rolled up into the parent's (by model, and as kind ``subagent``)."""
@@ -295,7 +365,7 @@ class SubagentLogic(Part):
         head = _HEAD.match(raw_rec if isinstance(raw_rec, bytes) else raw_rec.encode())
         epoch = int(head.group(1)) if head else SessionRecord.model_validate_json(raw_rec).epoch
         return (step.status is StepStatus.RUNNING and step.owner == agent_owner(rec.id)
-                and step.epoch == epoch)
+                and (step.background or step.epoch == epoch))
 
 
 def tree(store, sid: str) -> list[tuple[int, SessionRecord]]:

@@ -194,6 +194,9 @@ class ToolCalls(Part):
             for call in batch:
                 if call.status is ToolCallStatus.WAITING and not is_mcp_name(call.name) and get_tool(call.name).subagent:
                     self.subagents.start_child(tx, call)  # a Task call: a child session (workflows.engine.subagents)
+                elif call.status is ToolCallStatus.WAITING and call.name == "TaskStop" and self.subagents.stop_background(
+                        tx, call):
+                    pass  # a background agent's stop is the engine's (a background shell's is the tool's)
                 elif (call.status is ToolCallStatus.WAITING and call.tool_use_id in tx.ran and not call.hooks_pending
                       and not is_mcp_name(call.name) and runs_early(rec, call.name, get_tool(call.name))):
                     self._ran_here(tx, call, tx.ran.pop(call.tool_use_id))  # (allowed by this commit's fan-out)

@@ -76,8 +76,10 @@ class SystemEntry(_Entry):
 
     type: Literal["system"] = "system"
     # unreadable: the marker of a stored entry that could not be read (workflows/store/entry_read.py)
-    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable"] = "info"
+    subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable", "task"] = "info"
     content: str
+    # subtype "task": a background agent's launch or end, for stream-json's task lines (workflows/engine/background.py)
+    task: dict[str, Any] | None = None
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
     cost_usd: float | None = 0.0

@@ -157,6 +157,12 @@ class SessionRecord(_Model):
     children: list[str] = Field(default_factory=list)
     final_result: str | None = None  # a child's last run's result text, for its report
     final_is_error: bool = False
+    final_subtype: str | None = None  # its result's subtype (a background agent's status)
+    # Background agents (Agent run_in_background; workflows.engine.background): a child launched so; a parent's
+    # live ones (child id -> its task_started notice), and how many notifications it was sent (print mode waits).
+    background_agent: bool = False
+    background_tasks: dict[str, dict] = Field(default_factory=dict)
+    notifications: int = 0
 
     # Context, computed once at the start so every worker sends the same bytes (the prompt cache holds).
     system_context: str = ""

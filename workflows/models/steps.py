@@ -19,13 +19,15 @@ class StepKind(str, enum.Enum):
     EXTRACT = "extract"  # an auto-memory extraction (fork; the session waits in ``extracting``)
     HOOK = "hook"  # a session-level hook event (UserPromptSubmit, Stop, SessionStart, ...), on the tools queue
     AGENT = "agent"  # a Task call's wait for its child session: running, no lease, owned by the child
+    # a background agent's (Agent run_in_background): the fence of its notification; it outlives the run
+    BG_AGENT = "bg_agent"
     REPORT = "report"  # a child session's final answer, taken to its parent's Task call (workflows.engine.subagents)
     MCP = "mcp"  # connecting the session's MCP servers and listing their tools, on the tools queue
     TITLE = "title"  # the small model names the session after its first turn (workflows.titles), in the background
 
 
 #: Steps that run beside the session's turn: a cancel's new epoch does not supersede them.
-BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT, StepKind.TITLE})
+BACKGROUND_KINDS = frozenset({StepKind.MEMORY, StepKind.EXTRACT, StepKind.TITLE, StepKind.BG_AGENT})
 
 #: Hook events whose step runs beside the session (fire-and-forget: nothing waits for its verdict).
 BACKGROUND_HOOK_EVENTS = frozenset({"Notification", "SessionEnd"})

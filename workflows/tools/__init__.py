@@ -42,7 +42,7 @@ from workflows.tools.base import (
 from workflows.tools.bash import kill_process_group
 
 TOOL_ORDER = ("Task", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
-              "TodoWrite", "WebSearch", "BashOutput", "KillShell", "Skill")
+              "TodoWrite", "WebSearch", "BashOutput", "KillShell", "TaskStop", "Skill")
 MEMORY_TOOLS = memory_tools.MEMORY_TOOL_NAMES
 
 

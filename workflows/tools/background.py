@@ -1,4 +1,8 @@
-"""BashOutput and KillShell: follow and stop the session's background shells (Bash ``run_in_background``).
+"""BashOutput, KillShell and TaskStop: follow and stop the session's background shells (Bash ``run_in_background``).
+
+TaskStop (Claude Code 2.1's name) stops a background task: a shell here; a background agent's stop is
+the engine's (:meth:`workflows.engine.subagents.SubagentLogic.stop_background`), which answers the call
+before it reaches a worker.
 
 Both work from any tools worker: the shells live in Redis (:mod:`workflows.shells`). Like Claude
 Code, neither asks for permission (they touch only shells this session started): both are
@@ -110,6 +114,43 @@ class KillShellTool(Tool):
         message = {"message": f"Successfully killed shell: {args.shell_id} ({command})", "shell_id": args.shell_id}
         return ToolOutput(content=json.dumps(message, ensure_ascii=False, separators=(",", ":")),
                           display=f"Shell {args.shell_id} killed")
+
+
+STOP_DESCRIPTION = (
+    "\n- Stops a running background task by its ID\n"
+    "- Takes a task_id parameter identifying the task to stop\n"
+    "- Returns a success or failure status\n"
+    "- Use this tool when you need to terminate a long-running task\n"
+)
+
+
+class TaskStopInput(ToolInput):
+    task_id: str | None = Field(default=None, description="The ID of the background task to stop")
+    shell_id: str | None = Field(default=None, description="Deprecated: use task_id instead")
+
+
+@register
+class TaskStopTool(Tool):
+    name = "TaskStop"
+    description = STOP_DESCRIPTION
+    input_model = TaskStopInput
+    read_only = True  # it stops a task this session started; it changes nothing in the workspace
+    idempotent = True
+
+    def run(self, args: TaskStopInput, ctx: ToolContext) -> ToolOutput:
+        task_id = args.task_id or args.shell_id
+        if not task_id:
+            raise ToolError("TaskStop needs a task_id: the ID a background Agent or Bash call returned.")
+        if ctx.shells is None:
+            raise ToolError(NO_SHELLS)
+        status, command = ctx.shells.kill(task_id, ctx.cancel, ctx.tool_use_id)  # (its errors name the shell)
+        if status != "killed":
+            raise ToolError(f"Task {task_id} was asked to stop but is {status}: its worker may be busy or gone. "
+                            "Call TaskStop again.")
+        result = {"message": f"Successfully stopped task: {task_id} ({command})", "task_id": task_id,
+                  "task_type": "local_bash", "command": command}
+        return ToolOutput(content=json.dumps(result, ensure_ascii=False, separators=(",", ":")), result=result,
+                          display=f"Task {task_id} stopped")
 
 
 def _matching(searcher: LineSearcher, text: str, ctx: ToolContext) -> str:

@@ -41,6 +41,9 @@ OUTRO = (
     "contain a highly detailed task description for the agent to perform autonomously and you should specify "
     "exactly what information the agent should return back to you in its final and only message to you.\n"
     "- The agent's outputs should generally be trusted\n"
+    "- With run_in_background: true the agent runs in the background: you are notified automatically when it "
+    "completes (do NOT sleep, poll, or proactively check on its progress), and you know nothing about its results "
+    "until that notification arrives. Stop it with TaskStop and its agentId.\n"
     "- Clearly tell the agent whether you expect it to write code or just to do research (search, file reads, "
     "web fetches, etc.), since it is not aware of the user's intent")
 
@@ -54,6 +57,9 @@ class TaskInput(ToolInput):
         default=None, description=(
             "Optional model override for this agent. Takes precedence over the agent definition's model. "
             "If omitted, uses the agent definition's model, else the parent's."))
+    run_in_background: bool | None = Field(default=None, description=(
+        "Set to true to run this agent in the background; you will be notified when it completes. Leave it "
+        "unset (or false) when your next action depends on this agent's result."))
 
 
 @register
