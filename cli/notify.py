@@ -43,7 +43,7 @@ def add(url: str, kind: str, token_name: str | None, workspace: str | None, even
         secret: str | None) -> None:
     """Send a token's or a workspace's session events to URL."""
     sub = make_subscription(kind=kind, url=url, token=token_name, workspace=workspace, events=list(events) or None,
-                            secret=secret, created_by="cli")
+                            secret=secret, created_by="cli", private_ok=True)
     _store().add(sub)
     click.echo(sub.id)
     click.echo(f"Subscription {sub.id}: {', '.join(sub.events)} of {sub.scope()}'s sessions to {kind} webhook "

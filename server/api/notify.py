@@ -56,7 +56,8 @@ def add_subscription(body: NewSubscription, request: Request, caller: Caller = W
                                  "admin token.")
     workspace = reach(caller, body.workspace) if body.workspace else None
     sub = make_subscription(kind=body.kind, url=body.url, token=body.token, workspace=workspace, events=body.events,
-                            secret=body.secret, created_by=caller.decided_by)
+                            secret=body.secret, created_by=caller.decided_by,
+                            private_ok=caller.token.admin)
     engine(request).store.notify().add(sub)
     return sub.shown(with_secret=True)
 

@@ -238,7 +238,10 @@ def test_the_new_routes_respect_token_scopes(served, tmp_path):
     with srv.client(scoped) as api:
         assert api.post("/api/notify/subscriptions", json={**hook, "workspace": str(other)}).status_code == 403
         assert api.post("/api/notify/subscriptions", json={**hook, "token": "admin"}).status_code == 403
-        made = api.post("/api/notify/subscriptions", json={**hook, "workspace": str(mine)})
+        inner = api.post("/api/notify/subscriptions", json={**hook, "workspace": str(mine)})
+        assert inner.status_code == 400 and "non-public" in inner.json()["detail"]  # (no requests into the network)
+        public = {"kind": "generic", "url": "http://93.184.216.34/hook"}  # (never sent: no session of it runs)
+        made = api.post("/api/notify/subscriptions", json={**public, "workspace": str(mine)})
         assert made.status_code == 201
         put = api.put("/api/budgets", json={"token": "scoped", "limit_usd": 100})
         assert put.status_code == 403 and "needs an admin token" in put.json()["detail"]

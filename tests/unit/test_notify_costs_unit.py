@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -11,7 +12,7 @@ from workflows.costs.budgets import Budget, make_budget, refusal, spent
 from workflows.costs.report import parse_by, report
 from workflows.exceptions import ConfigurationError, NotifyError
 from workflows.models import ResultEntry, SessionRecord, StateEntry
-from workflows.notify.delivery import request_of, sign, verify
+from workflows.notify.delivery import DeliveryFailed, post, request_of, sign, verify
 from workflows.notify.events import Notifier, events_of
 from workflows.notify.subscriptions import make_subscription, shown_url
 from workflows.store.costs import CostRow, CostStore, add_call
@@ -20,12 +21,49 @@ from workflows.store.redis_store import Store
 
 NOW = 1_795_000_000.0  # 2026-11-18 UTC
 
+#: What the hosts of these tests resolve to (there is no DNS here): public, except the ones named inner.
+ADDRESSES = {"inner.example": ["10.0.0.7"], "meta.example": ["169.254.169.254"],
+             "mixed.example": ["93.184.216.34", "127.0.0.1"], "v6.example": ["::1"]}
+
+
+@pytest.fixture(autouse=True)
+def resolver(monkeypatch):
+    def getaddrinfo(host, port, *args, **kw):
+        if host in ("localhost",) or host.replace(".", "").isdigit():
+            addresses = [host if host != "localhost" else "127.0.0.1"]
+        elif host == "unknown.example":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        else:
+            addresses = ADDRESSES.get(host, ["93.184.216.34"])
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+                for a in addresses]
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://host/x", "/relative", "http://", "javascript:alert(1)",
                                  "http://user:pw@host/x", "http://host:99999/"])
 def test_a_webhook_url_must_be_http_or_https_with_a_host_and_no_credentials(url):
     with pytest.raises(NotifyError):
         make_subscription(kind="generic", url=url, token="alice", workspace=None)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6379/", "http://localhost/x", "http://inner.example/h",
+                                 "http://meta.example/latest/meta-data", "https://mixed.example/", "http://v6.example/",
+                                 "http://unknown.example/"])
+def test_a_writer_tokens_webhook_may_not_reach_the_servers_own_network(url):
+    """Server-side request forgery: a webhook made by a writer token (``private_ok`` false) goes to public
+    addresses only, checked when made and again at delivery (the host may resolve elsewhere later); the operator
+    (`mainsail notify add`) and admin tokens may name an inner receiver."""
+    with pytest.raises(NotifyError, match="non-public|does not resolve"):
+        make_subscription(kind="generic", url=url, token="alice", workspace=None)
+    sub = make_subscription(kind="generic", url=url, token="alice", workspace=None, private_ok=True)
+    assert sub.private_ok
+    later = make_subscription(kind="generic", url="https://x.example/h", token="alice", workspace=None)
+    later.url = url  # (as if x.example now resolved to the inner address)
+    rec = SessionRecord(id="s1", workspace="/w", model="m", token="alice")
+    [event] = events_of(rec, [ResultEntry(session_id="s1", result="ok")], "https://mainsail.example")
+    with pytest.raises(DeliveryFailed, match="non-public|does not resolve"):
+        post(event, later)
 
 
 def test_a_subscription_names_one_scope_and_known_events(tmp_path):

@@ -23,7 +23,8 @@ import time
 import httpx
 
 from workflows.notify.events import NotifyEvent
-from workflows.notify.subscriptions import Subscription, check_url
+from workflows.exceptions import NotifyError
+from workflows.notify.subscriptions import Subscription, check_public, check_url
 
 TIMEOUT_SECONDS = 10.0
 USER_AGENT = "Mainsail-Webhook/1"
@@ -92,6 +93,11 @@ def post(event: NotifyEvent, sub: Subscription) -> int:
     """
     body, headers = request_of(event, sub)
     where = f"{sub.kind} webhook {sub.id}"
+    if not sub.private_ok:
+        try:
+            check_public(sub.url)
+        except NotifyError as exc:
+            raise DeliveryFailed(f"{where}: {exc}") from None
     try:
         reply = httpx.post(check_url(sub.url), content=body, headers=headers, timeout=TIMEOUT_SECONDS,
                            follow_redirects=False)

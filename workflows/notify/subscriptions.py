@@ -10,8 +10,10 @@ waiting for a person's approval), ``finished`` (a run ended well) and ``failed``
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
+import socket
 import time
 import uuid
 from typing import Literal
@@ -37,6 +39,10 @@ class Subscription(BaseModel):
     secret: str = ""  # generic: the HMAC key (shown once, when made); slack: none (its URL is the secret)
     created_by: str = ""
     created_at: float = Field(default_factory=time.time)
+    # Whether this webhook may go to a loopback, private or link-local address: only when made by the server's
+    # operator (`mainsail notify add`) or an admin token. A writer token's webhooks reach public addresses only,
+    # checked when made and again at each delivery (its host could be made to resolve elsewhere later).
+    private_ok: bool = False
 
     def covers(self, token: str, workspace: str) -> bool:
         """Whether a session of ``token`` in ``workspace`` notifies this subscription."""
@@ -87,8 +93,30 @@ def check_url(url: str) -> str:
     return url
 
 
+def check_public(url: str) -> None:
+    """Refuse ``url`` unless every address its host resolves to is a public (global) one: a webhook made by a
+    writer token must not reach the server's own machine or network (Redis, a metadata service, an internal API).
+
+    Raises:
+        NotifyError: the host does not resolve, or resolves to a loopback, private, link-local or reserved address.
+    """
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        raise NotifyError(f"Webhook host {host!r} does not resolve: give a URL whose host this server can "
+                          "reach.") from None
+    inner = sorted(a for a in addresses if not ipaddress.ip_address(a.split("%", 1)[0]).is_global)
+    if inner or not addresses:
+        raise NotifyError(f"Webhook host {host!r} resolves to a non-public address ({', '.join(inner) or 'none'}): "
+                          "only the server's operator (`mainsail notify add`) or an admin token may send webhooks "
+                          "inside the server's network.")
+
+
 def make_subscription(*, kind: str, url: str, token: str | None, workspace: str | None,
-                      events: list[str] | None = None, secret: str | None = None, created_by: str = "") -> Subscription:
+                      events: list[str] | None = None, secret: str | None = None, created_by: str = "",
+                      private_ok: bool = False) -> Subscription:
     """A subscription checked: exactly one of ``token``/``workspace``, known events, an http(s) URL; a generic
     one gets a new random secret unless one is given (at least 16 characters).
 
@@ -112,8 +140,11 @@ def make_subscription(*, kind: str, url: str, token: str | None, workspace: str 
     if kind == "generic" and not secret:
         secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     ws = os.path.realpath(os.path.expanduser(workspace)) if workspace else ""
-    return Subscription(kind=kind, url=check_url(url.strip()), events=wanted, token=token or "", workspace=ws,
-                        secret=secret or "", created_by=created_by)
+    url = check_url(url.strip())
+    if not private_ok:
+        check_public(url)
+    return Subscription(kind=kind, url=url, events=wanted, token=token or "", workspace=ws,
+                        secret=secret or "", created_by=created_by, private_ok=private_ok)
 
 
-__all__ = ["EVENTS", "Subscription", "check_url", "make_subscription", "shown_url"]
+__all__ = ["EVENTS", "Subscription", "check_public", "check_url", "make_subscription", "shown_url"]
