@@ -277,7 +277,7 @@ class StreamJson:
         for obj in lines:
             obj["parent_tool_use_id"] = call
             obj["session_id"] = self.sid or obj["session_id"]
-            if obj["type"] == "user":  # as Claude Code marks a sub-agent's user lines
+            if obj["type"] in ("user", "assistant"):  # as Claude Code 2.1.332 marks a sub-agent's lines
                 obj.update(agent_id=child, subagent_type=task.get("subagent_type"),
                            task_description=task.get("description"))
             self.emit(obj)

@@ -46,6 +46,7 @@ NORMALIZED = {
     "cacheCreationInputTokens": "as input_tokens",
     "ephemeral_5m_input_tokens": "as input_tokens",
     "timestamp": "wall-clock time",
+    "agent_id": "each run makes its own sub-agent (Mainsail's id is the child session's: docs/claude-code.md)",
 }
 
 #: A prompt's tag, ``[NAME]``: which conversation (or ``[NAME/sub]``: which sub-agent) a request belongs to.

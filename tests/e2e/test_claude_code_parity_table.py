@@ -155,9 +155,14 @@ ALLOWED: list[Allowed] = [
     Allowed("new cell ids", r"user\.message\.content\[0\]\.content|request\.messages\[\d+\]\.content\[0\]\.content",
             "a new notebook cell's id is random", r'ours "Inserted cell [0-9a-f]{8} with x = 1", '
             r'theirs "Inserted cell [0-9a-f]{8} with x = 1"', conversations=("notebook",)),
-    Allowed("background agents", r"system/task_\w+|user|assistant|" + RESULT_LINE,
-            "Mainsail refuses run_in_background until background agents land (being built on their own branch); "
-            "Claude Code runs the agent in the foreground and streams its lines", conversations=("agent",)),
+    Allowed("a foreground agent's task lines", r"system/task_\w+",
+            "Claude Code streams task_started/task_progress/task_notification lines for a foreground agent too; "
+            "Mainsail streams them for background agents only (docs/claude-code.md)", conversations=("agent",)),
+    Allowed("a foreground agent's hand-back", r"assistant|user\.tool_use_result|" + RESULT_LINE,
+            "not matched yet: Claude Code frames a sub-agent's report (an indented [Subagent hand-back] block with "
+            "the tools used, the agent id and usage), gives a structured tool_use_result and streams only the "
+            "sub-agent's tool calls, not its text replies; Mainsail's result is the report itself "
+            "(docs/claude-code.md)", conversations=("agent",)),
     Allowed("interrupted tool call", r"user|control_response/success\.response\.response\.still_queued|"
             r"result\.(num_turns|terminal_reason|api_error_status|errors\[.*\])|" + RESULT_LINE,
             "not matched yet: Claude Code answers a call stopped while running with its rejection text and a "
