@@ -220,7 +220,7 @@ class StreamJson:
             "slash_commands": list(slash_commands),
             "apiKeySource": api_key_source,
             "claude_code_version": CLAUDE_CODE_VERSION,
-            "output_style": "default",
+            "output_style": rec.output_style.name if rec.output_style else "default",
             "agents": sorted(rec.agents),  # Claude Code lists the agent types' names
             "skills": skills,
             "plugins": [],

@@ -101,6 +101,7 @@ class SessionVerbs(Part):
             mcp_servers=list(setup.mcp_servers),
             bypass_disabled_by=list(setup.bypass_disabled_by),
             untrusted_workspace=setup.untrusted_workspace,
+            output_style=setup.output_style,
         )
         if claude_projects:
             rec.claude_transcript = os.path.join(claude_projects, project_key(ws), f"{rec.id}.jsonl")

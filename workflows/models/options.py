@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.models import AgentDefinition, PathText, PermissionMode, RuleSet, SandboxSettings
+from workflows.models import AgentDefinition, OutputStyle, PathText, PermissionMode, RuleSet, SandboxSettings
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
 
@@ -100,6 +100,7 @@ class SessionSetup(BaseModel):
     bypass_disabled_by: list[str] = Field(default_factory=list, description="Files that disabled "
                                                                             "bypassPermissions (kept for life).")
     untrusted_workspace: bool = Field(default=False, description="The workspace was not trusted at the start.")
+    output_style: OutputStyle | None = Field(default=None, description="The outputStyle picked (None: default).")
 
 
 __all__ = ["RemoteOptions", "SessionOptions", "SessionSetup"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
 from workflows.mcp.sources import McpFlags, load_mcp
-from workflows.models import PermissionMode, SessionRecord
+from workflows.models import OutputStyle, PermissionMode, SessionRecord
 from workflows.models.model_names import model_overrides
 from workflows.models.model_names import session_model as new_session_model
 from workflows.models.model_names import valid_name
@@ -27,6 +27,7 @@ from workflows.permissions.rules.rules import split_rules
 from workflows.sessions.session_keys import resolve_added_dir
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.settings.errors import SettingsError
+from workflows.styles import DEFAULT_STYLE, load_styles
 from workflows.trust.decide import workspace_trust
 
 
@@ -84,7 +85,9 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                                 workspace=str(ws), home=str(home), recorded=disabled, token=token)
     if mode is not PermissionMode.DEFAULT:
         untrusted = []  # (another mode was asked for: the ignored defaultMode changed nothing)
-    warnings = trusted.warnings + refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+    style, style_warnings = pick_style(ws, home, files.output_style)
+    warnings = (trusted.warnings + refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+                + style_warnings)
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     explicit = settings.model if "model" in settings.model_fields_set else None
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
@@ -98,7 +101,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
              "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
              "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
              "mcp_servers": servers.servers, "bypass_disabled_by": disabled,
-             "untrusted_workspace": not trusted.trusted}
+             "untrusted_workspace": not trusted.trusted, "output_style": style}
     if token is not None and not token.admin and allowed_tools:
         require_admin_for_rules(token, split_rules(list(allowed_tools)), ws, perms)
     return perms, warnings
@@ -134,6 +137,19 @@ def unrun_hooks(hooks) -> list[str]:
         return []
     return [f"hooks for {', '.join(events)} are configured, but Mainsail does not run that event, so they never "
             "fire; every other hook event runs."]
+
+
+def pick_style(ws: Path, home: Path, name: str | None) -> tuple[OutputStyle | None, list[str]]:
+    """The output style the settings' ``outputStyle`` names (None: default), and the warnings: a style file left
+    out, or a name no style has (the session then keeps the default style)."""
+    if name is None or name == DEFAULT_STYLE:
+        return None, []
+    found = load_styles(str(ws), str(home))
+    warnings = [f"output style {p}" for p in found.problems]
+    if name not in found.styles:
+        return None, warnings + [f"outputStyle {name!r} names no output style (there are: {', '.join(found.names())}); "
+                                 "the default style is used. Add .claude/output-styles/NAME.md or fix the name."]
+    return found.styles[name], warnings
 
 
 def added_dirs(from_settings: list[str], flags, *, cwd: str | None = None, home: Path | None = None) -> list[str]:
