@@ -223,7 +223,8 @@ class StreamJson:
             "output_style": rec.output_style.name if rec.output_style else "default",
             "agents": sorted(rec.agents),  # Claude Code lists the agent types' names
             "skills": skills,
-            "plugins": [],
+            "plugins": [{"name": p.name, "path": p.path, "source": f"{p.name}@inline",
+                         **({"version": p.version} if p.version else {})} for p in rec.plugins],
             "uuid": new_id(),
             **init_extras(rec),
         }
