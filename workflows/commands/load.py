@@ -19,10 +19,10 @@ def load_commands(workspace: str, home: str, plugins=()) -> CommandSet:
     commands = load_command_files(workspace, home, out)
     skills = load_skills(workspace, home, out)
     from_plugins, plugin_skills = plugin_commands(list(plugins), workspace, out)
-    commands.update(from_plugins)
-    skills.update(plugin_skills)
     for name in sorted(set(commands) & set(skills)):
         out.problems.append(f"/{name}: the skill {skills[name].path} is used; the command {commands[name].path} is "
                             "not (a skill wins over a command of the same name, as in Claude Code).")
-    out.commands = {**dict(sorted(skills.items())), **{n: c for n, c in sorted(commands.items()) if n not in skills}}
+    # In Claude Code's order (its init's slash_commands): skills, commands, then the plugins' commands and skills.
+    out.commands = {**dict(sorted(skills.items())), **{n: c for n, c in sorted(commands.items()) if n not in skills},
+                    **from_plugins, **plugin_skills}
     return out
