@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflows.frontmatter import split_frontmatter, yaml_mapping
+from workflows.frontmatter import flag, read_file, split_frontmatter, yaml_mapping
 from workflows.models.session import OutputStyle
 
 __all__ = ["DEFAULT_STYLE", "StyleSet", "builtin_styles", "load_styles", "parse_style", "session_styles"]
@@ -42,16 +42,6 @@ class StyleSet:
         return [DEFAULT_STYLE, *self.styles]
 
 
-def _flag(value, where: str) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise StyleFileError(f"{where}: 'keep-coding-instructions' must be true or false, not {value!r}.")
-
-
 def parse_style(text: str, stem: str, where: str, source: str, prefix: str = "") -> OutputStyle:
     """A style from a markdown file (frontmatter optional); ``stem``: the file's name without ``.md``;
     ``prefix``: a plugin's name (its styles are named ``PLUGIN:NAME``).
@@ -74,7 +64,8 @@ def parse_style(text: str, stem: str, where: str, source: str, prefix: str = "")
     return OutputStyle(name=f"{prefix}:{name}" if prefix else name, source=source,
                        description=(description or "").strip() or first[:100] or f"Custom {stem} output style",
                        prompt=body.strip(),
-                       keep_coding_instructions=_flag(fields.get("keep-coding-instructions"), where))
+                       keep_coding_instructions=flag(fields.get("keep-coding-instructions"),
+                                                                "keep-coding-instructions", where, StyleFileError))
 
 
 def _from_dir(folder: Path, source: str, out: StyleSet, prefix: str = "") -> dict[str, OutputStyle]:
@@ -85,14 +76,10 @@ def _from_dir(folder: Path, source: str, out: StyleSet, prefix: str = "") -> dic
         return found  # no folder (or not readable: nothing to offer)
     for path in files:
         where = str(path)
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                out.problems.append(f"{where}: left out: larger than {MAX_FILE_BYTES // 1024} KiB.")
-                continue
-            style = parse_style(path.read_text(encoding="utf-8"), path.stem, where, source, prefix)
-        except (OSError, UnicodeDecodeError) as exc:
-            out.problems.append(f"{where}: left out: cannot be read as UTF-8 text ({exc}).")
+        if (text := read_file(path, MAX_FILE_BYTES, out.problems)) is None:
             continue
+        try:
+            style = parse_style(text, path.stem, where, source, prefix)
         except StyleFileError as exc:
             out.problems.append(f"{exc} (left out)")
             continue
