@@ -34,6 +34,10 @@ def test_a_bare_agent_deny_rule_removes_the_sub_agent_tool(tmp_path):
     from workflows.agents.definitions import GENERAL_PURPOSE
     from workflows.context.assemble import build_request
 
+    from workflows.permissions.rules import removal
+    from workflows.tools.task import AGENT_ALIASES
+
+    assert removal.ALIASES == AGENT_ALIASES
     assert removed_by_deny(rules("Agent")) == ("Task",)
     for deny in ("Agent", "Task", "Agent(*)"):
         rec = SessionRecord(id="s", model="m", workspace=str(tmp_path), rules=rules(deny),

@@ -8,12 +8,13 @@ import pytest
 
 from workflows.commands import load_commands
 from workflows.context.assemble import system_blocks
-from workflows.context.files import OUTPUT_STYLE_INTRO, system_prompt
+from workflows.context.files import DEFAULT_SYSTEM_PROMPT
 from workflows.models import OutputStyle, SessionRecord
-from workflows.plugins import PluginError, load_plugins, plugin_agents, plugin_hooks
+from workflows.agents import plugin_agents
+from workflows.plugins import PluginError, load_plugins, plugin_hooks
 from workflows.sessions.setup import pick_style
 from workflows.settings.errors import SettingsError
-from workflows.styles import builtin_styles, load_styles
+from workflows.styles import OUTPUT_STYLE_INTRO, builtin_styles, load_styles, styled
 
 
 def write(root, files: dict[str, str]):
@@ -53,15 +54,16 @@ def test_an_unknown_style_name_keeps_the_default_with_a_warning(tmp_path):
 
 def test_a_style_shapes_the_system_prompt_as_claude_codes(tmp_path):
     style = ("Pirate", "Always talk like a pirate.")
-    prompt, env = system_prompt(None, None, "<env>", style)
-    assert prompt["text"].startswith(OUTPUT_STYLE_INTRO + "\n\n# Tone and style")
-    assert env["text"] == "<env>\n\n# Output Style: Pirate\nAlways talk like a pirate."
-    custom = system_prompt("Mine.", None, "<env>", style)  # (the SDK's --system-prompt "": the style all the same)
-    assert custom[0]["text"] == "Mine." and custom[1]["text"].endswith("# Output Style: Pirate\nAlways talk like a "
-                                                                       "pirate.")
+    prompt, env = styled(None, DEFAULT_SYSTEM_PROMPT, "<env>", style)
+    assert prompt.startswith(OUTPUT_STYLE_INTRO + "\n\n# Tone and style")
+    assert env == "<env>\n\n# Output Style: Pirate\nAlways talk like a pirate."
+    # (the SDK's --system-prompt "": the style all the same)
+    assert styled("", DEFAULT_SYSTEM_PROMPT, "<env>", style) == ("", env)
+    assert styled(None, DEFAULT_SYSTEM_PROMPT, "<env>", None) == (None, "<env>")
     rec = SessionRecord(id="s", model="m", workspace=str(tmp_path), system_context="<env>",
                         output_style=OutputStyle(name="Pirate", prompt="Arr."))
-    assert system_blocks(rec)[-1]["text"].endswith("# Output Style: Pirate\nArr.")
+    blocks = system_blocks(rec)
+    assert blocks[0]["text"].startswith(OUTPUT_STYLE_INTRO) and blocks[-1]["text"].endswith("# Output Style: Pirate\nArr.")
     assert "Output Style" not in json.dumps(system_blocks(rec.model_copy(update={"output_style": None})))
 
 

@@ -246,9 +246,11 @@ def system_blocks(rec: SessionRecord) -> list[dict]:
 def _system_blocks(custom: str | None, append: str | None, system_context: str,
                    style: tuple[str, str] | None = None) -> tuple[dict, ...]:
     # Keyed by the inputs' content (every worker computes the same blocks from the same record).
-    from workflows.context.files import system_prompt
+    from workflows.context.files import DEFAULT_SYSTEM_PROMPT, system_prompt
+    from workflows.styles import styled
 
-    return tuple(Block(b) for b in system_prompt(custom, append, system_context, style))
+    custom, system_context = styled(custom, DEFAULT_SYSTEM_PROMPT, system_context, style)
+    return tuple(Block(b) for b in system_prompt(custom, append, system_context))
 
 
 @lru_cache(maxsize=256)

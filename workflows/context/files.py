@@ -79,27 +79,14 @@ adjust your approach or ask the user what they want instead, and mention the den
 answer."""
 
 
-#: The first paragraph of the default prompt with an output style on: Claude Code 2.1.332's words.
-OUTPUT_STYLE_INTRO = ('You are an interactive agent that helps users according to your "Output Style", which '
-                      'describes how you should respond to user queries.')
-
-
-def system_prompt(custom: str | None, append: str | None, system_context: str,
-                  style: tuple[str, str] | None = None) -> list[dict]:
-    """The ``system`` parameter: [default-or-custom prompt (+ append), system context (+ output style)].
+def system_prompt(custom: str | None, append: str | None, system_context: str) -> list[dict]:
+    """The ``system`` parameter: [default-or-custom prompt (+ append), system context].
 
     ``custom`` (even "") replaces :data:`DEFAULT_SYSTEM_PROMPT`; ``append`` joins
-    the same block after a blank line. ``style``: the session's output style's ``(name, prompt)``; with the
-    default prompt, as Claude Code 2.1.332 does, the prompt's first paragraph becomes :data:`OUTPUT_STYLE_INTRO`
-    and, whatever the prompt (the SDK sends ``--system-prompt ""``), ``# Output Style: NAME`` and the style's prompt
-    follow the environment.
-    Empty blocks are left out (the API refuses empty text blocks). Same inputs, same bytes.
+    the same block after a blank line. Empty blocks are left out (the API refuses
+    empty text blocks). Same inputs, same bytes.
     """
     prompt = DEFAULT_SYSTEM_PROMPT if custom is None else custom
-    if style is not None:
-        if custom is None:
-            prompt = OUTPUT_STYLE_INTRO + prompt[prompt.index("\n\n"):]
-        system_context = "\n\n".join(t for t in (system_context, f"# Output Style: {style[0]}\n{style[1]}") if t)
     if append:
         prompt = f"{prompt}\n\n{append}" if prompt else append
     blocks = [{"type": "text", "text": prompt}] if prompt else []

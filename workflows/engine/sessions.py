@@ -12,8 +12,7 @@ from datetime import date
 from typing import Callable
 
 from statemachines import State
-from workflows.plugins import plugin_agents
-from workflows.agents import load_agents
+from workflows.agents import load_agents, plugin_agents
 from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import _git_branch, stop_shells
 from workflows.context import files as context_files

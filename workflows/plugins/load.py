@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
-from workflows.commands.definitions import CommandSet
-from workflows.models import AgentDefinition, Plugin
+from workflows.models import Plugin
 from workflows.models.hooks import HookSet
 from workflows.settings.errors import SettingsError
 
-__all__ = ["PluginError", "load_plugins", "plugin_agents", "plugin_commands", "plugin_hooks", "plugin_mcp_warnings"]
+__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_mcp_warnings"]
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # (it opens the names of its commands: PLUGIN:NAME)
 
 
 class PluginError(SettingsError):
@@ -59,15 +60,13 @@ def load_plugin(raw: str, cwd: str) -> Plugin:
     Raises:
         PluginError: not a folder, a manifest that is not JSON, or a name that cannot name commands.
     """
-    from workflows.commands.definitions import name_problem
-
     folder = Path(cwd, os.path.expanduser(raw)).resolve()
     if not folder.is_dir():
         raise PluginError(f"--plugin-dir {raw}: {folder} is not a directory. Name a plugin's folder (the one "
                           "holding .claude-plugin/plugin.json).")
     data = _manifest(folder)
     name = data.get("name", folder.name)
-    if not isinstance(name, str) or ":" in name or name_problem(name) is not None:
+    if not isinstance(name, str) or not _NAME.match(name):
         raise PluginError(f"--plugin-dir {raw}: the plugin's name {name!r} ({folder / MANIFEST}) must be letters, "
                           "digits, '-', '_' and '.'. Fix 'name' in the manifest.")
     version = data.get("version")
@@ -92,39 +91,11 @@ def load_plugins(dirs: list[str], cwd: str) -> list[Plugin]:
     return out
 
 
-def plugin_commands(plugins: list[Plugin], workspace: str, out: CommandSet) -> tuple[dict, dict]:
-    """The plugins' command files and skills, named ``PLUGIN:NAME``: ``(commands, skills)``. A plugin inside the
-    workspace is the project's (its ``allowed-tools`` count only in a trusted workspace, as a project command's)."""
-    from workflows.commands import definitions, skills
+def inside(path: str, workspace: str) -> bool:
+    """Whether ``path`` lies in ``workspace`` (a plugin there is the project's code)."""
+    from workflows.permissions.rules.paths import inside as under
 
-    commands: dict = {}
-    found_skills: dict = {}
-    for p in plugins:
-        root = Path(p.path)
-        scope = "project" if _inside(p.path, workspace) else "plugin"
-        for name, c in definitions._load_folder(root / "commands", scope, out).items():
-            commands[f"{p.name}:{name}"] = c.model_copy(update={"name": f"{p.name}:{name}"})
-        for name, c in skills._load_folder(root / "skills", scope, out).items():
-            short = name.removeprefix(f"{p.name}:")
-            found_skills[f"{p.name}:{short}"] = c.model_copy(update={"name": f"{p.name}:{short}"})
-    return commands, found_skills
-
-
-def plugin_agents(plugins: list[Plugin]) -> dict[str, AgentDefinition]:
-    """The plugins' agent types, named ``PLUGIN:NAME``."""
-    from workflows.agents.definitions import _from_dir
-
-    out: dict[str, AgentDefinition] = {}
-    for p in plugins:
-        for name, agent in _from_dir(Path(p.path) / "agents", "plugin").items():
-            short = name.removeprefix(f"{p.name}:")
-            out[f"{p.name}:{short}"] = agent.model_copy(update={"name": f"{p.name}:{short}"})
-    return out
-
-
-def _inside(path: str, workspace: str) -> bool:
-    ws = os.path.realpath(workspace)
-    return os.path.commonpath([os.path.realpath(path), ws]) == ws
+    return under(os.path.realpath(path), os.path.realpath(workspace))
 
 
 def plugin_hooks(plugins: list[Plugin], workspace: str, vouched: bool) -> tuple[HookSet, list[str]]:
@@ -146,7 +117,7 @@ def plugin_hooks(plugins: list[Plugin], workspace: str, vouched: bool) -> tuple[
             continue
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"Cannot read the plugin hooks {path}: {exc}. Fix it or remove it.") from None
-        if _inside(p.path, workspace) and not vouched:
+        if inside(p.path, workspace) and not vouched:
             warnings.append(f"plugin {p.name}: its hooks ({path}) are not run: the plugin is inside this workspace, "
                             "so its hooks are the project's code; run again with --trust-project to run them.")
             continue

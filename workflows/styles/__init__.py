@@ -1,7 +1,16 @@
 """Output styles (Claude Code's ``outputStyle``): built in, ``.claude/output-styles/*.md`` and a plugin's; see
 :mod:`workflows.styles.load`. A session's style is picked once, when it starts (``session.output_style``), and its
-prompt joins the system prompt (:func:`workflows.context.files.system_prompt`)."""
+prompt joins the system prompt (:func:`styled`, from :func:`workflows.context.assemble.system_blocks`)."""
 
-from workflows.styles.load import DEFAULT_STYLE, StyleSet, builtin_styles, load_styles, parse_style, session_styles
+from workflows.styles.load import (
+    DEFAULT_STYLE,
+    OUTPUT_STYLE_INTRO,
+    StyleSet,
+    builtin_styles,
+    load_styles,
+    parse_style,
+    session_styles,
+    styled,
+)
 
-__all__ = ["DEFAULT_STYLE", "StyleSet", "builtin_styles", "load_styles", "parse_style", "session_styles"]
+__all__ = ["DEFAULT_STYLE", "OUTPUT_STYLE_INTRO", "StyleSet", "styled", "builtin_styles", "load_styles", "parse_style", "session_styles"]

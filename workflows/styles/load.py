@@ -19,12 +19,15 @@ from pathlib import Path
 from workflows.frontmatter import flag, read_file, split_frontmatter, yaml_mapping
 from workflows.models.session import OutputStyle
 
-__all__ = ["DEFAULT_STYLE", "StyleSet", "builtin_styles", "load_styles", "parse_style", "session_styles"]
+__all__ = ["DEFAULT_STYLE", "OUTPUT_STYLE_INTRO", "StyleSet", "styled", "builtin_styles", "load_styles", "parse_style", "session_styles"]
 
 DEFAULT_STYLE = "default"
 BUILTIN_DIR = Path(__file__).with_name("builtin")
 BUILTIN_ORDER = ("Proactive", "Concise", "Explanatory", "Learning")  # as Claude Code lists them
 MAX_FILE_BYTES = 1024 * 1024  # Claude Code's limit for a style file
+#: The first paragraph of the default prompt with an output style on: Claude Code 2.1.332's words.
+OUTPUT_STYLE_INTRO = ('You are an interactive agent that helps users according to your "Output Style", which '
+                      'describes how you should respond to user queries.')
 
 
 class StyleFileError(ValueError):
@@ -114,3 +117,16 @@ def session_styles(rec) -> tuple[str, list[str]]:
     """A session's output style's name and the names of the styles it could use (the SDK's ``initialize``)."""
     return (rec.output_style.name if rec.output_style else DEFAULT_STYLE,
             load_styles(rec.workspace, rec.home, tuple(rec.plugins)).names())
+
+
+def styled(prompt: str | None, default: str, system_context: str, style: tuple[str, str] | None
+           ) -> tuple[str | None, str]:
+    """The system prompt (None: ``default``, unchanged) and the system context with ``style`` (``(name, prompt)``)
+    on, as Claude Code 2.1.332 sends them: the default prompt's first paragraph becomes :data:`OUTPUT_STYLE_INTRO`,
+    and, whatever the prompt (the SDK sends ``--system-prompt ""``), ``# Output Style: NAME`` and the style's
+    prompt follow the environment."""
+    if style is None:
+        return prompt, system_context
+    if prompt is None:
+        prompt = OUTPUT_STYLE_INTRO + default[default.index("\n\n"):]
+    return prompt, "\n\n".join(t for t in (system_context, f"# Output Style: {style[0]}\n{style[1]}") if t)

@@ -15,9 +15,13 @@ from collections.abc import Iterable
 from workflows.models import RuleSet
 from workflows.permissions.rules.mcp_rules import MCP, mcp_covers
 from workflows.permissions.rules.rules import RuleSyntaxError, parse_rule
-from workflows.tools.base import ALIASES
 
-__all__ = ["removed_by_deny", "without_denied"]
+#: A rule's tool name that stands for another tool: Claude Code 2.1's name for the sub-agent tool. The same table
+#: as the tools' own (workflows.tools.task.AGENT_ALIASES; a test holds them equal), kept here because the
+#: permission rules sit below the tools and never import them.
+ALIASES = {"Agent": "Task"}
+
+__all__ = ["ALIASES", "removed_by_deny", "without_denied"]
 
 
 def removed_by_deny(rules: RuleSet) -> tuple[str, ...]:
