@@ -94,11 +94,12 @@ def same_options(old: SessionRecord) -> SessionOptions:
 
 
 def same_setup(old: SessionRecord) -> SessionSetup:
-    """/clear's new session: the rules, sandbox, hooks, directories, env and MCP servers of ``old``."""
+    """/clear's new session: the rules, sandbox, hooks, directories, env, MCP servers, output style and plugins of ``old``."""
     return SessionSetup(rules=old.rules.model_copy(deep=True), sandbox=old.sandbox.model_copy(deep=True),
                         hooks=old.hooks, additional_directories=old.additional_directories, env=old.env,
                         model_overrides=old.model_overrides, mcp_servers=fresh(old.mcp_servers),
-                        bypass_disabled_by=old.bypass_disabled_by, untrusted_workspace=old.untrusted_workspace)
+                        bypass_disabled_by=old.bypass_disabled_by, untrusted_workspace=old.untrusted_workspace,
+                        output_style=old.output_style, plugins=old.plugins)
 
 
 def end_session(rt: Runtime, sid: str, reason: str, rec=None, *, wait: bool = True) -> None:

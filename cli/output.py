@@ -205,10 +205,16 @@ class StreamJson:
     def init(self, rec: SessionRecord, tools: list[str], *, api_key_source: str = "none",
              commands: dict | None = None) -> dict:
         """The first line of a turn: ``{"type": "system", "subtype": "init", ...}``; ``commands``: the session's
-        skills and custom commands (``store.commands``), listed as ``slash_commands`` (skills first, as Claude
-        Code lists them; it lists its built-in ones too, print mode has none) and the skills as ``skills``."""
-        skills = [n for n, c in (commands or {}).items() if c.skill_dir]
-        slash_commands = skills + [n for n, c in (commands or {}).items() if not c.skill_dir]
+        skills and custom commands (``store.commands``), listed as ``slash_commands`` in Claude Code's order (skills,
+        commands, the plugins' commands and skills; it lists its built-in ones too, which Mainsail's print mode does
+        not run: docs/claude-code.md) and the skills as ``skills``."""
+        plugins = {p.name for p in rec.plugins}
+        own = {n: c for n, c in (commands or {}).items() if n.split(":")[0] not in plugins}
+        theirs = {n: c for n, c in (commands or {}).items() if n not in own}
+        slash_commands = ([n for n, c in own.items() if c.skill_dir] + [n for n, c in own.items() if not c.skill_dir]
+                          + [n for n, c in theirs.items() if not c.skill_dir]
+                          + [n for n, c in theirs.items() if c.skill_dir])
+        skills = [n for n in slash_commands if commands[n].skill_dir]
         obj = {
             "type": "system",
             "subtype": "init",
@@ -222,10 +228,11 @@ class StreamJson:
             "slash_commands": list(slash_commands),
             "apiKeySource": api_key_source,
             "claude_code_version": CLAUDE_CODE_VERSION,
-            "output_style": "default",
+            "output_style": rec.output_style.name if rec.output_style else "default",
             "agents": sorted(rec.agents),  # Claude Code lists the agent types' names
             "skills": skills,
-            "plugins": [],
+            "plugins": [{"name": p.name, "path": p.path, "source": f"{p.name}@inline",
+                         **({"version": p.version} if p.version else {})} for p in rec.plugins],
             "uuid": new_id(),
             **init_extras(rec),
         }

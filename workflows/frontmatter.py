@@ -40,4 +40,32 @@ def yaml_mapping(block: str, where: str, error: type[Exception]) -> dict:
     return fields
 
 
-__all__ = ["split_frontmatter", "yaml_mapping"]
+def flag(value, key: str, where: str, error: type[Exception]) -> bool:
+    """A true/false field (``key``) as YAML or as the text ``true``/``false``; absent: False.
+
+    Raises:
+        error: any other value; the message names ``where``, ``key`` and the value.
+    """
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise error(f"{where}: '{key}' must be true or false, not {value!r}.")
+
+
+def read_file(path, limit: int, problems: list[str]) -> str | None:
+    """The text of a markdown file of at most ``limit`` bytes; None, with a problem naming it, for a bigger or
+    unreadable one (it is left out)."""
+    try:
+        if path.stat().st_size > limit:
+            problems.append(f"{path}: left out: larger than {limit // 1024} KiB.")
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path}: left out: cannot be read as UTF-8 text ({exc}).")
+        return None
+
+
+__all__ = ["flag", "read_file", "split_frontmatter", "yaml_mapping"]

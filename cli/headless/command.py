@@ -22,7 +22,6 @@ from workflows.mcp.sources import McpFlags
 
 #: Flags of Claude Code that Mainsail does not do (yet): flag -> (takes a value, why).
 REFUSED: dict[str, tuple[bool, str]] = {
-    "--plugin-dir": (True, "plugins are not supported"),
     "--betas": (True, "API betas are not supported"),
     "--max-thinking-tokens": (True, "extended thinking is not supported yet"),
     "--thinking": (True, "extended thinking is not supported yet"),
@@ -184,6 +183,8 @@ def _read_file(flag: str, path: str | None) -> str | None:
 @click.option("--mcp-config", "mcp_config", multiple=True, metavar="FILE|JSON",
               help="MCP servers: a file or JSON string holding {\"mcpServers\": {...}} (repeatable).")
 @click.option("--strict-mcp-config", is_flag=True, help="Only the --mcp-config servers, none from other files.")
+@click.option("--plugin-dir", "plugin_dirs", multiple=True, metavar="DIR",
+              help="Load the plugin in DIR: its commands, skills, agents, output styles and hooks (repeatable).")
 @refused_options
 def main_command(prompt, print_mode, output_format, input_format, verbose, system_prompt, system_prompt_file,
                  append_system_prompt, append_system_prompt_file, allowed_tools, disallowed_tools, tools, max_turns,
@@ -191,7 +192,7 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
                  allow_dangerously_skip_permissions, continue_, resume, fork, session_id, extra_settings,
                  setting_sources, json_schema, include_partial_messages,
                  replay_user_messages, permission_prompt_tool, approval_timeout, no_memory, mcp_config,
-                 strict_mcp_config) -> None:
+                 strict_mcp_config, plugin_dirs) -> None:
     """Claude Code's command line on Mainsail: interactive mode (with PROMPT as its first message), or
     print mode with -p (PROMPT, or stdin). Mainsail's own commands: `mainsail --help`."""
     streaming = input_format == "stream-json"
@@ -214,7 +215,8 @@ def main_command(prompt, print_mode, output_format, input_format, verbose, syste
         approval_timeout=approval_timeout, add_dirs=add_dirs, mcp=mcp, max_turns=max_turns,
         max_budget_usd=max_budget_usd, system_prompt=system_prompt, append_system_prompt=append_system_prompt,
         no_memory=no_memory, fallback_model=fallback_model, session_id=session_id, setting_sources=sources,
-        extra_settings=extra, json_schema=_json_schema(json_schema), **client_environment(),
+        extra_settings=extra, json_schema=_json_schema(json_schema), plugin_dirs=list(plugin_dirs),
+        **client_environment(),
         **({"tools": offered} if tools is not None else {}))
     if not print_mode:
         from cli.interactive import run_interactive

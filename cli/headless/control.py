@@ -113,15 +113,18 @@ class Control:
 
 
 def initialize_response(mode: PermissionMode, api_key_source: str, agents: dict | None = None,
-                        commands: list[dict] | None = None) -> dict[str, Any]:
+                        commands: list[dict] | None = None, styles: tuple[str, list[str]] | None = None
+                        ) -> dict[str, Any]:
     """What Mainsail says about itself to ``initialize`` (the keys the Agent SDK reads); ``commands``: the custom
-    slash commands (``name``, ``description``, ``argumentHint``)."""
+    slash commands (``name``, ``description``, ``argumentHint``); ``styles``: the session's output style and the
+    names of those it could use."""
+    style, available = styles or ("default", ["default"])
     return {
         "commands": list(commands or []),
         "agents": [{"name": a.name, "description": a.description, "model": a.model or "inherit"}
                    for a in (agents or {}).values()],
-        "output_style": "default",
-        "available_output_styles": ["default"],
+        "output_style": style,
+        "available_output_styles": list(available),
         "models": [],
         "account": {"tokenSource": "none", "apiKeySource": api_key_source, "apiProvider": "firstParty"},
         "pid": os.getpid(),

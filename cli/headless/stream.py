@@ -56,6 +56,7 @@ from workflows.models import (
 from workflows.permissions.bypass import effective_mode, switch_refusal
 from workflows.permissions.updates import suggestions as permission_suggestions
 from workflows.sessions.service import SessionService
+from workflows.styles import session_styles
 
 EOF = object()
 
@@ -291,7 +292,7 @@ class StreamServer:
         self.sdk.discover()  # (the answer goes first; prompts wait for the servers' tools)
         rec = self.rt.store.get_session(self.sid)
         return initialize_response(effective_mode(rec), self.api_key_source, rec.agents,
-                                   sdk_commands(self.rt.store.commands(self.sid)))
+                                   sdk_commands(self.rt.store.commands(self.sid)), session_styles(rec))
 
     def _interrupt(self, request: dict) -> dict:
         service(self.rt).stop(self.sid, "Interrupted by the client")

@@ -29,6 +29,26 @@ def test_session_tools_leave_out_what_a_deny_rule_removes(tmp_path):
     assert "Bash" not in offered and "Glob" not in offered and "Read" in offered
 
 
+def test_a_bare_agent_deny_rule_removes_the_sub_agent_tool(tmp_path):
+    # disallowed_tools=["Agent"]: Claude Code 2.1's name for the tool Mainsail calls Task internally.
+    from workflows.agents.definitions import GENERAL_PURPOSE
+    from workflows.context.assemble import build_request
+
+    from workflows.permissions.rules import removal
+    from workflows.tools.task import AGENT_ALIASES
+
+    assert removal.ALIASES == AGENT_ALIASES
+    assert removed_by_deny(rules("Agent")) == ("Task",)
+    for deny in ("Agent", "Task", "Agent(*)"):
+        rec = SessionRecord(id="s", model="m", workspace=str(tmp_path), rules=rules(deny),
+                            agents={GENERAL_PURPOSE.name: GENERAL_PURPOSE})
+        assert "Task" not in session_tools(rec), deny
+        assert "Agent" not in [t["name"] for t in build_request(rec, [], 1000)["tools"]], deny
+    rec = SessionRecord(id="s", model="m", workspace=str(tmp_path), rules=rules("Agent(Explore)"),
+                        agents={GENERAL_PURPOSE.name: GENERAL_PURPOSE})
+    assert "Task" in session_tools(rec)  # (a specifier keeps it offered; the matching calls are denied)
+
+
 def test_setting_sources_choose_the_memory_files(tmp_path):
     ws, home = tmp_path / "ws", tmp_path / "home"
     (home / ".claude").mkdir(parents=True)

@@ -6,6 +6,7 @@ from workflows.agents.definitions import (
     agents_from_json,
     load_agents,
     parse_agent_file,
+    plugin_agents,
 )
 
-__all__ = ["GENERAL_PURPOSE", "AgentFileError", "agents_from_json", "load_agents", "parse_agent_file"]
+__all__ = ["GENERAL_PURPOSE", "AgentFileError", "agents_from_json", "load_agents", "parse_agent_file", "plugin_agents"]

@@ -133,6 +133,16 @@ def agents_from_json(raw: str | dict[str, Any]) -> dict[str, AgentDefinition]:
     return out
 
 
+def plugin_agents(plugins: list) -> dict[str, AgentDefinition]:
+    """The agent types of a session's plugins (:mod:`workflows.plugins`), named ``PLUGIN:NAME`` as in Claude Code."""
+    out: dict[str, AgentDefinition] = {}
+    for p in plugins:
+        for name, agent in _from_dir(Path(p.path) / "agents", "plugin").items():
+            short = name.removeprefix(f"{p.name}:")
+            out[f"{p.name}:{short}"] = agent.model_copy(update={"name": f"{p.name}:{short}"})
+    return out
+
+
 def load_agents(workspace: str, home: str, extra: dict[str, AgentDefinition] | None = None
                 ) -> dict[str, AgentDefinition]:
     """The agent types a session in ``workspace`` offers: built-in, user, project, then ``extra``."""
@@ -143,4 +153,4 @@ def load_agents(workspace: str, home: str, extra: dict[str, AgentDefinition] | N
     return agents
 
 
-__all__ = ["GENERAL_PURPOSE", "AgentFileError", "agents_from_json", "load_agents", "parse_agent_file"]
+__all__ = ["GENERAL_PURPOSE", "AgentFileError", "agents_from_json", "load_agents", "parse_agent_file", "plugin_agents"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from workflows.frontmatter import split_frontmatter
+from workflows.frontmatter import flag, split_frontmatter
 from workflows.models.commands import CommandDefinition
 
 __all__ = ["CommandFileError", "CommandSet", "load_command_files", "name_problem", "parse_command_file", "MAX_FILE_BYTES",
@@ -135,16 +135,6 @@ def _model(value: str, where: str) -> str | None:
     return value
 
 
-def _flag(value: Any, where: str) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise CommandFileError(f"{where}: 'disable-model-invocation' must be true or false, not {value!r}.")
-
-
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a command or a skill (None: it can)."""
     if all(_SEGMENT.match(part) for part in name.split(":")):
@@ -183,7 +173,8 @@ def parse_command_file(text: str, name: str, where: str, scope: str = "project",
         name=name, body=body, description=description, argument_hint=_text(fields, raw, "argument-hint", where),
         allowed_tools=_allowed_tools(fields.get("allowed-tools"), where),
         model=_model(_text(fields, raw, "model", where), where),
-        disable_model_invocation=_flag(fields.get("disable-model-invocation"), where), scope=scope, path=where)
+        disable_model_invocation=flag(fields.get("disable-model-invocation"), "disable-model-invocation", where,
+                                      CommandFileError), scope=scope, path=where)
     ignored = [k for k in fields if k not in known]
     notes = [f"{where}: frontmatter key{'s' if len(ignored) > 1 else ''} {', '.join(map(repr, ignored))} "
              f"{'are' if len(ignored) > 1 else 'is'} not supported by Mainsail and ignored."] if ignored else []

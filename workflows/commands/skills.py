@@ -23,6 +23,7 @@ from workflows.commands.definitions import (
     name_problem,
     parse_command_file,
 )
+from workflows.frontmatter import read_file
 from workflows.models.commands import CommandDefinition
 
 __all__ = ["SKILL_FILE", "load_skills"]
@@ -42,15 +43,10 @@ def _load_folder(root: Path, scope: str, out: CommandSet) -> dict[str, CommandDe
     for folder in folders:
         path = root / folder / SKILL_FILE
         where = str(path)
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                out.problems.append(f"{where}: left out: larger than {MAX_FILE_BYTES // 1024} KiB.")
-                continue
-            text = path.read_text(encoding="utf-8")
-            definition, notes = parse_command_file(text, folder, where, scope, skill=True)
-        except (OSError, UnicodeDecodeError) as exc:
-            out.problems.append(f"{where}: left out: cannot be read as UTF-8 text ({exc}).")
+        if (text := read_file(path, MAX_FILE_BYTES, out.problems)) is None:
             continue
+        try:
+            definition, notes = parse_command_file(text, folder, where, scope, skill=True)
         except CommandFileError as exc:
             out.problems.append(f"{exc} (left out)")
             continue

@@ -238,14 +238,18 @@ _ENTRY_BLOCKS: ObjectMemo[tuple[dict, ...]] = ObjectMemo(lambda e: tuple(Block(b
 
 def system_blocks(rec: SessionRecord) -> list[dict]:
     """The session's ``system`` blocks (a new list of shared, read-only dicts)."""
-    return list(_system_blocks(rec.custom_system_prompt, rec.append_system_prompt, rec.system_context))
+    style = rec.output_style and (rec.output_style.name, rec.output_style.prompt)
+    return list(_system_blocks(rec.custom_system_prompt, rec.append_system_prompt, rec.system_context, style))
 
 
 @lru_cache(maxsize=256)
-def _system_blocks(custom: str | None, append: str | None, system_context: str) -> tuple[dict, ...]:
+def _system_blocks(custom: str | None, append: str | None, system_context: str,
+                   style: tuple[str, str] | None = None) -> tuple[dict, ...]:
     # Keyed by the inputs' content (every worker computes the same blocks from the same record).
-    from workflows.context.files import system_prompt
+    from workflows.context.files import DEFAULT_SYSTEM_PROMPT, system_prompt
+    from workflows.styles import styled
 
+    custom, system_context = styled(custom, DEFAULT_SYSTEM_PROMPT, system_context, style)
     return tuple(Block(b) for b in system_prompt(custom, append, system_context))
 
 

@@ -73,7 +73,7 @@ class CommandRuns(Part):
         """Read the session's commands from its workspace and its user's home (the CLI's files) and keep them
         for every worker; what was wrong with the files left out."""
         rec = self.store.get_session(sid)
-        found = load_commands(rec.workspace, rec.home)
+        found = load_commands(rec.workspace, rec.home, rec.plugins)
         self.store.put_commands(sid, found.commands)
         listing = "" if rec.parent_session_id else skill_listing(found.commands)
         if listing != rec.skill_listing:  # (the Skill tool and its reminder, for every worker)

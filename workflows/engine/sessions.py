@@ -12,7 +12,7 @@ from datetime import date
 from typing import Callable
 
 from statemachines import State
-from workflows.agents import load_agents
+from workflows.agents import load_agents, plugin_agents
 from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import _git_branch, stop_shells
 from workflows.context import files as context_files
@@ -102,13 +102,15 @@ class SessionVerbs(Part):
             bypass_disabled_by=list(setup.bypass_disabled_by),
             untrusted_workspace=setup.untrusted_workspace,
             token=token,
+            output_style=setup.output_style,
+            plugins=list(setup.plugins),
         )
         if claude_projects:
             rec.claude_transcript = os.path.join(claude_projects, project_key(ws), f"{rec.id}.jsonl")
             rec.claude_host = host()
         # Computed once, here: a resumed session, or any worker, sends the same bytes (the cache holds).
         rec.system_context = context_files.system_context(ws)
-        rec.agents = load_agents(ws, rec.home, opts.agents)
+        rec.agents = load_agents(ws, rec.home, {**plugin_agents(rec.plugins), **(opts.agents or {})})
         rec.auto_memory = False if opts.no_memory else self.settings.auto_memory
         index = ""
         if rec.auto_memory:

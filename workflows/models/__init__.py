@@ -49,7 +49,15 @@ from workflows.models.entries import (
     parse_entry,
 )
 from workflows.models.policy import PermissionMode, PermissionRequest, RequestStatus, RuleSet, RuleSpec, SandboxSettings
-from workflows.models.session import COST_KINDS, AgentDefinition, PathText, SessionRecord, StructuredRun
+from workflows.models.session import (
+    COST_KINDS,
+    AgentDefinition,
+    OutputStyle,
+    PathText,
+    Plugin,
+    SessionRecord,
+    StructuredRun,
+)
 from workflows.models.steps import (
     BACKGROUND_HOOK_EVENTS,
     BACKGROUND_KINDS,
@@ -61,7 +69,7 @@ from workflows.models.steps import (
 )
 
 __all__ = [
-    "AgentDefinition", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
+    "AgentDefinition", "OutputStyle", "Plugin", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
     "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookCallbackEntry", "HookEntry",
     "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
     "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",

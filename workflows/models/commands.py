@@ -31,7 +31,7 @@ class CommandDefinition(_Model):
     allowed_tools: list[str] = Field(default_factory=list)  # permission rules, for the run it starts
     model: str | None = None  # the model of the run it starts (None: the session's)
     disable_model_invocation: bool = False  # True: the Skill tool refuses it; only a person invokes it (/name)
-    scope: Literal["project", "user"] = "project"
+    scope: Literal["project", "user", "plugin"] = "project"  # plugin: a --plugin-dir outside the workspace
     path: str = ""  # the file it came from
     # A skill (``.claude/skills/NAME/SKILL.md``): its folder, named to the model before its text ("Base directory
     # for this skill: ..."), as Claude Code does; "" for a command file.

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.models import AgentDefinition, PathText, PermissionMode, RuleSet, SandboxSettings
+from workflows.models import AgentDefinition, OutputStyle, PathText, Plugin, PermissionMode, RuleSet, SandboxSettings
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
 
@@ -65,6 +65,8 @@ class SessionOptions(RemoteOptions):
     mcp_configs: list[str] = Field(default_factory=list, description="--mcp-config values (files or JSON).")
     strict_mcp_config: bool = Field(default=False, description="Only the --mcp-config MCP servers.")
     agents: dict[str, AgentDefinition] | None = Field(default=None, description="Sub-agent types (--agents).")
+    plugin_dirs: list[str] = Field(default_factory=list, description="Plugin folders (--plugin-dir, the SDK's "
+                                                                     "plugins).")
     json_schema: dict[str, Any] | None = Field(default=None, description="The JSON Schema of the structured "
                                                                          "output the model must give "
                                                                          "(--json-schema); None: none.")
@@ -100,6 +102,8 @@ class SessionSetup(BaseModel):
     bypass_disabled_by: list[str] = Field(default_factory=list, description="Files that disabled "
                                                                             "bypassPermissions (kept for life).")
     untrusted_workspace: bool = Field(default=False, description="The workspace was not trusted at the start.")
+    output_style: OutputStyle | None = Field(default=None, description="The outputStyle picked (None: default).")
+    plugins: list[Plugin] = Field(default_factory=list, description="Its plugins (--plugin-dir).")
 
 
 __all__ = ["RemoteOptions", "SessionOptions", "SessionSetup"]

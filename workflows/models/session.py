@@ -42,6 +42,26 @@ class AgentDefinition(_Model):
     source: str = "built-in"  # built-in, project, user, flag (a file's path where it came from a file)
 
 
+class OutputStyle(_Model):
+    """An output style (Claude Code's ``outputStyle``: :mod:`workflows.styles`): its prompt joins the system
+    prompt under ``# Output Style: NAME``."""
+
+    name: str
+    description: str = ""
+    prompt: str = ""
+    keep_coding_instructions: bool = False  # read, as Claude Code reads it; 2.1.332's prompt is the same either way
+    source: str = "built-in"  # built-in, userSettings, projectSettings, plugin
+
+
+class Plugin(_Model):
+    """A plugin a session loaded (``--plugin-dir``, the SDK's ``plugins``: :mod:`workflows.plugins`)."""
+
+    name: str
+    path: str
+    version: str | None = None
+    description: str = ""
+
+
 def _no_nul(value: str) -> str:
     if "\x00" in value:
         raise ValueError("a path cannot hold a NUL byte (\\x00): no file name has one")
@@ -172,6 +192,8 @@ class SessionRecord(_Model):
     skill_listing: str = ""
     custom_system_prompt: str | None = None
     append_system_prompt: str | None = None
+    output_style: OutputStyle | None = None  # None: the default style (workflows.styles)
+    plugins: list[Plugin] = Field(default_factory=list)  # its plugins, in the order given
 
     # Token accounting and compaction.
     context_tokens: int = 0  # the last response's input (+ cache) and output tokens

@@ -40,7 +40,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> None:
-    """Layer one settings file's ``model``, ``env`` and ``permissions.additionalDirectories`` onto ``out``.
+    """Layer one settings file's ``model``, ``outputStyle``, ``env`` and ``permissions.additionalDirectories`` onto ``out``.
 
     ``out`` is a :class:`~workflows.sessions.settings_files.PermissionSettings`; ``where`` names the
     file and finds a key's line for messages.
@@ -56,6 +56,12 @@ def apply_session_keys(out, data: dict, where, workspace: str, home: str) -> Non
                                 f"\"claude-opus-5-5\", not a {describe(model)}. "
                                 "Fix it or remove the key.")
         out.model = model.strip()
+    style = data.get("outputStyle")
+    if style is not None:
+        if not isinstance(style, str) or not style.strip():
+            raise SettingsError(f"{where.key('outputStyle')}: 'outputStyle' must be the name of an output style like "
+                                f"\"Explanatory\" or \"default\", not a {describe(style)}. Fix it or remove the key.")
+        out.output_style = style.strip()
     _apply_env(out, data.get("env"), where)
     perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
     name = "permissions.additionalDirectories"

@@ -82,6 +82,7 @@ class PermissionSettings:
     files: list[str] = field(default_factory=list)  # the files actually read, in order
     # The session keys (workflows.sessions.session_keys): model, env, additionalDirectories.
     model: str | None = None
+    output_style: str | None = None  # outputStyle: a style's name (workflows.styles)
     env: dict[str, str] = field(default_factory=dict)  # for the session's tool processes
     model_env: dict[str, str] = field(default_factory=dict)  # ANTHROPIC_MODEL, ANTHROPIC_DEFAULT_*_MODEL
     additional_directories: list[str] = field(default_factory=list)

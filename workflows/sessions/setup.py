@@ -16,7 +16,7 @@ from pathlib import Path
 
 from workflows.exceptions import ScopeMissing
 from workflows.mcp.sources import McpFlags, load_mcp
-from workflows.models import PermissionMode, SessionRecord
+from workflows.models import OutputStyle, PermissionMode, SessionRecord
 from workflows.models.model_names import model_overrides
 from workflows.models.model_names import session_model as new_session_model
 from workflows.models.model_names import valid_name
@@ -24,9 +24,12 @@ from workflows.models.options import SessionOptions, SessionSetup
 from workflows.permissions.bypass import choose_mode, file_refusals, trusted_default
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.rules.rules import split_rules
+from workflows.plugins import load_plugins, plugin_hooks
+from workflows.plugins.load import plugin_mcp_warnings
 from workflows.sessions.session_keys import resolve_added_dir
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.settings.errors import SettingsError
+from workflows.styles import DEFAULT_STYLE, load_styles
 from workflows.trust.decide import workspace_trust
 
 
@@ -34,7 +37,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                     approval_timeout=None, add_dirs=(), fallback_model: str | None = None, setting_sources=None,
                     extra_settings=None, mcp: McpFlags = McpFlags(), agents=None, home: Path | None = None,
                     environ: Mapping[str, str] | None = None, cwd: str | None = None, token=None,
-                    mode_given_by: str = "--permission-mode", trust: str | None = None,
+                    mode_given_by: str = "--permission-mode", trust: str | None = None, plugin_dirs=(),
                     ask_trust: Callable[[list[str]], bool] | None = None) -> tuple[dict, list[str]]:
     """The keyword arguments of :meth:`Engine.create_session` for a new session in ``workspace``, and the
     warnings to show (settings keys read but not applied, hooks for events that never run).
@@ -74,6 +77,9 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,
                        trusted=trusted.mcp_trusted)
     trusted.check_unchanged(ws)
+    plugins = load_plugins(list(plugin_dirs), cwd or os.getcwd())
+    hooks, plugin_warnings = plugin_hooks(plugins, str(ws), trusted.how in ("granted", "prompt", "listed"))
+    plugin_warnings += plugin_mcp_warnings(plugins)
     # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
     disabled = list(dict.fromkeys([*files.bypass_disabled_by,
                                    *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))
@@ -84,7 +90,9 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                                 workspace=str(ws), home=str(home), recorded=disabled, token=token)
     if mode is not PermissionMode.DEFAULT:
         untrusted = []  # (another mode was asked for: the ignored defaultMode changed nothing)
-    warnings = trusted.warnings + refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+    style, style_warnings = pick_style(ws, home, files.output_style, plugins)
+    warnings = (trusted.warnings + refused + untrusted + files.warnings + servers.warnings + unrun_hooks(files.hooks)
+                + style_warnings + plugin_warnings)
     timeout = approval_timeout or settings.approval_timeout_seconds or files.approval_timeout_seconds
     explicit = settings.model if "model" in settings.model_fields_set else None
     model = new_session_model(explicit, environ, files.model, files.model_env, settings.model)
@@ -92,13 +100,13 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
         raise SettingsError(f"Invalid model name {model!r}: use an alias (opus, sonnet, haiku, opusplan, default) "
                             "or a model id like claude-opus-5-5.")
     perms = {"permission_mode": mode, "rules": files.rules, "approval_timeout_seconds": timeout,
-             "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks, "model": model,
+             "home": str(home), "sandbox": files.sandbox, "hooks": files.hooks.merged(hooks), "model": model,
              "env": files.env,
              "model_overrides": model_overrides(environ, files.model_env),
              "additional_directories": added_dirs(files.additional_directories, add_dirs, cwd=cwd, home=home),
              "fallback_model": checked_fallback(fallback_model, model), "agents": agents,
              "mcp_servers": servers.servers, "bypass_disabled_by": disabled,
-             "untrusted_workspace": not trusted.trusted}
+             "untrusted_workspace": not trusted.trusted, "output_style": style, "plugins": plugins}
     if token is not None and not token.admin and allowed_tools:
         require_admin_for_rules(token, split_rules(list(allowed_tools)), ws, perms)
     return perms, warnings
@@ -134,6 +142,19 @@ def unrun_hooks(hooks) -> list[str]:
         return []
     return [f"hooks for {', '.join(events)} are configured, but Mainsail does not run that event, so they never "
             "fire; every other hook event runs."]
+
+
+def pick_style(ws: Path, home: Path, name: str | None, plugins=()) -> tuple[OutputStyle | None, list[str]]:
+    """The output style the settings' ``outputStyle`` names (None: default), and the warnings: a style file left
+    out, or a name no style has (the session then keeps the default style)."""
+    if name is None or name == DEFAULT_STYLE:
+        return None, []
+    found = load_styles(str(ws), str(home), tuple(plugins))
+    warnings = [f"output style {p}" for p in found.problems]
+    if name not in found.styles:
+        return None, warnings + [f"outputStyle {name!r} names no output style (there are: {', '.join(found.names())}); "
+                                 "the default style is used. Add .claude/output-styles/NAME.md or fix the name."]
+    return found.styles[name], warnings
 
 
 def added_dirs(from_settings: list[str], flags, *, cwd: str | None = None, home: Path | None = None) -> list[str]:
@@ -188,7 +209,7 @@ def resolve(workspace: Path, settings, options: SessionOptions, **how) -> Resolv
         disallowed_tools=options.disallowed_tools, approval_timeout=options.approval_timeout_seconds,
         add_dirs=options.add_dirs, fallback_model=options.fallback_model, setting_sources=options.setting_sources,
         extra_settings=options.extra_settings, mcp=McpFlags(tuple(options.mcp_configs), options.strict_mcp_config),
-        agents=options.agents, trust=options.trust, **how)
+        agents=options.agents, trust=options.trust, plugin_dirs=options.plugin_dirs, **how)
     home = perms.pop("home")
     resolved = options.model_copy(update={k: perms.pop(k) for k in RESOLVED_OPTIONS})
     return Resolved(resolved, SessionSetup(**perms), home, warnings)
