@@ -183,6 +183,11 @@ class Settings(BaseSettings):
         description="A worker's registration must stay expired this long before its reaper-side take-back: a "
                     "live worker starved of CPU (its registration late) is not mistaken for a dead one, whose "
                     "model calls would then be made twice.")
+    worker_lost_seconds: float = Field(
+        default=30.0, gt=0,
+        description="A worker whose registration stays expired this long while its Redis connection stays open "
+                    "is taken for a lost host (whose connections never close) and its steps are taken back; "
+                    "a worker whose process dies closes its connection and is taken back at once.")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
         description="How long the step path (claim, commit, dispatch) retries a Redis error before it gives up.")

@@ -25,6 +25,7 @@ step's hold instead of an HSET and an HDEL. :meth:`Workers.held` reads both form
 
 from __future__ import annotations
 
+import re
 import time
 
 import redis
@@ -50,6 +51,11 @@ return 0
 """
 
 LOCK_TOKEN_SEP = "|"
+#: What a worker's named connection is called: this, then its registry name (CLIENT SETNAME).
+TETHER_PREFIX = "mainsail-worker:"
+_CLIENT_NAME = re.compile(rb"(?:^| )name=(" + re.escape(TETHER_PREFIX.encode()) + rb"\S+)")
+#: Verdicts kept in ``workers:events`` (the oldest are trimmed).
+EVENTS_KEPT = 1000
 #: Between the step and the owner token of a hold kept under another step's field (a slot).
 HOLD_SEP = " "
 
@@ -118,6 +124,44 @@ class Workers:
             queues.update(q for q in info.get("queues", "").split(",") if q)
         return queues
 
+    def tethers(self) -> dict[str, str]:
+        """Name -> the client name of its connection, for every worker whose live registration names one."""
+        names = [_s(n) for n in self.r.zrange(keys.workers(), 0, -1)]
+        if not names:
+            return {}
+        p = self.r.pipeline(transaction=False)
+        for n in names:
+            p.hget(keys.worker(n), "tether")
+        return {n: _s(t) for n, t in zip(names, p.execute()) if t}
+
+    def connected(self) -> set[str]:
+        """The names of the workers' connections Redis lists now (``CLIENT LIST``; a server that refuses it
+        raises ``ResponseError``)."""
+        raw = self.r.execute_command("CLIENT", "LIST")
+        raw = raw.encode() if isinstance(raw, str) else raw
+        return {m.decode() for m in _CLIENT_NAME.findall(raw)}
+
+    def watch_turn(self, reaper: str, seconds: float) -> bool:
+        """Whether ``reaper`` lists the connections this tick (one reaper per ``seconds``)."""
+        return bool(self.r.set(keys.reaper_watch(), reaper, nx=True, px=max(1, int(seconds * 1000))))
+
+    def wake_tether(self, name: str) -> None:
+        """Wake worker ``name``'s connection from its wait (it is stopping)."""
+        p = self.r.pipeline(transaction=True)
+        p.lpush(keys.worker_tether(name), "stop")
+        p.pexpire(keys.worker_tether(name), 5000)
+        p.execute()
+
+    def record(self, name: str, event: str, **fields: str) -> None:
+        """Record a reaper's verdict on worker ``name`` (``dead``, ``stalled``) in ``workers:events``."""
+        self.r.xadd(keys.worker_events(), {"worker": name, "event": event, "at": f"{time.time():.3f}", **fields},
+                    maxlen=EVENTS_KEPT, approximate=True)
+
+    def events(self, after: str = "-") -> list[tuple[str, dict[str, str]]]:
+        """The recorded verdicts after stream id ``after`` (exclusive; ``-``: all), oldest first."""
+        start = "-" if after == "-" else f"({after}"
+        return [(_s(i), {_s(k): _s(v) for k, v in f.items()}) for i, f in self.r.xrange(keys.worker_events(), start)]
+
     def dead(self) -> list[str]:
         """Workers that stopped without unregistering: still listed, registration expired."""
         names = [_s(n) for n in self.r.zrange(keys.workers(), 0, -1)]
@@ -169,6 +213,10 @@ class Workers:
     def break_lock(self, sid: str, owner: str) -> bool:
         """Free session ``sid``'s lock if dead worker ``owner`` holds it (its token carries the owner)."""
         return bool(self.r.eval(_BREAK_LOCK, 1, keys.lock(sid), owner + LOCK_TOKEN_SEP))
+
+    def break_sweep_lock(self, owner: str) -> bool:
+        """Free the reapers' sweep lock if dead worker ``owner`` holds it."""
+        return bool(self.r.eval(_BREAK_LOCK, 1, keys.reaper_lock(), owner + LOCK_TOKEN_SEP))
 
 
 def _s(v) -> str:
