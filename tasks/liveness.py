@@ -226,9 +226,16 @@ class Watch:
         self.tick = tick
         self._blind_until = 0.0
         self._blind_said = False
+        #: The workers found stalled at the last look (their steps' leases are spared: they are alive).
+        self.stalled: frozenset[str] = frozenset()
 
     def look(self) -> Verdicts:
         """This tick's verdicts."""
+        found = self._look()
+        self.stalled = frozenset(found.stalled)
+        return found
+
+    def _look(self) -> Verdicts:
         lapsed = [n for n in self.workers.dead() if n != self.me]
         if self.tether is None or not self.tether.connected.is_set() or time.monotonic() < self._blind_until:
             return Verdicts(lapsed=lapsed)

@@ -73,17 +73,19 @@ ORPHAN_AGE_SECONDS = 3.0
 RESTART_CHECK_SECONDS = 1.0
 
 
-def sweep_once(engine: Engine) -> int:
+def sweep_once(engine: Engine, stalled: frozenset[str] = frozenset()) -> int:
     """Re-dispatch steps whose lease or pickup deadline passed, and expire approvals. Returns how many.
 
     Each step is fenced under its session's lock and sent as soon as it is taken back; the sweep lock
-    only keeps reapers from doing the same work twice, and expires on its own if its holder dies.
+    only keeps reapers from doing the same work twice, and is broken as soon as its holder is found dead.
+    ``stalled``: workers whose registration lapsed while their connection stays open (alive: see
+    :func:`spare_live_leases`).
     """
     lk = engine.store.sweep_lock(SWEEP_LOCK_SECONDS)
     if lk is None:
         return 0
     try:
-        spare_live_leases(engine)
+        spare_live_leases(engine, stalled=stalled)
         steps = engine.reap(dispatch=resend)
         approvals = engine.expire_approvals()
         dispatch(approvals)
@@ -96,13 +98,14 @@ def sweep_once(engine: Engine) -> int:
             pass
 
 
-def spare_live_leases(engine: Engine, now: float | None = None) -> int:
+def spare_live_leases(engine: Engine, now: float | None = None, stalled: frozenset[str] = frozenset()) -> int:
     """Renew the expired leases of steps still running on a live worker. Returns how many.
 
     A live worker's lease never expires: if its lease keeper could not renew it in time (the process
     starved of CPU, Redis slow to answer), the step's model call is still alive, and sending the step
     again would call the model twice. A step is spared when a worker whose registration is live lists
-    it among its held steps with the owner token of the step's claim; the steps of a dead worker are
+    it among its held steps with the owner token of the step's claim (so does one in ``stalled``, whose
+    registration lapsed while its connection stays open: starved of CPU, or stopped); the steps of a dead worker are
     taken back by :func:`reap_dead`, and a step its worker no longer runs is dropped from its held
     steps by :func:`drop_stale_holds`, after which its lease expires as any other.
     """
@@ -112,7 +115,7 @@ def spare_live_leases(engine: Engine, now: float | None = None) -> int:
     if not due:
         return 0
     held: dict[str, str] = {}
-    for name in store.workers.live():
+    for name in {*store.workers.live(), *stalled}:
         held.update((member, token) for member, token in store.workers.held(name).items() if token)
     members = [m for m in due if m in held]
     if not members:
@@ -350,7 +353,7 @@ class Reaper(threading.Thread):
                     last_sweep = time.monotonic()
                     suspects = drop_stale_holds(self.engine, self.worker_name, keeper_for(self.engine).owners(),
                                                 suspects)
-                    n = sweep_once(self.engine)
+                    n = sweep_once(self.engine, self.watch.stalled)
                     if n:
                         log.warning("reaper re-dispatched %d step(s): lease or pickup deadline passed, message "
                                     "lost, or approval timed out", n)

@@ -5,6 +5,7 @@ reaper says so and falls back to the registration's TTL."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 import redis
@@ -80,3 +81,41 @@ def test_a_client_list_without_our_own_connection_falls_back_to_the_ttl(redis_se
         found = Watch(workers, "proxied", me, tick=0.25, fallback=4.0).look()
     assert found.gone == []
     assert "does not show this worker's own connection" in caplog.text
+
+
+def test_a_stalled_worker_keeps_its_running_step_until_its_connection_closes(redis_server, real_redis, tethers,
+                                                                               settings, ws, monkeypatch):
+    """Registration lapsed, connection open: its step stays with it (lease spared, not taken back);
+    once the connection closes, the lapse means death and the step is taken back."""
+    from tasks import reaper
+    from workflows.engine import Engine
+    from workflows.models.options import SessionOptions
+    from workflows.steps.run import owner_token
+    from workflows.store.redis_store import Store
+
+    sent = []
+    monkeypatch.setattr(reaper, "resend", lambda steps: sent.extend(steps))
+    engine = Engine(Store(real_redis), settings)
+    workers = engine.store.workers
+    me = tethers(redis.Redis.from_url(redis_server.url, client_name=tether_name("reaper")), "reaper")
+    slow = tethers(redis.Redis.from_url(redis_server.url, client_name=tether_name("slow")), "slow")
+    register(workers, "reaper", me)
+    register(workers, "slow", slow)
+    rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
+    (step,) = engine.submit(rec.id, "hi")
+    assert engine.claim(rec.id, step.id, owner_token(), "slow").step is not None
+    workers.retire("slow")  # its registration lapsed (starved of CPU, stopped)
+    watch = Watch(workers, "reaper", me, tick=0.25, fallback=4.0)
+    seen: dict[str, float] = {}
+
+    assert reaper.reap_dead(engine, "reaper", seen, confirm=0.0, watch=watch, lost_after=60) == 0
+    assert [f["event"] for _, f in workers.events()] == ["stalled"] and watch.stalled == {"slow"}
+    assert reaper.spare_live_leases(engine, now=time.time() + 60, stalled=watch.stalled) == 1  # lease spared
+    assert sent == []
+
+    slow.stop(Workers(real_redis))
+    slow.join(5)
+    assert reaper.reap_dead(engine, "reaper", seen, confirm=0.0, watch=watch, lost_after=60) == 1
+    assert [s.id for s in sent] == [step.id]
+    (_, dead), = [e for e in workers.events() if e[1]["event"] == "dead"]
+    assert dead["how"] == "registration expired"
