@@ -239,7 +239,9 @@ class Watch:
         lapsed = [n for n in self.workers.dead() if n != self.me]
         if self.tether is None or not self.tether.connected.is_set() or time.monotonic() < self._blind_until:
             return Verdicts(lapsed=lapsed)
-        tethers = self.workers.tethers() if self.workers.watch_turn(self.me, self.tick * 0.9) else {}
+        if not (lapsed or self.workers.watch_turn(self.me, self.tick * 0.9)):
+            return Verdicts()  # another reaper lists the connections this tick
+        tethers = self.workers.tethers()
         tethers.pop(self.me, None)
         if not (tethers or lapsed):
             return Verdicts()
@@ -251,8 +253,9 @@ class Watch:
             time.sleep(self.RECHECK_SECONDS)
             again = self.connections()
             gone = [] if again is None else [n for n in gone if tethers[n] not in again]
-        stalled = [n for n in lapsed if tether_name(n) in listed]
-        return Verdicts(gone=gone, lapsed=[n for n in lapsed if n not in stalled], stalled=stalled)
+        # A lapsed worker that never named a connection is left to the TTL (confirmed).
+        stalled = [n for n in lapsed if n in tethers and n not in gone]
+        return Verdicts(gone=gone, lapsed=[n for n in lapsed if n not in tethers], stalled=stalled)
 
     def connections(self) -> set[str] | None:
         """The workers' connection names Redis lists; None when they cannot be trusted (then the TTL decides)."""

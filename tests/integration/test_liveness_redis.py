@@ -76,7 +76,7 @@ def test_a_client_list_without_our_own_connection_falls_back_to_the_ttl(redis_se
     workers = Workers(real_redis)
     register(workers, "proxied", me)
     register(workers, "other", None)
-    real_redis.hset("mainsail:worker:other", "tether", tether_name("other"))  # named, not listed
+    real_redis.hset("mainsail:workers:tethers", "other", tether_name("other"))  # named, not listed
     with caplog.at_level(logging.WARNING, logger="tasks.liveness"):
         found = Watch(workers, "proxied", me, tick=0.25, fallback=4.0).look()
     assert found.gone == []
@@ -86,7 +86,7 @@ def test_a_client_list_without_our_own_connection_falls_back_to_the_ttl(redis_se
 def test_a_stalled_worker_keeps_its_running_step_until_its_connection_closes(redis_server, real_redis, tethers,
                                                                                settings, ws, monkeypatch):
     """Registration lapsed, connection open: its step stays with it (lease spared, not taken back);
-    once the connection closes, the lapse means death and the step is taken back."""
+    once the connection closes it is dead at once (no confirmation wait) and the step is taken back."""
     from tasks import reaper
     from workflows.engine import Engine
     from workflows.models.options import SessionOptions
@@ -115,7 +115,8 @@ def test_a_stalled_worker_keeps_its_running_step_until_its_connection_closes(red
 
     slow.stop(Workers(real_redis))
     slow.join(5)
-    assert reaper.reap_dead(engine, "reaper", seen, confirm=0.0, watch=watch, lost_after=60) == 1
+    real_redis.delete("mainsail:reaper:watch")  # a new tick
+    assert reaper.reap_dead(engine, "reaper", seen, confirm=60, watch=watch, lost_after=60) == 1
     assert [s.id for s in sent] == [step.id]
     (_, dead), = [e for e in workers.events() if e[1]["event"] == "dead"]
-    assert dead["how"] == "registration expired"
+    assert dead["how"] == "connection closed"

@@ -204,6 +204,12 @@ def worker_tether(name: str) -> str:
     return f"{PREFIX}worker:{name}:tether"
 
 
+def worker_tethers() -> str:
+    """Hash: worker name -> the client name of its connection, for every registered worker that named one
+    (kept past its registration's expiry: a lapsed worker whose connection is gone is dead at once)."""
+    return f"{PREFIX}workers:tethers"
+
+
 def worker_events() -> str:
     """Stream (capped) of the reapers' verdicts: a worker found dead, or stalled with its connection open."""
     return f"{PREFIX}workers:events"

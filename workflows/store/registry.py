@@ -82,12 +82,17 @@ class Workers:
         p.delete(keys.worker(name))
         p.hset(keys.worker(name), mapping={"queues": ",".join(queues), **(info or {})})
         p.pexpire(keys.worker(name), max(1, int(ttl * 1000)))
+        if (info or {}).get("tether"):
+            p.hset(keys.worker_tethers(), name, info["tether"])
+        else:
+            p.hdel(keys.worker_tethers(), name)
         p.execute()
 
     def unregister(self, name: str) -> None:
         """Forget ``name`` entirely (a clean stop, once it holds no step)."""
         p = self.r.pipeline(transaction=False)
         p.zrem(keys.workers(), name)
+        p.hdel(keys.worker_tethers(), name)
         p.delete(keys.worker(name), keys.worker_steps(name), keys.worker_reaping(name))
         p.execute()
 
@@ -125,14 +130,9 @@ class Workers:
         return queues
 
     def tethers(self) -> dict[str, str]:
-        """Name -> the client name of its connection, for every worker whose live registration names one."""
-        names = [_s(n) for n in self.r.zrange(keys.workers(), 0, -1)]
-        if not names:
-            return {}
-        p = self.r.pipeline(transaction=False)
-        for n in names:
-            p.hget(keys.worker(n), "tether")
-        return {n: _s(t) for n, t in zip(names, p.execute()) if t}
+        """Name -> the client name of its connection, for every registered worker whose last registration
+        named one (live or lapsed)."""
+        return {_s(n): _s(t) for n, t in self.r.hgetall(keys.worker_tethers()).items()}
 
     def connected(self) -> set[str]:
         """The names of the workers' connections Redis lists now (``CLIENT LIST``; a server that refuses it
