@@ -31,6 +31,7 @@ import time
 
 from dataclasses import dataclass, field
 
+from workflows.engine import display_worker
 from workflows.settings import Settings
 from workflows.store import keys
 from workflows.store.registry import TETHER_PREFIX, Workers
@@ -185,6 +186,14 @@ class Tether(threading.Thread):
                 workers.wake_tether(self.worker_name)
             except (RedisError, OSError):
                 pass
+
+
+def note_stalled(workers: Workers, name: str, me: str, lost_after: float) -> None:
+    """Say (log and ``workers:events``) that worker ``name``'s registration lapsed while its connection lives."""
+    workers.record(name, "stalled", reaper=me)
+    log.warning("worker %s did not refresh its registration but its Redis connection is open (starved of CPU, "
+                "or stopped): its steps stay with it; after %gs it is taken for a lost host", display_worker(name),
+                lost_after)
 
 
 def tether_name(name: str) -> str:

@@ -42,7 +42,7 @@ import time
 from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
-from tasks.liveness import Beacon, Health, Tether, Verdicts, Watch, tether_name
+from tasks.liveness import Beacon, Health, Tether, Verdicts, Watch, note_stalled, tether_name
 from workflows.engine import Engine, display_worker
 from workflows.models import StepRecord, StepStatus
 from workflows.store import keys
@@ -182,14 +182,6 @@ def reap_dead(engine: Engine, me: str | None = None, seen: dict[str, float] | No
         if seen is not None:
             seen.pop(name, None)
     return total
-
-
-def note_stalled(workers: Workers, name: str, me: str, lost_after: float) -> None:
-    """Say (log and ``workers:events``) that worker ``name``'s registration lapsed while its connection lives."""
-    workers.record(name, "stalled", reaper=me)
-    log.warning("worker %s did not refresh its registration but its Redis connection is open (starved of CPU, "
-                "or stopped): its steps stay with it; after %gs it is taken for a lost host", display_worker(name),
-                lost_after)
 
 
 def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died", how: str | None = None) -> int:
