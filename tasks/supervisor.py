@@ -11,8 +11,9 @@ a child, and a replacement for one that died, is consuming within a few hundred 
 of a fresh interpreter's seconds. The supervisor opens no connection a child could share (redis-py's
 pools start afresh in a forked process) and runs no thread. Each child registers under its own name,
 so a child that dies is found and its steps taken back like any worker's. The supervisor starts
-another at once when a child that ran for ``STABLE_SECONDS`` exits (after 1 s, doubling up to 30 s,
-while it keeps dying sooner), and on SIGTERM or SIGINT passes one SIGTERM to each (Celery's warm
+another at once when a child is killed by a signal (SIGKILL, the OOM killer: not a start-up that keeps
+failing) after ``MIN_RUN_SECONDS``, or exits after ``STABLE_SECONDS``; a child that exits sooner is
+restarted after 1 s, doubling up to 30 s while it keeps doing so, and on SIGTERM or SIGINT passes one SIGTERM to each (Celery's warm
 shutdown: the running steps finish), a second signal a SIGQUIT (cold shutdown: their steps are then
 taken back by the other workers' reapers), and returns when all have stopped. The children run in
 their own session, so a Ctrl-C reaches them through the supervisor only, once; and on Linux each gets
@@ -39,6 +40,8 @@ RESTART_DELAY = 1.0
 MAX_RESTART_DELAY = 30.0
 #: A child that ran this long before it exited is restarted at once.
 STABLE_SECONDS = 30.0
+#: A child killed by a signal after running this long is restarted at once.
+MIN_RUN_SECONDS = 1.0
 POLL_SECONDS = 0.2
 PR_SET_PDEATHSIG = 1
 
@@ -152,7 +155,9 @@ class Supervisor:
             slot.pid = None
             if self.signals:
                 continue
-            slot.delay = 0.0 if now - slot.started >= STABLE_SECONDS else max(slot.delay * 2, RESTART_DELAY)
+            ran = now - slot.started
+            killed = code < 0 and ran >= MIN_RUN_SECONDS
+            slot.delay = 0.0 if killed or ran >= STABLE_SECONDS else max(slot.delay * 2, RESTART_DELAY)
             slot.delay = min(slot.delay, MAX_RESTART_DELAY)
             slot.next_start = now + slot.delay
             self.say(f"mainsail worker: process {slot.index + 1} of {len(self.slots)} exited with status {code}; "
