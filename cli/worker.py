@@ -71,7 +71,6 @@ def worker(queues: str | None, concurrency: int | None, processes: int | None, p
     if shape.processes > 1:
         from tasks.supervisor import Supervisor
 
-        rt.engine.store.r.connection_pool.disconnect()  # (the children's pools start afresh anyway)
         raise SystemExit(Supervisor(work, shape.processes).run())
     work()
 

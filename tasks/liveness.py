@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 from workflows.engine import display_worker
 from workflows.settings import Settings
-from workflows.store import keys
 from workflows.store.registry import TETHER_PREFIX, Workers
 from workflows.store.resilience import RedisError, ResponseError
 
@@ -139,16 +138,16 @@ class Tether(threading.Thread):
     """Worker ``name``'s named connection (see the module docstring): ``connected`` is set while it is open.
 
     Args:
-        client: a client of its own, whose connections are named ``client_name`` as they connect.
+        own: the registry on a client of its own, whose connections are named ``client_name`` as they connect.
         name: the worker's registry name.
     """
 
     #: How long one wait lasts (the client's socket timeout must exceed it).
     BLOCK_SECONDS = 30
 
-    def __init__(self, client, name: str) -> None:
+    def __init__(self, own: Workers, name: str) -> None:
         super().__init__(name="mainsail-tether", daemon=True)
-        self.client = client
+        self.own = own
         self.worker_name = name
         self.client_name = tether_name(name)
         self.connected = threading.Event()
@@ -159,12 +158,12 @@ class Tether(threading.Thread):
         delay = 0.0
         while not self._stop_event.is_set():
             try:
-                self.client.ping()  # connects, and names the connection
+                self.own.hold_tether(self.worker_name, 0.001)  # connects, and names the connection
                 self.connected.set()
                 self.settled.set()
                 delay = 0.0
                 while not self._stop_event.is_set():
-                    self.client.blpop([keys.worker_tether(self.worker_name)], timeout=self.BLOCK_SECONDS)
+                    self.own.hold_tether(self.worker_name, self.BLOCK_SECONDS)
             except ResponseError as exc:  # an ACL refusing CLIENT SETNAME, or a proxy without it
                 log.warning("worker %s cannot name its Redis connection (%s): the reapers find it dead only "
                             "once its registration expires; allow CLIENT SETNAME to its Redis user",
@@ -176,7 +175,7 @@ class Tether(threading.Thread):
                 delay = min(max(delay * 2, 0.05), 1.0)
         self.connected.clear()
         self.settled.set()
-        self.client.close()
+        self.own.close()
 
     def stop(self, workers: Workers) -> None:
         """Close the connection (after the worker left the registry: its close then means nothing)."""

@@ -376,9 +376,9 @@ class Housekeeper:
         self.queues = list(queues)
         self.health = Health()
         # The named connection: a client of its own, each connection named as it connects.
-        self.tether = Tether(runtime.redis_client(runtime.current_url(), s.redis_ca_file, client_name=tether_name(name),
-                                                  socket_timeout=Tether.BLOCK_SECONDS + 5,
-                                                  socket_connect_timeout=max(0.2, s.worker_ttl_seconds / 3)), name)
+        self.tether = Tether(Workers(runtime.redis_client(
+            runtime.current_url(), s.redis_ca_file, client_name=tether_name(name), socket_timeout=Tether.BLOCK_SECONDS + 5,
+            socket_connect_timeout=max(0.2, s.worker_ttl_seconds / 3))), name)
         self.beacon = Beacon(Workers(client), name, queues, s, self.health, self.tether)
         self.reaper = Reaper(engine, name, self.health, check_restarts, self.tether)
         self._started = False

@@ -22,7 +22,7 @@ def tethers():
     made = []
 
     def make(client, name):
-        t = Tether(client, name)
+        t = Tether(Workers(client), name)
         t.start()
         assert t.settled.wait(5)
         made.append((t, Workers(redis.Redis(connection_pool=client.connection_pool.__class__(

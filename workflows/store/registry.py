@@ -145,6 +145,16 @@ class Workers:
         """Whether ``reaper`` lists the connections this tick (one reaper per ``seconds``)."""
         return bool(self.r.set(keys.reaper_watch(), reaper, nx=True, px=max(1, int(seconds * 1000))))
 
+    def hold_tether(self, name: str, seconds: float) -> None:
+        """On worker ``name``'s named connection: connect (naming it), then wait on it for up to ``seconds``
+        (a blocked read notices at once a connection that breaks)."""
+        self.r.ping()
+        self.r.blpop([keys.worker_tether(name)], timeout=seconds)
+
+    def close(self) -> None:
+        """Close this registry's client (a tether's own, as it stops)."""
+        self.r.close()
+
     def wake_tether(self, name: str) -> None:
         """Wake worker ``name``'s connection from its wait (it is stopping)."""
         p = self.r.pipeline(transaction=True)
