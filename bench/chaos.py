@@ -1,6 +1,6 @@
 """Chaos: many sessions on a few workers while workers are SIGKILLed and Redis restarts.
 
-    python bench/chaos.py [--sessions 50] [--workers 3] [--kill-every 5] [--turns 8] [--redis-restart-at 32.5]
+    python bench/chaos.py [--sessions 50] [--workers 3] [--processes 1] [--kill-every 5] [--turns 8] [--redis-restart-at 32.5]
 
 One run:
 
@@ -9,7 +9,9 @@ One run:
 2. starts ``--sessions`` sessions over ``--ramp`` seconds. Each session runs ``--turns`` Bash
    commands, one per model turn (``echo turn-N >> runs.txt && sleep 0.3`` in its own workspace, so
    a command run twice shows as a duplicate line), then answers;
-3. meanwhile SIGKILLs a random worker every ``--kill-every`` seconds (and starts a replacement),
+3. meanwhile SIGKILLs a random worker every ``--kill-every`` seconds (and starts a replacement; with
+   ``--processes`` P above 1 each worker is a supervisor of P processes, one of which is killed and
+   replaced by its supervisor),
    SIGKILLs a random ``mainsail watch`` process each time (and starts another), and once, at
    ``--redis-restart-at`` seconds, stops Redis (SIGTERM) for ``--redis-down`` seconds and starts it
    again on its AOF;
@@ -17,8 +19,9 @@ One run:
    measures one kind of failure);
 4. once every session has its result (or ``--timeout``), prints: sessions finished, duplicates
    (an entry, a model reply or a tool result recorded twice), re-runs (a command that ran twice),
-   lost messages, and recovery times: per step a killed worker held, from the kill to the step's
-   commit elsewhere; per busy session, from Redis answering again to its next entry.
+   lost messages, and recovery times: per killed worker, from the kill to a reaper's verdict that it
+   is dead (``mainsail:workers:events``); per step it held, from the kill to the step's commit
+   elsewhere; per busy session, from Redis answering again to its next entry.
 
 Exit status 1 on any unfinished session, duplicate, re-run or lost message (the recovery times are
 reported, not asserted). ``tests/e2e/test_chaos.py`` runs the same with a handful of sessions.
@@ -48,6 +51,7 @@ from bench.chaos_report import (  # noqa: E402
     Kill,
     Report,
     check_session,
+    detection_times,
     recovery_times,
     redis_resume_times,
     render,
@@ -73,6 +77,7 @@ class ChaosConfig:
     timeout: float = 400.0
     seed: int = 1
     min_live: int = 1  # kill only while at least this many workers are registered
+    processes: int = 1  # worker processes per supervisor (1: a plain `mainsail worker`, replaced by the bench)
     worker_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -131,8 +136,8 @@ class Chaos:
 
     def start_worker(self) -> subprocess.Popen:
         n = self._n = self._n + 1
-        p = self.procs.start(f"worker-{n}", [self.mainsail, "worker", "-l", "INFO"], env=self.env,
-                             log=self.tmp / f"worker-{n}.log")
+        p = self.procs.start(f"worker-{n}", [self.mainsail, "worker", "-l", "INFO", "--processes",
+                                             str(self.cfg.processes)], env=self.env, log=self.tmp / f"worker-{n}.log")
         self.workers.append(p)
         return p
 
@@ -143,21 +148,33 @@ class Chaos:
             return None
         return next((n for n in names if n.startswith(f"mainsail-{pid}@")), None)
 
+    def live_pids(self) -> list[int]:
+        """The registered worker processes (a supervisor's children, or the workers the bench started)."""
+        if self.cfg.processes == 1:
+            return [p.pid for p in self.workers if p.poll() is None and self.registry_name(p.pid)]
+        try:
+            names = [n.decode() for n in self.store.r.zrangebyscore("mainsail:workers", time.time(), "+inf")]
+        except redis.RedisError:
+            return []
+        return [int(n.partition("@")[0].removeprefix("mainsail-")) for n in names]
+
     def kill_worker(self) -> None:
-        live = [p for p in self.workers if p.poll() is None and self.registry_name(p.pid)]
+        live = self.live_pids()
         if len(live) < max(1, self.cfg.min_live):
             return
         victim = self.rnd.choice(live)
-        name = self.registry_name(victim.pid)
+        name = self.registry_name(victim)
         try:
             held = self.store.workers.held(name)
         except redis.RedisError:
             held = {}
-        victim.send_signal(signal.SIGKILL)
+        os.kill(victim, signal.SIGKILL)
         self.kills.append(Kill(at=time.time(), name=name, held=held))
-        victim.wait(10)
-        self.workers.remove(victim)
-        self.start_worker()
+        if self.cfg.processes == 1:  # (a supervisor starts another child itself)
+            proc = next(p for p in self.workers if p.pid == victim)
+            proc.wait(10)
+            self.workers.remove(proc)
+            self.start_worker()
         self.say(f"killed {name.partition('#')[0]} holding {len(held)} step(s) at {self.kills[-1].at % 1000:.2f}")
 
     def churn_watchers(self) -> None:
@@ -227,7 +244,7 @@ class Chaos:
             for _ in range(cfg.workers):
                 self.start_worker()
             deadline = time.monotonic() + 60
-            while sum(1 for p in self.workers if self.registry_name(p.pid)) < cfg.workers:
+            while len(self.live_pids()) < cfg.workers * cfg.processes:
                 for p in self.workers:
                     self.procs.check(p)
                 if time.monotonic() > deadline:
@@ -280,6 +297,7 @@ class Chaos:
         for sid, ws in self.sessions.items():
             check_session(self.store, sid, ws, self.cfg.turns, report)
         report.recoveries = recovery_times(self.store, self.kills, report.details)
+        report.detections, report.detected_how = detection_times(self.store, self.kills)
         if self.redis_up_at:
             report.redis_resumes = redis_resume_times(self.store, self.busy_at_restart, self.redis_down_at,
                                                       self.redis_up_at)
@@ -291,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=50)
     ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument("--processes", type=int, default=1, help="worker processes per supervisor (a kill takes one)")
     ap.add_argument("--turns", type=int, default=8, help="Bash commands per session (one per model turn)")
     ap.add_argument("--kill-every", type=float, default=5.0, help="seconds between two worker SIGKILLs")
     ap.add_argument("--redis-restart-at", type=float, default=32.5, help="seconds in; negative: no restart")
@@ -301,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="list each recovered step")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (worker logs) for inspection")
     args = ap.parse_args(argv)
-    cfg = ChaosConfig(sessions=args.sessions, workers=args.workers, turns=args.turns, kill_every=args.kill_every,
+    cfg = ChaosConfig(sessions=args.sessions, workers=args.workers, processes=args.processes, turns=args.turns,
+                      kill_every=args.kill_every,
                       redis_restart_at=args.redis_restart_at if args.redis_restart_at >= 0 else None,
                       redis_down=args.redis_down, ramp=args.ramp, timeout=args.timeout, seed=args.seed)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

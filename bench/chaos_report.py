@@ -31,6 +31,8 @@ class Report:
     lost: list[str] = field(default_factory=list)
     unknown_outcomes: int = 0
     recoveries: list[float] = field(default_factory=list)
+    detections: list[float] = field(default_factory=list)
+    detected_how: Counter = field(default_factory=Counter)
     redis_resumes: list[float] = field(default_factory=list)
     longest_stall: float = 0.0
     longest_stall_at: str = ""
@@ -129,6 +131,19 @@ def recovery_times(store: Store, kills: list[Kill], details: list[str] | None = 
     return out
 
 
+def detection_times(store: Store, kills: list[Kill]) -> tuple[list[float], Counter]:
+    """Per killed worker: seconds from the kill to a reaper's recorded verdict that it is dead, and how
+    the reapers found them (``connection closed``, ``registration expired``)."""
+    dead = {f["worker"]: f for _, f in store.workers.events() if f["event"] == "dead"}
+    out, how = [], Counter()
+    for kill in kills:
+        verdict = dead.get(kill.name)
+        if verdict is not None:
+            out.append(float(verdict["at"]) - kill.at)
+            how[verdict["how"].partition(":")[0]] += 1
+    return out, how
+
+
 def redis_resume_times(store: Store, sids: list[str], down_at: float, up_at: float) -> list[float]:
     """Per session busy across the Redis restart: seconds from Redis answering again to its next entry."""
     out = []
@@ -158,6 +173,9 @@ def render(report: Report) -> str:
         f"lost messages          {len(report.lost)}",
         f"outcome unknown        {report.unknown_outcomes} (commands killed mid-run, reported, not re-run)",
         f"workers SIGKILLed      {report.kills}",
+        f"found dead after kill  p50 {fmt(pct(report.detections, 50))}  p90 {fmt(pct(report.detections, 90))}  "
+        f"max {fmt(max(report.detections, default=None))}  ({len(report.detections)} workers: "
+        f"{', '.join(f'{k} {n}' for k, n in report.detected_how.most_common()) or 'none'})",
         f"recovery after a kill  p50 {fmt(pct(report.recoveries, 50))}  p90 {fmt(pct(report.recoveries, 90))}  "
         f"max {fmt(max(report.recoveries, default=None))}  ({len(report.recoveries)} steps)",
         f"resume after Redis     p50 {fmt(pct(report.redis_resumes, 50))}  p90 {fmt(pct(report.redis_resumes, 90))}"
@@ -173,5 +191,5 @@ def render(report: Report) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Kill", "Report", "check_session", "recovery_times", "redis_resume_times", "render", "pct",
+__all__ = ["Kill", "Report", "check_session", "detection_times", "recovery_times", "redis_resume_times", "render", "pct",
            "statistics"]

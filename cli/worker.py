@@ -61,16 +61,18 @@ def worker(queues: str | None, concurrency: int | None, processes: int | None, p
     many = f"{shape.processes} processes × " if shape.processes > 1 else ""
     click.echo(f"mainsail worker: queues {','.join(names)} · pool {shape.pool} · {many}concurrency "
                f"{shape.concurrency} · prefetch ×{shape.prefetch} · redis {rt.masked_url}", err=True)
+    from tasks.worker import preload, run_worker
+
+    preload(names)
+
+    def work() -> None:
+        run_worker(names, shape.concurrency, shape.pool, loglevel, prefetch=shape.prefetch)
+
     if shape.processes > 1:
-        from tasks.supervisor import Supervisor, child_argv
+        from tasks.supervisor import Supervisor
 
-        argv = child_argv(["-Q", ",".join(names), "-c", str(shape.concurrency), "--processes", "1",
-                           "--prefetch-multiplier", str(shape.prefetch), "--pool", shape.pool, "-l", loglevel])
-        # The children use the Redis this command resolved (an embedded one it may have started).
-        raise SystemExit(Supervisor(argv, shape.processes, env={**os.environ, "MAINSAIL_REDIS_URL": rt.url}).run())
-    from tasks.worker import run_worker
-
-    run_worker(names, shape.concurrency, shape.pool, loglevel, prefetch=shape.prefetch)
+        raise SystemExit(Supervisor(work, shape.processes).run())
+    work()
 
 
 @click.command("reap")

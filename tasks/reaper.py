@@ -42,7 +42,7 @@ import time
 from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
-from tasks.liveness import Beacon, Health
+from tasks.liveness import Beacon, Health, Tether, Verdicts, Watch, note_stalled, tether_name
 from workflows.engine import Engine, display_worker
 from workflows.models import StepRecord, StepStatus
 from workflows.store import keys
@@ -73,17 +73,19 @@ ORPHAN_AGE_SECONDS = 3.0
 RESTART_CHECK_SECONDS = 1.0
 
 
-def sweep_once(engine: Engine) -> int:
+def sweep_once(engine: Engine, stalled: frozenset[str] = frozenset()) -> int:
     """Re-dispatch steps whose lease or pickup deadline passed, and expire approvals. Returns how many.
 
     Each step is fenced under its session's lock and sent as soon as it is taken back; the sweep lock
-    only keeps reapers from doing the same work twice, and expires on its own if its holder dies.
+    only keeps reapers from doing the same work twice, and is broken as soon as its holder is found dead.
+    ``stalled``: workers whose registration lapsed while their connection stays open (alive: see
+    :func:`spare_live_leases`).
     """
     lk = engine.store.sweep_lock(SWEEP_LOCK_SECONDS)
-    if not lk.acquire(blocking=False):
+    if lk is None:
         return 0
     try:
-        spare_live_leases(engine)
+        spare_live_leases(engine, stalled=stalled)
         steps = engine.reap(dispatch=resend)
         approvals = engine.expire_approvals()
         dispatch(approvals)
@@ -96,13 +98,14 @@ def sweep_once(engine: Engine) -> int:
             pass
 
 
-def spare_live_leases(engine: Engine, now: float | None = None) -> int:
+def spare_live_leases(engine: Engine, now: float | None = None, stalled: frozenset[str] = frozenset()) -> int:
     """Renew the expired leases of steps still running on a live worker. Returns how many.
 
     A live worker's lease never expires: if its lease keeper could not renew it in time (the process
     starved of CPU, Redis slow to answer), the step's model call is still alive, and sending the step
     again would call the model twice. A step is spared when a worker whose registration is live lists
-    it among its held steps with the owner token of the step's claim; the steps of a dead worker are
+    it among its held steps with the owner token of the step's claim (so does one in ``stalled``, whose
+    registration lapsed while its connection stays open: starved of CPU, or stopped); the steps of a dead worker are
     taken back by :func:`reap_dead`, and a step its worker no longer runs is dropped from its held
     steps by :func:`drop_stale_holds`, after which its lease expires as any other.
     """
@@ -112,7 +115,7 @@ def spare_live_leases(engine: Engine, now: float | None = None) -> int:
     if not due:
         return 0
     held: dict[str, str] = {}
-    for name in store.workers.live():
+    for name in {*store.workers.live(), *stalled}:
         held.update((member, token) for member, token in store.workers.held(name).items() if token)
     members = [m for m in due if m in held]
     if not members:
@@ -147,37 +150,58 @@ def drop_stale_holds(engine: Engine, name: str, running: set[str], suspects: set
 
 
 def reap_dead(engine: Engine, me: str | None = None, seen: dict[str, float] | None = None,
-              confirm: float = 0.0) -> int:
+              confirm: float = 0.0, watch: Watch | None = None, lost_after: float = 0.0) -> int:
     """Take back the steps of every worker that died without unregistering. Returns how many steps.
 
-    ``seen`` (the caller's, kept across calls): when each worker was first found without its
-    registration; one is taken back only once it has stayed so for ``confirm`` seconds. A live worker
-    starved of CPU refreshes its registration late; taking its running steps back would make their
-    model calls a second time while the first ones are still alive.
+    A worker whose connection closed (``watch``: see :mod:`tasks.liveness`) is taken back at once. One
+    whose registration expired is taken back once it has stayed so for ``confirm`` seconds (``seen``, the
+    caller's, kept across calls: when each was first found so), or, if its connection stays open (starved
+    of CPU, stopped, or on a lost host), for ``lost_after`` seconds: a live worker's model calls must not
+    be made a second time while the first ones are still alive.
     """
     workers = engine.store.workers
-    total, now = 0, time.monotonic()
-    dead = [name for name in workers.dead() if name != me]  # (our own lapsed registration: the beacon renews it)
+    me = me or "reaper"
+    found = watch.look() if watch else Verdicts(lapsed=[n for n in workers.dead() if n != me])
+    total = sum(take_back_worker(engine, name, me, how="connection closed") for name in found.gone)
+    due = found.lapsed
     if seen is not None:
-        for name in set(seen) - set(dead):
+        now = time.monotonic()
+        for name in set(seen) - set(found.lapsed) - set(found.stalled):
             del seen[name]  # registered again: alive after all
-        for name in dead:
+        for name in found.stalled:
+            if name not in seen:
+                note_stalled(workers, name, me, lost_after)
+        for name in found.lapsed + found.stalled:
             seen.setdefault(name, now)
-        dead = [name for name in dead if now - seen[name] >= confirm]
-    for name in dead:
-        total += take_back_worker(engine, name, me or "reaper")
+        due = ([n for n in found.lapsed if now - seen[n] >= confirm]
+               + [n for n in found.stalled if now - seen[n] >= lost_after])
+    for name in due:
+        how = ("registration expired" if name in found.lapsed else
+               f"registration expired for {lost_after:g}s while its connection stays open: a lost host?")
+        total += take_back_worker(engine, name, me, how=how)
         if seen is not None:
             seen.pop(name, None)
     return total
 
 
-def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died") -> int:
-    """Take back what worker ``dead`` held (see :meth:`Engine.take_back`), then forget it."""
+def take_back_worker(engine: Engine, dead: str, reaper: str, verb: str = "died", how: str | None = None) -> int:
+    """Take back what worker ``dead`` held (see :meth:`Engine.take_back`), then forget it.
+
+    ``how``: why it is dead, recorded in ``workers:events`` (``connection closed``: its registration, still
+    live, goes now; otherwise a registration renewed meanwhile means it is alive after all). Its sweep
+    lock, if it held it, is broken.
+    """
     workers = engine.store.workers
     if not workers.start_reaping(dead, reaper, SWEEP_LOCK_SECONDS):
         return 0  # another reaper is on it
-    if workers.alive(dead):
+    if how == "connection closed":
+        workers.retire(dead)
+    elif workers.alive(dead):
         return 0  # it registered again meanwhile: alive after all
+    if how:
+        workers.record(dead, "dead", how=how, reaper=reaper)
+        log.warning("worker %s %s (%s)", display_worker(dead), verb, how)
+    workers.break_sweep_lock(dead)
     held = workers.held(dead)
     sent, failed = [], False
     for member, token in held.items():
@@ -281,12 +305,16 @@ def start_retention(engine: Engine, owner: str) -> threading.Thread | None:
 class Reaper(threading.Thread):
     """This worker's share of the reaping (see the module docstring), until stopped."""
 
-    def __init__(self, engine: Engine, name: str, health: Health, check_restarts: bool = True) -> None:
+    def __init__(self, engine: Engine, name: str, health: Health, check_restarts: bool = True,
+                 tether: Tether | None = None) -> None:
         super().__init__(name="mainsail-reaper", daemon=True)
         self.engine = engine
         self.worker_name = name
         self.health = health
         self.check_restarts = check_restarts
+        tick = engine.settings.worker_heartbeat_seconds / 2
+        self.watch = Watch(engine.store.workers, name, tether, tick,
+                           fallback=engine.settings.worker_ttl_seconds + engine.settings.worker_dead_confirm_seconds)
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -311,12 +339,13 @@ class Reaper(threading.Thread):
                     resend_orphans(self.engine, "Redis answers again")
                 # After an outage every registration may have lapsed: wait until live workers renewed theirs.
                 if self.health.steady_for() >= max(3 * s.worker_heartbeat_seconds, 1.0):
-                    reap_dead(self.engine, self.worker_name, lapsed, s.worker_dead_confirm_seconds)
+                    reap_dead(self.engine, self.worker_name, lapsed, s.worker_dead_confirm_seconds, self.watch,
+                              s.worker_lost_seconds)
                 if time.monotonic() - last_sweep >= s.reaper_interval_seconds:
                     last_sweep = time.monotonic()
                     suspects = drop_stale_holds(self.engine, self.worker_name, keeper_for(self.engine).owners(),
                                                 suspects)
-                    n = sweep_once(self.engine)
+                    n = sweep_once(self.engine, self.watch.stalled)
                     if n:
                         log.warning("reaper re-dispatched %d step(s): lease or pickup deadline passed, message "
                                     "lost, or approval timed out", n)
@@ -346,8 +375,12 @@ class Housekeeper:
         self.worker_name = name
         self.queues = list(queues)
         self.health = Health()
-        self.beacon = Beacon(Workers(client), name, queues, s, self.health)
-        self.reaper = Reaper(engine, name, self.health, check_restarts)
+        # The named connection: a client of its own, each connection named as it connects.
+        self.tether = Tether(Workers(runtime.redis_client(
+            runtime.current_url(), s.redis_ca_file, client_name=tether_name(name), socket_timeout=Tether.BLOCK_SECONDS + 5,
+            socket_connect_timeout=max(0.2, s.worker_ttl_seconds / 3))), name)
+        self.beacon = Beacon(Workers(client), name, queues, s, self.health, self.tether)
+        self.reaper = Reaper(engine, name, self.health, check_restarts, self.tether)
         self._started = False
 
     def start(self) -> None:
@@ -355,6 +388,8 @@ class Housekeeper:
         if self._started:
             return
         self._started = True
+        self.tether.start()
+        self.tether.settled.wait(max(0.2, self.engine.settings.worker_ttl_seconds / 3))
         self.beacon.beat()
         self.beacon.start()
         self.reaper.start()
@@ -367,6 +402,7 @@ class Housekeeper:
             retire(self.engine, self.worker_name)
         except RedisError as exc:  # others take it back once the registration expires
             log.warning("worker %s could not hand back its steps (%s); the reaper will", self.worker_name, exc)
+        self.tether.stop(self.beacon.workers)
 
 
 def retire(engine: Engine, name: str) -> int:

@@ -106,6 +106,18 @@ def track_taken_messages() -> None:
     signals.task_received.connect(_note_taken, weak=False, dispatch_uid="mainsail-note-taken")
 
 
+def preload(queues: list[str]) -> None:
+    """Import what a worker serving ``queues`` runs, before it registers (a supervisor does it once for
+    all its children). A model worker's first step would otherwise import the SDK (a second of CPU), all
+    its threads' first calls waiting behind it."""
+    import tasks.schedules  # noqa: F401  (the modules Celery's worker imports: tasks.app's include)
+    import tasks.steps  # noqa: F401
+
+    if MODEL_QUEUES & set(queues):
+        import anthropic  # noqa: F401
+        import anthropic.lib.streaming  # noqa: F401
+
+
 def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO", prefetch: int = 1) -> None:
     """Run a Celery worker in this process until it is told to stop (blocks). ``prefetch``: messages
     it reserves per task slot (Celery's prefetch multiplier)."""
@@ -113,11 +125,7 @@ def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "
     name = registry_name(node)
     check_sandbox()
     quiet_libraries()
-    if MODEL_QUEUES & set(queues):
-        # Before it registers: a model worker's first step would otherwise import the SDK (a second of
-        # CPU), all its threads' first calls waiting behind it.
-        import anthropic  # noqa: F401
-        import anthropic.lib.streaming  # noqa: F401
+    preload(queues)
     runtime.set_concurrency(concurrency)
     runtime.set_worker_name(name)
     runtime.set_queues(queues)

@@ -33,7 +33,7 @@ def test_supervised_processes_register_are_replaced_and_stop_together(cluster, w
         wait_for(lambda: (lambda k: len(k) == 2 and kids[0] not in k and set(k) <= registered(cluster))(
             children(supervisor.pid)), 60, what="a replacement child")
         log = (cluster.tmp / "worker-0.log").read_text()
-        assert "process 1 of 2 exited with status -9; starting another in 1s" in log
+        assert "process 1 of 2 exited with status -9; starting another now" in log  # killed: not a crash loop
 
         supervisor.send_signal(signal.SIGTERM)  # one signal stops them all, warm
         assert supervisor.wait(60) == 0

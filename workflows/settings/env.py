@@ -193,6 +193,11 @@ class Settings(BaseSettings):
         description="A failed notification is sent again after this, doubled at each attempt (5 s, 10 s, 20 s...).")
     notify_attempts: int = Field(
         default=8, ge=1, description="A notification is tried at most this many times per subscription.")
+    worker_lost_seconds: float = Field(
+        default=30.0, gt=0,
+        description="A worker whose registration stays expired this long while its Redis connection stays open "
+                    "is taken for a lost host (whose connections never close) and its steps are taken back; "
+                    "a worker whose process dies closes its connection and is taken back at once.")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
         description="How long the step path (claim, commit, dispatch) retries a Redis error, and a CLI command waits "

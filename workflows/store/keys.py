@@ -157,7 +157,13 @@ def approvals() -> str:
 
 
 def reaper_lock() -> str:
+    """The sweep lock; its token starts with the holder's worker name, so a dead holder's is broken."""
     return f"{PREFIX}reaper:lock"
+
+
+def reaper_watch() -> str:
+    """Held for one reaper tick by the reaper that lists Redis's client connections in that tick."""
+    return f"{PREFIX}reaper:watch"
 
 
 def redis_run_id() -> str:
@@ -191,6 +197,22 @@ def worker_steps(name: str) -> str:
     """Hash of the steps one worker took from a queue (``sid/step`` -> ``""``) or claimed (-> owner
     token): what the reaper takes back at once when the worker dies."""
     return f"{PREFIX}worker:{name}:steps"
+
+
+def worker_tether(name: str) -> str:
+    """The list a worker's named connection waits on (never written but to wake it when it stops)."""
+    return f"{PREFIX}worker:{name}:tether"
+
+
+def worker_tethers() -> str:
+    """Hash: worker name -> the client name of its connection, for every registered worker that named one
+    (kept past its registration's expiry: a lapsed worker whose connection is gone is dead at once)."""
+    return f"{PREFIX}workers:tethers"
+
+
+def worker_events() -> str:
+    """Stream (capped) of the reapers' verdicts: a worker found dead, or stalled with its connection open."""
+    return f"{PREFIX}workers:events"
 
 
 def worker_reaping(name: str) -> str:

@@ -94,8 +94,7 @@ class Store(Transcripts, Steps):
         name = keys.lock(sid)
         self._release_unreleased(name)
         lk = self.r.lock(name, timeout=self.lock_timeout, blocking_timeout=self.lock_wait)
-        token = f"{self.lock_owner}{LOCK_TOKEN_SEP}{uuid.uuid4().hex}" if self.lock_owner else None
-        if not lk.acquire(token=token):
+        if not lk.acquire(token=self.owner_token()):
             raise LockTimeout(
                 f"Session {sid} is locked by another writer for over {self.lock_wait:g}s; try again."
             )
@@ -113,10 +112,15 @@ class Store(Transcripts, Steps):
                 self._unreleased[name] = lk.local.token
                 raise
 
-    def sweep_lock(self, timeout: float) -> redis.lock.Lock:
-        """The reapers' sweep lock (not taken yet: ``acquire(blocking=False)`` it); it expires after ``timeout``
-        seconds if its holder dies."""
-        return self.r.lock(keys.reaper_lock(), timeout=timeout, blocking=False)
+    def owner_token(self) -> str | None:
+        """A lock token naming this worker (so a reaper can break a lock its dead holder left)."""
+        return f"{self.lock_owner}{LOCK_TOKEN_SEP}{uuid.uuid4().hex}" if self.lock_owner else None
+
+    def sweep_lock(self, timeout: float) -> redis.lock.Lock | None:
+        """The reapers' sweep lock, taken now (None: another reaper holds it). It expires after ``timeout``
+        seconds, and a reaper that finds its holder dead breaks it at once."""
+        lk = self.r.lock(keys.reaper_lock(), timeout=timeout, blocking=False)
+        return lk if lk.acquire(blocking=False, token=self.owner_token()) else None
 
     def widen_pool(self, max_connections: int) -> None:
         """Give the client a pool of at least ``max_connections`` (a waiting one: see

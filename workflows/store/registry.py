@@ -25,6 +25,7 @@ step's hold instead of an HSET and an HDEL. :meth:`Workers.held` reads both form
 
 from __future__ import annotations
 
+import re
 import time
 
 import redis
@@ -50,6 +51,11 @@ return 0
 """
 
 LOCK_TOKEN_SEP = "|"
+#: What a worker's named connection is called: this, then its registry name (CLIENT SETNAME).
+TETHER_PREFIX = "mainsail-worker:"
+_CLIENT_NAME = re.compile(rb"(?:^| )name=(" + re.escape(TETHER_PREFIX.encode()) + rb"\S+)")
+#: Verdicts kept in ``workers:events`` (the oldest are trimmed).
+EVENTS_KEPT = 1000
 #: Between the step and the owner token of a hold kept under another step's field (a slot).
 HOLD_SEP = " "
 
@@ -76,12 +82,17 @@ class Workers:
         p.delete(keys.worker(name))
         p.hset(keys.worker(name), mapping={"queues": ",".join(queues), **(info or {})})
         p.pexpire(keys.worker(name), max(1, int(ttl * 1000)))
+        if (info or {}).get("tether"):
+            p.hset(keys.worker_tethers(), name, info["tether"])
+        else:
+            p.hdel(keys.worker_tethers(), name)
         p.execute()
 
     def unregister(self, name: str) -> None:
         """Forget ``name`` entirely (a clean stop, once it holds no step)."""
         p = self.r.pipeline(transaction=False)
         p.zrem(keys.workers(), name)
+        p.hdel(keys.worker_tethers(), name)
         p.delete(keys.worker(name), keys.worker_steps(name), keys.worker_reaping(name))
         p.execute()
 
@@ -117,6 +128,49 @@ class Workers:
         for info in self.live().values():
             queues.update(q for q in info.get("queues", "").split(",") if q)
         return queues
+
+    def tethers(self) -> dict[str, str]:
+        """Name -> the client name of its connection, for every registered worker whose last registration
+        named one (live or lapsed)."""
+        return {_s(n): _s(t) for n, t in self.r.hgetall(keys.worker_tethers()).items()}
+
+    def connected(self) -> set[str]:
+        """The names of the workers' connections Redis lists now (``CLIENT LIST``; a server that refuses it
+        raises ``ResponseError``)."""
+        raw = self.r.execute_command("CLIENT", "LIST")
+        raw = raw.encode() if isinstance(raw, str) else raw
+        return {m.decode() for m in _CLIENT_NAME.findall(raw)}
+
+    def watch_turn(self, reaper: str, seconds: float) -> bool:
+        """Whether ``reaper`` lists the connections this tick (one reaper per ``seconds``)."""
+        return bool(self.r.set(keys.reaper_watch(), reaper, nx=True, px=max(1, int(seconds * 1000))))
+
+    def hold_tether(self, name: str, seconds: float) -> None:
+        """On worker ``name``'s named connection: connect (naming it), then wait on it for up to ``seconds``
+        (a blocked read notices at once a connection that breaks)."""
+        self.r.ping()
+        self.r.blpop([keys.worker_tether(name)], timeout=seconds)
+
+    def close(self) -> None:
+        """Close this registry's client (a tether's own, as it stops)."""
+        self.r.close()
+
+    def wake_tether(self, name: str) -> None:
+        """Wake worker ``name``'s connection from its wait (it is stopping)."""
+        p = self.r.pipeline(transaction=True)
+        p.lpush(keys.worker_tether(name), "stop")
+        p.pexpire(keys.worker_tether(name), 5000)
+        p.execute()
+
+    def record(self, name: str, event: str, **fields: str) -> None:
+        """Record a reaper's verdict on worker ``name`` (``dead``, ``stalled``) in ``workers:events``."""
+        self.r.xadd(keys.worker_events(), {"worker": name, "event": event, "at": f"{time.time():.3f}", **fields},
+                    maxlen=EVENTS_KEPT, approximate=True)
+
+    def events(self, after: str = "-") -> list[tuple[str, dict[str, str]]]:
+        """The recorded verdicts after stream id ``after`` (exclusive; ``-``: all), oldest first."""
+        start = "-" if after == "-" else f"({after}"
+        return [(_s(i), {_s(k): _s(v) for k, v in f.items()}) for i, f in self.r.xrange(keys.worker_events(), start)]
 
     def dead(self) -> list[str]:
         """Workers that stopped without unregistering: still listed, registration expired."""
@@ -169,6 +223,10 @@ class Workers:
     def break_lock(self, sid: str, owner: str) -> bool:
         """Free session ``sid``'s lock if dead worker ``owner`` holds it (its token carries the owner)."""
         return bool(self.r.eval(_BREAK_LOCK, 1, keys.lock(sid), owner + LOCK_TOKEN_SEP))
+
+    def break_sweep_lock(self, owner: str) -> bool:
+        """Free the reapers' sweep lock if dead worker ``owner`` holds it."""
+        return bool(self.r.eval(_BREAK_LOCK, 1, keys.reaper_lock(), owner + LOCK_TOKEN_SEP))
 
 
 def _s(v) -> str:
