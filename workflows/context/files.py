@@ -1,11 +1,9 @@
 """The context Claude Code gives a model besides the transcript: pure functions.
 
-- :func:`system_context`: the ``<env>`` block and the ``gitStatus`` snapshot,
-  computed once at a session's start. The caller stores the string in the
-  session record so every worker sends the same bytes.
-- :func:`user_context`: the memory files (CLAUDE.md, MAINSAIL.md and their
-  ``@path`` imports) and today's date, wrapped in a ``<system-reminder>``: the
-  first content block of the first user message.
+- :func:`system_context`: the ``<env>`` block and the ``gitStatus`` snapshot, computed once at a session's
+  start. The caller stores the string in the session record so every worker sends the same bytes.
+- :func:`user_context`: the memory files (CLAUDE.md, MAINSAIL.md and their ``@path`` imports) and today's
+  date, wrapped in a ``<system-reminder>``: the first content block of the first user message.
 - :data:`DEFAULT_SYSTEM_PROMPT` and :func:`system_prompt`: the ``system``
   parameter of a Messages API call, as a list of text blocks.
 
