@@ -63,9 +63,10 @@ class Durability:
         if self.mode is None:
             with self._lock:
                 if self.mode is None:
-                    self.mode, self.why = self._detect()
+                    self.mode, self.why = self._detect()  # (its WAITAOF, when it has one, was this wait)
                     if self.mode == UNSAFE:
                         log.warning("%s", self.why)
+                    return self.mode
         if self.mode == WAITAOF:
             self._waitaof()
         return self.mode
@@ -80,11 +81,8 @@ class Durability:
                              "(is its disk stalled?), so the command was not run: a crash now could run it twice.")
 
     def _detect(self) -> tuple[str, str]:
-        p = self.r.pipeline(transaction=False)
-        p.hincrby(keys.metrics(), "durable_waits_total", 1)
-        p.execute_command("WAITAOF", 1, 0, WAIT_MS)
         try:
-            p.execute()
+            self._waitaof()
             return WAITAOF, ""
         except redis.ResponseError as exc:
             text = str(exc).lower()
