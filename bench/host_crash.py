@@ -7,7 +7,8 @@ Each round:
 1. starts a private Redis (AOF on, ``--fsync``), the fake Messages API and one ``mainsail worker``;
 2. starts ``--sessions`` sessions of ``--turns`` Bash commands each (``echo turn-N >> runs.txt; sleep
    0.2``: a command run twice shows as a repeated line), while a thread notes the AOF's size every 10 ms;
-3. at a random moment while they run, crashes the host: SIGKILL to Redis, the worker and every command;
+3. after a random pause, as soon as the next command has started (its claim then lies in the AOF's last
+   second), crashes the host: SIGKILL to Redis, the worker and every command;
 4. cuts the AOF as the crash would have: with ``everysec`` to its size one second before (what Redis
    had written but maybe not fsynced is gone); with ``always`` nothing (every acknowledged write was on
    disk before its reply);
@@ -119,7 +120,9 @@ class Round:
                                                           "--permission-mode", "bypassPermissions", "Run the steps."],
                                              env=self.env, cwd=ws, log=self.tmp / f"run-{i}.log"))
             wait(lambda: all(lines(ws) for ws in self.workspaces), 90, "every session's first command")
-            time.sleep(self.rnd.uniform(0.0, self.args.turns * 0.3))
+            time.sleep(self.rnd.uniform(0.0, self.args.turns * 0.2))
+            ran = sum(lines(ws) for ws in self.workspaces)  # then the worst moment: a command has just started
+            wait(lambda: sum(lines(ws) for ws in self.workspaces) > ran, 60, "another command")
             self.crash(worker, runs)
             client = self.redis_up()
             self.worker(2)

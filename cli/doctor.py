@@ -185,7 +185,7 @@ def check_durability(server: RedisServer) -> Check:
     """A mutating call's claim is on disk before the call runs (workflows/store/durable.py)."""
     from workflows.store.durable import UNSAFE, WAITAOF, Durability
 
-    durability = Durability(server.r)
+    durability = Durability(server.r, say=False)
     mode = durability.wait()
     if mode == UNSAFE:
         return Check(WARN, "Durability", durability.why)

@@ -17,7 +17,8 @@ disk (:meth:`Durability.wait`):
   which to choose and what each costs.
 - **Neither** (AOF off, or ``everysec`` on a Redis without WAITAOF, or CONFIG refused): the command runs as
   it would have (refusing every Bash call of a laptop's embedded Redis would be worse than the risk), with
-  one warning per process naming the setting that would close the window; ``mainsail doctor`` shows it.
+  one warning per ``mainsail worker`` process naming the setting that would close the window (the CLI's
+  own worker logs it at INFO: ``mainsail doctor`` shows it).
 
 A WAITAOF that times out (a disk that does not answer) fails closed: :class:`NotDurable`, and the call is
 not run (the model is told why).
@@ -40,6 +41,16 @@ WAIT_MS = 5000
 
 WAITAOF, ALWAYS, UNSAFE = "waitaof", "appendfsync always", "unsafe"
 
+#: The level at which a process says, once, that its Redis cannot make claims durable.
+_UNSAFE_LEVEL = logging.WARNING
+
+
+def report_unsafe_at(level: int) -> None:
+    """Say that a Redis cannot make claims durable at ``level`` (the CLI's own worker: INFO, since
+    ``mainsail doctor`` says it; a ``mainsail worker``: WARNING)."""
+    global _UNSAFE_LEVEL
+    _UNSAFE_LEVEL = level
+
 
 class NotDurable(MainsailError):
     """Redis did not confirm the claim on disk in time: the call's effect must not start."""
@@ -48,8 +59,9 @@ class NotDurable(MainsailError):
 class Durability:
     """How this process makes a claim durable, found out at the first wait (see the module docstring)."""
 
-    def __init__(self, r: redis.Redis) -> None:
+    def __init__(self, r: redis.Redis, *, say: bool = True) -> None:
         self.r = r
+        self.say = say  # log :attr:`why` when unsafe (``mainsail doctor`` shows it itself)
         self.mode: str | None = None
         self.why = ""
         self._lock = threading.Lock()
@@ -64,8 +76,8 @@ class Durability:
             with self._lock:
                 if self.mode is None:
                     self.mode, self.why = self._detect()  # (its WAITAOF, when it has one, was this wait)
-                    if self.mode == UNSAFE:
-                        log.warning("%s", self.why)
+                    if self.mode == UNSAFE and self.say:
+                        log.log(_UNSAFE_LEVEL, "%s", self.why)
                     return self.mode
         if self.mode == WAITAOF:
             self._waitaof()
@@ -102,4 +114,4 @@ class Durability:
                         "twice. Use Redis 7.2 or later, or set appendfsync always (docs/deploying.md).")
 
 
-__all__ = ["ALWAYS", "Durability", "NotDurable", "UNSAFE", "WAITAOF"]
+__all__ = ["ALWAYS", "Durability", "NotDurable", "UNSAFE", "WAITAOF", "report_unsafe_at"]
