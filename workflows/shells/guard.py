@@ -64,9 +64,10 @@ def main(argv: list[str]) -> int:
             os.close(fd)
         except OSError:
             pass
+    exited = _exit_fd(child) if fence is not None else None
     while True:
         try:
-            code = child.wait(timeout=POLL_SECONDS if fence is None else fence.wait(POLL_SECONDS))
+            code = child.wait(timeout=POLL_SECONDS if fence is None else fence.wait(POLL_SECONDS, exited))
             return 128 - code if code < 0 else code
         except subprocess.TimeoutExpired:
             pass
@@ -94,9 +95,10 @@ class Fence:
             self._read(None)
         return not self.closed and time.monotonic() < self.deadline
 
-    def wait(self, most: float) -> float:
-        """Read what came within ``most`` seconds (or until the deadline); how long the caller may still wait."""
-        self._read(max(0.0, min(most, self.deadline - time.monotonic())))
+    def wait(self, most: float, exited: int | None) -> float:
+        """Read what comes within ``most`` seconds, until the deadline, or until the command exits (``exited``:
+        a pidfd of it, readable then; None: look again within 50 ms); how long the caller may still wait."""
+        self._read(max(0.0, min(most if exited is not None else 0.05, self.deadline - time.monotonic())), exited)
         return 0.001
 
     def lapsed(self) -> bool:
@@ -108,9 +110,12 @@ class Fence:
             return False
         return True
 
-    def _read(self, timeout: float | None) -> None:
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
+    def _read(self, timeout: float | None, exited: int | None = None) -> None:
+        if self.closed:
+            time.sleep(timeout or 0)
+            return
+        ready, _, _ = select.select([self.fd] + ([exited] if exited is not None else []), [], [], timeout)
+        if self.fd not in ready:
             return
         chunk = os.read(self.fd, 4096)
         if not chunk:
@@ -123,6 +128,14 @@ class Fence:
                 self.deadline = float(line)
             except ValueError:
                 self.closed = True  # not the worker speaking: fail closed
+
+
+def _exit_fd(child: subprocess.Popen) -> int | None:
+    """A pidfd of ``child``, readable once it exits (None where the kernel has none: then polled)."""
+    try:
+        return os.pidfd_open(child.pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _default_sigterm() -> None:
