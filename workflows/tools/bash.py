@@ -288,11 +288,12 @@ class DeadlineFeed:
 
     def __init__(self) -> None:
         self.read_fd, self._write_fd = os.pipe()
+        self._read_open = True
         self._sent: float | None = None
 
     def start(self, fence) -> None:
         """Close our copy of the guard's end, pass the fence, and write the first deadline (or close: refused)."""
-        os.close(self.read_fd)
+        self._close_read()
         try:
             deadline = fence.go()
         except BaseException:
@@ -313,9 +314,15 @@ class DeadlineFeed:
             self.close()
 
     def close(self) -> None:
+        self._close_read()
         if self._write_fd is not None:
             os.close(self._write_fd)
             self._write_fd = None
+
+    def _close_read(self) -> None:
+        if self._read_open:
+            os.close(self.read_fd)
+            self._read_open = False
 
 
 def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
