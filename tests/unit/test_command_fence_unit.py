@@ -41,10 +41,13 @@ def test_a_deadline_that_passes_kills_the_command_before_its_effect(tmp_path):
 
 
 def test_renewed_deadlines_let_the_command_finish(tmp_path):
-    proc, w = guarded(tmp_path, "sleep 0.6; echo effect > effect")
-    for _ in range(8):
-        os.write(w, f"{time.monotonic() + 0.3!r}\n".encode())
+    proc, w = guarded(tmp_path, "sleep 1.2; echo effect > effect")
+    os.write(w, f"{time.monotonic() + 10!r}\n".encode())  # (however long the guard takes to start)
+    for _ in range(40):  # then each deadline a second ahead: without the next one, the command would die
         time.sleep(0.1)
+        if proc.poll() is not None:
+            break
+        os.write(w, f"{time.monotonic() + 1.0!r}\n".encode())
     assert proc.wait(10) == 0 and (tmp_path / "effect").exists()
     os.close(w)
 
