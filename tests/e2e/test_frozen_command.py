@@ -19,6 +19,7 @@ from workflows.models import UserEntry
 
 pytestmark = pytest.mark.e2e
 
+LEASE = 2.0  # MAINSAIL_LEASE_SECONDS of the cluster fixture (tests/e2e/conftest.py)
 MARK = "sleep 3.217"  # names the command's processes
 COMMAND = f"echo started > started.txt; {MARK}; echo effect > effect.txt"
 
@@ -67,8 +68,13 @@ def test_a_frozen_command_never_completes_after_its_step_was_taken_back(cluster,
         tools.send_signal(signal.SIGSTOP)
         try:
             wait_for(lambda: not command_processes(), 20, what="the frozen worker's command to be killed")
-            # Taken back (the worker's registration lapsed): reported unknown, only now that it is dead.
-            wait_for(lambda: results(cluster), 20, what="the command's outcome")
+            # Taken back when the reaper counts a frozen worker dead (its registration lapsed): reported unknown,
+            # only now that the command is dead. A reaper that sees the frozen worker's connection still open
+            # spares its step instead, and the worker reports the kill once woken: either way, no effect.
+            try:
+                wait_for(lambda: results(cluster), 4 * LEASE, what="the step to be taken back")
+            except AssertionError:
+                pass
         finally:
             tools.send_signal(signal.SIGCONT)
         stdout, stderr = run.communicate(timeout=60)
