@@ -72,7 +72,7 @@ def test_a_session_reads_edits_runs_and_finishes(cluster, workspace):
         assert server.requests[0]["stream"] is True
         assert [t["name"] for t in server.requests[0]["tools"]] == [
             "Agent", "Bash", "Glob", "Grep", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "WebFetch",
-            "TodoWrite", "WebSearch", "BashOutput", "KillShell", "MemoryDelete", "MemoryRead", "MemoryWrite"]
+            "TodoWrite", "WebSearch", "BashOutput", "KillShell", "TaskStop", "MemoryDelete", "MemoryRead", "MemoryWrite"]
         assert entries[0].cwd == str(workspace.resolve())
 
 
