@@ -79,6 +79,7 @@ def run_checks(settings: Settings) -> list[Check]:
         return [_safely("Redis", lambda: check_redis(found, server)),
                 _safely("Redis auth", lambda: check_auth(found.url, settings)),
                 _safely("Persistence", lambda: check_persistence(server)),
+                _safely("Durability", lambda: check_durability(server)),
                 *_other_checks(server, settings)]
     finally:
         server.close()
@@ -178,6 +179,19 @@ def check_persistence(server: RedisServer) -> Check:
         return Check(OK, "Persistence", "AOF is on: sessions survive a Redis restart")
     return Check(WARN, "Persistence", "AOF is off: a Redis restart loses sessions and queued steps. Run "
                  "redis-server with --appendonly yes (or CONFIG SET appendonly yes, and keep it in redis.conf).")
+
+
+def check_durability(server: RedisServer) -> Check:
+    """A mutating call's claim is on disk before the call runs (workflows/store/durable.py)."""
+    from workflows.store.durable import UNSAFE, WAITAOF, Durability
+
+    durability = Durability(server.r, say=False)
+    mode = durability.wait()
+    if mode == UNSAFE:
+        return Check(WARN, "Durability", durability.why)
+    how = ("WAITAOF: a Bash or Edit call's claim is fsynced before it runs" if mode == WAITAOF else
+           "appendfsync always: every write is on disk before Redis answers")
+    return Check(OK, "Durability", f"{how}, so a host crash cannot make a command run twice")
 
 
 # ---------------------------------------------------------------------- workers, key, sandbox

@@ -19,6 +19,8 @@ and runs its own. With nothing running, leaving takes a few milliseconds.
 
 from __future__ import annotations
 
+import logging
+
 import sys
 import threading
 
@@ -54,7 +56,9 @@ def start_embedded_worker(rt, settings: Settings, *, queues: set[str] | None = N
     """Run a worker for ``queues`` (default: model, tools, memory) in this process (threads pool) for as
     long as the command runs."""
     from tasks.worker import InProcessWorker
+    from workflows.store import durable
 
+    durable.report_unsafe_at(logging.INFO)  # a person's own command: `mainsail doctor` says it, not every run
     mark_threads_started()
     rt.worker = InProcessWorker(queues=sorted(set(BASE_QUEUES) | set(queues or ())),
                                 concurrency=settings.worker_concurrency,

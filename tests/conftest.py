@@ -188,10 +188,13 @@ class RedisServer:
         password: the default user's password (``requirepass``, given on stdin); in :attr:`url`.
         tls: serve TLS only (``rediss://`` in :attr:`url`); skips the test when this
             redis-server was built without TLS.
+        extra: more of its command-line options (``--appendfsync always``...).
+        binary: another server program (a valkey-server); default the redis-server on the PATH.
     """
 
-    def __init__(self, appendonly: bool = False, password: str | None = None, tls: TlsFiles | None = None) -> None:
-        binary = shutil.which("redis-server")
+    def __init__(self, appendonly: bool = False, password: str | None = None, tls: TlsFiles | None = None,
+                 extra: tuple[str, ...] = (), binary: str | None = None) -> None:
+        binary = binary or shutil.which("redis-server")
         if not binary:
             pytest.skip("redis-server is not installed (apt-get install redis-server)")
         self.dir = tempfile.mkdtemp(prefix="mainsail-test-redis-")
@@ -208,7 +211,7 @@ class RedisServer:
         log = open(os.path.join(self.dir, "stderr"), "wb")
         self.proc = subprocess.Popen(
             [binary, *ports, "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
-             "--appendonly", "yes" if appendonly else "no", "--daemonize", "no", "-"],
+             "--appendonly", "yes" if appendonly else "no", "--daemonize", "no", *extra, "-"],
             stdin=subprocess.PIPE, stdout=log, stderr=log,
         )
         self.proc.stdin.write(f"requirepass {password}\n".encode() if password else b"")

@@ -110,7 +110,7 @@ def test_worker_killed_during_the_model_call(cluster, workspace):
 
 
 def test_worker_killed_during_the_command(cluster, workspace):
-    bash = "echo run >> bash_runs.txt; sleep 3; python3 calc.py"
+    bash = "echo run >> bash_runs.txt; sleep 3; echo late >> bash_runs.txt; python3 calc.py"
     with FakeMessagesServer(script(bash=bash)) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         first = cluster.start_worker()
@@ -121,7 +121,7 @@ def test_worker_killed_during_the_command(cluster, workspace):
         cluster.start_worker()
         stdout, stderr = run.communicate(timeout=90)
         assert run.returncode == 0, stdout + stderr
-        time.sleep(3.5)  # the orphaned command finishes; it must still have run once only
+        time.sleep(3.5)  # its guard killed the orphaned command with its worker: it never writes "late"
         entries = check_transcript(cluster, workspace)
         bash_result = [e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"][-1]
         assert "outcome is unknown" in bash_result.message.blocks()[0].text

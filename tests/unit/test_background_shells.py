@@ -17,7 +17,7 @@ from workflows.models import SandboxSettings
 from workflows.permissions.sandbox import sandbox_status
 from workflows.shells import SessionShells, ShellStore, shutdown
 from workflows.shells.host import Output
-from workflows.shells.session import GUARD
+from workflows.shells.groups import GUARD
 from workflows.store import keys
 from workflows.tools import ToolContext, run_tool, tool_schemas
 

@@ -6,6 +6,7 @@ A part of :class:`workflows.engine.Engine` (``engine.ledger``); it commits throu
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Callable
 
@@ -29,6 +30,7 @@ from workflows.models import (
     SystemEntry,
     ToolCallStatus,
 )
+from workflows.shells.groups import kill_guards
 from workflows.store import keys
 from workflows.store.fenced import reads_transcript
 from workflows.store.memory import ExtractionLock
@@ -203,6 +205,8 @@ class StepLedger(Part):
             if deadline is not None and deadline > now:
                 return []
             if step.status is StepStatus.RUNNING:
+                if self._runs_command(rec, step):
+                    self._stop_command(step, deadline)  # (its guard has killed it already: belt and braces)
                 self._worker_lost(tx, step, None)
                 self.committer.commit(tx)
                 return tx.dispatch
@@ -238,9 +242,43 @@ class StepLedger(Part):
                 return [step]
             if not token or step.owner != token:
                 return []  # running, but claimed by another worker since
+            if self._runs_command(rec, step) and not self._stop_command(step, self.store.deadline(step)):
+                return []  # its command may run on another host until its lease lapses: the sweep takes it then
             self._worker_lost(tx, step, worker)
             self.committer.commit(tx)
             return tx.dispatch
+
+    def _runs_command(self, rec: SessionRecord, step: StepRecord) -> bool:
+        return self._mutating_call(rec, step) is not None
+
+    @staticmethod
+    def _mutating_call(rec: SessionRecord, step: StepRecord):
+        """The unfinished mutating call (Bash, Edit, an MCP tool...) ``step`` runs, or None. A take-back records
+        its outcome as unknown: its effect must be over, or never start, before that is said."""
+        call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None) \
+            if step.kind is StepKind.TOOL else None
+        if call is not None and call.status is not ToolCallStatus.DONE and not idempotent(call.name):
+            return call
+        return None
+
+    def _stop_command(self, step: StepRecord, deadline: float | None) -> bool:
+        """Make sure the command of ``step`` (a mutating call that was running) is dead; False when that cannot
+        be known yet (see workflows/steps/fence.py).
+
+        Its lease lapsed: its guard killed it at its deadline, before that. Its claim was made on this host
+        (the owner token starts with the host name): its guard is killed here, now. Else it may still run
+        over there, until the lease lapses. A command that had not started cannot start any more: the fence
+        it must pass refuses a lapsed lease, and a worker whose steps a reaper is taking back.
+        """
+        if deadline is None or deadline <= time.time():
+            return True
+        if (step.owner or "").partition(":")[0] != socket.gethostname():
+            return False
+        killed = kill_guards(step.owner)
+        if killed:
+            log.warning("killed the command of step %s (its worker was lost) before recording its outcome",
+                        step.id[:8])
+        return True
 
     def _worker_lost(self, tx: Tx, step: StepRecord, worker: str | None) -> None:
         """``step`` was running when its worker was lost: died (``worker`` named) or lease expired (None).
@@ -252,9 +290,7 @@ class StepLedger(Part):
         name = self.step_name(rec, step)
         lost = (f"Worker {display_worker(worker)} died while {name} was running" if worker else
                 f"{name}: its worker sent no heartbeat for {self.settings.lease_seconds:g}s, so its lease expired")
-        call = next((c for c in rec.tool_calls if c.tool_use_id == step.tool_use_id), None) \
-            if step.kind is StepKind.TOOL else None
-        if call is not None and call.status is not ToolCallStatus.DONE and not idempotent(call.name):
+        if (call := self._mutating_call(rec, step)) is not None:
             tx.add(SystemEntry(session_id=rec.id, subtype="warning", step_id=step.id,
                                content=f"{lost}: its outcome is unknown, not re-run."))
             tx.finish(step)

@@ -11,10 +11,63 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
+
+#: The small program a command runs under (workflows/shells/guard.py), run by path.
+GUARD = Path(__file__).with_name("guard.py")
 
 KILL_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.05
+
+
+def guard_argv(argv: list[str], pass_fds: tuple[int, ...], fence_fd: int | None = None, tag: str = "") -> list[str]:
+    """The command line that runs ``argv`` under the guard, for this process (see workflows/shells/guard.py)."""
+    options = [f"fence={fence_fd}", f"tag={tag}"] if fence_fd is not None else []
+    return [sys.executable or "python3", "-I", "-S", str(GUARD), str(os.getpid()), ",".join(map(str, pass_fds)),
+            *options, "--", *argv]
+
+
+def kill_guards(tag: str) -> int:
+    """SIGKILL the process group of every guard on this host whose command line carries ``tag=TAG`` (a step's
+    owner token), and wait until the groups are gone. Returns how many there were.
+
+    The guard is found by its command line, read through a pidfd that holds the process: a pid reused
+    between the read and the kill cannot be hit. Its group dies whole (with the sandbox, bwrap's PID
+    namespace with it).
+    """
+    needle = f"\0tag={tag}\0".encode()
+    killed = []
+    for pid in _pids():
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if needle not in b"\0" + fh.read():
+                    continue
+            # Stopped through the pidfd (exactly this process), it cannot exit and free its pid before the
+            # group's kill below, which goes by number: the guard leads its group (start_new_session).
+            signal.pidfd_send_signal(fd, signal.SIGSTOP)
+            os.killpg(pid, signal.SIGKILL)
+            killed.append(pid)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    while killed and time.monotonic() < deadline and any(group_alive(p) for p in killed):
+        time.sleep(POLL_SECONDS)
+    return len(killed)
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return []
 
 
 def group_alive(pgid: int) -> bool:

@@ -7,21 +7,17 @@ sandbox when it has one); reading and stopping go through Redis, so they work fr
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 from workflows.exceptions import ToolError
 from workflows.shells import host as hosts
-from workflows.shells.groups import KILL_GRACE_SECONDS, kill_process_group
+from workflows.shells.groups import KILL_GRACE_SECONDS, guard_argv, kill_process_group
 from workflows.shells.host import LiveShell, Output
 from workflows.store.resilience import RedisError
 from workflows.store.shells import Read, ShellStore, Status
 
-GUARD = Path(__file__).with_name("guard.py")
 #: How long KillShell waits for the shell's host to confirm it stopped the command.
 KILL_WAIT_SECONDS = KILL_GRACE_SECONDS + 3.0
 DEFAULT_OUTPUT_CHARS = 1_000_000
@@ -123,8 +119,7 @@ class SessionShells:
 
 def _spawn(launch, cwd: str) -> subprocess.Popen:
     """Start the guard (which starts the command) in a new process group, output piped to the host."""
-    argv = [sys.executable or "python3", "-I", "-S", str(GUARD), str(os.getpid()),
-            ",".join(str(fd) for fd in launch.pass_fds), "--", *launch.argv]
+    argv = guard_argv(launch.argv, launch.pass_fds)
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=launch.env, pass_fds=launch.pass_fds, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

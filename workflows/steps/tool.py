@@ -38,6 +38,8 @@ from workflows.models.hooks import CallbackHook, HookEvent
 from workflows.permissions import Decision, decide, read_denied_for, sandbox
 from workflows.permissions.rules.rules import EDIT_TOOLS
 from workflows.shells import SessionShells
+from workflows.steps.fence import CommandFence
+from workflows.store.durable import NotDurable
 from workflows.store.memory import ProjectMemory
 from workflows.tools import get_tool, run_tool
 from workflows.tools.base import NotQuick, ToolContext, ToolOutput
@@ -84,14 +86,30 @@ def tool_step(engine: Engine, rec: SessionRecord, step: StepRecord, owner: str,
         output = refused
     elif client_server_call(rec, pre.call, tool):  # its server is the SDK client's: ask it, durably
         return engine.ask_client_mcp(sid, step.id, owner, pre.call, tool.definition)
+    elif (refused := made_durable(engine, tool)) is not None:
+        output = refused
     else:
-        done = execute_call(engine, rec, pre.call, tool, cancel, worker)
+        fence = None if tool.idempotent else CommandFence(engine, sid, step.id, owner, worker)
+        done = execute_call(engine, rec, pre.call, tool, cancel, worker, fence=fence)
         output, post, writes = done.output, done.post, done.writes
         callbacks = client_callbacks(rec, post_event(output), call.name)
         if callbacks and not (post and post.stop):  # the SDK client's callbacks: ask it (unless the run ends)
             payload = post_tool_input(rec, call, pre.call.input, output)
             return engine.hold_tool_output(sid, step.id, owner, output, post, callbacks, payload, writes)
     return engine.record_tool_output(sid, step.id, owner, output, hook=post, writes=writes)
+
+
+def made_durable(engine: Engine, tool) -> ToolOutput | None:
+    """Before a mutating call's effect: wait until its claim is on Redis's disk (workflows/store/durable.py), so
+    a host crash cannot lose it and run the call a second time. An error result (the call not run) when Redis
+    did not confirm it in time; None to go on."""
+    if tool.idempotent:
+        return None
+    try:
+        engine.store.durability.wait()
+    except NotDurable as exc:
+        return ToolOutput(content=str(exc), is_error=True, display="not run: its claim was not on disk in time")
+    return None
 
 
 def client_tool(rec: SessionRecord, tool) -> bool:
@@ -118,7 +136,7 @@ class Executed(NamedTuple):
 
 
 def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cancel: threading.Event,
-                 worker: str | None, *, quick: bool = False) -> Executed | None:
+                 worker: str | None, *, quick: bool = False, fence=None) -> Executed | None:
     """Run ``call`` with ``tool`` in the session's workspace, then its PostToolUse hooks.
 
     ``quick``: a quick run (see the module's docstring): the tool reads at most ``QUICK_BYTES``, and
@@ -152,6 +170,7 @@ def execute_call(engine: Engine, rec: SessionRecord, call: ToolCall, tool, cance
         tool_use_id=call.tool_use_id,
         mcp=McpCaller(rec, settings, client_result=call.client_result) if mcp else None,
         quick_bytes=QUICK_BYTES if quick else None,
+        fence=fence,
         git_writes=git_writes(call, rec, tool),
         checkpoints=(checkpoints.for_call(store, rec, settings.checkpoint_max_bytes)
                      if call.name in EDIT_TOOLS else None),  # for /rewind

@@ -1,6 +1,6 @@
 """The step protocol's server-side scripts: each engine event is one round trip to Redis.
 
-Three Lua scripts, registered once per client and called by SHA (redis-py's ``Script`` falls
+Four Lua scripts (the fourth, **go**, is the fence a mutating command passes before it starts: :data:`GO`); three, registered once per client and called by SHA (redis-py's ``Script`` falls
 back to EVAL when the server has forgotten them, e.g. after a restart):
 
 - **claim**: reads the session and the step, checks the fence (not finished, not someone
@@ -185,6 +185,27 @@ end
 return out
 """
 
+#: KEYS: session, steps, leases, the reaping key of the step's worker (a key that never exists when there is no
+#: worker). ARGV: step id, owner, lease member, now, margin, lease until. The fence a mutating command passes
+#: just before it starts (workflows/steps/fence.py): 1 while the step is still the caller's (running, its
+#: owner, of the session's epoch), its lease has more than ``margin`` seconds left (a lapsed lease is never
+#: revived here: a reaper may be recording the step's outcome as unknown on it) and no reaper is taking back
+#: its worker's steps; its lease is then extended. Else 0.
+GO = _HEAD + r"""
+local raw = redis.call('GETRANGE', KEYS[1], 0, 127)
+local step = redis.call('HGET', KEYS[2], ARGV[1])
+if raw == '' or not step then return 0 end
+local s = cjson.decode(step)
+if s.status ~= 'running' or s.owner ~= ARGV[2] then return 0 end
+local _, _, epoch = head(raw)
+if epoch == nil or s.epoch ~= tonumber(epoch) then return 0 end
+local deadline = redis.call('ZSCORE', KEYS[3], ARGV[3])
+if not deadline or tonumber(deadline) <= tonumber(ARGV[4]) + tonumber(ARGV[5]) then return 0 end
+if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
+redis.call('ZADD', KEYS[3], 'XX', ARGV[6], ARGV[3])
+return 1
+"""
+
 BACKGROUND_KIND_LIST = "," + ",".join(sorted(k.value for k in BACKGROUND_KINDS)) + ","
 BACKGROUND_EVENT_LIST = "," + ",".join(sorted(BACKGROUND_HOOK_EVENTS)) + ","
 #: The kinds of step that read the transcript when they start: their claim brings what is new in it.
@@ -264,6 +285,7 @@ class Scripts:
         self._commit = client.register_script(COMMIT)
         self._claim = client.register_script(CLAIM)
         self._heartbeat = client.register_script(HEARTBEAT)
+        self._go = client.register_script(GO)
         self._loaded = False
 
     def _load(self) -> None:
@@ -271,7 +293,7 @@ class Scripts:
         connection on a NOSCRIPT reply instead of answering it (a real Redis that restarted answers it,
         and redis-py then loads the script and calls it again)."""
         if not self._loaded:
-            for script in (self._commit, self._claim, self._heartbeat):
+            for script in (self._commit, self._claim, self._heartbeat, self._go):
                 script.sha = self._client.script_load(script.script)
             self._loaded = True
 
@@ -294,6 +316,12 @@ class Scripts:
                                                    member, "1" if held else "0", BACKGROUND_KIND_LIST,
                                                    BACKGROUND_EVENT_LIST, worker, READER_KIND_LIST,
                                                    after or "", keys_module.worker_prefix()]))
+
+    def go(self, keys: list[str], step_id: str, owner: str, member: str, now: float, margin: float,
+           until: float) -> bool:
+        """The fence of a mutating command (see :data:`GO`). ``keys``: session, steps, leases, reaping key."""
+        self._load()
+        return bool(self._go(keys=keys, args=[step_id, owner, member, repr(now), repr(margin), repr(until)]))
 
     def heartbeat(self, leases: str, items: list[tuple[str, str, str, str, float | None, str]]) -> list[str | None]:
         """``items``: (session key, steps key, step id, owner, lease until or None to check only, lease

@@ -83,6 +83,11 @@ class LeaseKeeper:
             if self._leases.get((lease.sid, lease.step_id, lease.owner)) is lease:
                 del self._leases[(lease.sid, lease.step_id, lease.owner)]
 
+    def lease_of(self, sid: str, step_id: str, owner: str) -> Lease | None:
+        """The lease of ``owner``'s claim of the step while this process holds it."""
+        with self._lock:
+            return self._leases.get((sid, step_id, owner))
+
     def owners(self) -> set[str]:
         """The owner tokens of the claims held now (what the worker's registry entry should list)."""
         with self._lock:

@@ -32,6 +32,7 @@ from workflows.models.commands import CommandDefinition
 from workflows.models.valid_text import valid_str
 from workflows.store import keys
 from workflows.store.client import Pipe, blocking_pool
+from workflows.store.durable import Durability
 from workflows.store.fenced import Recorder, Reply, Scripts
 from workflows.store.registry import LOCK_TOKEN_SEP, Workers
 from workflows.store.steps import Steps
@@ -72,6 +73,7 @@ class Store(Transcripts, Steps):
         self._unreleased: dict[str, bytes] = {}  # lock key -> our token, whose release Redis never got
         self.workers = Workers(client)
         self.scripts = Scripts(client)
+        self.durability = Durability(client)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -235,6 +237,14 @@ class Store(Transcripts, Steps):
         return self.scripts.heartbeat(keys.leases(), [
             (keys.session(sid), keys.steps(sid), step_id, owner, until, keys.lease_member(sid, step_id))
             for sid, step_id, owner, until in items])
+
+    def pass_fence(self, sid: str, step_id: str, owner: str, worker: str | None, now: float, margin: float,
+                   until: float) -> bool:
+        """Whether ``owner``'s running step may start its effect now (its lease then runs to ``until``):
+        the fence of a mutating command (``GO`` in workflows/store/fenced.py)."""
+        reaping = keys.worker_reaping(worker) if worker else keys.worker_reaping("-")
+        return self.scripts.go([keys.session(sid), keys.steps(sid), keys.leases(), reaping], step_id, owner,
+                               keys.lease_member(sid, step_id), now, margin, until)
 
     # ------------------------------------------------------------------ inbox
 

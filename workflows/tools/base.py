@@ -83,6 +83,9 @@ class ToolContext:
     # A quick run (workflows/steps/tool.py): a quick tool finding more than this many bytes to read raises
     # NotQuick instead of reading them; None: not a quick run.
     quick_bytes: int | None = None
+    # A mutating tool step's fence (workflows.steps.fence.CommandFence): its command starts only while the
+    # step is ours, and dies before its outcome may be recorded as unknown. None: run as it stands.
+    fence: Any = None
     # A git-only Bash line a rule or a person approved (workflows.steps.tool.git_writes): its sandbox leaves
     # .git writable (but .git/config and .git/hooks); every other command sees .git read-only.
     git_writes: bool = False

@@ -9,6 +9,7 @@ the sandbox's whole PID namespace (``--die-with-parent``), background children i
 from __future__ import annotations
 
 import codecs
+import os
 import subprocess
 import threading
 import time
@@ -19,7 +20,7 @@ from pydantic import Field
 
 from workflows.exceptions import ConfigurationError, ToolError
 from workflows.permissions import sandbox
-from workflows.shells.groups import kill_process_group
+from workflows.shells.groups import guard_argv, kill_process_group
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
 
 MAX_TIMEOUT_MS = 600_000
@@ -165,7 +166,7 @@ class BashTool(Tool):
     def _run(self, args: BashInput, ctx: ToolContext, launch: sandbox.Launch, timeout_ms: int) -> ToolOutput:
         timeout_label = f"{timeout_ms / 1000:g}s"
         done = run_process(launch, cwd=str(ctx.cwd), timeout=timeout_ms / 1000, cancel=ctx.cancel,
-                           cap=ctx.max_output_chars, timeout_label=timeout_label)
+                           cap=ctx.max_output_chars, timeout_label=timeout_label, fence=ctx.fence)
         text, cut = combine(done.out, done.err, ctx.max_output_chars)
         rc, stopped = done.returncode, done.stopped
         if stopped:
@@ -209,28 +210,40 @@ class Finished:
 
 
 def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: threading.Event, cap: int,
-                stdin: bytes | None = None, timeout_label: str | None = None) -> Finished:
+                stdin: bytes | None = None, timeout_label: str | None = None, fence=None) -> Finished:
     """Start ``launch`` in its own process group, feed it ``stdin``, collect its output, stop it on
     timeout or cancel (the whole group). What the Bash tool and command hooks both run.
+
+    ``fence`` (a :class:`~workflows.steps.fence.CommandFence`: a mutating tool step's command): the command
+    runs under the guard, starts only once the fence is passed, and dies when its deadline lapses.
 
     Raises:
         ToolError: the command cannot be started.
     """
+    argv, pass_fds, feed = launch.argv, launch.pass_fds, None
+    if fence is not None:
+        feed = DeadlineFeed()
+        argv = guard_argv(launch.argv, launch.pass_fds, feed.read_fd, fence.tag)
+        pass_fds = (*launch.pass_fds, feed.read_fd)
     try:
         proc = subprocess.Popen(
-            launch.argv,
+            argv,
             cwd=cwd,
             env=launch.env,
-            pass_fds=launch.pass_fds,
+            pass_fds=pass_fds,
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
+        if feed is not None:
+            feed.close()
         where = "in the sandbox " if launch.sandboxed else ""
         raise ToolError(f"Cannot start the command {where}in {cwd}: {exc}") from None
     launch.started()
+    if feed is not None:
+        feed.start(fence)  # (refused: the guard exits without running the command, and says so)
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
 
@@ -244,6 +257,8 @@ def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: thr
             break
         except subprocess.TimeoutExpired:
             pass
+        if feed is not None:
+            feed.push(fence.deadline())
         if cancel.is_set():
             stopped = "Command was interrupted (the session was cancelled)"
             break
@@ -252,6 +267,8 @@ def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: thr
             break
     if stopped:
         kill_process_group(proc)
+    if feed is not None:
+        feed.close()
 
     # The shell is gone; wait for the pipes to close (a background child may hold them).
     drain_until = time.monotonic() + DRAIN_SECONDS
@@ -261,6 +278,51 @@ def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: thr
         if not c.thread.is_alive():
             stream.close()
     return Finished(out, err, proc.returncode, stopped)
+
+
+class DeadlineFeed:
+    """The pipe on which the worker gives a fenced command's guard its deadlines (workflows/shells/guard.py)."""
+
+    #: A new deadline is written once it moved by this much (the lease keeper renews every third of a lease).
+    STEP = 0.1
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()
+        self._read_open = True
+        self._sent: float | None = None
+
+    def start(self, fence) -> None:
+        """Close our copy of the guard's end, pass the fence, and write the first deadline (or close: refused)."""
+        self._close_read()
+        try:
+            deadline = fence.go()
+        except BaseException:
+            self.close()
+            raise
+        if deadline is None:
+            self.close()
+        else:
+            self.push(deadline)
+
+    def push(self, deadline: float) -> None:
+        if self._write_fd is None or (self._sent is not None and abs(deadline - self._sent) < self.STEP):
+            return
+        try:
+            os.write(self._write_fd, f"{deadline!r}\n".encode())
+            self._sent = deadline
+        except OSError:  # the guard is gone (the command ended)
+            self.close()
+
+    def close(self) -> None:
+        self._close_read()
+        if self._write_fd is not None:
+            os.close(self._write_fd)
+            self._write_fd = None
+
+    def _close_read(self) -> None:
+        if self._read_open:
+            os.close(self.read_fd)
+            self._read_open = False
 
 
 def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
