@@ -241,9 +241,10 @@ def run_process(launch: sandbox.Launch, *, cwd: str, timeout: float, cancel: thr
             feed.close()
         where = "in the sandbox " if launch.sandboxed else ""
         raise ToolError(f"Cannot start the command {where}in {cwd}: {exc}") from None
-    launch.started()
-    if feed is not None:
+    launch.handed_over()
+    if feed is not None:  # before note_child(): the guard starts the command (bwrap) only once it has this
         feed.start(fence)  # (refused: the guard exits without running the command, and says so)
+    launch.note_child()
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
 

@@ -60,10 +60,18 @@ class Launch:
 
     def started(self) -> None:
         """Right after Popen: hand the descriptors over, start the proxy, note the sandbox's pid."""
+        self.handed_over()
+        self.note_child()
+
+    def handed_over(self) -> None:
+        """Right after Popen: hand the descriptors over and start the proxy (before the command may run)."""
         self._started = True
         self._close_fds()
         if self.proxy is not None:
             self.proxy.start()
+
+    def note_child(self) -> None:
+        """Wait for the sandbox to say its pid (a guarded command: only once its guard has started it)."""
         if self._info_fd is not None:
             self._child = _read_child(self._info_fd, SETUP_TIMEOUT)
 
