@@ -272,18 +272,21 @@ class StreamJson:
             self.child_calls[child] = tool_use_id
 
     def child_entry(self, child: str, e) -> list[dict]:
-        """A sub-agent's entry as Claude Code streams it: its prompt, replies and tool results, each with its
-        Task call's id in ``parent_tool_use_id`` and the main session's id; never its result line."""
+        """A sub-agent's entry as Claude Code streams it: its prompt, tool calls and tool results, each with its
+        Task call's id in ``parent_tool_use_id`` and the main session's id; never its text replies (its report
+        comes back as the Agent call's result) nor its result line."""
         if isinstance(e, UserEntry) and e.origin == "prompt" and not self.child_calls.get(child):
             self.child_calls[child] = self.task_prompts.get(e.message.text())
         if not isinstance(e, (AssistantEntry, UserEntry)):
             return []
-        lines = stream_json_lines(e)
+        lines = [obj for obj in stream_json_lines(e)
+                 if obj["type"] != "assistant" or obj["message"]["content"][0].get("type") == "tool_use"]
         call = self.child_calls.get(child)
         task = self.task_inputs.get(call or "", {})
         for obj in lines:
             obj["parent_tool_use_id"] = call
             obj["session_id"] = self.sid or obj["session_id"]
+            obj.pop("tool_use_result", None)  # Claude Code 2.1.332 sends none for a sub-agent's tool results
             if obj["type"] in ("user", "assistant"):  # as Claude Code 2.1.332 marks a sub-agent's lines
                 obj.update(agent_id=child, subagent_type=task.get("subagent_type"),
                            task_description=task.get("description"))

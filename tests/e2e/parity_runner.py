@@ -47,7 +47,13 @@ NORMALIZED = {
     "ephemeral_5m_input_tokens": "as input_tokens",
     "timestamp": "wall-clock time",
     "agent_id": "each run makes its own sub-agent (Mainsail's id is the child session's: docs/claude-code.md)",
+    "agentId": "as agent_id",
+    "totalDurationMs": "wall-clock time",
+    "totalTokens": "as input_tokens",
 }
+
+#: The same volatile values inside a sub-agent's hand-back text (its agent id, tokens and duration).
+HANDBACK_FIGURES = re.compile(r"(agentId|subagent_tokens|duration_ms): [\w-]+")
 
 #: A prompt's tag, ``[NAME]``: which conversation (or ``[NAME/sub]``: which sub-agent) a request belongs to.
 TAG = re.compile(r"\[([\w-]+(?:/sub)?)\]")
@@ -244,6 +250,7 @@ def normalize(value, run: Run):
     """``value`` with the run's paths named WS and HOME and :data:`NORMALIZED` keys' values by their key."""
     text = json.dumps(value).replace(str(run.ws), "WS").replace(str(run.home), "HOME")
     text = text.replace(str(run.ws.parent), "CONV")
+    text = HANDBACK_FIGURES.sub(lambda m: f"{m[1]}: {m[1]}", text)
 
     def walk(v):
         if isinstance(v, dict):

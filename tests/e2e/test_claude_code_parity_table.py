@@ -158,11 +158,16 @@ ALLOWED: list[Allowed] = [
     Allowed("a foreground agent's task lines", r"system/task_\w+",
             "Claude Code streams task_started/task_progress/task_notification lines for a foreground agent too; "
             "Mainsail streams them for background agents only (docs/claude-code.md)", conversations=("agent",)),
-    Allowed("a foreground agent's hand-back", r"assistant|user\.tool_use_result|" + RESULT_LINE,
-            "not matched yet: Claude Code frames a sub-agent's report (an indented [Subagent hand-back] block with "
-            "the tools used, the agent id and usage), gives a structured tool_use_result and streams only the "
-            "sub-agent's tool calls, not its text replies; Mainsail's result is the report itself "
-            "(docs/claude-code.md)", conversations=("agent",)),
+    Allowed("a hand-back without SendMessage", r"user\.message\.content\[0\]\.content\[0\]\.text|"
+            r"request\.messages\[\d+\]\.content\[0\]\.content|user\.tool_use_result\.canContinueAgent",
+            "Mainsail has no SendMessage: a foreground agent's hand-back ends its agentId line without Claude "
+            "Code's \"(use SendMessage ... to continue this agent)\" and canContinueAgent is false "
+            "(docs/claude-code.md)", r'ours "  <tools-used-before-summary>Bash.*, theirs "  <tools-used-before-'
+            r'summary>Bash.*|ours false, theirs true', conversations=("agent",)),
+    Allowed("a hand-back's usage record", r"user\.tool_use_result\.(usage\.\w+|harness\w+)",
+            "the sub-agent's usage keeps the Messages API's four token counts (not the API's other usage fields), "
+            "and the harness* keys (Claude Code's record of its note and tail blocks) are left out",
+            "theirs only.*", conversations=("agent",)),
     Allowed("interrupted tool call", r"user|control_response/success\.response\.response\.still_queued|"
             r"result\.(num_turns|terminal_reason|api_error_status|errors\[.*\])|" + RESULT_LINE,
             "not matched yet: Claude Code answers a call stopped while running with its rejection text and a "

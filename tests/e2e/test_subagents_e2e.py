@@ -15,6 +15,7 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer, assistant_turns, first_prompt
+from workflows.engine.handback import report_of
 from workflows.models import AssistantEntry, ResultEntry, StepKind, UserEntry
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +91,7 @@ def test_three_children_run_in_parallel_on_two_workers_and_a_sigkill_loses_no_an
     results = tool_results(cluster, sid)
     for i in (1, 2, 3):
         (block,) = results[f"toolu_task{i}"]  # recorded once
-        assert block.content == f"answer to child job {i}" and not block.is_error
+        assert report_of(block.content) == f"answer to child job {i}" and not block.is_error
     for child in children:
         entries = cluster.store.entries(child)
         assert sum(isinstance(e, AssistantEntry) for e in entries) == 1, "a child's answer was recorded twice"
@@ -154,5 +155,5 @@ def test_a_childs_bash_that_asks_is_pending_under_its_parent_and_approved_there_
         wait_for(lambda: cluster.store.get_session(sid).state.value == "idle", 60, what="the parent to finish")
     assert (workspace / "made-by-child.txt").exists()
     (block,) = tool_results(cluster, sid)["toolu_task1"]
-    assert block.content == "made the file"
+    assert report_of(block.content) == "made the file"
     assert "No pending permission requests." in cluster.mainsail("pending", cwd=workspace).stdout

@@ -13,6 +13,7 @@ from demo.scripted import Script, ToolUse, Turn
 from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.mcp_server import build
+from workflows.engine.handback import report_of
 from workflows.context.assemble import offered_tools
 from workflows.mcp.pool import McpPool, install
 from workflows.models import RuleSet, StepKind, SystemEntry, UserEntry
@@ -281,5 +282,5 @@ def test_a_sub_agent_gets_the_parents_mcp_tools_and_calls_them(engine, ws):
     child = engine.store.get_session(child_id)
     assert child.mcp_tools_digest == parent.mcp_tools_digest and [s.name for s in child.mcp_servers] == ["t"]
     assert [b.text for b in tool_results(engine, child_id)] == ['{"result":42}']
-    assert [b.text for b in tool_results(engine, rec.id)] == ["the sum is 42"]
+    assert [report_of(b.text) for b in tool_results(engine, rec.id)] == ["the sum is 42"]
     assert parent.state is State.IDLE

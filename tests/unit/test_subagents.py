@@ -8,6 +8,7 @@ from demo.scripted import ToolUse, Turn
 from statemachines import State
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
+from workflows.engine.handback import report_of
 from workflows.agents import AgentFileError, agents_from_json, load_agents, parse_agent_file
 from workflows.context.assemble import build_request
 from workflows.engine.subagents import tree
@@ -67,7 +68,7 @@ def test_three_task_calls_start_three_children_and_their_answers_come_back_once(
     parent = engine.store.get_session(rec.id)
     assert parent.state is State.IDLE
     out = tool_results(engine, rec.id)
-    assert {k: b.content for k, b in out.items()} == {f"toolu_task{i}": f"answer to child job {i}" for i in (1, 2, 3)}
+    assert {k: report_of(b.content) for k, b in out.items()} == {f"toolu_task{i}": f"answer to child job {i}" for i in (1, 2, 3)}
     (result,) = results(engine, rec.id)
     assert result.result == "all done"
     # each report ran once; delivering one again records nothing
@@ -130,7 +131,7 @@ def test_a_child_inherits_the_parents_mode_and_rules_and_its_ask_waits_in_the_ch
     inline.dispatch(engine.decide_request(cid, req.id, True))
     inline.drain()
     assert (ws / "made.txt").exists()
-    assert tool_results(engine, rec.id)["toolu_task1"].content == "made it"
+    assert report_of(tool_results(engine, rec.id)["toolu_task1"].content) == "made it"
     assert engine.store.get_session(rec.id).state is State.IDLE
 
 
@@ -244,7 +245,7 @@ def test_subagent_stop_hooks_run_for_a_child_and_stop_hooks_only_for_the_parent(
     inline.dispatch(engine.submit(rec.id, "go"))
     inline.drain()
     assert log.read_text().split() == ["SubagentStop", "Stop"]
-    assert tool_results(engine, rec.id)["toolu_task1"].content == "answer to child job 1"
+    assert report_of(tool_results(engine, rec.id)["toolu_task1"].content) == "answer to child job 1"
 
 
 def test_removing_a_parent_removes_its_sub_agents(engine, ws):
@@ -270,7 +271,7 @@ def test_an_agent_call_without_a_type_runs_general_purpose(engine, ws):
     inline.drain()
     (kid,) = engine.store.get_session(rec.id).children
     assert engine.store.get_session(kid).agent_type == "general-purpose"
-    assert tool_results(engine, rec.id)["toolu_agent1"].content == "answer to child job 1"
+    assert report_of(tool_results(engine, rec.id)["toolu_agent1"].content) == "answer to child job 1"
     assert results(engine, rec.id)[-1].result == "done"
 
 

@@ -37,7 +37,7 @@ from workflows.commit.support import (
     _add_to,
 )
 from workflows.context.claude_copy import child_file
-from workflows.engine import background
+from workflows.engine import background, handback
 from workflows.exceptions import ToolInputError
 from workflows.model.pricing import add_cost
 from workflows.models import (
@@ -50,6 +50,7 @@ from workflows.models import (
     SystemEntry,
     ToolCall,
     ToolCallStatus,
+    UserEntry,
     new_id,
 )
 from workflows.permissions.bypass import effective_mode
@@ -225,15 +226,11 @@ class SubagentLogic(Part):
 
     def record_child_answer(self, parent_sid: str, parent_step: str, child: SessionRecord) -> list[StepRecord]:
         """Commit a child's answer as its parent's Task result and its cost into the parent's totals."""
-        text = child.final_result or ""
-        if child.final_is_error:
-            text = f"The {child.agent_type} agent stopped before it answered: {text or 'no reason given'}"
-        output = ToolOutput(content=text or "(the agent gave no answer)", is_error=child.final_is_error,
-                            display=f"{'failed' if child.final_is_error else 'done'} · {child.turns} turns"
-                                    + (f" · ${child.cost_usd:.4f}" if child.cost_usd else ""))
-
-        tool_uses = sum(len(e.message.tool_uses()) for e in self.store.entries(child.id)
-                        if isinstance(e, AssistantEntry)) if child.background_agent else 0
+        entries = self.store.entries(child.id)
+        calls = [{"name": b.name} for e in entries if isinstance(e, AssistantEntry) for b in e.message.tool_uses()]
+        prompt = next((e.message.text() for e in entries if isinstance(e, UserEntry)), "")
+        tool_uses = len(calls)
+        output = self._answer(child, calls, prompt)
 
         def apply(tx: Tx, step: StepRecord) -> None:
             self._add_child_cost(tx, child)
@@ -243,6 +240,23 @@ class SubagentLogic(Part):
                 self.tools.record_tool_result(tx, step, output, None)
 
         return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
+
+    @staticmethod
+    def _answer(child: SessionRecord, calls: list[dict], prompt: str) -> ToolOutput:
+        """A foreground child's result for its parent's Agent call: its report framed as Claude Code frames
+        it (:mod:`workflows.engine.handback`), or why it stopped before it answered."""
+        display = (f"{'failed' if child.final_is_error else 'done'} · {child.turns} turns"
+                   + (f" · ${child.cost_usd:.4f}" if child.cost_usd else ""))
+        text = child.final_result or ""
+        if child.final_is_error:
+            text = f"The {child.agent_type} agent stopped before it answered: {text or 'no reason given'}"
+            return ToolOutput(content=text, is_error=True, display=display)
+        duration = int((time.time() - (child.run_started_at or time.time())) * 1000)
+        output = handback.handback(child.id, child.agent_type or "", prompt,
+                                   text or "(the agent gave no answer)", calls, child.model,
+                                   child.usage.model_dump(), duration)
+        output.display = display
+        return output
 
     def _notify(self, tx: Tx, step: StepRecord, child: SessionRecord, tool_uses: int) -> None:
         """A background agent ended: its notice, and its notification as the parent's next prompt (now when the
