@@ -1,7 +1,7 @@
 """Every place an MCP server can be configured, read into one list for a new session.
 
 Scopes, as in Claude Code (a name in several: local beats project beats user; ``--mcp-config``
-beats them all):
+beats them all; ``--strict-mcp-config`` keeps only that, plugins' servers left out too):
 
 * ``user``: ``~/.claude.json``'s ``mcpServers`` (where ``claude mcp add -s user`` writes) and
   ``~/.mainsail/settings.json``'s (``mainsail mcp add -s user``);
@@ -89,7 +89,7 @@ def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[
             approvals.add_approvals(project, f"{origin} [project: {ws}]")
         found += settings.servers
         found += _project_servers(Path(workspace), approvals, env, trusted)
-    found += plugins or ()
+        found += plugins or ()  # (Claude Code starts none of a plugin's servers under --strict-mcp-config either)
     for value in flags or ():
         found += read_mcp_config(value, env)
     out.servers = _merge(found)
