@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 
 from workflows.exceptions import ToolInputError
-from workflows.mcp.tools import McpTool, is_mcp_name
+from workflows.mcp.tools import McpTool, is_mcp_name, tool_prefix
 from workflows.models.mcp import McpStatus, McpToolDef
 
 __all__ = ["find_tool", "idempotent", "offered_names", "tool_defs", "tool_schemas"]
@@ -93,7 +93,7 @@ def idempotent(name: str) -> bool:
 def no_such_tool(rec, name: str) -> str:
     """Claude Code's "No such tool available", with the reason."""
     head = f"No such tool available: {name}."
-    server = next((s for s in rec.mcp_servers if name.startswith(f"mcp__{s.name}__")), None)
+    server = next((s for s in rec.mcp_servers if name.startswith(tool_prefix(s.name))), None)
     if server is None:
         names = ", ".join(s.name for s in rec.mcp_servers) or "none"
         return f"{head} No MCP server of this session is named so (its servers: {names})."

@@ -1,7 +1,7 @@
 """Every place an MCP server can be configured, read into one list for a new session.
 
 Scopes, as in Claude Code (a name in several: local beats project beats user; ``--mcp-config``
-beats them all):
+beats them all; ``--strict-mcp-config`` keeps only that, plugins' servers left out too):
 
 * ``user``: ``~/.claude.json``'s ``mcpServers`` (where ``claude mcp add -s user`` writes) and
   ``~/.mainsail/settings.json``'s (``mainsail mcp add -s user``);
@@ -11,6 +11,8 @@ beats them all):
   only once the user approved it (:mod:`workflows.mcp.settings`); otherwise it is kept as
   ``unapproved`` and never started (fail closed); and only in a trusted workspace, with the command
   that was trusted (:mod:`workflows.mcp.trusted`);
+* ``plugin``: a ``--plugin-dir`` plugin's ``.mcp.json`` (or its manifest's ``mcpServers``), named
+  ``plugin:PLUGIN:SERVER`` (:mod:`workflows.plugins.load`);
 * ``dynamic``: ``--mcp-config`` (a file or a JSON string); with ``--strict-mcp-config`` only these.
 
 A file that is not JSON, or a malformed server, stops the session before it starts with the file
@@ -33,8 +35,8 @@ from workflows.models.mcp import McpConfigError, McpServer, McpStatus, parse_ser
 __all__ = ["McpFlags", "McpLoad", "claude_json", "load_mcp", "read_json", "read_mcp_config"]
 
 #: Listing order of the scopes (``system/init``, ``mcp list``) and, separately, which wins a name.
-ORDER = ("user", "local", "project", "dynamic")
-PRECEDENCE = {"user": 0, "project": 1, "local": 2, "dynamic": 3}
+ORDER = ("user", "local", "project", "plugin", "dynamic")
+PRECEDENCE = {"user": 0, "project": 1, "local": 2, "plugin": 3, "dynamic": 4}  # (a plugin's are plugin:P:S)
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,14 @@ def claude_json(home: Path) -> Path:
 
 def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[str] | None = None,
              strict: bool = False, environ: Mapping[str, str] | None = None,
-             trusted: Mapping[str, object] | None = None) -> McpLoad:
+             trusted: Mapping[str, object] | None = None, plugins: list[McpServer] | None = None) -> McpLoad:
     """The servers a new session in ``workspace`` gets (see the module docstring).
 
     ``flags``: the ``--mcp-config`` values; ``strict``: only those (``--strict-mcp-config``).
     ``trusted``: the ``.mcp.json`` entries the person trusted, by name
     (:attr:`workflows.trust.decide.WorkspaceTrust.servers`); None: the workspace is not trusted, so none of
-    its ``.mcp.json`` servers is kept (:func:`workflows.mcp.trusted.check_servers`).
+    its ``.mcp.json`` servers is kept (:func:`workflows.mcp.trusted.check_servers`). ``plugins``: the
+    ``--plugin-dir`` plugins' servers that passed their trust decision (:func:`workflows.plugins.plugin_servers`).
 
     Raises:
         McpConfigError: a malformed ``.mcp.json``, ``--mcp-config`` or settings server.
@@ -86,6 +89,7 @@ def load_mcp(workspace: Path, home: Path, settings: McpSettings, *, flags: list[
             approvals.add_approvals(project, f"{origin} [project: {ws}]")
         found += settings.servers
         found += _project_servers(Path(workspace), approvals, env, trusted)
+        found += plugins or ()  # (Claude Code starts none of a plugin's servers under --strict-mcp-config either)
     for value in flags or ():
         found += read_mcp_config(value, env)
     out.servers = _merge(found)

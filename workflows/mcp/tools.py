@@ -18,7 +18,7 @@ from workflows.exceptions import McpServerError, ToolError, ToolInputError
 from workflows.models.mcp import McpToolDef
 from workflows.tools.base import Tool, ToolContext, ToolOutput, _bad_text, clean_text
 
-__all__ = ["McpTool", "PREFIX", "full_name", "is_mcp_name", "to_output"]
+__all__ = ["McpTool", "PREFIX", "full_name", "is_mcp_name", "to_output", "tool_prefix"]
 
 PREFIX = "mcp__"
 MAX_NAME = 64  # the Messages API's limit on a tool's name
@@ -29,9 +29,14 @@ def is_mcp_name(name: str) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX)
 
 
+def tool_prefix(server: str) -> str:
+    """``mcp__server__``: a plugin's ``plugin:P:S`` becomes ``mcp__plugin_P_S__`` (as Claude Code names it)."""
+    return f"{PREFIX}{_INVALID.sub('_', server)}__"
+
+
 def full_name(server: str, tool: str) -> str:
     """``mcp__server__tool``, with characters the API refuses in a tool name replaced by ``_`` (as Claude Code)."""
-    return f"{PREFIX}{server}__{_INVALID.sub('_', tool)}"
+    return f"{tool_prefix(server)}{_INVALID.sub('_', tool)}"
 
 
 class McpTool(Tool):

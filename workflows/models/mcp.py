@@ -34,7 +34,7 @@ __all__ = ["McpConfigError", "McpServer", "McpServerConfig", "McpStatus", "McpTo
            "server_name_problem", "tools_digest"]
 
 #: Where a server was configured, in Claude Code's words (``mcp_servers[].source`` of ``system/init``).
-Source = Literal["user", "local", "project", "dynamic"]
+Source = Literal["user", "local", "project", "plugin", "dynamic"]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _VAR = re.compile(r"\$\{([^}:]*)(?::-([^}]*))?\}")

@@ -10,7 +10,9 @@
   plugin inside the workspace is part of the project and its hooks apply only when the person vouches for the
   workspace as the session starts (:func:`workflows.trust.decide.workspace_trust`); a plugin elsewhere was named by the person on the command
   line, as a ``--settings`` file is, and its hooks apply.
-- ``.mcp.json``: not started yet (a warning names each server; docs/claude-code.md).
+- ``.mcp.json`` (or the manifest's ``mcpServers``): its servers join the session's MCP servers as
+  ``plugin:PLUGIN:SERVER`` (source ``plugin``; tools ``mcp__plugin_PLUGIN_SERVER__TOOL``), ``${CLAUDE_PLUGIN_ROOT}``
+  standing for DIR in their command, arguments, environment, URL and headers; they pass the hooks' trust decision.
 
 A folder that is not a plugin stops the session with a message naming it (the person asked for it by name).
 """
@@ -21,12 +23,14 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 from workflows.models import Plugin
+from workflows.models.mcp import McpServer, parse_servers
 from workflows.models.hooks import HookSet
 from workflows.settings.errors import SettingsError
 
-__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_mcp_warnings"]
+__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_servers", "withheld"]
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
@@ -117,9 +121,9 @@ def plugin_hooks(plugins: list[Plugin], workspace: str, vouched: bool) -> tuple[
             continue
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"Cannot read the plugin hooks {path}: {exc}. Fix it or remove it.") from None
-        if inside(p.path, workspace) and not vouched:
-            warnings.append(f"plugin {p.name}: its hooks ({path}) are not run: the plugin is inside this workspace, "
-                            "so its hooks are the project's code; run again with --trust-project to run them.")
+        why = withheld(p, "hooks", path, workspace, vouched)
+        if why:
+            warnings.append(why)
             continue
         try:
             data = json.loads(text.replace(ROOT_VAR, p.path.replace("\\", "\\\\").replace('"', '\\"')))
@@ -133,12 +137,42 @@ def plugin_hooks(plugins: list[Plugin], workspace: str, vouched: bool) -> tuple[
     return hooks, warnings
 
 
-def plugin_mcp_warnings(plugins: list[Plugin]) -> list[str]:
-    """A warning for each plugin that configures MCP servers (Mainsail does not start a plugin's servers yet)."""
-    out = []
+def withheld(p: Plugin, what: str, path: Path, workspace: str, vouched: bool) -> str | None:
+    """The one trust decision for a plugin's code (its hooks, its MCP servers): None when it applies, else the
+    warning saying why not (see the module docstring)."""
+    if inside(p.path, workspace) and not vouched:
+        return (f"plugin {p.name}: its {what} ({path}) are not run: the plugin is inside this workspace, so its "
+                f"{what} are the project's code; run again with --trust-project to run them.")
+    return None
+
+
+def plugin_servers(plugins: list[Plugin], workspace: str, vouched: bool,
+                   environ: Mapping[str, str]) -> tuple[list[McpServer], list[str]]:
+    """The plugins' MCP servers that may start, named ``plugin:PLUGIN:SERVER`` with source ``plugin`` and
+    ``${CLAUDE_PLUGIN_ROOT}`` standing for the plugin's folder (as Claude Code 2.1.332 has them); and a warning
+    for each plugin whose servers do not pass :func:`withheld`.
+
+    Raises:
+        McpConfigError: a ``.mcp.json`` or manifest ``mcpServers`` that is not JSON or not ``{"name": {...}}``.
+    """
+    from workflows.mcp.sources import read_json
+
+    out, warnings = [], []
     for p in plugins:
         path = Path(p.path) / ".mcp.json"
-        if path.is_file():
-            out.append(f"plugin {p.name}: its MCP servers ({path}) are not started: Mainsail does not run a "
-                       "plugin's MCP servers yet; give them with --mcp-config to use them.")
-    return out
+        data = read_json(path)
+        entries = data.get("mcpServers", data) if isinstance(data, dict) else data
+        if entries is None:
+            path = Path(p.path) / MANIFEST
+            entries = _manifest(Path(p.path)).get("mcpServers")
+        if entries is None:
+            continue
+        why = withheld(p, "MCP servers", path, workspace, vouched)
+        if why:
+            warnings.append(why)
+            continue
+        env = {**environ, "CLAUDE_PLUGIN_ROOT": p.path}
+        for server in parse_servers(entries, source="plugin", origin=str(path), environ=env):
+            config = server.config.model_copy(update={"name": f"plugin:{p.name}:{server.name}"})
+            out.append(server.model_copy(update={"config": config}))
+    return out, warnings

@@ -25,12 +25,12 @@ from workflows.permissions.bypass import choose_mode, file_refusals, trusted_def
 from workflows.permissions.protected_writes import PROTECTED_NAMES, always_problem
 from workflows.permissions.rules.rules import split_rules
 from workflows.plugins import load_plugins, plugin_hooks
-from workflows.plugins.load import plugin_mcp_warnings
+from workflows.plugins.load import plugin_servers
 from workflows.sessions.session_keys import resolve_added_dir
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.settings.errors import SettingsError
 from workflows.styles import DEFAULT_STYLE, load_styles
-from workflows.trust.decide import workspace_trust
+from workflows.trust.decide import listed, workspace_trust
 
 
 def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
@@ -74,12 +74,15 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
     files = load_permission_settings(ws, home, allowed_tools=list(allowed_tools),
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
                                      extra=extra_settings, trusted=trusted.opens)
-    servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,
-                       trusted=trusted.mcp_trusted)
-    trusted.check_unchanged(ws)
     plugins = load_plugins(list(plugin_dirs), cwd or os.getcwd())
-    hooks, plugin_warnings = plugin_hooks(plugins, str(ws), trusted.how in ("granted", "prompt", "listed"))
-    plugin_warnings += plugin_mcp_warnings(plugins)
+    # (A workspace with no gated settings trusts "nothing": --trust-project or trustedWorkspaces still vouch for it.)
+    vouched = trusted.how in ("granted", "prompt", "listed") or bool(trust) or listed(str(ws), home)
+    hooks, plugin_warnings = plugin_hooks(plugins, str(ws), vouched)
+    plugin_mcp, withheld = plugin_servers(plugins, str(ws), vouched, environ)
+    servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,
+                       trusted=trusted.mcp_trusted, plugins=plugin_mcp)
+    trusted.check_unchanged(ws)
+    plugin_warnings += withheld
     # Kept in the session: every file (whatever --setting-sources chose) and --settings layer disabling bypass.
     disabled = list(dict.fromkeys([*files.bypass_disabled_by,
                                    *(r.source for r in file_refusals(str(ws), str(home)) if not r.problem)]))
