@@ -57,9 +57,12 @@ def test_a_plugins_mcp_server_runs_as_in_claude_code(cluster, tmp_path):
     ours, theirs = run_both(cluster, tmp_path, call_whoami, args, seen=seen)
     entry = {"name": "plugin:myplug:tsrv", "status": "connected", "source": "plugin"}
     assert [s for s in ours[0]["mcp_servers"] if s["name"].startswith("plugin:")] == [entry]
-    assert [s for s in theirs[0]["mcp_servers"] if s["name"].startswith("plugin:")] == [entry]
-    for init in (ours[0], theirs[0]):
-        assert TOOL in init["tools"]
+    # (Claude Code prints its init without waiting for its servers: on a busy machine this one is still
+    # "pending" there, and its tools are not listed yet; the call below still reaches it.)
+    (their_entry,) = [s for s in theirs[0]["mcp_servers"] if s["name"].startswith("plugin:")]
+    assert their_entry in (entry, dict(entry, status="pending")), their_entry
+    assert TOOL in ours[0]["tools"]
+    assert TOOL in theirs[0]["tools"] or their_entry["status"] == "pending"
     for side in ("ours", "theirs"):
         # (Claude Code hands its API key to the servers it starts; Mainsail's worker does not: an existing difference)
         assert tool_result(seen[side][-1]).startswith(f"root={plugin} key="), side
