@@ -118,7 +118,7 @@ def context(ui: "Repl") -> None:
         click.echo(f"Last model call: {describe_usage(rec.context_tokens, model, pct)}")
     click.echo(click.style("Estimates are four characters a token; the last model call's figure is measured.",
                            dim=True))
-    from workflows.context.files import memory_files
+    from workflows.context.claude_md import memory_files
 
     files = [f for f in memory_files(rec.workspace, rec.home or str(Path.home())) if f.content]
     for f in files:

@@ -1,4 +1,5 @@
-"""Context files (workflows.context.files): env and git status, memory files and imports, the system prompt."""
+"""Context files (workflows.context.files, workflows.context.claude_md): env and git status, memory files and
+imports, the system prompt."""
 
 from __future__ import annotations
 
@@ -11,17 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import git, isolate_git
-from workflows.context.files import (
-    DEFAULT_SYSTEM_PROMPT,
-    MemoryFile,
-    environment_block,
-    git_status,
-    import_paths,
-    memory_files,
-    system_context,
-    system_prompt,
-    user_context,
-)
+from workflows.context.claude_md import MemoryFile, import_paths, memory_files, user_context
+from workflows.context.files import DEFAULT_SYSTEM_PROMPT, environment_block, git_status, system_context, system_prompt
 
 TODAY = date(2026, 11, 22)
 HEADER = (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workflows.context.files import memory_files, user_context
+from workflows.context.claude_md import memory_files, user_context
 from workflows.memory.access import MemoryAccess
 from workflows.models import RuleSet, RuleSpec
 from workflows.models.options import SessionSetup

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workflows.context.assemble import session_tools
-from workflows.context.files import memory_files
+from workflows.context.claude_md import memory_files
 from workflows.models import RuleSet, SessionRecord
 from workflows.permissions.rules.removal import removed_by_deny, without_denied
 

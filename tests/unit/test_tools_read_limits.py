@@ -161,7 +161,7 @@ def test_an_image_result_is_stored_and_sent_as_blocks():
 
 def test_compaction_and_the_memory_fork_count_and_render_an_image_by_what_it_is():
     """Compaction's keep-or-summarise count and the memory fork's transcript text do not choke on base64."""
-    from workflows.forks.run import render_conversation
+    from workflows.forks.state import render_conversation
     from workflows.model.tokens import estimate_tokens
     from workflows.models import AssistantEntry, AssistantMessage, ToolUseBlock
 

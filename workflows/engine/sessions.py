@@ -15,6 +15,7 @@ from statemachines import State
 from workflows.agents import load_agents, plugin_agents
 from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import _git_branch, stop_shells
+from workflows.context import claude_md
 from workflows.context import files as context_files
 from workflows.context.claude_copy import host, project_key
 from workflows.exceptions import (
@@ -120,7 +121,7 @@ class SessionVerbs(Part):
                 self.settings.memory_index_lines)
         # The memory files' imports read only what a Read of this session could (issue 25, item 5).
         access = MemoryAccess(WorkArea(ws, rec.additional_directories), rec.home, read_denied_for(rec))
-        rec.user_context = context_files.user_context(ws, rec.home, date.today(),
+        rec.user_context = claude_md.user_context(ws, rec.home, date.today(),
                                                       auto_memory=memory_context(index), access=access,
                                                       sources=opts.setting_sources)
         rec.context_added = estimate_tokens(rec.system_context + rec.user_context)

@@ -9,7 +9,7 @@
   a ``MEMORY.md`` that new sessions of the project start with.
 
 Everything here is pure: the records are kept in Redis by :class:`workflows.store.memory.ProjectMemory`
-(``store.project_memory(...)``), and the forks that write them live in :mod:`workflows.forks.run`.
+(``store.project_memory(...)``), and the forks that write them live in :mod:`workflows.forks` (extraction, session_memory).
 """
 
 from __future__ import annotations
