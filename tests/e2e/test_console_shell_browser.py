@@ -113,8 +113,8 @@ def serve(cluster: Cluster, cwd) -> str:
     return url
 
 
-def context(stack, size: dict, token: str | None):
-    ctx = stack["browser"].new_context(viewport=size)
+def context(stack, size: dict, token: str | None, scheme: str = "light"):
+    ctx = stack["browser"].new_context(viewport=size, color_scheme=scheme)
     ctx.add_init_script(NOTIFICATIONS)
     if token:
         ctx.add_cookies([{"name": "mainsail_token", "value": token, "url": stack["url"]}])
@@ -189,7 +189,8 @@ def test_every_page_fits_each_size_with_live_counts(stack):
 
 
 def test_a_read_only_token_sees_the_inbox_without_its_buttons(stack):
-    ctx = context(stack, PHONE, stack["reader"])
+    """... in dark mode: the system's setting picks the colours."""
+    ctx = context(stack, PHONE, stack["reader"], scheme="dark")
     page = ctx.new_page()
     errors: list[str] = []
     watch_errors(page, errors)
@@ -201,7 +202,8 @@ def test_a_read_only_token_sees_the_inbox_without_its_buttons(stack):
         page.keyboard.press("a")
     assert page.locator("li.request").count() == 2
     fits(page)
-    shot(page, "approvals-read-only", "phone")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
+    shot(page, "approvals-read-only-dark", "phone")
     ctx.close()
     assert errors == [], errors
 

@@ -47,12 +47,13 @@ window.Mainsail = (function () {
     return secs + "s ago";
   }
 
-  // The status line under the header. A message replaces the one before it, and "" clears it, but an error
-  // stays (whatever a page's refresh says next) until the person dismisses it or a newer error replaces it.
+  // The status line under the header. A message replaces the one before it and "" clears it, but not an
+  // error: that stays (whatever a page's refresh clears) until the person dismisses it or a newer message
+  // (the outcome of something done since) replaces it.
   function status(text, isError) {
     const line = document.getElementById("status");
     if (!line) return;
-    if (!isError && line.classList.contains("error")) return;
+    if (!text && line.classList.contains("error")) return;
     show(line, text, isError);
   }
 
