@@ -12,14 +12,12 @@ along the way); each test opens its own browser contexts.
 
 from __future__ import annotations
 
-import subprocess
-
 import httpx
 import pytest
 
 from demo.scripted import DEMO_FILES, Script, ToolUse, Turn
-from tests.conftest import free_port
 from tests.e2e.conftest import MAINSAIL, Cluster, cluster_env, wait_for
+from tests.e2e.serving import Serve
 from tests.e2e.test_console_browser import ARTIFACTS, CHROMIUM, HOSTILE, WAIT_MS, sync_api, watch_errors
 from tests.fakeapi import FakeMessagesServer
 from workflows.store.api_tokens import TokenStore
@@ -73,7 +71,7 @@ def stack(redis_server, tmp_path_factory):
         cluster.env["ANTHROPIC_BASE_URL"] = api.url
         try:
             cluster.start_worker()
-            url = serve(cluster, ws)
+            url = Serve(cluster).start().url
             admin, _ = TokenStore(client).create("alice", admin=True)
             reader, _ = TokenStore(client).create("rita", read_only=True)
             created = httpx.post(f"{url}/api/sessions", headers={"Authorization": f"Bearer {admin}"}, timeout=30,
@@ -92,25 +90,6 @@ def stack(redis_server, tmp_path_factory):
             cluster.stop()
             client.flushall()
             client.close()
-
-
-def serve(cluster: Cluster, cwd) -> str:
-    port = free_port()
-    with open(cluster.tmp / "serve.log", "wb") as log:
-        proc = subprocess.Popen([MAINSAIL, "serve", "--port", str(port), "--no-worker", "--log-level", "warning"],
-                                cwd=cwd, env=cluster.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    cluster.procs.append(proc)
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        assert proc.poll() is None, (cluster.tmp / "serve.log").read_text()
-        try:
-            return httpx.get(f"{url}/signin", timeout=5).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    wait_for(up, 60, interval=0.2, what="mainsail serve to answer")
-    return url
 
 
 def context(stack, size: dict, token: str | None, scheme: str = "light"):
