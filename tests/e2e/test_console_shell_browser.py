@@ -180,6 +180,9 @@ def test_a_read_only_token_sees_the_inbox_without_its_buttons(stack):
     with page.expect_response(lambda r: r.url.endswith("/api/approvals")):  # a key decides nothing here
         page.keyboard.press("a")
     assert page.locator("li.request").count() == 2
+    page.keyboard.press("o")  # opens the selected request's session
+    page.wait_for_url(f"{stack['url']}/sessions/{stack['sid']}")
+    page.go_back()
     fits(page)
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
     shot(page, "approvals-read-only-dark", "phone")
@@ -230,6 +233,11 @@ def test_the_inbox_by_keyboard_then_by_touch(stack):
     wait_for(lambda: any(n["title"].startswith("Mainsail: 1 request(s)") and COMMAND in n["body"]
                          for n in page.evaluate("window.__notes")), 30, what="the waiting notification")
 
+    # Decided on a phone by a tap while the desktop page still lists it (its refreshes held back): the
+    # desktop's "a" then gets the server's refusal, which stays through refreshes until dismissed.
+    stale = page.evaluate("fetch('/api/approvals').then((r) => r.text())")
+    page.route("**/api/approvals", lambda route: route.fulfill(status=200, body=stale,
+                                                               content_type="application/json"))
     phone = context(stack, PHONE, stack["admin"])
     touch = phone.new_page()
     watch_errors(touch, errors)
@@ -239,6 +247,18 @@ def test_the_inbox_by_keyboard_then_by_touch(stack):
     touch.locator("li.request button.approve").click()
     touch.locator("#empty").wait_for(state="visible", timeout=WAIT_MS)
     touch.locator("#approvals-count[data-count='0']").wait_for(timeout=WAIT_MS)
+    page.keyboard.press("a")
+    refusal = page.locator("#status.error")
+    refusal.wait_for(timeout=WAIT_MS)
+    with page.expect_response("**/api/approvals"):
+        pass
+    assert refusal.is_visible() and page.locator("#status").get_attribute("role") == "alert"
+    assert f"(Bash: {COMMAND}) was already approved by token:alice" in refusal.inner_text()
+    shot(page, "approvals-error", "desktop")
+    page.click("#status-dismiss")
+    assert page.locator("#status.error").count() == 0 and page.locator("#status-dismiss").is_hidden()
+    errors[:] = [e for e in errors if "status of 409" not in e]  # the refusal, as Chromium logs it
+    page.unroute("**/api/approvals")
 
     # The desktop page, never reloaded: the list empties, and the session's end is notified.
     page.locator("#empty").wait_for(state="visible", timeout=WAIT_MS)
@@ -246,6 +266,10 @@ def test_the_inbox_by_keyboard_then_by_touch(stack):
     wait_for(lambda: any(n["title"] == "Mainsail: session finished" and n["body"].startswith("Fix calc.py <img")
                          for n in page.evaluate("window.__notes")), 30, what="the finished notification")
     shot(page, "approvals-empty", "desktop")
+    assert page.locator("#notify-me").is_hidden()  # the browser allows notifications already: nothing to ask
+    page.keyboard.press("g")
+    page.keyboard.press("c")
+    page.wait_for_url(f"{url}/costs")
     ws = stack["ws"]
     assert (ws / "shipped.txt").read_text() == "shipped\n" and not (ws / "NOTES.md").exists()
     assert "return a + b" in (ws / "calc.py").read_text()
