@@ -43,6 +43,12 @@ def mcp() -> None:
     """Configure and check MCP servers (Claude Code's `claude mcp`)."""
 
 
+def _plugin_dirs(given: tuple[str, ...]) -> list[str]:
+    """The ``--plugin-dir`` values given before ``mcp`` (Claude Code's place) and after the subcommand."""
+    ctx = click.get_current_context()
+    return [*ctx.find_root().meta.get("mainsail.plugin_dirs", ()), *given]
+
+
 def _configured(workspace: Path, plugin_dirs=()) -> tuple[list[McpServer], dict[str, str], dict[str, str]]:
     """The servers a new session here would get with these ``--plugin-dir`` plugins (and the plugins' servers it
     would not start), the settings env their commands get, and why each withheld server is withheld, by name."""
@@ -112,7 +118,7 @@ plugin_dir_option = click.option("--plugin-dir", "plugin_dirs", multiple=True, m
 @plugin_dir_option
 def list_cmd(plugin_dirs) -> None:
     """List the MCP servers configured here, and check each one."""
-    servers, env, withheld = _configured(Path.cwd(), plugin_dirs)
+    servers, env, withheld = _configured(Path.cwd(), _plugin_dirs(plugin_dirs))
     if not servers:
         click.echo("No MCP servers configured. Use `mainsail mcp add` to add a server.")
         return
@@ -127,7 +133,7 @@ def list_cmd(plugin_dirs) -> None:
 @click.argument("name")
 def get_cmd(plugin_dirs, name: str) -> None:
     """Details of one MCP server (and whether it answers)."""
-    servers, env, withheld = _configured(Path.cwd(), plugin_dirs)
+    servers, env, withheld = _configured(Path.cwd(), _plugin_dirs(plugin_dirs))
     server = next((s for s in servers if s.name == name), None)
     if server is None:
         names = ", ".join(s.name for s in servers) or "none"

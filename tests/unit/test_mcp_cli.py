@@ -144,6 +144,12 @@ def test_list_and_get_show_plugin_servers_and_never_start_a_withheld_one(here, t
     assert got.exit_code == 0 and "  Scope: Plugin (--plugin-dir) (" + str(inside / ".mcp.json") + ")" in got.output
     assert "  Status: ⏸ Withheld" in got.output and "To remove" not in got.output and not marker.exists()
     assert mcp("list").output.startswith("No MCP servers configured")  # (plugins only with --plugin-dir)
+    claude_place = CliRunner().invoke(cli, ["--plugin-dir", str(outside), "mcp", "get", "plugin:tools:srv"],
+                                      catch_exceptions=False)  # (Claude Code's: `claude --plugin-dir DIR mcp ...`)
+    assert claude_place.exit_code == 0 and "  Status: ✔ Connected" in claude_place.output
+    elsewhere = CliRunner().invoke(cli, ["--plugin-dir", str(outside), "sessions"], catch_exceptions=False)
+    assert elsewhere.exit_code == 2 and "--plugin-dir before a command is for `mcp list` and `mcp get` only" in \
+        elsewhere.output
     # The person vouches for the workspace (trustedWorkspaces): the same plugin's server is checked like any other.
     (home / ".mainsail").mkdir()
     (home / ".mainsail" / "settings.json").write_text(json.dumps({"trustedWorkspaces": [str(ws)]}))
