@@ -3,7 +3,8 @@
 ``list`` and ``get`` read every place a server can be configured (:mod:`workflows.mcp.sources`), and the
 servers of the plugins named with ``--plugin-dir`` (``plugin:PLUGIN:SERVER``), and check each approved one by
 starting it (or reaching it) from this process, as ``claude mcp list`` does; a plugin server withheld by the
-workspace's trust decision (:func:`workflows.plugins.withheld`) is listed with the reason and never started; ``add``, ``add-json`` and ``remove`` change Mainsail's files (:mod:`workflows.mcp.scopes`).
+workspace's trust decision (:func:`workflows.plugins.withheld`) is listed with the reason and never started;
+``add``, ``add-json`` and ``remove`` change Mainsail's files (:mod:`workflows.mcp.scopes`).
 None of them needs Redis or a worker. ``/mcp`` in interactive mode shows a session's own servers
 (:func:`session_lines`).
 """

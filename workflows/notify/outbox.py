@@ -1,8 +1,9 @@
 """The notifications' transactional outbox: an event is recorded by the commit that makes it, sent after.
 
 The commit that moves a session into waiting, or ends its run well or in an error, records the event in the
-outbox in the same atomic write (:func:`workflows.store.notify.stage`, called by :meth:`workflows.commit.Committer.commit` for every
-commit: the one decision point). Nothing is lost when the process dies right after it: the event is in Redis.
+outbox in the same atomic write (:func:`workflows.store.notify.stage`, called by
+:meth:`workflows.commit.Committer.commit` for every commit: the one decision point). Nothing is lost when the
+process dies right after it: the event is in Redis.
 
 :class:`Outbox` turns outbox events into delivery tasks, once per subscription:
 
