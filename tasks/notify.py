@@ -5,7 +5,8 @@
 The task claims the delivery (:meth:`workflows.store.notify.NotifyStore.claim`): one already made is not made
 again, however often the message arrives (a broker redelivery, a retry that crossed a late answer). A POST
 answered with anything but a 2xx, or not at all, is tried again after ``notify_backoff_seconds`` × 2^attempt,
-up to ``notify_attempts`` tries; each retry is a new message on the broker (durable: a worker that dies holding it gives it back). The secret and the URL's path are never logged.
+up to ``notify_attempts`` tries; each retry is a new message on the broker (durable: a worker that dies holding
+it gives it back). The secret and the URL's path are never logged.
 """
 
 from __future__ import annotations
