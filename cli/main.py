@@ -194,6 +194,10 @@ def missing_cwd() -> str | None:
               help="A directory outside the workspace that tools may use as if inside it (repeatable).")
 @click.option("--fallback-model", metavar="MODEL", help="Retry a call once with this model when the main one is "
                                                          "overloaded (529).")
+@click.option("--plugin-dir", "plugin_dirs", multiple=True, metavar="DIR", expose_value=False,
+              callback=lambda ctx, param, value: ctx.meta.__setitem__("mainsail.plugin_dirs", value),
+              help="Before `mcp list` or `mcp get`: also the plugin in DIR's MCP servers, as Claude Code's "
+                   "`claude --plugin-dir DIR mcp list` (repeatable).")
 @click.pass_context
 def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, allowed_tools, disallowed_tools,
         approval_timeout, no_memory, add_dirs, fallback_model) -> None:
@@ -207,6 +211,9 @@ def cli(ctx: click.Context, resume, continue_, fork, model, permission_mode, all
     `--output-format json|stream-json --verbose`, `--input-format stream-json`
     (the Agent SDK's), and Claude Code's flags (`mainsail -p --help` lists them).
     """
+    if ctx.meta.get("mainsail.plugin_dirs") and ctx.invoked_subcommand != "mcp":
+        raise click.UsageError(f"--plugin-dir before a command is for `mcp list` and `mcp get` only; `mainsail "
+                               f"{ctx.invoked_subcommand}` does not load plugins.")
     if ctx.invoked_subcommand is not None:
         return
     from pathlib import Path

@@ -1,8 +1,10 @@
 """``mainsail mcp``: the MCP servers configured for this directory, as ``claude mcp`` manages them.
 
-``list`` and ``get`` read every place a server can be configured (:mod:`workflows.mcp.sources`) and
-check each approved one by starting it (or reaching it) from this process, as ``claude mcp list``
-does; ``add``, ``add-json`` and ``remove`` change Mainsail's files (:mod:`workflows.mcp.scopes`).
+``list`` and ``get`` read every place a server can be configured (:mod:`workflows.mcp.sources`), and the
+servers of the plugins named with ``--plugin-dir`` (``plugin:PLUGIN:SERVER``), and check each approved one by
+starting it (or reaching it) from this process, as ``claude mcp list`` does; a plugin server withheld by the
+workspace's trust decision (:func:`workflows.plugins.withheld`) is listed with the reason and never started;
+``add``, ``add-json`` and ``remove`` change Mainsail's files (:mod:`workflows.mcp.scopes`).
 None of them needs Redis or a worker. ``/mcp`` in interactive mode shows a session's own servers
 (:func:`session_lines`).
 """
@@ -42,28 +44,46 @@ def mcp() -> None:
     """Configure and check MCP servers (Claude Code's `claude mcp`)."""
 
 
-def _configured(workspace: Path) -> tuple[list[McpServer], dict[str, str]]:
-    """The servers a new session here would get, and the settings env their commands get."""
-    from workflows.mcp.sources import load_mcp
+def _plugin_dirs(given: tuple[str, ...]) -> list[str]:
+    """The ``--plugin-dir`` values given before ``mcp`` (Claude Code's place) and after the subcommand."""
+    ctx = click.get_current_context()
+    return [*ctx.find_root().meta.get("mainsail.plugin_dirs", ()), *given]
+
+
+def _configured(workspace: Path, plugin_dirs=()) -> tuple[list[McpServer], dict[str, str], dict[str, str]]:
+    """The servers a new session here would get with these ``--plugin-dir`` plugins (and the plugins' servers it
+    would not start), the settings env their commands get, and why each withheld server is withheld, by name."""
+    from workflows.mcp.sources import ORDER, load_mcp
+    from workflows.plugins import load_plugins, plugin_server_list
     from workflows.sessions.settings_files import load_permission_settings
-    from workflows.trust.decide import workspace_trust
+    from workflows.trust.decide import vouches, workspace_trust
 
-    trust = workspace_trust(workspace.resolve(), Path.home())  # (`mcp list` starts servers: never untrusted ones)
-    files = load_permission_settings(workspace.resolve(), Path.home(), trusted=trust.opens)
-    load = load_mcp(workspace.resolve(), Path.home(), files.mcp, trusted=trust.mcp_trusted)
-    trust.check_unchanged(workspace.resolve())
-    for warning in trust.warnings + files.warnings + load.warnings:
+    ws = workspace.resolve()
+    trust = workspace_trust(ws, Path.home())  # (`mcp list` starts servers: never untrusted ones)
+    files = load_permission_settings(ws, Path.home(), trusted=trust.opens)
+    found = plugin_server_list(load_plugins(list(plugin_dirs), os.getcwd()), str(ws),
+                               vouches(trust, str(ws), Path.home()), os.environ)
+    load = load_mcp(ws, Path.home(), files.mcp, trusted=trust.mcp_trusted,
+                    plugins=[s for servers, why in found if why is None for s in servers])
+    trust.check_unchanged(ws)
+    withheld = {s.name: why for servers, why in found if why for s in servers}
+    unlisted = [why for servers, why in found if why and not servers]  # (malformed, never started)
+    for warning in trust.warnings + files.warnings + load.warnings + unlisted:
         click.secho(f"Warning: {warning}", fg="yellow", err=True)
-    return load.servers, files.env
+    held = [s for servers, why in found if why for s in servers]
+    servers = sorted(load.servers + held, key=lambda s: ORDER.index(s.config.source))
+    return servers, files.env, withheld
 
 
-def _check(servers: list[McpServer], workspace: Path, env: dict[str, str]) -> dict[str, McpServer]:
-    """Each approved server started (or reached) from here and its tools listed; the outcome by name."""
+def _check(servers: list[McpServer], workspace: Path, env: dict[str, str],
+           withheld: dict[str, str]) -> dict[str, McpServer]:
+    """Each approved server started (or reached) from here and its tools listed; the outcome by name (a
+    withheld one is never started)."""
     from workflows.mcp.calls import discover
     from workflows.mcp.pool import McpPool
     from workflows.settings import load_settings
 
-    waiting = [s for s in servers if s.status is McpStatus.PENDING]
+    waiting = [s for s in servers if s.status is McpStatus.PENDING and s.name not in withheld]
     pool = McpPool()
     try:
         here = SimpleNamespace(id="mcp-check", workspace=str(workspace.resolve()), env=env)
@@ -78,7 +98,9 @@ def _check(servers: list[McpServer], workspace: Path, env: dict[str, str]) -> di
     return out
 
 
-def _status(s: McpServer) -> str:
+def _status(s: McpServer, withheld: dict[str, str] | None = None) -> str:
+    if withheld and s.name in withheld:
+        return f"⏸ Withheld — {withheld[s.name]}"
     if s.status is McpStatus.CONNECTED:
         return "✔ Connected"
     if s.status is McpStatus.UNAPPROVED:
@@ -88,32 +110,39 @@ def _status(s: McpServer) -> str:
     return f"✘ Failed to connect — {s.error}"
 
 
+plugin_dir_option = click.option("--plugin-dir", "plugin_dirs", multiple=True, metavar="DIR",
+                                 help="Also the MCP servers of the plugin in DIR, as a session started with "
+                                      "--plugin-dir DIR gets them (repeatable).")
+
+
 @mcp.command("list")
-def list_cmd() -> None:
+@plugin_dir_option
+def list_cmd(plugin_dirs) -> None:
     """List the MCP servers configured here, and check each one."""
-    servers, env = _configured(Path.cwd())
+    servers, env, withheld = _configured(Path.cwd(), _plugin_dirs(plugin_dirs))
     if not servers:
         click.echo("No MCP servers configured. Use `mainsail mcp add` to add a server.")
         return
     click.echo("Checking MCP server health…\n")
-    checked = _check(servers, Path.cwd(), env)
+    checked = _check(servers, Path.cwd(), env, withheld)
     for s in servers:
-        click.echo(f"{s.name}: {s.config.describe()} - {_status(checked[s.name])}")
+        click.echo(f"{s.name}: {s.config.describe()} - {_status(checked[s.name], withheld)}")
 
 
 @mcp.command("get")
+@plugin_dir_option
 @click.argument("name")
-def get_cmd(name: str) -> None:
+def get_cmd(plugin_dirs, name: str) -> None:
     """Details of one MCP server (and whether it answers)."""
-    servers, env = _configured(Path.cwd())
+    servers, env, withheld = _configured(Path.cwd(), _plugin_dirs(plugin_dirs))
     server = next((s for s in servers if s.name == name), None)
     if server is None:
         names = ", ".join(s.name for s in servers) or "none"
         raise click.ClickException(f'No MCP server named "{name}". Configured servers: {names}')
-    s = _check([server], Path.cwd(), env)[name]
+    s = _check([server], Path.cwd(), env, withheld)[name]
     c = s.config
-    lines = [f"{name}:", f"  Scope: {SCOPE_TEXT.get(c.source, c.source)} ({c.origin})", f"  Status: {_status(s)}",
-             f"  Type: {c.type}"]
+    lines = [f"{name}:", f"  Scope: {SCOPE_TEXT.get(c.source, c.source)} ({c.origin})",
+             f"  Status: {_status(s, withheld)}", f"  Type: {c.type}"]
     if c.type == "stdio":
         lines += [f"  Command: {c.command}", f"  Args: {' '.join(c.args)}", "  Environment:"]
         lines += [f"    {k}={_shown(k, v)}" for k, v in c.env.items()]
@@ -123,7 +152,7 @@ def get_cmd(name: str) -> None:
         lines.append(f"  Tools: {', '.join(s.tools)}")
     click.echo("\n".join(lines))
     tool = "claude" if ".claude.json" in c.origin else "mainsail"
-    if c.source != "dynamic":
+    if c.source not in ("dynamic", "plugin"):
         click.echo(f"\nTo remove this server, run: {tool} mcp remove {name} -s {c.source}")
 
 

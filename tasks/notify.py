@@ -1,11 +1,12 @@
 """The webhook delivery task: one event to one subscription, once, with retries and exponential backoff.
 
-:func:`send` (the committer's notifier calls it, workflows/notify/events.py) sends one task per (event,
-subscription). The task claims the delivery (:meth:`workflows.store.notify.NotifyStore.claim`): one already
-made is not made again, however often the message arrives (a broker redelivery, a retry that crossed a late
-answer). A POST answered with anything but a 2xx, or not at all, is tried again after
-``notify_backoff_seconds`` × 2^attempt, up to ``notify_attempts`` tries; each retry is a new message on the
-broker (durable: a worker that dies holding it gives it back). The secret and the URL's path are never logged.
+:func:`send` sends one task per (event, subscription): the outbox's dispatcher calls it
+(workflows/notify/outbox.py), in the process whose commit recorded the event or in the reaper's :func:`sweep`.
+The task claims the delivery (:meth:`workflows.store.notify.NotifyStore.claim`): one already made is not made
+again, however often the message arrives (a broker redelivery, a retry that crossed a late answer). A POST
+answered with anything but a 2xx, or not at all, is tried again after ``notify_backoff_seconds`` × 2^attempt,
+up to ``notify_attempts`` tries; each retry is a new message on the broker (durable: a worker that dies holding
+it gives it back). The secret and the URL's path are never logged.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import logging
 
 from tasks import runtime
 from tasks.app import app
-from workflows.notify.events import Notifier, NotifyEvent
+from workflows.notify.events import NotifyEvent
+from workflows.notify.outbox import Outbox
 from workflows.notify.subscriptions import Subscription, shown_url
 from workflows.settings import get_settings
 
@@ -61,12 +63,17 @@ def deliver(self, event_json: str, sub_id: str) -> str:
     return f"delivered ({status})"
 
 
-# Every process that commits notifies: its engine's commits are read for events (workflows/notify/events.py).
-runtime.observe_commits(lambda engine: Notifier(engine.store, send, engine.settings.public_url))
+def sweep(engine) -> int:
+    """Send the outbox events a dead process left (the reaper's periodic sweep). Returns how many tasks."""
+    return Outbox(engine.store.notify(), send).sweep()
+
+
+# Every process that commits sends the events its commits recorded, at once (workflows/notify/outbox.py).
+runtime.on_engine(lambda engine: engine.committer.outboxes.append(Outbox(engine.store.notify(), send).landed))
 
 
 def _backoff(settings, attempt: int) -> float:
     return settings.notify_backoff_seconds * (2 ** attempt)
 
 
-__all__ = ["TASK", "deliver", "send"]
+__all__ = ["TASK", "deliver", "send", "sweep"]

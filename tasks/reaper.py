@@ -23,7 +23,8 @@ Every worker runs a :class:`Housekeeper` once its Celery consumer is up: a
   is nowhere (whatever lost it, e.g. a command killed between its commit and its
   dispatch), denies permission requests whose approval timeout passed (the
   deadline lives in Redis, ``mainsail:approvals``, so it holds across restarts of
-  every process), and runs the retention gc.
+  every process), sends the notifications a dead process left in the outbox
+  (:func:`tasks.notify.sweep`), and runs the retention gc.
 
 Steps the reaper sends go to the front of their queues (:func:`~tasks.dispatch.dispatch_first`).
 
@@ -43,6 +44,7 @@ from tasks import runtime
 from tasks.app import app, queue_key
 from tasks.dispatch import dispatch, dispatch_first
 from tasks.liveness import Beacon, Health, Tether, Verdicts, Watch, note_stalled, tether_name
+from tasks.notify import sweep as notify_sweep
 from workflows.engine import Engine, display_worker
 from workflows.models import StepRecord, StepStatus
 from workflows.store import keys
@@ -90,7 +92,7 @@ def sweep_once(engine: Engine, stalled: frozenset[str] = frozenset()) -> int:
         approvals = engine.expire_approvals()
         dispatch(approvals)
         orphans = resend_orphans(engine, "sweep", older_than=ORPHAN_AGE_SECONDS)
-        return len(steps) + len(approvals) + orphans
+        return len(steps) + len(approvals) + orphans + notify_sweep(engine)
     finally:
         try:
             lk.release()

@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _redis_url: str | None = None
 _engine: Engine | None = None
-#: Each makes an observer of the landed commits of this process's engine (``Committer.copies``), when it is
-#: built: tasks/notify.py registers the webhooks' notifier (imported by the worker's app and by tasks/dispatch.py,
-#: so every process that commits and dispatches notifies).
-_observers: list = []
+#: Each is called with this process's engine when it is built: tasks/notify.py registers the sender of the
+#: notifications its commits record (imported by the worker's app and by tasks/dispatch.py, so every process
+#: that commits and dispatches sends them).
+_setups: list = []
 _store: tuple[str, Store] | None = None  # (its URL, the store): the engine's, or one built before it
 _worker: str | None = None
 _draining = threading.Event()
@@ -63,17 +63,17 @@ def engine(settings: Settings | None = None) -> Engine:
             from workflows.engine import Engine  # (here: a command that only reads needs the store alone)
 
             _engine = Engine(_own_store(settings), settings or get_settings())
-            for make in _observers:
-                _engine.committer.copies.append(make(_engine))
+            for setup in _setups:
+                setup(_engine)
         return _engine
 
 
-def observe_commits(make) -> None:
-    """Give this process's engine (built now or later) the observer ``make(engine)`` returns."""
+def on_engine(setup) -> None:
+    """Call ``setup(engine)`` with this process's engine, built now or later."""
     with _lock:
-        _observers.append(make)
+        _setups.append(setup)
         if _engine is not None:
-            _engine.committer.copies.append(make(_engine))
+            setup(_engine)
 
 
 def store(settings: Settings | None = None) -> Store:

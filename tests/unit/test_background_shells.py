@@ -325,3 +325,28 @@ def test_a_retried_call_gets_what_the_first_attempt_got(make_ctx, fake_redis):
     assert not again.is_error and again.content.startswith('{"message":"Successfully killed shell')
     other = run_tool("KillShell", {"shell_id": shell_id}, make_ctx(tool_use_id="toolu_4"))
     assert other.is_error and other.content.endswith("(status: killed)")
+
+
+class _Stopping:
+    """A session's shells whose kill ends in ``status`` (what the shell's host recorded by the time it looked)."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+    def kill(self, shell_id, cancel, call=""):
+        return self.status, "sleep 9"
+
+
+@pytest.mark.parametrize("tool, key", [("KillShell", "shell_id"), ("TaskStop", "task_id")])
+@pytest.mark.parametrize("status, says", [
+    ("running", "was asked to stop but has not stopped yet: its worker may be busy. Check it with BashOutput, or "
+                "call {tool} again."),
+    ("lost", "is lost: the worker running it stopped before it confirmed the kill"),
+    ("completed", "ended on its own (completed) before it was stopped"),
+])
+def test_killshell_and_taskstop_stop_a_shell_alike(tmp_path, tool, key, status, says):
+    ctx = ToolContext(workspace=tmp_path, shells=_Stopping(status))
+    out = run_tool(tool, {key: "b1"}, ctx)
+    assert out.is_error and f"Shell b1 {says.format(tool=tool)}" in out.content
+    done = run_tool(tool, {key: "b1"}, ToolContext(workspace=tmp_path, shells=_Stopping("killed")))
+    assert not done.is_error and "(sleep 9)" in done.content

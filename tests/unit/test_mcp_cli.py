@@ -120,6 +120,46 @@ def test_list_with_nothing_configured(here):
     assert mcp("list").output == "No MCP servers configured. Use `mainsail mcp add` to add a server.\n"
 
 
+def plugin(root: Path, name: str, servers: dict) -> Path:
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": name}))
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return root
+
+
+def test_list_and_get_show_plugin_servers_and_never_start_a_withheld_one(here, tmp_path):
+    ws, home = here
+    outside = plugin(tmp_path / "outside", "tools", {"srv": {"command": sys.executable, "args": [SERVER]}})
+    marker = ws / "ran"  # a withheld server that started would write it
+    probe = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w')"]}
+    inside = plugin(ws / "myplug", "myplug", {"probe": probe})
+    out = mcp("list", "--plugin-dir", str(outside), "--plugin-dir", "myplug")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert f"plugin:tools:srv: {sys.executable} {SERVER} - ✔ Connected" in lines
+    [held] = [line for line in lines if line.startswith("plugin:myplug:probe: ")]
+    assert "⏸ Withheld — plugin myplug: its MCP servers" in held and "inside this workspace" in held
+    assert not marker.exists()
+    got = mcp("get", "--plugin-dir", "myplug", "plugin:myplug:probe")
+    assert got.exit_code == 0 and "  Scope: Plugin (--plugin-dir) (" + str(inside / ".mcp.json") + ")" in got.output
+    assert "  Status: ⏸ Withheld" in got.output and "To remove" not in got.output and not marker.exists()
+    assert mcp("list").output.startswith("No MCP servers configured")  # (plugins only with --plugin-dir)
+    claude_place = CliRunner().invoke(cli, ["--plugin-dir", str(outside), "mcp", "get", "plugin:tools:srv"],
+                                      catch_exceptions=False)  # (Claude Code's: `claude --plugin-dir DIR mcp ...`)
+    assert claude_place.exit_code == 0 and "  Status: ✔ Connected" in claude_place.output
+    elsewhere = CliRunner().invoke(cli, ["--plugin-dir", str(outside), "sessions"], catch_exceptions=False)
+    assert elsewhere.exit_code == 2 and "--plugin-dir before a command is for `mcp list` and `mcp get` only" in \
+        elsewhere.output
+    # The person vouches for the workspace (trustedWorkspaces): the same plugin's server is checked like any other.
+    (home / ".mainsail").mkdir()
+    (home / ".mainsail" / "settings.json").write_text(json.dumps({"trustedWorkspaces": [str(ws)]}))
+    out = mcp("list", "--plugin-dir", "myplug")
+    assert out.exit_code == 0 and "plugin:myplug:probe: " in out.output and "Withheld" not in out.output
+    assert marker.exists()
+    missing = mcp("list", "--plugin-dir", "nothere")
+    assert missing.exit_code == 1 and "--plugin-dir nothere:" in missing.output and "Traceback" not in missing.output
+
+
 def record(*servers) -> SessionRecord:
     return SessionRecord(id="s1", model="m", workspace="/tmp", mcp_servers=list(servers))
 

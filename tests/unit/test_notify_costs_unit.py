@@ -13,10 +13,11 @@ from workflows.costs.report import parse_by, report
 from workflows.exceptions import ConfigurationError, NotifyError
 from workflows.models import ResultEntry, SessionRecord, StateEntry
 from workflows.notify.delivery import DeliveryFailed, post, request_of, sign, verify
-from workflows.notify.events import Notifier, events_of
+from workflows.notify.events import events_of
+from workflows.notify.outbox import Outbox
 from workflows.notify.subscriptions import make_subscription, shown_url
 from workflows.store.costs import CostRow, CostStore, add_call
-from workflows.store.notify import NotifyStore
+from workflows.store.notify import NotifyStore, stage
 from workflows.store.redis_store import Store
 
 NOW = 1_795_000_000.0  # 2026-11-18 UTC
@@ -105,16 +106,18 @@ def test_events_waiting_finished_failed_and_none_for_cancels_or_sub_agents():
     assert events_of(child, [ResultEntry(session_id="c1")], "http://x") == []
 
 
-def test_the_notifier_sends_each_event_to_the_subscriptions_that_want_it(fake_redis):
+def test_the_dispatcher_sends_each_event_to_the_subscriptions_that_want_it(fake_redis):
     store = Store(fake_redis)
     mine = store.notify().add(make_subscription(kind="generic", url="https://a.example/", token="alice",
                                                 workspace=None, events=["failed"]))
     store.notify().add(make_subscription(kind="slack", url="https://b.example/", token="bob", workspace=None))
     sent = []
-    notifier = Notifier(store, lambda event, sub: sent.append((event.type, sub.id)), "http://x")
     rec = SessionRecord(id="s1", workspace="/w", model="m", token="alice")
-    notifier(rec, [ResultEntry(session_id="s1"), ResultEntry(session_id="s1", subtype="error_max_turns",
-                                                             is_error=True)])
+    ops = store.pipeline()
+    staged = stage(rec, [ResultEntry(session_id="s1"), ResultEntry(session_id="s1", subtype="error_max_turns",
+                                                                    is_error=True)], "http://x", ops, 10)
+    ops.execute()
+    Outbox(store.notify(), lambda event, sub: sent.append((event.type, sub.id))).landed(staged)
     assert sent == [("failed", mine.id)]
 
 

@@ -30,10 +30,12 @@ from workflows.models import (
     StepStatus,
     new_id,
 )
+from workflows.notify.outbox import exit_if_asked
 from workflows.settings import Settings
 from workflows.store import keys
 from workflows.store.fenced import Recorder
 from workflows.store.metrics import STEP_BUCKETS, TALLY
+from workflows.store.notify import stage
 from workflows.store.redis_store import Store
 from workflows.store.registry import hold_value
 
@@ -101,6 +103,9 @@ class Committer:
         #: Called with the record and the entries of every landed commit that appended entries, after it
         #: landed (Claude Code's copy of the transcript: workflows/context/claude_copy.py, set by the engine).
         self.copies: list[Callable[[SessionRecord, list], None]] = []
+        #: Called with the notification events a landed commit recorded in the outbox (tasks/notify.py sends
+        #: them: workflows/notify/outbox.py); a process that has none leaves them to the reaper's sweep.
+        self.outboxes: list[Callable[[list[tuple[str, int]]], None]] = []
 
     def step_event(self, sid: str, step_id: str, owner: str,
                    apply: Callable[[Tx, StepRecord], None]) -> list[StepRecord]:
@@ -287,9 +292,15 @@ class Committer:
                 ops.zadd(keys.awaiting(), {rec.id: time.time()}, nx=True)
             else:
                 ops.zrem(keys.awaiting(), rec.id)
+        # The notification events (waiting, finished, failed) land with the commit that makes them, or not at all.
+        tx.staged = stage(rec, tx.entries, self.settings.public_url, ops, self.settings.notify_outbox_grace_seconds)
         reply = s.commit(rec.id, read, rec.commit, ops, tx.fence, record=written)
         if reply.status in ("ok", "landed"):
             count_commit(tx, now)
+            if tx.staged:
+                exit_if_asked()
+                for outbox in self.outboxes:
+                    outbox(tx.staged)
             if reply.status == "ok":
                 s.note_commit(rec.id, read, reply.extra or "", entries)
             kept = self._kept.get(tx.fence[2]) if tx.fence else None

@@ -41,6 +41,9 @@ class Tx:
     was_awaiting: bool = False  # the record's state when read (the awaiting set changes only on a change)
     ran: dict = field(default_factory=dict)  # tool_use id -> a quick call's result (record_model_reply)
     written: str = ""  # the record's JSON as the commit wrote it
+    #: The notification events the commit recorded in the outbox: (event id, due in unix ms)
+    #: (workflows/notify/outbox.py).
+    staged: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.was_awaiting = self.rec.state is State.AWAITING_PERMISSION

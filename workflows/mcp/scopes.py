@@ -28,7 +28,8 @@ SCOPES = ("local", "user", "project")
 SCOPE_TEXT = {"local": "Local config (private to you in this project)",
               "user": "User config (available in all your projects)",
               "project": "Project config (shared via .mcp.json)",
-              "dynamic": "Dynamic config (--mcp-config)"}
+              "dynamic": "Dynamic config (--mcp-config)",
+              "plugin": "Plugin (--plugin-dir)"}
 
 
 def scope_file(scope: str, workspace: Path, home: Path) -> Path:

@@ -1,30 +1,23 @@
-"""The events a webhook gets, read off each landed commit, and the observer that hands them to a sender.
+"""The events a webhook gets, read off the entries of each commit.
 
 ``waiting``: the session moved into ``awaiting_permission`` (a person must approve a call); ``finished``: a run
 ended well; ``failed``: a run ended in an error (not a cancel: the person who cancelled knows). Sub-agents'
 runs are their parent's business: they notify nothing. An event's id is the id of the transcript entry it is
 read from, so a commit observed twice (it never is) would still make one event per subscription.
 
-:class:`Notifier` is one of the committer's observers (``Committer.copies``), so every process that commits
-(workers, the CLI, the server) notifies: it costs nothing for a commit without such entries, and one read of the
-subscriptions for one with them. The sender (tasks/notify.py) sends a durable Celery task per (event,
-subscription); a failure here never touches the commit, which landed already.
+Every commit reads its entries with :func:`events_of` and records the events in the outbox in the same atomic
+write (workflows/notify/outbox.py): nothing is sent before the commit lands, nothing is lost after.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
 from statemachines import State
 from workflows.models import ResultEntry, SessionRecord, StateEntry
-from workflows.notify.subscriptions import Subscription
-
-log = logging.getLogger(__name__)
 
 #: What each event says, for people.
 _SAYS = {"waiting": "is waiting for approval", "finished": "finished", "failed": "failed"}
@@ -81,28 +74,4 @@ def _event(rec: SessionRecord, uuid: str, kind: str, public_url: str, **more) ->
                        token=rec.token, link=session_link(public_url, rec.id), text=text, **more)
 
 
-class Notifier:
-    """The committer's observer: each event of a landed commit goes to ``send(event, subscription)`` for every
-    subscription that wants it (``store``: the Redis store; ``public_url``: the console's base URL)."""
-
-    def __init__(self, store, send: Callable[[NotifyEvent, Subscription], None], public_url: str) -> None:
-        self.store = store
-        self.send = send
-        self.public_url = public_url
-
-    def __call__(self, rec: SessionRecord, entries: list) -> None:
-        events = events_of(rec, entries, self.public_url)
-        if not events:
-            return
-        try:
-            subs = [s for s in self.store.notify().all() if s.covers(rec.token, rec.workspace)]
-            for event in events:
-                for sub in subs:
-                    if event.type in sub.events:
-                        self.send(event, sub)
-        except Exception as exc:  # the commit landed: a notification lost here is logged, never raised
-            log.warning("could not send the %s notification(s) of session %s: %s",
-                        ",".join(e.type for e in events), rec.id[:8], type(exc).__name__)
-
-
-__all__ = ["NotifyEvent", "Notifier", "events_of", "session_link"]
+__all__ = ["NotifyEvent", "events_of", "session_link"]

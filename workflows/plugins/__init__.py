@@ -4,6 +4,15 @@
 by its own concern's loader (:func:`workflows.commands.load.plugin_commands`,
 :func:`workflows.agents.definitions.plugin_agents`, :func:`workflows.styles.load_styles`)."""
 
-from workflows.plugins.load import PluginError, inside, load_plugins, plugin_hooks, plugin_servers, withheld
+from workflows.plugins.load import (
+    PluginError,
+    inside,
+    load_plugins,
+    plugin_hooks,
+    plugin_server_list,
+    plugin_servers,
+    withheld,
+)
 
-__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_servers", "withheld"]
+__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_server_list", "plugin_servers",
+           "withheld"]

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Mapping
 
 from workflows.models import Plugin
-from workflows.models.mcp import McpServer, parse_servers
+from workflows.models.mcp import McpConfigError, McpServer, parse_servers
 from workflows.models.hooks import HookSet
 from workflows.settings.errors import SettingsError
 
-__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_servers", "withheld"]
+__all__ = ["PluginError", "inside", "load_plugins", "plugin_hooks", "plugin_server_list", "plugin_servers",
+           "withheld"]
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
@@ -148,16 +149,35 @@ def withheld(p: Plugin, what: str, path: Path, workspace: str, vouched: bool) ->
 
 def plugin_servers(plugins: list[Plugin], workspace: str, vouched: bool,
                    environ: Mapping[str, str]) -> tuple[list[McpServer], list[str]]:
-    """The plugins' MCP servers that may start, named ``plugin:PLUGIN:SERVER`` with source ``plugin`` and
-    ``${CLAUDE_PLUGIN_ROOT}`` standing for the plugin's folder (as Claude Code 2.1.332 has them); and a warning
-    for each plugin whose servers do not pass :func:`withheld`.
+    """The plugins' MCP servers that may start (see :func:`plugin_server_list`), and a warning for each plugin
+    whose servers do not pass :func:`withheld`.
 
     Raises:
         McpConfigError: a ``.mcp.json`` or manifest ``mcpServers`` that is not JSON or not ``{"name": {...}}``.
     """
+    out, warnings = [], []
+    for servers, why in plugin_server_list(plugins, workspace, vouched, environ):
+        if why:
+            warnings.append(why)
+        else:
+            out += servers
+    return out, warnings
+
+
+def plugin_server_list(plugins: list[Plugin], workspace: str, vouched: bool,
+                       environ: Mapping[str, str]) -> list[tuple[list[McpServer], str | None]]:
+    """Each plugin's MCP servers, named ``plugin:PLUGIN:SERVER`` with source ``plugin`` and ``${CLAUDE_PLUGIN_ROOT}``
+    standing for the plugin's folder (as Claude Code 2.1.332 has them), with why they are withheld
+    (:func:`withheld`; None: they may start). A plugin with no servers is left out; a withheld one whose servers
+    are malformed has none listed (they never start), only its reason.
+
+    Raises:
+        McpConfigError: a ``.mcp.json`` or manifest ``mcpServers`` that is not JSON, or (of a plugin whose servers
+            may start) not ``{"name": {...}}``.
+    """
     from workflows.mcp.sources import read_json
 
-    out, warnings = [], []
+    out: list[tuple[list[McpServer], str | None]] = []
     for p in plugins:
         path = Path(p.path) / ".mcp.json"
         data = read_json(path)
@@ -168,11 +188,13 @@ def plugin_servers(plugins: list[Plugin], workspace: str, vouched: bool,
         if entries is None:
             continue
         why = withheld(p, "MCP servers", path, workspace, vouched)
-        if why:
-            warnings.append(why)
-            continue
         env = {**environ, "CLAUDE_PLUGIN_ROOT": p.path}
-        for server in parse_servers(entries, source="plugin", origin=str(path), environ=env):
-            config = server.config.model_copy(update={"name": f"plugin:{p.name}:{server.name}"})
-            out.append(server.model_copy(update={"config": config}))
-    return out, warnings
+        try:
+            servers = parse_servers(entries, source="plugin", origin=str(path), environ=env)
+        except McpConfigError:
+            if why is None:
+                raise
+            servers = []
+        out.append(([s.model_copy(update={"config": s.config.model_copy(update={"name": f"plugin:{p.name}:{s.name}"})})
+                     for s in servers], why))
+    return out

@@ -30,7 +30,7 @@ from workflows.sessions.session_keys import resolve_added_dir
 from workflows.sessions.settings_files import load_permission_settings
 from workflows.settings.errors import SettingsError
 from workflows.styles import DEFAULT_STYLE, load_styles
-from workflows.trust.decide import listed, workspace_trust
+from workflows.trust.decide import vouches, workspace_trust
 
 
 def session_options(workspace: Path, settings, *, permission_mode=None, allowed_tools=(), disallowed_tools=(),
@@ -75,8 +75,7 @@ def session_options(workspace: Path, settings, *, permission_mode=None, allowed_
                                      disallowed_tools=list(disallowed_tools), sources=setting_sources,
                                      extra=extra_settings, trusted=trusted.opens)
     plugins = load_plugins(list(plugin_dirs), cwd or os.getcwd())
-    # (A workspace with no gated settings trusts "nothing": --trust-project or trustedWorkspaces still vouch for it.)
-    vouched = trusted.how in ("granted", "prompt", "listed") or bool(trust) or listed(str(ws), home)
+    vouched = vouches(trusted, str(ws), home, trust)
     hooks, plugin_warnings = plugin_hooks(plugins, str(ws), vouched)
     plugin_mcp, withheld = plugin_servers(plugins, str(ws), vouched, environ)
     servers = load_mcp(ws, home, files.mcp, flags=list(mcp.configs), strict=mcp.strict,

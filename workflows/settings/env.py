@@ -191,6 +191,10 @@ class Settings(BaseSettings):
     notify_backoff_seconds: float = Field(
         default=5.0, ge=0,
         description="A failed notification is sent again after this, doubled at each attempt (5 s, 10 s, 20 s...).")
+    notify_outbox_grace_seconds: float = Field(
+        default=10.0, ge=0,
+        description="A notification its committing process did not send (it died right after the commit) is "
+                    "sent by the reaper's sweep this long after the commit.")
     notify_attempts: int = Field(
         default=8, ge=1, description="A notification is tried at most this many times per subscription.")
     worker_lost_seconds: float = Field(

@@ -301,6 +301,22 @@ def notify_delivered(event_id: str, subscription_id: str) -> str:
     return f"{PREFIX}notify:delivered:{_check('event', event_id)}:{_check('subscription', subscription_id)}"
 
 
+def notify_outbox() -> str:
+    """Notification events their commit recorded and no dispatcher has sent yet: hash of event id -> the
+    event's JSON (workflows/notify/outbox.py)."""
+    return f"{PREFIX}notify:outbox"
+
+
+def notify_outbox_due() -> str:
+    """When each outbox event may be taken by the sweep: zset of event id -> unix milliseconds."""
+    return f"{PREFIX}notify:outbox:due"
+
+
+def notify_queued(event_id: str) -> str:
+    """The subscriptions an outbox event's delivery task was sent for: hash of subscription id -> 1."""
+    return f"{PREFIX}notify:queued:{_check('event', event_id)}"
+
+
 def cost_day(day: str) -> str:
     """One UTC day's costs (``YYYY-MM-DD``): hash of JSON ``[token, workspace, model]`` -> USD (costs.py)."""
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day or ""):

@@ -102,15 +102,7 @@ class KillShellTool(Tool):
     idempotent = True
 
     def run(self, args: KillShellInput, ctx: ToolContext) -> ToolOutput:
-        if ctx.shells is None:
-            raise ToolError(NO_SHELLS)
-        status, command = ctx.shells.kill(args.shell_id, ctx.cancel, ctx.tool_use_id)
-        if status == "running":
-            raise ToolError(f"Shell {args.shell_id} was asked to stop but has not stopped yet: its worker may be "
-                            "busy. Check it with BashOutput, or call KillShell again.")
-        if status == "lost":
-            raise ToolError(f"Shell {args.shell_id} is lost: the worker running it stopped before it confirmed the "
-                            "kill, and the command was stopped along with that worker.")
+        command = stop_shell(args.shell_id, ctx, self.name)
         message = {"message": f"Successfully killed shell: {args.shell_id} ({command})", "shell_id": args.shell_id}
         return ToolOutput(content=json.dumps(message, ensure_ascii=False, separators=(",", ":")),
                           display=f"Shell {args.shell_id} killed")
@@ -141,16 +133,34 @@ class TaskStopTool(Tool):
         task_id = args.task_id or args.shell_id
         if not task_id:
             raise ToolError("TaskStop needs a task_id: the ID a background Agent or Bash call returned.")
-        if ctx.shells is None:
-            raise ToolError(NO_SHELLS)
-        status, command = ctx.shells.kill(task_id, ctx.cancel, ctx.tool_use_id)  # (its errors name the shell)
-        if status != "killed":
-            raise ToolError(f"Task {task_id} was asked to stop but is {status}: its worker may be busy or gone. "
-                            "Call TaskStop again.")
+        command = stop_shell(task_id, ctx, self.name)
         result = {"message": f"Successfully stopped task: {task_id} ({command})", "task_id": task_id,
                   "task_type": "local_bash", "command": command}
         return ToolOutput(content=json.dumps(result, ensure_ascii=False, separators=(",", ":")), result=result,
                           display=f"Task {task_id} stopped")
+
+
+def stop_shell(shell_id: str, ctx: ToolContext, tool: str) -> str:
+    """Stop this session's background shell ``shell_id`` (KillShell, and TaskStop for a shell) and wait until it
+    has stopped; its command.
+
+    Raises:
+        ToolError: no shells here, no such shell or it is not running (:meth:`workflows.shells.SessionShells.kill`),
+            it has not stopped yet (``tool`` again), it is lost with its worker, or it ended on its own first.
+    """
+    if ctx.shells is None:
+        raise ToolError(NO_SHELLS)
+    status, command = ctx.shells.kill(shell_id, ctx.cancel, ctx.tool_use_id)
+    if status in ("running", "requested"):
+        raise ToolError(f"Shell {shell_id} was asked to stop but has not stopped yet: its worker may be busy. "
+                        f"Check it with BashOutput, or call {tool} again.")
+    if status == "lost":
+        raise ToolError(f"Shell {shell_id} is lost: the worker running it stopped before it confirmed the "
+                        "kill, and the command was stopped along with that worker.")
+    if status != "killed":
+        raise ToolError(f"Shell {shell_id} ended on its own ({status}) before it was stopped. Read its output with "
+                        "BashOutput.")
+    return command
 
 
 def _matching(searcher: LineSearcher, text: str, ctx: ToolContext) -> str:

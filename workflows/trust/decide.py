@@ -111,6 +111,14 @@ def _record(store: TrustStore, ws: str, gated: Gated, by: str) -> list[str]:
     return []
 
 
+def vouches(trusted: WorkspaceTrust, workspace: str, home: Path, grant: str | None = None) -> bool:
+    """Whether the person vouches now for everything in ``workspace`` (``grant``: ``--trust-project`` or a token
+    made with it; the trust prompt; ``trustedWorkspaces``), as a plugin inside it needs for its hooks and MCP
+    servers (:func:`workflows.plugins.withheld`). A trust recorded earlier covers the project settings it hashed
+    only. (A workspace with no gated settings trusts "nothing": a grant or ``trustedWorkspaces`` still vouch.)"""
+    return trusted.how in ("granted", "prompt", "listed") or bool(grant) or listed(workspace, home)
+
+
 def listed(workspace: str, home: Path) -> bool:
     """Whether ``trustedWorkspaces`` in ``~/.mainsail/settings.json`` names ``workspace`` or a folder above it.
 
