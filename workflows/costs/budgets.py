@@ -17,15 +17,16 @@ import os
 import time
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from workflows.exceptions import ConfigurationError
+from workflows.models.valid_text import ValidJson
 from workflows.store.costs import CostRow, day_of
 
 Period = Literal["day", "month", "total"]
 
 
-class Budget(BaseModel):
+class Budget(ValidJson):
     """A limit on what a token's sessions (``scope`` token, ``name`` its name) or a workspace's (``scope``
     workspace, ``name`` its resolved path, everything under it included) may spend per ``period``."""
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 import time
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from statemachines import State
 from workflows.models import ResultEntry, SessionRecord, StateEntry
+from workflows.models.valid_text import ValidJson
 
 #: What each event says, for people.
 _SAYS = {"waiting": "is waiting for approval", "finished": "finished", "failed": "failed"}
 
 
-class NotifyEvent(BaseModel):
+class NotifyEvent(ValidJson):
     """One event of one session, as every subscription gets it."""
 
     id: str

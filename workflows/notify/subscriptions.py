@@ -19,15 +19,16 @@ import uuid
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from workflows.exceptions import NotifyError
+from workflows.models.valid_text import ValidJson
 
 EVENTS = ("waiting", "finished", "failed")
 SECRET_PREFIX = "whsec_"
 
 
-class Subscription(BaseModel):
+class Subscription(ValidJson):
     """One webhook: ``url`` gets ``events`` of the sessions of ``token`` or under ``workspace``."""
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
