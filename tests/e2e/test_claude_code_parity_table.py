@@ -94,8 +94,9 @@ TABLE = [
                  [*BYPASS, "--input-format", "stream-json"],
                  feed=[("start", user_message("[multi-turn] go")), ("result", user_message("and again"))]),
     Conversation("interrupt", one(("Bash", {"command": WAIT})),
-                 [*BYPASS, "--input-format", "stream-json"],
-                 feed=[("start", user_message("[interrupt] go")), ("tool_use", INTERRUPT)]),
+                 [*BYPASS, "--input-format", "stream-json"],  # (the next prompt: what the model is sent after it)
+                 feed=[("start", user_message("[interrupt] go")), ("tool_use", INTERRUPT),
+                       ("result", user_message("and again"))]),
 ]
 
 MINE = "Glob|Grep|MultiEdit|TodoWrite|BashOutput|KillShell|MemoryRead|MemoryWrite|MemoryDelete"
@@ -168,12 +169,6 @@ ALLOWED: list[Allowed] = [
             "the sub-agent's usage keeps the Messages API's four token counts (not the API's other usage fields), "
             "and the harness* keys (Claude Code's record of its note and tail blocks) are left out",
             "theirs only.*", conversations=("agent",)),
-    Allowed("interrupted tool call", r"user|control_response/success\.response\.response\.still_queued|"
-            r"result\.(num_turns|terminal_reason|api_error_status|errors\[.*\])|" + RESULT_LINE,
-            "not matched yet: Claude Code answers a call stopped while running with its rejection text and a "
-            "separate [Request interrupted by user for tool use] message, and counts turns and names the end its "
-            "own way; Mainsail's result of the call is that bracketed text (docs/claude-code.md)",
-            conversations=("interrupt",)),
     Allowed("denial texts", rf"system/permission_denied\.message|{RESULT_LINE}",
             "Mainsail's refusals name the rule or mode that refused and the way to allow it (docs/permissions.md)",
             conversations=("print-deny", "deny-rule")),
