@@ -5,9 +5,13 @@ of a run (a failure) close the calls with the bracketed text, as before."""
 
 from __future__ import annotations
 
+import io
 import json
 
+from rich.console import Console
+
 from cli.output import StreamJson, result_json
+from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from tests.session_kw import create as create_session
@@ -79,6 +83,19 @@ def test_the_model_is_sent_the_results_and_the_interrupt_before_the_next_prompt(
     assert last["role"] == "user"
     assert [(b["type"], b.get("content") or b.get("text")) for b in last["content"]] == [
         ("tool_result", STOPPED_WHILE_RUNNING), ("tool_result", REJECTED), ("text", INTERRUPTED), ("text", "and again")]
+
+
+def test_the_terminal_shows_the_calls_interrupted_and_the_interrupt_not_as_a_prompt(engine, ws):
+    rec, inline, _ = two_commands(engine, ws)
+    engine.cancel(rec.id)
+    buf = io.StringIO()
+    r = Renderer(Console(file=buf, width=200, color_system=None))
+    for e in engine.store.entries(rec.id):
+        r.entry(e)
+    shown = buf.getvalue()
+    assert "> go\n" in shown and "⎿  Bash(sleep 1): interrupted\n" in shown
+    assert "⎿  Bash(sleep 2): interrupted before it ran\n" in shown
+    assert INTERRUPTED not in shown and "STOP what you are doing" not in shown
 
 
 def test_a_failure_still_closes_the_calls_with_the_bracketed_text(engine, ws):
