@@ -15,6 +15,7 @@ from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from tests.session_kw import create as create_session
+from workflows.context.claude_lines import claude_lines
 from workflows.context.transcript import import_entries
 from workflows.engine import INTERRUPTED, REJECTED, REJECTED_RESULT, STOPPED_WHILE_RUNNING
 from workflows.models import ResultEntry, UserEntry
@@ -109,6 +110,15 @@ def test_a_failure_still_closes_the_calls_with_the_bracketed_text(engine, ws):
     (result,) = [e for e in entries if isinstance(e, ResultEntry)]
     assert (result.subtype, result.num_turns, result.terminal_reason) == ("error_during_execution", 1, None)
     assert result_json(result, "tool_use")["errors"] == [result.result]
+
+
+def test_the_claude_code_transcript_copy_has_claude_codes_lines(engine, ws):
+    rec, inline, _ = two_commands(engine, ws)
+    engine.cancel(rec.id)
+    lines = [ln for ln in claude_lines(engine.store.entries(rec.id), engine.store.get_session(rec.id))
+             if ln["type"] == "user"]
+    assert [ln.get("toolUseResult") for ln in lines[1:]] == [REJECTED_RESULT, REJECTED_RESULT, None]
+    assert lines[-1]["message"] == {"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]}
 
 
 def test_claude_codes_interrupt_message_is_imported_as_one():
