@@ -1,7 +1,7 @@
 """Keys of Claude Code 2.1.332's stream-json lines beyond those the Agent SDK parses, for programs that read them.
 
 Mainsail sends the ones it can tell truly (or whose value is fixed for it: no fast mode, no 1-hour cache
-writes, no optional protocol capabilities); the rest are left out (docs/cli.md lists them).
+writes, one optional protocol capability); the rest are left out (docs/cli.md lists them).
 """
 
 from __future__ import annotations
@@ -9,16 +9,25 @@ from __future__ import annotations
 from workflows.model.tokens import model_limits
 from workflows.models import SessionRecord, UserEntry, new_id
 
-__all__ = ["RESULT_EXTRAS", "init_extras", "model_usage_extras", "permission_denied_lines", "result_usage"]
+__all__ = ["RESULT_EXTRAS", "init_extras", "interrupt_diagnostic", "model_usage_extras", "permission_denied_lines",
+           "result_usage"]
 
-#: The result line's keys with values fixed for Mainsail.
+#: The result line's keys with values fixed for Mainsail (``api_error_status`` on a success only, as Claude Code's).
 RESULT_EXTRAS = {"fast_mode_state": "off", "safety_stops": 0, "api_error_status": None, "queued_turn_count": 0}
+
+
+def interrupt_diagnostic(stop_reason: str | None) -> str:
+    """The one error Claude Code 2.1.332 reports for a run the user's interrupt stopped in its tool calls: its
+    description of the run's last message (the interrupt's user message) and of the last reply's stop."""
+    return f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={stop_reason or 'null'}"
 
 
 def init_extras(rec: SessionRecord) -> dict:
     """The ``system/init`` line's further keys."""
     return {
-        "capabilities": [],  # none of Claude Code's optional protocol capabilities
+        # Of Claude Code's optional protocol capabilities, the one Mainsail has: an interrupt's answer lists
+        # ``still_queued`` (cli/headless/stream.py)
+        "capabilities": ["interrupt_receipt_v1"],
         "terminal_slash_commands": [],
         "analytics_disabled": True,
         "product_feedback_disabled": True,

@@ -16,7 +16,14 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
-from cli.claude_keys import RESULT_EXTRAS, init_extras, model_usage_extras, permission_denied_lines, result_usage
+from cli.claude_keys import (
+    RESULT_EXTRAS,
+    init_extras,
+    interrupt_diagnostic,
+    model_usage_extras,
+    permission_denied_lines,
+    result_usage,
+)
 from workflows.context.export import assistant_api_message as api_message
 from workflows.model.tokens import model_limits
 from workflows.models import (
@@ -127,7 +134,7 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         "duration_api_ms": int(result.duration_api_ms),
         "num_turns": int(result.num_turns),
         "stop_reason": stop_reason,
-        "terminal_reason": TERMINAL_REASONS.get(result.subtype, "error"),
+        "terminal_reason": result.terminal_reason or TERMINAL_REASONS.get(result.subtype, "error"),
         "session_id": result.session_id,
         "total_cost_usd": usd(result.total_cost_usd),
         "usage": result_usage(_usage(result.usage)),
@@ -137,8 +144,10 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         **RESULT_EXTRAS,
         "uuid": result.uuid,
     }
-    if is_error:
-        out["errors"] = [result.result] if result.result else []
+    if is_error:  # (Claude Code's error results have no api_error_status)
+        out.pop("api_error_status")
+        out["errors"] = ([interrupt_diagnostic(stop_reason)] if result.terminal_reason == "aborted_tools"
+                         else [result.result] if result.result else [])
     else:
         out["result"] = result.result
     if result.structured_output is not None:  # --json-schema: the object the model gave (result: its JSON)
@@ -251,7 +260,8 @@ class StreamJson:
                     self.task_inputs[tu.id] = tu.input
         if isinstance(e, UserEntry) and e.origin in ("prompt", "inbox") and self.on_prompt is not None:
             self.on_prompt()
-        if (isinstance(e, UserEntry) and e.origin not in ("tool_result", "skill") and not self.replay_user_messages
+        if (isinstance(e, UserEntry) and e.origin not in ("tool_result", "skill", "interrupt")
+                and not self.replay_user_messages
                 and e.message.content != ENFORCE):  # (Claude Code streams its structured-output reminder)
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)

@@ -191,7 +191,7 @@ class Renderer:
                 self.console.print(Text(f"  ⎿  {line[:160]}", style=style))
             elif e.origin == "synthetic" and e.message.text().startswith("<bash-stdout>"):
                 self._bash_output(e.message.text())
-            elif self.show_prompts and e.command is None and e.origin not in ("synthetic", "skill"):
+            elif self.show_prompts and e.command is None and e.origin not in ("synthetic", "skill", "interrupt"):
                 # (a command's prompt: its start entry showed it)
                 self.console.print(Text(f"> {e.message.text()}", style="bold"))
         elif isinstance(e, SystemEntry) and e.subtype == "command":

@@ -45,7 +45,7 @@ from workflows.exceptions import (
     RequestNotFound,
     ToolInputError,
 )
-from workflows.hooks.session_hooks import starts_run
+from workflows.hooks.session_hooks import is_entry_of_prompt, starts_run
 from workflows.models import (
     HookCallbackEntry,
     PermissionDecisionEntry,
@@ -110,6 +110,7 @@ class StreamServer:
         self.callbacks = HookCallbacks(rt, self.control, lambda request: self.asker.get(request, self.sid))
         self.abandoned = False  # stdin ended with a question to the client open: the turn did not finish
         self.events = StreamEvents()  # --include-partial-messages: the replies' raw events
+        self.waiting: list[tuple[str, str | None]] = []  # (prompt, its line's uuid) sent while a turn ran, oldest first
         self._line = 0
 
     # ------------------------------------------------------------------ the loop
@@ -181,25 +182,31 @@ class StreamServer:
             elif kind == "user" and self.sdk.busy:  # the first prompt offers the SDK servers' tools
                 self.sdk.hold(user_text(msg, self._line))
             elif kind == "user":
-                self._submit(user_text(msg, self._line))
+                self._submit(user_text(msg, self._line), msg.get("uuid") if isinstance(msg.get("uuid"), str) else None)
             elif kind not in ("control_cancel_request", "keep_alive"):
                 raise ValueError(f"Invalid stream-json input on line {self._line}: expected a user message or a "
                                  f"control request, got type {kind!r}")
         except ValueError as exc:  # one bad line is reported; the conversation goes on
             click.echo(f"mainsail: {exc}", err=True)
 
-    def _submit(self, prompt: str) -> None:
+    def _submit(self, prompt: str, uuid: str | None = None) -> None:
+        """Send ``prompt`` (``uuid``: its input line's): it runs now, or waits in the session's inbox."""
         note = unknown_command_note(prompt, self.rt.store.commands(self.sid))
         if note:
             click.echo(f"mainsail: {note}", err=True)
-        if self.results >= self.submitted:  # idle: follow from here
+        busy = self.results < self.submitted
+        if not busy:  # idle: follow from here
             self.after = _last_id(self.rt, self.sid)
         service(self.rt).submit(self.sid, prompt)
+        if busy:
+            self.waiting.append((prompt, uuid))
         self.submitted += 1
 
     # ------------------------------------------------------------------ what the session records
 
     def _on_entry(self, e) -> None:
+        if self.waiting and is_entry_of_prompt(e, self.waiting[0][0]):
+            self.waiting.pop(0)  # (its run began)
         if starts_run(e):  # a prompt, or a custom command's start (its prompt comes after its ! lines)
             rec = self.rt.store.get_session(self.sid)
             self.out.init(rec, offered_tools(rec), api_key_source=self.api_key_source,
@@ -295,8 +302,10 @@ class StreamServer:
                                    sdk_commands(self.rt.store.commands(self.sid)), session_styles(rec))
 
     def _interrupt(self, request: dict) -> dict:
+        """Stop the running turn. The answer lists the uuids of this client's messages that wait in the inbox
+        (they survive the interrupt: the oldest runs next), as Claude Code's ``still_queued``."""
         service(self.rt).stop(self.sid, "Interrupted by the client")
-        return {}
+        return {"still_queued": [uuid for _, uuid in self.waiting if uuid]}
 
     def _set_mode(self, request: dict) -> dict:
         try:

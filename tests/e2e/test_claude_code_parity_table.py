@@ -37,6 +37,8 @@ NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "id": "c1", "metadata": {
 #: A command that runs until its workspace has a file named release (run_all makes it), at most a minute
 #: (Claude Code refuses a plain sleep).
 WAIT = "python3 -c \"import os,time; any(os.path.exists('release') or time.sleep(0.05) for _ in range(1200))\""
+#: A message sent with a uuid while a turn runs: it waits in the queue, and an interrupt's answer lists it.
+QUEUED = dict(user_message("and this too"), uuid="11111111-2222-4333-8444-555555555555")
 SCHEMA = json.dumps({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
 
 
@@ -94,8 +96,11 @@ TABLE = [
                  [*BYPASS, "--input-format", "stream-json"],
                  feed=[("start", user_message("[multi-turn] go")), ("result", user_message("and again"))]),
     Conversation("interrupt", one(("Bash", {"command": WAIT})),
-                 [*BYPASS, "--input-format", "stream-json"],
-                 feed=[("start", user_message("[interrupt] go")), ("tool_use", INTERRUPT)]),
+                 [*BYPASS, "--input-format", "stream-json"],  # (the next prompt: what the model is sent after it)
+                 feed=[("start", user_message("[interrupt] go")), ("tool_use", INTERRUPT),
+                       ("result", user_message("and again"))]),
+    Conversation("interrupt-queued", one(("Bash", {"command": WAIT})), [*BYPASS, "--input-format", "stream-json"],
+                 feed=[("start", user_message("[interrupt-queued] go")), ("tool_use", QUEUED), ("start", INTERRUPT)]),
 ]
 
 MINE = "Glob|Grep|MultiEdit|TodoWrite|BashOutput|KillShell|MemoryRead|MemoryWrite|MemoryDelete"
@@ -168,12 +173,11 @@ ALLOWED: list[Allowed] = [
             "the sub-agent's usage keeps the Messages API's four token counts (not the API's other usage fields), "
             "and the harness* keys (Claude Code's record of its note and tail blocks) are left out",
             "theirs only.*", conversations=("agent",)),
-    Allowed("interrupted tool call", r"user|control_response/success\.response\.response\.still_queued|"
-            r"result\.(num_turns|terminal_reason|api_error_status|errors\[.*\])|" + RESULT_LINE,
-            "not matched yet: Claude Code answers a call stopped while running with its rejection text and a "
-            "separate [Request interrupted by user for tool use] message, and counts turns and names the end its "
-            "own way; Mainsail's result of the call is that bracketed text (docs/claude-code.md)",
-            conversations=("interrupt",)),
+    Allowed("a uuid-stamped message's lifecycle", r"command_lifecycle|system/init\.user_message_uuids|"
+            r"(assistant|result)\.user_message_uuids?|result\.(request_sent_wall_ms|first_request_\w+)",
+            "Claude Code streams command_lifecycle lines (queued, started, completed) for a message sent with a uuid "
+            "and names it in its turn's lines; Mainsail keeps no client uuids but for an interrupt's still_queued "
+            "(docs/claude-code.md)", conversations=("interrupt-queued",)),
     Allowed("denial texts", rf"system/permission_denied\.message|{RESULT_LINE}",
             "Mainsail's refusals name the rule or mode that refused and the way to allow it (docs/permissions.md)",
             conversations=("print-deny", "deny-rule")),

@@ -18,7 +18,7 @@ import pytest
 from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
-from workflows.engine import INTERRUPTED
+from workflows.engine import INTERRUPTED, STOPPED_WHILE_RUNNING
 from workflows.models import PermissionDecisionEntry, ResultEntry, StepKind, StepStatus, SystemEntry, UserEntry
 
 pytestmark = pytest.mark.e2e
@@ -202,7 +202,7 @@ def test_resume_switches_sessions(cluster, workspace, api):
 
 
 def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, workspace, api):
-    # Events, not windows: the command (sleep 600) can only end by the interrupt, so its INTERRUPTED result
+    # Events, not windows: the command (sleep 600) can only end by the interrupt, so its interrupted result
     # proves the Ctrl-C; each wait below ends when its event happens (the limits only bound a broken run).
     proc = cluster.mainsail("--permission-mode", "bypassPermissions", cwd=workspace, background=True,
                             stdin=subprocess.PIPE)
@@ -230,6 +230,8 @@ def test_ctrl_c_interrupts_the_running_turn_and_returns_to_the_prompt(cluster, w
     assert "state       idle" in s["/status"][0]
     entries = cluster.store.entries(sid)
     results = [e.message.blocks()[0] for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
-    assert [(r.text, r.is_error) for r in results] == [(INTERRUPTED, True)]
+    assert [(r.text, r.is_error) for r in results] == [(STOPPED_WHILE_RUNNING, True)]  # (Claude Code's answer)
+    assert [e.message.text() for e in entries if isinstance(e, UserEntry) and e.origin == "interrupt"] == [
+        INTERRUPTED]
     assert any(isinstance(e, SystemEntry) and e.subtype == "interrupted" for e in entries)
     assert [e.subtype for e in entries if isinstance(e, ResultEntry)] == ["cancelled"]

@@ -17,6 +17,7 @@ from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
 from tests.fakeapi import FakeMessagesServer
 from tests.pty_term import ALT_ENTER, CTRL_C, CTRL_D, ESC, SHIFT_TAB, TAB, Term
+from workflows.engine import INTERRUPTED
 from workflows.models import StepKind, StepStatus, UserEntry
 
 pytestmark = pytest.mark.e2e
@@ -25,9 +26,11 @@ HOLD = "while [ ! -e go ]; do sleep 0.05; done; echo released"
 
 
 def prompt_text(body: dict) -> str:
+    """The newest user message's text, without reminders and without an interrupt's note (after an interrupt
+    the next prompt shares its message: "[Request interrupted by user for tool use]", then the prompt)."""
     content = body["messages"][-1]["content"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text" and b.get("text") != INTERRUPTED)
     return re.sub(r"<system-reminder>.*?</system-reminder>\s*", "", text, flags=re.S).strip()
 
 

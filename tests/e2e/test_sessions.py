@@ -15,6 +15,7 @@ from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.conftest import running
 from tests.e2e.conftest import wait_for
 from tests.fakeapi import FakeMessagesServer
+from workflows.engine import STOPPED_WHILE_RUNNING
 from workflows.models import ResultEntry, UserEntry
 
 pytestmark = pytest.mark.e2e
@@ -139,7 +140,7 @@ def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, wor
         time.sleep(2)  # the killed step's late result arrives and must change nothing
         entries = cluster.store.entries(sid)
         tool_results = [e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
-        assert len(tool_results) == 1 and "interrupted" in tool_results[0].message.blocks()[0].text.lower()
+        assert len(tool_results) == 1 and tool_results[0].message.blocks()[0].text == STOPPED_WHILE_RUNNING
         assert cluster.store.get_session(sid).state.value == "idle"
         assert [r.subtype for r in results(cluster, sid)] == ["cancelled"]
         assert not (workspace / "late.txt").exists()

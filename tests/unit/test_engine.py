@@ -11,7 +11,7 @@ from statemachines import State
 from tests.inline import Inline, api_of, scripted_model
 from tests.session_kw import create as create_session
 from workflows.context.assemble import api_messages
-from workflows.engine import Engine
+from workflows.engine import STOPPED_WHILE_RUNNING, Engine
 from workflows.models import (
     AssistantEntry,
     ResultEntry,
@@ -210,7 +210,7 @@ def test_a_late_result_after_cancel_is_discarded_and_the_transcript_stays_valid(
     rec2 = engine.store.get_session(rec.id)
     assert rec2.state is State.IDLE and rec2.epoch == 1
     (block,) = tool_results(engine, rec.id)
-    assert block.is_error and "interrupted" in block.text.lower()
+    assert block.is_error and block.text == STOPPED_WHILE_RUNNING  # (Claude Code's: the call was running)
     assert results(engine, rec.id)[-1].subtype == "cancelled"
     # A redelivered stale step is superseded, not run.
     assert run_step(engine, rec.id, tool_step.id, inline.dispatch) == "skipped"
@@ -348,5 +348,5 @@ def test_a_read_whose_result_never_lands_is_not_noted(engine, ws, monkeypatch):
     inline.dispatch(engine.submit(rec.id, "read calc.py"))
     inline.drain()
     assert engine.store.get_session(rec.id).state is State.IDLE
-    assert [b.content for b in tool_results(engine, rec.id)] == ["[Request interrupted by user for tool use]"]
+    assert [b.content for b in tool_results(engine, rec.id)] == [STOPPED_WHILE_RUNNING]
     assert _files_read(engine, rec.id) == {}

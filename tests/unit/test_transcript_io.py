@@ -12,7 +12,7 @@ from tests.inline import Inline, scripted_model
 from workflows.context.assemble import api_messages
 from workflows.context.export import export_entries, export_jsonl
 from workflows.context.transcript import import_entries, import_session
-from workflows.engine import INTERRUPTED, Engine
+from workflows.engine import INTERRUPTED, STOPPED_WHILE_RUNNING, Engine
 from workflows.models import (
     AssistantEntry,
     PermissionDecisionEntry,
@@ -152,7 +152,9 @@ def test_a_cancelled_session_round_trips(engine, ws):
     assert engine.cancel(rec.id)
     original = engine.store.entries(rec.id)
     assert [e.message.blocks()[0].text for e in original
-            if isinstance(e, UserEntry) and e.origin == "tool_result"][-1] == INTERRUPTED
+            if isinstance(e, UserEntry) and e.origin == "tool_result"][-1] == STOPPED_WHILE_RUNNING
+    assert [e.message.text() for e in original if isinstance(e, UserEntry) and e.origin == "interrupt"] == [
+        INTERRUPTED]
     assert isinstance(original[-1], ResultEntry) and original[-1].subtype == "cancelled"
     new = import_session(engine.store, exported(engine, rec.id))
     assert without_session(engine.store.entries(new.id)) == without_session(original)

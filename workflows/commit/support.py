@@ -30,6 +30,28 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
 
+#: What Claude Code 2.1.332 answers for a call the user's interrupt closed: the rejection text, for a call that
+#: had not started (waiting for its batch or for an approval) ...
+REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+            "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+            "tell you how to proceed.")
+#: ... and for a call that was running (its step dispatched), the same with Claude Code's correction.
+STOPPED_WHILE_RUNNING = REJECTED + (
+    " Correction to the text above: this call was stopped while running, not refused before it ran. It may have "
+    "run in part or in full, and its changes may have been written. No permission prompt was involved. Work it "
+    "started elsewhere (a remote command, a background process) may still be running, so check before starting "
+    "the same work again. The instruction to stop and wait still stands.")
+#: Such a result's ``tool_use_result`` (stream-json, the Claude Code transcript's ``toolUseResult``).
+REJECTED_RESULT = "User rejected tool use"
+
+
+def stopped_output(running: bool) -> ToolOutput:
+    """The result of a call the user's interrupt (a cancel) closed: ``running`` when its step was dispatched
+    (it may have run), else it never started. Other ends of a run (a failure, a hook's stop) close their calls
+    with :data:`INTERRUPTED` instead."""
+    return ToolOutput(content=STOPPED_WHILE_RUNNING if running else REJECTED, is_error=True, result=REJECTED_RESULT,
+                      display="interrupted" if running else "interrupted before it ran")
+
 
 #: The tool result of a mutating call whose worker was lost mid-run (it is never run again blindly).
 UNKNOWN_OUTCOME = (

@@ -109,7 +109,8 @@ def _entry_from_line(n: int, obj: dict):
             content = _clean_blocks(msg.get("content", ""))
             message = Message(role="user", content=content)
             origin = extras.get("origin") or (
-                "tool_result" if any(b.type == "tool_result" for b in message.blocks()) else "prompt")
+                "tool_result" if any(b.type == "tool_result" for b in message.blocks())
+                else "interrupt" if message.text() == INTERRUPTED else "prompt")
             return UserEntry.model_validate({**common, **extras, "origin": origin, "message": message})
         data = dict(msg)
         data["content"] = _clean_blocks(data.get("content", []))

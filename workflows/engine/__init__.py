@@ -35,6 +35,9 @@ from workflows.commit import Committer, Tx  # noqa: F401  (Tx: the engine's tran
 from workflows.commit.support import (  # noqa: F401  (the engine's public names)
     INTERRUPTED,
     QUEUE_FOR_KIND,
+    REJECTED,
+    REJECTED_RESULT,
+    STOPPED_WHILE_RUNNING,
     UNKNOWN_OUTCOME,
     Claim,
     Stopped,

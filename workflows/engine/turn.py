@@ -16,6 +16,7 @@ from workflows.commit.support import (
     _reset_run_figures,
     _title,
     context_size,
+    stopped_output,
 )
 from workflows.model.client import ModelReply
 from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
@@ -236,7 +237,12 @@ class TurnLogic(Part):
         self.abort_run(tx, "fail", "error_during_execution", error)
 
     def abort_run(self, tx: Tx, trigger: str, subtype: str, reason: str) -> None:
-        """End the run early: newer epoch, every dangling tool call closed, back to idle."""
+        """End the run early: newer epoch, every dangling tool call closed, back to idle.
+
+        The user's interrupt (``cancel``) closes them as Claude Code 2.1.332 does: each call's result is its
+        rejection text (:func:`~workflows.commit.support.stopped_output`), then a user message of its own says
+        :data:`INTERRUPTED`, and the result counts those two turns and ends ``aborted_tools``. A failure or a
+        hook's stop closes them with :data:`INTERRUPTED` as their result."""
         rec = tx.rec
         rec.epoch += 1
         self.subagents.release_children(tx)
@@ -244,13 +250,22 @@ class TurnLogic(Part):
         for req in rec.pending_requests():
             req.status = RequestStatus.SUPERSEDED
             tx.approvals_cleared.append(keys.lease_member(rec.id, req.id))
-        for call in rec.tool_calls:
-            if call.status is not ToolCallStatus.DONE:
-                self.add_tool_result(tx, call.tool_use_id, ToolOutput(content=INTERRUPTED, is_error=True,
-                                                                      display="interrupted"))
+        user = trigger == "cancel"
+        open_calls = [c for c in rec.tool_calls if c.status is not ToolCallStatus.DONE]
+        for call in open_calls:
+            self.add_tool_result(tx, call.tool_use_id, stopped_output(call.status is ToolCallStatus.DISPATCHED)
+                                 if user else ToolOutput(content=INTERRUPTED, is_error=True, display="interrupted"))
         rec.tool_calls = []
+        if user and open_calls:
+            tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=[TextBlock(text=INTERRUPTED)]),
+                             origin="interrupt"))
+            rec.context_added += estimate_tokens(INTERRUPTED)
         tx.fire(trigger)
-        self.add_result(tx, subtype, reason, is_error=True)
+        if user and open_calls:  # (the results' turn and the interrupt's, as Claude Code counts them)
+            self.add_result(tx, subtype, reason, is_error=True, num_turns=rec.run_turns + 2,
+                            terminal_reason="aborted_tools")
+        else:
+            self.add_result(tx, subtype, reason, is_error=True)
         self.after_idle(tx)  # the inbox is a queue: a cancel or a failure does not drop it
 
     def add_tool_result(self, tx: Tx, tool_use_id: str, output: ToolOutput, step_id: str | None = None) -> None:
@@ -269,7 +284,8 @@ class TurnLogic(Part):
             tx.add(UserEntry(session_id=tx.rec.id, message=text, origin="skill", step_id=step_id))
 
     def add_result(self, tx: Tx, subtype: str, text: str, is_error: bool = False, *,
-                   structured_output: dict | None = None, num_turns: int | None = None) -> None:
+                   structured_output: dict | None = None, num_turns: int | None = None,
+                   terminal_reason: str | None = None) -> None:
         """The run's result entry (every end of a run comes here); a sub-agent's also sends its report.
         ``num_turns``: None counts the run's model replies."""
         rec = tx.rec
@@ -284,6 +300,7 @@ class TurnLogic(Part):
             usage_by_model=dict(rec.run_usage_by_model), cost_by_model=dict(rec.run_cost_by_model),
             memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
             memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
+            terminal_reason=terminal_reason,
         ))
         if rec.parent_session_id:
             self.subagents.child_ended(tx)

@@ -46,8 +46,9 @@ class UserEntry(_Entry):
 
     type: Literal["user"] = "user"
     message: Message
-    # skill: a skill's text, after the Skill call's result (Claude Code's synthetic user message)
-    origin: Literal["prompt", "tool_result", "inbox", "synthetic", "skill"] = "prompt"
+    # skill: a skill's text, after the Skill call's result (Claude Code's synthetic user message); interrupt:
+    # the user's interrupt closed the turn's tool calls (Claude Code's "[Request interrupted by user for tool use]")
+    origin: Literal["prompt", "tool_result", "inbox", "synthetic", "skill", "interrupt"] = "prompt"
     display: str | None = None  # a one-line summary of a tool result, for watchers
     command: str | None = None  # a custom command's prompt: the invocation as typed (``/review a.py``)
     # A tool result's structured form, as Claude Code's ``tool_use_result`` (workflows.tools.base.ToolOutput.result).
@@ -201,6 +202,9 @@ class ResultEntry(_Entry):
     # The session's totals (main loop, compactions and every memory fork) as of this entry.
     session_usage: Usage | None = None
     session_cost_usd: float | None = None
+    # Why the run ended where the subtype does not say it all, in Claude Code's ``terminal_reason`` words
+    # (``aborted_tools``: the user's interrupt closed its tool calls); None: the subtype's (cli/output.py).
+    terminal_reason: str | None = None
 
 
 Entry = Annotated[

@@ -203,7 +203,7 @@
     switch (e.type) {
       case "user":
         if (e.origin === "tool_result") toolResult(e);
-        else if (!e.command) add(M.el("div", "prompt", "> " + text(e.message.content)));
+        else if (!e.command && e.origin !== "interrupt") add(M.el("div", "prompt", "> " + text(e.message.content)));
         break;
       case "assistant": assistant(e); break;
       case "system": add(M.el("div", "system " + e.subtype, (e.subtype === "command" ? "" : e.subtype + ": ") + e.content)); break;
