@@ -155,9 +155,10 @@ ALLOWED: list[Allowed] = [
     Allowed("new cell ids", r"user\.message\.content\[0\]\.content|request\.messages\[\d+\]\.content\[0\]\.content",
             "a new notebook cell's id is random", r'ours "Inserted cell [0-9a-f]{8} with x = 1", '
             r'theirs "Inserted cell [0-9a-f]{8} with x = 1"', conversations=("notebook",)),
-    Allowed("a foreground agent's task lines", r"system/task_\w+",
-            "Claude Code streams task_started/task_progress/task_notification lines for a foreground agent too; "
-            "Mainsail streams them for background agents only (docs/claude-code.md)", conversations=("agent",)),
+    Allowed("a sub-agent's output_file", r"system/task_notification\.output_file",
+            "Claude Code's is a link to the agent's transcript under /tmp/claude-UID; Mainsail's is the agent's Claude "
+            "Code transcript copy, left out when copies are off, as in these runs (docs/claude-code.md)",
+            "theirs only .*", conversations=("agent",)),
     Allowed("a hand-back without SendMessage", r"user\.message\.content\[0\]\.content\[0\]\.text|"
             r"request\.messages\[\d+\]\.content\[0\]\.content|user\.tool_use_result\.canContinueAgent",
             "Mainsail has no SendMessage: a foreground agent's hand-back ends its agentId line without Claude "

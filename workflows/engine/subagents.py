@@ -153,6 +153,11 @@ class SubagentLogic(Part):
         parent.children.append(child.id)
         if call.input.get("run_in_background") is True:
             self._launch(tx, call, child, step)
+        else:  # its task_started line (Claude Code streams a foreground agent's task lines too)
+            tx.add(SystemEntry(session_id=parent.id, subtype="task", content=f"Agent {child.title!r} started "
+                               f"({child.id[:8]})", task=background.started(
+                                   child.id, call.tool_use_id, child.title, child.agent_type or "",
+                                   str(call.input["prompt"]), backgrounded=False)))
 
         ctx = Tx(child)
         child.run_started_at = time.time()
@@ -236,8 +241,15 @@ class SubagentLogic(Part):
             self._add_child_cost(tx, child)
             if child.background_agent:
                 self._notify(tx, step, child, tool_uses)
-            else:
-                self.tools.record_tool_result(tx, step, output, None)
+                return
+            task = background.started(child.id, child.parent_tool_use_id or "", child.title,
+                                      child.agent_type or "", prompt, backgrounded=False)
+            status = background.task_status(child.final_subtype)
+            tx.add(SystemEntry(session_id=tx.rec.id, subtype="task", content=f"Agent {child.title!r} {status} "
+                               f"({child.id[:8]})", task=background.ended(
+                                   task, status, child.final_result or "", background.task_usage(child, tool_uses),
+                                   child.claude_transcript, {})))
+            self.tools.record_tool_result(tx, step, output, None)
 
         return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
 
@@ -266,12 +278,8 @@ class SubagentLogic(Part):
         task = rec.background_tasks.pop(child.id, None) or background.started(
             child.id, child.parent_tool_use_id or "", child.title, child.agent_type or "", "")
         status = background.task_status(child.final_subtype)
-        u = child.usage
-        usage = {"total_tokens": u.input_tokens + u.output_tokens + u.cache_read_input_tokens
-                 + u.cache_creation_input_tokens, "tool_uses": tool_uses,
-                 "duration_ms": int((time.time() - (child.run_started_at or time.time())) * 1000)}
-        notice = background.ended(task, status, child.final_result or "", usage, child.claude_transcript,
-                                  rec.background_tasks)
+        notice = background.ended(task, status, child.final_result or "", background.task_usage(child, tool_uses),
+                                  child.claude_transcript, rec.background_tasks)
         tx.add(SystemEntry(session_id=rec.id, subtype="task", task=notice,
                            content=f"Background agent {child.title!r} {status} ({child.id[:8]})"))
         rec.notifications += 1

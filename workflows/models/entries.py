@@ -78,7 +78,7 @@ class SystemEntry(_Entry):
     # unreadable: the marker of a stored entry that could not be read (workflows/store/entry_read.py)
     subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable", "task"] = "info"
     content: str
-    # subtype "task": a background agent's launch or end, for stream-json's task lines (workflows/engine/background.py)
+    # subtype "task": a sub-agent's launch or end, for stream-json's task lines (workflows/engine/background.py)
     task: dict[str, Any] | None = None
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
