@@ -30,6 +30,7 @@ from workflows.models import (
 )
 from workflows.models.mcp import McpStatus
 from workflows.tools.structured import ENFORCE
+from workflows.engine import agent_stats
 from workflows.engine.background import task_lines
 from workflows.tools.task import SUBAGENT_NAMES
 
@@ -135,9 +136,12 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         "modelUsage": model_usage(result),
         "cost_breakdown": cost_breakdown(result),
         "permission_denials": [dict(d) for d in result.permission_denials],
+        "subagent_stats": result.subagent_stats or agent_stats.blank(),
         **RESULT_EXTRAS,
         "uuid": result.uuid,
     }
+    if result.origin:  # a run a background agent's notification started
+        out["origin"] = result.origin
     if is_error:
         out["errors"] = [result.result] if result.result else []
     else:

@@ -124,9 +124,9 @@ ALLOWED: list[Allowed] = [
             "(docs/security.md); Claude Code does not", "ours true, theirs false"),
     Allowed("init keys not sent", r"system/init\.(served_by_anthropic|memory_paths|messaging_socket_path|"
             r"fast_mode_disabled_reason)", "what Mainsail cannot say truly (docs/cli.md)", "theirs only.*"),
-    Allowed("result keys not sent", r"result\.(fast_mode_disabled_reason|subagent_stats|ttft_ms|ttft_stream_ms|"
+    Allowed("result keys not sent", r"result\.(fast_mode_disabled_reason|ttft_ms|ttft_stream_ms|"
             r"time_to_request_ms|first_content_frame_ms|result_index|model_usage_since_last_result)",
-            "timings Mainsail does not measure, sub-agent counters", "theirs only.*"),
+            "timings Mainsail does not measure", "theirs only.*"),
     Allowed("cost_breakdown", r"result\.cost_breakdown", "names the memory forks' cost, which total_cost_usd "
             "leaves out (docs/cli.md)", "ours only.*"),
     Allowed("maxOutputTokens", r"result\.modelUsage\.[\w.-]+\.maxOutputTokens",

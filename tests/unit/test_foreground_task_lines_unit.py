@@ -83,6 +83,12 @@ def test_a_foreground_agent_streams_claude_codes_task_lines_once(engine, ws):
                           "session_id"]  # (no summary_is_report; output_file only with Claude Code copies on)
     assert (note["status"], note["summary"], note["usage"]["tool_uses"]) == ("completed", "one two three", 2)
     assert {o["session_id"] for o in got} == {rec.id}
+    (result,) = [o for o in got if o["type"] == "result"]  # Claude Code's running totals, counted once
+    assert result["subagent_stats"] == {
+        "spawned": 1, "requested": {"background": 0, "foreground": 0, "unset": 1}, "started_in_background": 0,
+        "max_depth": 1, "spawned_by_subagents": 0, "completed": 1, "failed": 0,
+        "killed": {"parent": 0, "user": 0, "system": 0}, "refused": {"depth_limit": 0, "concurrency_limit": 0,
+                                                                     "budget": 0}, "by_type": {"general-purpose": 1}}
 
 
 def test_activities_are_claude_codes_words():

@@ -18,10 +18,12 @@ model and a stream-json client see, matched with Claude Code 2.1.332:
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
-from workflows.models import new_id
+from workflows.engine import agent_stats
+from workflows.models import SystemEntry, new_id
 from workflows.tools.base import ToolOutput
 
 #: The head of a task notification: how a prompt that came from one is told apart from a person's.
@@ -89,6 +91,13 @@ def notification_text(task: dict) -> str:
     return _NOTIFICATION_INTRO + "\n".join(parts) + "\n</system-reminder>"
 
 
+def origin(prompt: str) -> dict | None:
+    """What started a run with ``prompt``, as Claude Code's result line says it: a background agent's
+    notification (its task's run id), or None (a person's prompt)."""
+    found = re.search(r"<task-id>([^<]+)</task-id>", prompt) if prompt.startswith(NOTIFICATION_HEAD) else None
+    return {"kind": "task-notification", "producer": "session-task", "runId": found[1]} if found else None
+
+
 def live(tasks: dict[str, dict]) -> list[dict]:
     """``background_tasks_changed``'s list: the session's live background agents."""
     return [{"task_id": tid, "run_id": t.get("run_id", tid), "task_type": "local_agent",
@@ -127,6 +136,24 @@ def ended(task: dict, status: str, result: str, usage: dict, output_file: str | 
             "output_file": output_file, "end_time": int(time.time() * 1000), "tasks": live(still)}
 
 
+def entry(session_id: str, notice: dict, what: str) -> SystemEntry:
+    """The transcript entry of a ``task`` notice (``what``: "launched", "completed"...)."""
+    agent = "Background agent" if notice.get("is_backgrounded", True) else "Agent"
+    return SystemEntry(session_id=session_id, subtype="task", task=notice,
+                       content=f"{agent} {notice['description']!r} {what} ({notice['task_id'][:8]})")
+
+
+def record_end(tx, task: dict, child, tool_uses: int) -> dict:
+    """A child's end, in its parent's commit ``tx``: its ``task`` notice (``task``: as launched) and its count in
+    the parent's ``subagent_stats``; the notice."""
+    status = task_status(child.final_subtype)
+    agent_stats.ended(tx.rec, status, task.get("stopped_by", "user"))
+    notice = ended(task, status, child.final_result or "", task_usage(child, tool_uses), child.claude_transcript,
+                   tx.rec.background_tasks)
+    tx.add(entry(tx.rec.id, notice, status))
+    return notice
+
+
 def task_lines(task: dict, session_id: str, tasks: list[dict] | None = None) -> list[dict]:
     """The stream-json ``system`` lines of a ``task`` notice (Claude Code's keys and order)."""
     base = {"task_id": task["task_id"], "run_id": task.get("run_id", task["task_id"])}
@@ -160,5 +187,5 @@ def task_lines(task: dict, session_id: str, tasks: list[dict] | None = None) -> 
             line("task_notification", **notice)] + changed
 
 
-__all__ = ["NOTIFICATION_HEAD", "ended", "launch_output", "live", "notification_text", "progress", "started",
-           "task_lines", "task_status", "task_usage"]
+__all__ = ["NOTIFICATION_HEAD", "ended", "entry", "launch_output", "live", "notification_text", "progress",
+           "record_end", "started", "task_lines", "task_status", "task_usage"]

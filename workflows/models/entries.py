@@ -201,6 +201,10 @@ class ResultEntry(_Entry):
     # The session's totals (main loop, compactions and every memory fork) as of this entry.
     session_usage: Usage | None = None
     session_cost_usd: float | None = None
+    # The session's sub-agent totals as of this entry (workflows.engine.agent_stats); None: none started yet.
+    subagent_stats: dict[str, Any] | None = None
+    # What started the run when not a person (a background agent's notification): Claude Code's origin.
+    origin: dict[str, Any] | None = None
 
 
 Entry = Annotated[
