@@ -157,8 +157,8 @@ ALLOWED: list[Allowed] = [
             r'theirs "Inserted cell [0-9a-f]{8} with x = 1"', conversations=("notebook",)),
     Allowed("a sub-agent's output_file", r"system/task_notification\.output_file",
             "Claude Code's is a link to the agent's transcript under /tmp/claude-UID; Mainsail's is the agent's Claude "
-            "Code transcript copy, left out when copies are off, as in these runs (docs/claude-code.md)",
-            "theirs only .*", conversations=("agent",)),
+            "Code transcript copy, empty when copies are off, as in these runs (docs/claude-code.md)",
+            r'ours "", theirs "/tmp/claude-\d+/.*\.output"', conversations=("agent",)),
     Allowed("a hand-back without SendMessage", r"user\.message\.content\[0\]\.content\[0\]\.text|"
             r"request\.messages\[\d+\]\.content\[0\]\.content|user\.tool_use_result\.canContinueAgent",
             "Mainsail has no SendMessage: a foreground agent's hand-back ends its agentId line without Claude "

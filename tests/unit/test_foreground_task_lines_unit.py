@@ -79,8 +79,9 @@ def test_a_foreground_agent_streams_claude_codes_task_lines_once(engine, ws):
     assert first["usage"]["total_tokens"] == (u.input_tokens + u.output_tokens + u.cache_read_input_tokens
                                               + u.cache_creation_input_tokens) > 0
     assert updated["patch"]["status"] == "completed" and set(updated["patch"]) == {"status", "end_time"}
-    assert list(note) == ["type", "subtype", "task_id", "run_id", "tool_use_id", "status", "summary", "usage", "uuid",
-                          "session_id"]  # (no summary_is_report; output_file only with Claude Code copies on)
+    assert list(note) == ["type", "subtype", "task_id", "run_id", "tool_use_id", "status", "output_file", "summary",
+                          "usage", "uuid", "session_id"]  # (no summary_is_report)
+    assert note["output_file"] == ""  # (no Claude Code copy here; the Agent SDK requires the key)
     assert (note["status"], note["summary"], note["usage"]["tool_uses"]) == ("completed", "one two three", 2)
     assert {o["session_id"] for o in got} == {rec.id}
     (result,) = [o for o in got if o["type"] == "result"]  # Claude Code's running totals, counted once

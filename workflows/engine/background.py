@@ -173,9 +173,9 @@ def task_lines(task: dict, session_id: str, tasks: list[dict] | None = None) -> 
                  subagent_type=task["subagent_type"], is_backgrounded=backgrounded, spawn_depth=1,
                  task_type="local_agent", prompt=task["prompt"])]
     status = task["status"]
-    notice = dict(base, tool_use_id=task["tool_use_id"], status="stopped" if status == "killed" else status)
-    if task.get("output_file"):
-        notice["output_file"] = task["output_file"]
+    # output_file: "" without a Claude Code copy (as Claude Code's redacted lines; the Agent SDK requires the key)
+    notice = dict(base, tool_use_id=task["tool_use_id"], status="stopped" if status == "killed" else status,
+                  output_file=task.get("output_file") or "")
     if status == "killed":
         notice["summary"] = task["description"]
     else:
