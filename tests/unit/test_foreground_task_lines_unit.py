@@ -4,10 +4,14 @@ and ``task_notification`` committed with its answer (once), in Claude Code's ord
 
 from __future__ import annotations
 
+import io
 import json
 
-from demo.scripted import ToolUse, Turn
+from rich.console import Console
+
 from cli.output import StreamJson
+from cli.render import Renderer
+from demo.scripted import ToolUse, Turn
 from cli.task_progress import activity
 from tests.fakeapi import assistant_turns, first_prompt
 from tests.inline import Inline, scripted_model
@@ -84,6 +88,12 @@ def test_a_foreground_agent_streams_claude_codes_task_lines_once(engine, ws):
     assert note["output_file"] == ""  # (no Claude Code copy here; the Agent SDK requires the key)
     assert (note["status"], note["summary"], note["usage"]["tool_uses"]) == ("completed", "one two three", 2)
     assert {o["session_id"] for o in got} == {rec.id}
+    shown = io.StringIO()  # a terminal shows the Agent call and its result, not the notices for stream-json
+    r = Renderer(show_prompts=True, show_requests=False)
+    r.console = Console(file=shown, width=200, color_system=None)
+    for e in engine.store.entries(rec.id):
+        r.entry(e)
+    assert "⏺ Agent(count)" in shown.getvalue() and "task:" not in shown.getvalue()
     (result,) = [o for o in got if o["type"] == "result"]  # Claude Code's running totals, counted once
     assert result["subagent_stats"] == {
         "spawned": 1, "requested": {"background": 0, "foreground": 0, "unset": 1}, "started_in_background": 0,
