@@ -241,9 +241,9 @@ class SubagentLogic(Part):
             if child.background_agent:
                 self._notify(tx, step, child, tool_uses)
                 return
-            background.record_end(tx, background.started(child.id, child.parent_tool_use_id or "", child.title,
-                                                    child.agent_type or "", prompt, backgrounded=False),
-                             child, tool_uses)
+            task = background.started(child.id, child.parent_tool_use_id or "", child.title, child.agent_type or "",
+                                      prompt, backgrounded=False)
+            background.record_end(tx, task, child, tool_uses)  # its task_updated and task_notification lines
             self.tools.record_tool_result(tx, step, output, None)
 
         return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
