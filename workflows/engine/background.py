@@ -7,10 +7,10 @@ model and a stream-json client see, matched with Claude Code 2.1.332:
 
 * the launch result, given to the Agent call at once (:func:`launch_output`);
 * the ``<task-notification>`` the parent gets as a user message when the agent ends, which starts a
-  turn of its own (:func:`notification_text`);
+  turn of its own (:func:`notification_text`), and that run's ``origin`` on its result line (:func:`origin`);
 * the ``system`` lines ``background_tasks_changed``, ``task_started``, ``task_progress``, ``task_updated`` and
   ``task_notification`` (:func:`task_lines`), from ``task`` notices: a launch's and an end's are recorded by the
-  commits that start and end the agent (:func:`started`, :func:`ended`), a background agent's and a foreground
+  commits that start and end the agent (:func:`started`, :func:`record_end`), a background agent's and a foreground
   one's alike; a progress notice (:func:`progress`) is read off the agent's own committed replies
   (cli/task_progress.py). A foreground agent's lines are a background one's but for ``is_backgrounded`` false,
   no ``background_tasks_changed`` and no ``summary_is_report`` (as Claude Code 2.1.332 streams them).
