@@ -24,6 +24,7 @@ from cli.claude_keys import (
     permission_denied_lines,
     result_usage,
 )
+from cli.task_progress import TaskProgress
 from workflows.context.export import assistant_api_message as api_message
 from workflows.model.tokens import model_limits
 from workflows.models import (
@@ -36,6 +37,7 @@ from workflows.models import (
 )
 from workflows.models.mcp import McpStatus
 from workflows.tools.structured import ENFORCE
+from workflows.engine import agent_stats
 from workflows.engine.background import task_lines
 from workflows.tools.task import SUBAGENT_NAMES
 
@@ -141,9 +143,12 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         "modelUsage": model_usage(result),
         "cost_breakdown": cost_breakdown(result),
         "permission_denials": [dict(d) for d in result.permission_denials],
+        "subagent_stats": result.subagent_stats or agent_stats.blank(),
         **RESULT_EXTRAS,
         "uuid": result.uuid,
     }
+    if result.origin:  # a run a background agent's notification started
+        out["origin"] = result.origin
     if is_error:  # (Claude Code's error results have no api_error_status)
         out.pop("api_error_status")
         out["errors"] = ([interrupt_diagnostic(stop_reason)] if result.terminal_reason == "aborted_tools"
@@ -200,6 +205,7 @@ class StreamJson:
         self.child_calls: dict[str, str | None] = {}  # sub-agent session -> its Task call's tool_use id
         self.task_inputs: dict[str, dict] = {}  # a Task call's tool_use id -> its input
         self.tool_names: dict[str, str] = {}  # a tool_use id -> its tool's name (for permission_denied lines)
+        self.progress = TaskProgress()  # the sub-agents' task_progress notices
         #: Called when a prompt's entry arrives, before its lines (a turn's ``init`` line goes there, once the
         #: session's MCP servers are known).
         self.on_prompt: Callable[[], None] | None = None
@@ -265,7 +271,7 @@ class StreamJson:
                 and e.message.content != ENFORCE):  # (Claude Code streams its structured-output reminder)
             return []
         lines = stream_json_lines(e, stop_reason=self.stop_reason)
-        if isinstance(e, SystemEntry) and e.subtype == "task" and e.task:  # a background agent's launch or end
+        if isinstance(e, SystemEntry) and e.subtype == "task" and e.task:  # a sub-agent's launch or end
             lines = task_lines(e.task, self.sid or e.session_id)
         if isinstance(e, UserEntry) and e.denied:
             lines = permission_denied_lines(e, self.tool_names) + lines
@@ -293,6 +299,8 @@ class StreamJson:
                  if obj["type"] != "assistant" or obj["message"]["content"][0].get("type") == "tool_use"]
         call = self.child_calls.get(child)
         task = self.task_inputs.get(call or "", {})
+        progress = [task_lines(n, self.sid or e.session_id)[0] for n in self.progress.notices(child, e, call, task)]
+        out = []
         for obj in lines:
             obj["parent_tool_use_id"] = call
             obj["session_id"] = self.sid or obj["session_id"]
@@ -300,8 +308,12 @@ class StreamJson:
             if obj["type"] in ("user", "assistant"):  # as Claude Code 2.1.332 marks a sub-agent's lines
                 obj.update(agent_id=child, subagent_type=task.get("subagent_type"),
                            task_description=task.get("description"))
+            # a tool call's task_progress: before its line for a foreground agent, after it for a background one
+            tick = [progress.pop(0)] if obj["type"] == "assistant" and progress else []
+            out += [obj, *tick] if task.get("run_in_background") is True else [*tick, obj]
+        for obj in out:
             self.emit(obj)
-        return lines
+        return out
 
     def delta(self, sid: str, text: str) -> None:
         """A text delta of the reply being streamed (only with ``partial_messages``)."""

@@ -196,6 +196,8 @@ class Renderer:
                 self.console.print(Text(f"> {e.message.text()}", style="bold"))
         elif isinstance(e, SystemEntry) and e.subtype == "command":
             self._command_entry(e)
+        elif isinstance(e, SystemEntry) and e.task and e.task.get("is_backgrounded") is False:
+            pass  # a foreground agent's start or end, for stream-json: its ⏺ Agent line and result show it
         elif isinstance(e, SystemEntry):
             self._end_line()
             style = {"error": "bold red", "warning": "yellow", "interrupted": "yellow",

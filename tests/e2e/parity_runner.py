@@ -50,6 +50,10 @@ NORMALIZED = {
     "agentId": "as agent_id",
     "totalDurationMs": "wall-clock time",
     "totalTokens": "as input_tokens",
+    "total_tokens": "as input_tokens (a sub-agent's task lines)",
+    "task_id": "each run makes its own sub-agent, whose task id it is",
+    "run_id": "as task_id",
+    "end_time": "wall-clock time",
 }
 
 #: The same volatile values inside a sub-agent's hand-back text (its agent id, tokens and duration).

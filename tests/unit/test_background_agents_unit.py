@@ -52,6 +52,9 @@ def test_a_background_agent_launches_at_once_and_its_notification_is_a_turn_of_i
     parent = engine.store.get_session(rec.id)
     assert parent.state is State.IDLE and parent.background_tasks == {} and parent.notifications == 1
     assert [r.result for r in entries(engine, rec.id, ResultEntry)] == ["Turn 1 done.", "Turn 2 done."]
+    # the notification's run says so on its result (Claude Code's origin); the first run is a person's
+    assert [r.origin for r in entries(engine, rec.id, ResultEntry)] == [
+        None, {"kind": "task-notification", "producer": "session-task", "runId": child_id}]
     (note,) = [e for e in entries(engine, rec.id, UserEntry) if e.message.text().startswith(NOTIFICATION_HEAD)]
     text = note.message.text()
     assert f"<task-id>{child_id}</task-id>" in text and "<status>completed</status>" in text
@@ -92,6 +95,9 @@ def test_task_stop_stops_a_background_agent_and_it_notifies_as_killed(engine, ws
     (note,) = [e for e in entries(engine, rec.id, UserEntry) if e.message.text().startswith(NOTIFICATION_HEAD)]
     assert "<status>killed</status>" in note.message.text()
     assert '<summary>Agent "count" was stopped by Claude</summary>' in note.message.text()
+    stats = engine.store.get_session(rec.id).subagent_stats  # (the result line's subagent_stats)
+    assert (stats["spawned"], stats["requested"]["background"], stats["started_in_background"]) == (1, 1, 1)
+    assert (stats["killed"], stats["completed"]) == ({"parent": 1, "user": 0, "system": 0}, 0)
     assert len(entries(engine, rec.id, ResultEntry)) == 2
 
 

@@ -61,6 +61,10 @@ def test_result_json_has_claude_codes_fields_and_types():
                   "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 3},
                   "inference_geo": "", "iterations": [], "speed": "standard", "fallback_credit": None},
         "permission_denials": [{"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "rm x"}}],
+        "subagent_stats": {"spawned": 0, "requested": {"background": 0, "foreground": 0, "unset": 0},
+                           "started_in_background": 0, "max_depth": 0, "spawned_by_subagents": 0, "completed": 0,
+                           "failed": 0, "killed": {"parent": 0, "user": 0, "system": 0},
+                           "refused": {"depth_limit": 0, "concurrency_limit": 0, "budget": 0}, "by_type": {}},
         "fast_mode_state": "off", "safety_stops": 0, "api_error_status": None, "queued_turn_count": 0,
         "uuid": r.uuid,
     }

@@ -1,4 +1,5 @@
-"""Background sub-agents (Agent ``run_in_background``): Claude Code 2.1's texts and stream-json shapes.
+"""Background sub-agents (Agent ``run_in_background``): Claude Code 2.1's texts and stream-json shapes; and the
+task lines of every sub-agent, foreground ones too.
 
 The mechanics live in :mod:`workflows.engine.subagents` (the child is a durable session of its own,
 the parent's ``agent`` step is the fence its notification commits on); this module holds what the
@@ -6,17 +7,23 @@ model and a stream-json client see, matched with Claude Code 2.1.332:
 
 * the launch result, given to the Agent call at once (:func:`launch_output`);
 * the ``<task-notification>`` the parent gets as a user message when the agent ends, which starts a
-  turn of its own (:func:`notification_text`);
-* the ``system`` lines ``background_tasks_changed``, ``task_started``, ``task_updated`` and
-  ``task_notification`` (:func:`task_lines`), from the ``task`` notices the two commits record.
+  turn of its own (:func:`notification_text`), and that run's ``origin`` on its result line (:func:`origin`);
+* the ``system`` lines ``background_tasks_changed``, ``task_started``, ``task_progress``, ``task_updated`` and
+  ``task_notification`` (:func:`task_lines`), from ``task`` notices: a launch's and an end's are recorded by the
+  commits that start and end the agent (:func:`started`, :func:`record_end`), a background agent's and a foreground
+  one's alike; a progress notice (:func:`progress`) is read off the agent's own committed replies
+  (cli/task_progress.py). A foreground agent's lines are a background one's but for ``is_backgrounded`` false,
+  no ``background_tasks_changed`` and no ``summary_is_report`` (as Claude Code 2.1.332 streams them).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
-from workflows.models import new_id
+from workflows.engine import agent_stats
+from workflows.models import SystemEntry, new_id
 from workflows.tools.base import ToolOutput
 
 #: The head of a task notification: how a prompt that came from one is told apart from a person's.
@@ -84,6 +91,13 @@ def notification_text(task: dict) -> str:
     return _NOTIFICATION_INTRO + "\n".join(parts) + "\n</system-reminder>"
 
 
+def origin(prompt: str) -> dict | None:
+    """What started a run with ``prompt``, as Claude Code's result line says it: a background agent's
+    notification (its task's run id), or None (a person's prompt)."""
+    found = re.search(r"<task-id>([^<]+)</task-id>", prompt) if prompt.startswith(NOTIFICATION_HEAD) else None
+    return {"kind": "task-notification", "producer": "session-task", "runId": found[1]} if found else None
+
+
 def live(tasks: dict[str, dict]) -> list[dict]:
     """``background_tasks_changed``'s list: the session's live background agents."""
     return [{"task_id": tid, "run_id": t.get("run_id", tid), "task_type": "local_agent",
@@ -91,16 +105,53 @@ def live(tasks: dict[str, dict]) -> list[dict]:
             for tid, t in tasks.items()]
 
 
-def started(task_id: str, tool_use_id: str, description: str, subagent_type: str, prompt: str) -> dict:
+def started(task_id: str, tool_use_id: str, description: str, subagent_type: str, prompt: str,
+            backgrounded: bool = True) -> dict:
     """The ``task`` notice of a launch (what :func:`task_lines` turns into lines)."""
     return {"event": "started", "task_id": task_id, "run_id": task_id, "tool_use_id": tool_use_id,
-            "description": description, "subagent_type": subagent_type, "prompt": prompt}
+            "description": description, "subagent_type": subagent_type, "prompt": prompt,
+            "is_backgrounded": backgrounded}
+
+
+def progress(task_id: str, tool_use_id: str | None, description: str, subagent_type: str | None, usage: dict,
+             last_tool_name: str) -> dict:
+    """The ``task`` notice of an agent's reply that called a tool: ``description`` says what it does now (the
+    tool's activity), ``usage`` its tokens, tool calls and time so far."""
+    return {"event": "progress", "task_id": task_id, "run_id": task_id, "tool_use_id": tool_use_id,
+            "description": description, "subagent_type": subagent_type, "usage": usage,
+            "last_tool_name": last_tool_name}
+
+
+def task_usage(child, tool_uses: int) -> dict:
+    """A notice's ``usage``: the agent's (a child session record's) tokens, tool calls and run time so far."""
+    u = child.usage
+    return {"total_tokens": u.input_tokens + u.output_tokens + u.cache_read_input_tokens
+            + u.cache_creation_input_tokens, "tool_uses": tool_uses,
+            "duration_ms": int((time.time() - (child.run_started_at or time.time())) * 1000)}
 
 
 def ended(task: dict, status: str, result: str, usage: dict, output_file: str | None, still: dict) -> dict:
     """The ``task`` notice of an end: ``task`` as launched, how it ended, the agents still running."""
     return {**task, "event": "ended", "status": status, "result": result, "usage": usage,
             "output_file": output_file, "end_time": int(time.time() * 1000), "tasks": live(still)}
+
+
+def entry(session_id: str, notice: dict, what: str) -> SystemEntry:
+    """The transcript entry of a ``task`` notice (``what``: "launched", "completed"...)."""
+    agent = "Background agent" if notice.get("is_backgrounded", True) else "Agent"
+    return SystemEntry(session_id=session_id, subtype="task", task=notice,
+                       content=f"{agent} {notice['description']!r} {what} ({notice['task_id'][:8]})")
+
+
+def record_end(tx, task: dict, child, tool_uses: int) -> dict:
+    """A child's end, in its parent's commit ``tx``: its ``task`` notice (``task``: as launched) and its count in
+    the parent's ``subagent_stats``; the notice."""
+    status = task_status(child.final_subtype)
+    agent_stats.ended(tx.rec, status, task.get("stopped_by", "user"))
+    notice = ended(task, status, child.final_result or "", task_usage(child, tool_uses), child.claude_transcript,
+                   tx.rec.background_tasks)
+    tx.add(entry(tx.rec.id, notice, status))
+    return notice
 
 
 def task_lines(task: dict, session_id: str, tasks: list[dict] | None = None) -> list[dict]:
@@ -110,23 +161,31 @@ def task_lines(task: dict, session_id: str, tasks: list[dict] | None = None) -> 
     def line(subtype: str, **fields) -> dict:
         return {"type": "system", "subtype": subtype, **fields, "uuid": new_id(), "session_id": session_id}
 
+    backgrounded = task.get("is_backgrounded", True)  # (notices recorded before foreground ones had lines)
+    changed = [line("background_tasks_changed", tasks=tasks if tasks is not None else task.get("tasks", []))
+               ] if backgrounded else []
+    if task["event"] == "progress":
+        return [line("task_progress", **base, tool_use_id=task["tool_use_id"], description=task["description"],
+                     subagent_type=task["subagent_type"], usage=task["usage"], last_tool_name=task["last_tool_name"])]
     if task["event"] == "started":
-        return [line("background_tasks_changed", tasks=tasks if tasks is not None else task.get("tasks", [])),
-                line("task_started", **base, tool_use_id=task["tool_use_id"], description=task["description"],
-                     subagent_type=task["subagent_type"], is_backgrounded=True, spawn_depth=1,
-                     task_type="local_agent", prompt=task["prompt"])]
+        return changed + [
+            line("task_started", **base, tool_use_id=task["tool_use_id"], description=task["description"],
+                 subagent_type=task["subagent_type"], is_backgrounded=backgrounded, spawn_depth=1,
+                 task_type="local_agent", prompt=task["prompt"])]
     status = task["status"]
-    notice = dict(base, tool_use_id=task["tool_use_id"], status="stopped" if status == "killed" else status)
-    if task.get("output_file"):
-        notice["output_file"] = task["output_file"]
+    # output_file: "" without a Claude Code copy (as Claude Code's redacted lines; the Agent SDK requires the key)
+    notice = dict(base, tool_use_id=task["tool_use_id"], status="stopped" if status == "killed" else status,
+                  output_file=task.get("output_file") or "")
     if status == "killed":
         notice["summary"] = task["description"]
     else:
-        notice.update(summary=task.get("result") or "", summary_is_report=True, usage=task.get("usage") or {})
+        notice["summary"] = task.get("result") or ""
+        if backgrounded:
+            notice["summary_is_report"] = True
+        notice["usage"] = task.get("usage") or {}
     return [line("task_updated", **base, patch={"status": status, "end_time": task["end_time"]}),
-            line("task_notification", **notice),
-            line("background_tasks_changed", tasks=task.get("tasks", []))]
+            line("task_notification", **notice)] + changed
 
 
-__all__ = ["NOTIFICATION_HEAD", "ended", "launch_output", "live", "notification_text", "started", "task_lines",
-           "task_status"]
+__all__ = ["NOTIFICATION_HEAD", "ended", "entry", "launch_output", "live", "notification_text", "progress",
+           "record_end", "started", "task_lines", "task_status", "task_usage"]

@@ -37,7 +37,7 @@ from workflows.commit.support import (
     _add_to,
 )
 from workflows.context.claude_copy import child_file
-from workflows.engine import background, handback
+from workflows.engine import agent_stats, background, handback
 from workflows.exceptions import ToolInputError
 from workflows.model.pricing import add_cost
 from workflows.models import (
@@ -47,7 +47,6 @@ from workflows.models import (
     StepKind,
     StepRecord,
     StepStatus,
-    SystemEntry,
     ToolCall,
     ToolCallStatus,
     UserEntry,
@@ -151,8 +150,14 @@ class SubagentLogic(Part):
         call.child_session_id = child.id
         call.status = ToolCallStatus.DISPATCHED
         parent.children.append(child.id)
-        if call.input.get("run_in_background") is True:
+        in_background = call.input.get("run_in_background") is True
+        agent_stats.spawned(parent, call.input, agent.name, in_background)
+        if in_background:
             self._launch(tx, call, child, step)
+        else:  # its task_started line (Claude Code streams a foreground agent's task lines too)
+            notice = background.started(child.id, call.tool_use_id, child.title, child.agent_type or "",
+                                        str(call.input["prompt"]), backgrounded=False)
+            tx.add(background.entry(parent.id, notice, "started"))
 
         ctx = Tx(child)
         child.run_started_at = time.time()
@@ -173,8 +178,7 @@ class SubagentLogic(Part):
         notice = background.started(child.id, call.tool_use_id, child.title, child.agent_type or "",
                                     str(call.input["prompt"]))
         parent.background_tasks[child.id] = notice
-        tx.add(SystemEntry(session_id=parent.id, subtype="task", task=dict(notice, tasks=background.live(
-            parent.background_tasks)), content=f"Background agent {child.title!r} launched ({child.id[:8]})"))
+        tx.add(background.entry(parent.id, dict(notice, tasks=background.live(parent.background_tasks)), "launched"))
         output = background.launch_output(child.id, child.title, str(call.input["prompt"]), child.model,
                                           child.claude_transcript)
         self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=None)
@@ -236,8 +240,11 @@ class SubagentLogic(Part):
             self._add_child_cost(tx, child)
             if child.background_agent:
                 self._notify(tx, step, child, tool_uses)
-            else:
-                self.tools.record_tool_result(tx, step, output, None)
+                return
+            task = background.started(child.id, child.parent_tool_use_id or "", child.title, child.agent_type or "",
+                                      prompt, backgrounded=False)
+            background.record_end(tx, task, child, tool_uses)  # its task_updated and task_notification lines
+            self.tools.record_tool_result(tx, step, output, None)
 
         return self.committer.step_event(parent_sid, parent_step, agent_owner(child.id), apply)
 
@@ -265,15 +272,7 @@ class SubagentLogic(Part):
         tx.finish(step)
         task = rec.background_tasks.pop(child.id, None) or background.started(
             child.id, child.parent_tool_use_id or "", child.title, child.agent_type or "", "")
-        status = background.task_status(child.final_subtype)
-        u = child.usage
-        usage = {"total_tokens": u.input_tokens + u.output_tokens + u.cache_read_input_tokens
-                 + u.cache_creation_input_tokens, "tool_uses": tool_uses,
-                 "duration_ms": int((time.time() - (child.run_started_at or time.time())) * 1000)}
-        notice = background.ended(task, status, child.final_result or "", usage, child.claude_transcript,
-                                  rec.background_tasks)
-        tx.add(SystemEntry(session_id=rec.id, subtype="task", task=notice,
-                           content=f"Background agent {child.title!r} {status} ({child.id[:8]})"))
+        notice = background.record_end(tx, task, child, tool_uses)
         rec.notifications += 1
         tx.inbox_pushes.append(background.notification_text(notice))
         if rec.state is State.EXTRACTING:  # nobody waits for memory: the notification runs now
@@ -294,6 +293,7 @@ class SubagentLogic(Part):
                             display=f"Agent {task['description']!r} stopped")
         self.turns.add_tool_result(tx, call.tool_use_id, output, step_id=None)
         call.status = ToolCallStatus.DONE
+        task["stopped_by"] = "parent"  # (its end counts as killed by its parent: workflows/engine/agent_stats.py)
         tx.after.append(lambda: self.stop_children([task_id]))
         return True
 

@@ -18,6 +18,7 @@ from workflows.commit.support import (
     context_size,
     stopped_output,
 )
+from workflows.engine import background
 from workflows.model.client import ModelReply
 from workflows.model.tokens import estimate_tokens, media_tokens, thresholds
 from workflows.models import (
@@ -103,6 +104,7 @@ class TurnLogic(Part):
         rec.run_wrote_memory = False
         rec.last_error = None
         rec.structured = StructuredRun()
+        rec.run_origin = background.origin(prompt)
         if not rec.title:
             rec.title = _title(prompt)
         rec.command, rec.run_model, rec.run_allow = None, None, []
@@ -301,6 +303,8 @@ class TurnLogic(Part):
             memory_usage=rec.run_memory_usage, memory_cost_usd=rec.run_memory_cost_usd,
             memory_saving=rec.saving_memory(), session_usage=rec.usage, session_cost_usd=rec.cost_usd,
             terminal_reason=terminal_reason,
+            subagent_stats=rec.subagent_stats or None,
+            origin=rec.run_origin,
         ))
         if rec.parent_session_id:
             self.subagents.child_ended(tx)

@@ -79,7 +79,7 @@ class SystemEntry(_Entry):
     # unreadable: the marker of a stored entry that could not be read (workflows/store/entry_read.py)
     subtype: Literal["error", "info", "warning", "interrupted", "memory", "command", "unreadable", "task"] = "info"
     content: str
-    # subtype "task": a background agent's launch or end, for stream-json's task lines (workflows/engine/background.py)
+    # subtype "task": a sub-agent's launch or end, for stream-json's task lines (workflows/engine/background.py)
     task: dict[str, Any] | None = None
     # A memory fork's model calls: they are the session's cost too, but not a turn of it.
     usage: Usage | None = None
@@ -205,6 +205,10 @@ class ResultEntry(_Entry):
     # Why the run ended where the subtype does not say it all, in Claude Code's ``terminal_reason`` words
     # (``aborted_tools``: the user's interrupt closed its tool calls); None: the subtype's (cli/output.py).
     terminal_reason: str | None = None
+    # The session's sub-agent totals as of this entry (workflows.engine.agent_stats); None: none started yet.
+    subagent_stats: dict[str, Any] | None = None
+    # What started the run when not a person (a background agent's notification): Claude Code's origin.
+    origin: dict[str, Any] | None = None
 
 
 Entry = Annotated[

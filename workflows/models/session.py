@@ -183,6 +183,8 @@ class SessionRecord(_Model):
     background_agent: bool = False
     background_tasks: dict[str, dict] = Field(default_factory=dict)
     notifications: int = 0
+    # Running totals of the sub-agents started (the result line's subagent_stats: workflows.engine.agent_stats)
+    subagent_stats: dict[str, Any] = Field(default_factory=dict)
 
     # Context, computed once at the start so every worker sends the same bytes (the prompt cache holds).
     system_context: str = ""
@@ -199,6 +201,8 @@ class SessionRecord(_Model):
     context_tokens: int = 0  # the last response's input (+ cache) and output tokens
     context_added: int = 0  # estimated tokens added since that response
     run_prompt_uuid: str | None = None
+    # What started the run, when not a person: the result line's origin (workflows.engine.background.origin)
+    run_origin: dict[str, Any] | None = None
     #: Keys of the last messages submitted with one (``Engine.submit(once=...)``, e.g. a schedule's run):
     #: the same key again submits nothing, so a retried sender cannot send twice.
     submit_keys: list[str] = Field(default_factory=list)
