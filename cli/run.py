@@ -99,7 +99,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
                  continue_=continue_, fork=fork, workspace=workspace).run()
         return
     if input_format == "stream-json":
-        from cli.output import read_stream_json_input
+        from cli.stream_input import read_stream_json_input
 
         try:
             prompts = list(read_stream_json_input(sys.stdin))

@@ -34,7 +34,8 @@ from cli.headless.hook_callbacks import HookCallbacks, callback_hooks
 from cli.headless.partial import StreamEvents
 from cli.headless.sdk_mcp import SdkServers, sdk_handlers
 from cli.headless.updates import apply_updates
-from cli.output import StreamJson, parse_input_line, user_text
+from cli.output import StreamJson
+from cli.stream_input import parse_input_line, user_text
 from cli.render import follow
 from cli.session_service import service
 from cli.slash_commands import sdk_commands, unknown_command_note

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from cli.output import CLAUDE_CODE_VERSION, StreamJson, read_stream_json_input, result_json
+from cli.output import CLAUDE_CODE_VERSION, StreamJson, result_json
+from cli.stream_input import read_stream_json_input
 from statemachines import State
 from workflows.models import (
     AssistantEntry,
