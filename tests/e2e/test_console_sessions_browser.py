@@ -1,0 +1,399 @@
+"""The sessions list and a session's page in a real browser (Playwright driving Debian's ``chromium``)
+at desktop (1280x800) and phone (390x844, and a 360-wide check) sizes, against one real ``mainsail
+serve``, a real worker and the fake Messages API, shared by the module's tests:
+
+- ``GET /api/sessions``'s filters (q over title, id and first prompt; state, workspace, token, schedule),
+  each narrowing what the token may see and never widening it;
+- the list: short copyable ids, a state icon drawn in SVG, search and each filter reflected in the URL
+  (a shared link shows the same view), j / k / Enter, rows as cards at phone width, no sideways scroll;
+- a session's page: each sub-agent's lines nested under its Agent call and foldable, the actions shown
+  only where they apply (Cancel while a turn runs, approve / deny while a request waits, the message box
+  while idle), kept so live; a hostile title and prompt stay text.
+
+Screenshots of each page at each size go to tests/artifacts/console/.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from demo.scripted import ToolUse, Turn
+from tests.e2e.conftest import Cluster, cluster_env, wait_for
+from tests.e2e.serving import Serve
+from tests.e2e.test_console_browser import ARTIFACTS, CHROMIUM, WAIT_MS, sync_api, watch_errors
+from tests.fakeapi import FakeMessagesServer, assistant_turns, first_prompt
+from workflows.store.api_tokens import TokenStore
+from workflows.store.redis_store import Store
+
+pytestmark = pytest.mark.e2e
+
+HOSTILE = 'Fix <img src=x onerror="document.title=1"><script>document.title=2</script> now'
+HOSTILE_TITLE = '<b onclick="x()">Bold</b> <img src=x onerror="document.title=4">'
+COMMAND = "echo hi > hi.txt"
+AGENT = {"description": "read a file", "prompt": "child: read the file you are given", "subagent_type": "general-purpose"}
+SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
+
+
+class Model:
+    """The fake model: the session's first prompt says what it does. ``title`` answers the title requests."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.files = iter(["a.txt", "b.txt"] * 4)
+
+    def __call__(self, body: dict) -> Turn:
+        prompt, turns = first_prompt(body), assistant_turns(body)
+        if prompt.startswith("child:"):
+            if turns == 0:
+                return Turn(tool_uses=[ToolUse(name="Read", input={"file_path": str(self.ws / next(self.files))})])
+            return Turn(text="I read it.")
+        if prompt.startswith("bash") and turns == 0:
+            return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": COMMAND})])
+        if prompt.startswith("agents") and turns == 0:
+            return Turn(text="Two agents.", tool_uses=[ToolUse(id="toolu_one", name="Agent", input=AGENT),
+                                                       ToolUse(id="toolu_two", name="Agent", input=AGENT)])
+        return Turn(text="Done.")
+
+    def title(self, body: dict) -> Turn:
+        return Turn(text=HOSTILE_TITLE if "<img" in json.dumps(body) else "Tidy work")
+
+
+@pytest.fixture(scope="module")
+def world(redis_server, tmp_path_factory):
+    """One server, one worker and these sessions, for every test of the module:
+    hostile (alice, ws, idle), needle (alice, ws, idle, titled "Tidy work"), agents (alice, ws, idle, two
+    Agent calls), asking (bob, ws2, awaiting a Bash approval), scheduled (alice, ws, fired by hand)."""
+    tmp = tmp_path_factory.mktemp("consolelist")
+    client = redis_server.client()
+    client.flushall()
+    cluster = Cluster(cluster_env(redis_server.url, tmp / "data"), Store(client), tmp)
+    ws, ws2 = tmp / "ws", tmp / "ws2"
+    for d in (ws, ws2):
+        d.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "b.txt").write_text("bravo\nbravo\n")
+    tokens = TokenStore(client)
+    alice, _ = tokens.create("alice", admin=True)
+    bob, _ = tokens.create("bob", workspaces=[str(ws2)])
+    try:
+        with FakeMessagesServer(Model(ws)) as api:
+            cluster.env["ANTHROPIC_BASE_URL"] = api.url
+            cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
+            cluster.start_worker()
+            srv = Serve(cluster).start()
+            a, b = srv.client(alice), srv.client(bob)
+
+            def start(client, workspace, prompt, **extra):
+                made = client.post("/api/sessions", json={"workspace": str(workspace), "prompt": prompt, **extra})
+                assert made.status_code == 201, made.text
+                return made.json()["id"]
+
+            sid = {"hostile": start(a, ws, HOSTILE), "needle": start(a, ws, "needle: parse the numbers"),
+                   "agents": start(a, ws, "agents: read two files")}
+            sid["asking"] = start(b, ws2, "bash: say hi", approval_timeout_seconds=600)
+            sched = a.post("/api/schedules", json={"cron": "0 3 * * *", "workspace": str(ws),
+                                                   "prompt": "nightly: check", "name": "nightly"})
+            assert sched.status_code == 201, sched.text
+            fired = a.post(f"/api/schedules/{sched.json()['id']}/run")
+            assert fired.status_code == 202, fired.text
+            sid["scheduled"] = fired.json()["session_id"]
+
+            def settled():
+                recs = {k: cluster.store.get_session(v) for k, v in sid.items()}
+                return all(r.state.value == ("awaiting_permission" if k == "asking" else "idle") and
+                           (k == "asking" or r.title in ("Tidy work", HOSTILE_TITLE)) for k, r in recs.items())
+
+            wait_for(settled, 120, 0.2, "every session to settle and be titled")
+            yield SimpleNamespace(url=srv.url, alice=alice, bob=bob, a=a, b=b, sid=sid, ws=ws, ws2=ws2,
+                                  schedule=sched.json()["id"], cluster=cluster)
+            a.close()
+            b.close()
+    finally:
+        cluster.stop()
+        client.flushall()
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield b
+        b.close()
+
+
+def listed(client, **params) -> list[str]:
+    got = client.get("/api/sessions", params=params)
+    assert got.status_code == 200, got.text
+    return [s["id"] for s in got.json()]
+
+
+def test_api_filters_narrow_what_the_token_sees(world):
+    a, b, sid = world.a, world.b, world.sid
+    assert set(listed(a)) == set(sid.values())
+    assert listed(a, state="awaiting_permission") == [sid["asking"]]
+    assert listed(a, workspace=str(world.ws2)) == [sid["asking"]]
+    assert listed(a, token="bob") == [sid["asking"]]
+    assert set(listed(a, token="alice")) == set(sid.values()) - {sid["asking"]}
+    assert listed(a, schedule=world.schedule) == [sid["scheduled"]]
+    assert listed(a, schedule="nightly") == [sid["scheduled"]]  # by name, as `mainsail schedule` takes it
+    assert listed(a, q="NEEDLE") == [sid["needle"]]  # its first prompt (its title is "Tidy work")
+    assert listed(a, q=sid["agents"][:8]) == [sid["agents"]]
+    assert listed(a, q="bold") == [sid["hostile"]]  # the title
+    assert set(listed(a, q="tidy", state="idle", token="alice")) == {sid["needle"], sid["agents"], sid["scheduled"]}
+    assert listed(a, q="no such text anywhere") == []
+    row = a.get("/api/sessions", params={"token": "bob"}).json()[0]
+    assert (row["token"], row["state"]) == ("bob", "awaiting_permission")
+    # bob's token sees ws2 only: no filter shows him more, alice's schedule is not his to name
+    assert listed(b) == [sid["asking"]]
+    assert listed(b, token="alice") == [] and listed(b, workspace=str(world.ws)) == []
+    assert listed(b, q=sid["needle"][:8]) == []
+    hidden = b.get("/api/sessions", params={"schedule": world.schedule})
+    assert hidden.status_code == 404 and "no schedule" in hidden.text.lower(), hidden.text
+    assert a.get("/api/sessions", params={"schedule": "nope"}).status_code == 404
+    assert a.get("/api/sessions", params={"q": "x" * 201}).status_code == 422
+
+
+def signed_in(chromium, world, size: str, token: str | None = None, **kw):
+    width, height = SIZES[size]
+    context = chromium.new_context(viewport={"width": width, "height": height}, **kw)
+    context.add_cookies([{"name": "mainsail_token", "value": token or world.alice, "url": world.url}])
+    return context
+
+
+WIDE = """w => [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > w + 1)
+  .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' ' + Math.round(e.getBoundingClientRect().right))"""
+
+
+def no_sideways_scroll(page) -> None:
+    width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width <= inner, f"the page scrolls sideways: {width}px wide; past the edge: {page.evaluate(WIDE, inner)[:12]}"
+
+
+def shown_ids(page) -> list[str]:
+    return page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+
+
+def wait_rows(page, ids) -> None:
+    wait_for(lambda: sorted(shown_ids(page)) == sorted(ids), 30, 0.1, f"the list to show {sorted(ids)}")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_session_list_search_filters_keys(world, chromium, size):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    sid, errors = world.sid, []
+    context = signed_in(chromium, world, size)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=world.url)
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{world.url}/")
+    wait_rows(page, sid.values())
+    # each row: its short id, its state as an SVG icon and a word (no font glyph), its model on one line
+    row = page.locator(f'#rows tr[data-id="{sid["asking"]}"]')
+    assert row.locator("button.copy code").inner_text() == sid["asking"][:8]
+    assert row.locator(".state-awaiting_permission svg use").get_attribute("href") == "#i-awaiting_permission"
+    assert page.locator("#i-awaiting_permission").count() == 1
+    model = row.locator("td.model")
+    assert model.evaluate("td => getComputedStyle(td).whiteSpace") == "nowrap"
+    # a hostile title stays text
+    hostile = page.locator(f'#rows tr[data-id="{sid["hostile"]}"] td.title a')
+    assert hostile.inner_text() == HOSTILE_TITLE
+    assert page.locator("#rows img, #rows script, #rows b").count() == 0
+    assert page.title() not in ("1", "2", "3", "4")
+    no_sideways_scroll(page)
+    if size == "phone":  # rows are cards: the table's head is hidden, each row a grid
+        assert page.locator("#list thead").is_hidden()
+        assert row.evaluate("tr => getComputedStyle(tr).display") == "grid"
+        page.set_viewport_size({"width": 360, "height": 780})
+        no_sideways_scroll(page)
+        page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / f"sessions-list-{size}.png"), full_page=True)
+
+    # the short id copies the whole id
+    row.locator("button.copy").click()
+    page.locator("#status").filter(has_text=sid["asking"]).wait_for(timeout=WAIT_MS)
+    assert page.evaluate("navigator.clipboard.readText()") == sid["asking"]
+
+    # search, over the first prompt: the URL says it, and a shared link shows the same list
+    page.fill("#q", "needle")
+    wait_rows(page, [sid["needle"]])
+    assert page.url == f"{world.url}/?q=needle"
+    page.screenshot(path=str(ARTIFACTS / f"sessions-search-{size}.png"), full_page=True)
+    page.fill("#q", "")
+    wait_rows(page, sid.values())
+    assert page.url == f"{world.url}/"
+
+    # each filter, by itself, reflected in the URL
+    for name, value, want in (("state", "awaiting_permission", [sid["asking"]]),
+                              ("workspace", str(world.ws2), [sid["asking"]]),
+                              ("token", "bob", [sid["asking"]]),
+                              ("schedule", world.schedule, [sid["scheduled"]])):
+        page.select_option(f"#{name}", value)
+        wait_rows(page, want)
+        assert httpx.URL(page.url).params.get(name) == value, page.url
+        shared = context.new_page()
+        watch_errors(shared, errors)
+        shared.goto(page.url)  # as the link would open for someone else: the same view, filter chosen
+        assert sorted(shown_ids(shared)) == sorted(want)
+        assert shared.locator(f"#{name}").input_value() == value
+        shared.close()
+        page.select_option(f"#{name}", "")
+        wait_rows(page, sid.values())
+    page.select_option("#token", "alice")
+    page.fill("#q", "tidy")
+    wait_rows(page, [s for k, s in sid.items() if k not in ("asking", "hostile")])
+    assert set(httpx.URL(page.url).params.items()) == {("token", "alice"), ("q", "tidy")}
+    page.screenshot(path=str(ARTIFACTS / f"sessions-filtered-{size}.png"), full_page=True)
+    page.goto(f"{world.url}/")
+    wait_rows(page, sid.values())
+
+    # j / k move the selection, Enter opens the selected session
+    order = shown_ids(page)
+    page.locator("h1").click()  # (the focus out of any field)
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    assert page.locator("#rows tr.selected").get_attribute("data-id") == order[1]
+    page.keyboard.press("k")
+    assert page.locator("#rows tr.selected").get_attribute("data-id") == order[0]
+    page.keyboard.press("k")  # stays on the first
+    assert page.locator("#rows tr.selected").count() == 1
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{world.url}/sessions/{order[1]}", timeout=WAIT_MS)
+    context.close()
+    assert errors == [], errors
+
+
+def test_a_token_sees_only_its_sessions_in_the_list(world, chromium):
+    errors: list[str] = []
+    context = signed_in(chromium, world, "desktop", token=world.bob)
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{world.url}/?token=alice")
+    assert shown_ids(page) == []
+    assert page.locator("#empty").is_visible()
+    page.goto(f"{world.url}/")
+    wait_rows(page, [world.sid["asking"]])
+    assert page.locator("#workspace option").all_inner_texts() == ["any workspace", str(world.ws2)]
+    assert "nightly" not in page.locator("#schedule").inner_text()
+    context.close()
+    assert errors == [], errors
+
+
+#: A call's head without its outcome (what its result said).
+HEAD = "s => [...s.childNodes].filter(n => !(n.classList && n.classList.contains('outcome'))).map(n => n.textContent).join('')"
+
+
+def open_session(chromium, world, size: str, key: str, errors: list[str]):
+    context = signed_in(chromium, world, size)
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{world.url}/sessions/{world.sid[key]}")
+    page.locator("#live").filter(has_text="Live.").wait_for(timeout=WAIT_MS)
+    return context, page
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_sub_agents_nest_under_their_agent_call_and_fold(world, chromium, size):
+    errors: list[str] = []
+    context, page = open_session(chromium, world, size, "agents", errors)
+    transcript = page.locator("#transcript")
+    transcript.locator(".closing").wait_for(timeout=WAIT_MS)
+    calls = transcript.locator('details.call[data-tool="Agent"]')
+    calls.nth(1).locator(".agent-lines .child.end").wait_for(timeout=WAIT_MS)
+    assert [calls.nth(i).locator("> summary strong").inner_text() for i in range(2)] == ["Agent", "Agent"]
+    assert [calls.nth(i).locator("> summary").evaluate(HEAD) for i in range(2)] == \
+        ["Agent(read a file)", "Agent(read a file #2)"]
+    assert calls.nth(0).locator("> summary .outcome svg use").get_attribute("href") == "#i-result"
+    for i in range(2):
+        lines = calls.nth(i).locator("details.agent .agent-lines .child")
+        texts = lines.all_inner_texts()
+        assert len(texts) == 3 and texts[0] in ("Read(a.txt)", "Read(b.txt)") and texts[2].startswith("answered"), texts
+        assert lines.nth(0).locator("svg use").get_attribute("href") == "#i-call"
+        assert lines.nth(1).locator("svg use").get_attribute("href") == "#i-result"
+    # every sub-agent line sits in an Agent call's block, above the closing line
+    assert transcript.locator(".child").count() == transcript.locator("details.call details.agent .child").count() == 6
+    assert page.locator("#transcript > .closing ~ *").count() == 0
+    assert page.locator("#transcript > .closing").evaluate(
+        "c => [...document.querySelectorAll('.child')].every(l => l.compareDocumentPosition(c) & 4)")
+    # fold one sub-agent and unfold it: its call's head stays
+    first = calls.nth(0).locator("details.agent")
+    assert first.locator(".agent-lines").is_visible()
+    first.locator("> summary").click()
+    assert first.locator(".agent-lines").is_hidden() and calls.nth(0).locator("> summary").is_visible()
+    page.screenshot(path=str(ARTIFACTS / f"session-agents-folded-{size}.png"), full_page=True)
+    first.locator("> summary").click()
+    assert first.locator(".agent-lines").is_visible()
+    # no glyph a common font lacks: the marks are SVG
+    assert not any(g in transcript.inner_text() for g in "⏺⎿⚡✓✗☐☒◐⏪⚠")
+    no_sideways_scroll(page)
+    page.screenshot(path=str(ARTIFACTS / f"session-agents-{size}.png"), full_page=True)
+    # idle: the message box, no Cancel
+    assert page.locator("#send").is_visible() and page.locator("#cancel-button").is_hidden()
+    context.close()
+    assert errors == [], errors
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_hostile_prompt_and_title_stay_text_on_the_session_page(world, chromium, size):
+    errors: list[str] = []
+    context, page = open_session(chromium, world, size, "hostile", errors)
+    page.locator("#transcript .closing").wait_for(timeout=WAIT_MS)
+    assert page.locator("#title").inner_text() == HOSTILE_TITLE
+    assert page.locator("#transcript .prompt").first.inner_text() == f"> {HOSTILE}"
+    assert page.locator("main img, main script, #title b").count() == 0
+    assert page.title().startswith(HOSTILE_TITLE[:20]) and page.title() not in ("1", "2", "3", "4")
+    no_sideways_scroll(page)
+    page.screenshot(path=str(ARTIFACTS / f"session-{size}.png"), full_page=True)
+    context.close()
+    assert errors == [], errors
+
+
+def test_actions_follow_the_state_live(world, chromium):
+    """The waiting session at both sizes: Cancel and approve / deny shown, no message box; denied from the
+    page, the turn ends: the buttons go, the message box comes, without a reload."""
+    errors: list[str] = []
+    pages = {}
+    for size in SIZES:
+        context, page = open_session(chromium, world, size, "asking", errors)
+        ask = page.locator("#transcript .ask")
+        ask.locator(".decide button.approve").wait_for(state="visible", timeout=WAIT_MS)
+        assert COMMAND in ask.inner_text()
+        assert page.locator("#cancel-button").is_visible()
+        assert page.locator("#send").is_hidden()
+        assert page.locator("#state").inner_text() == "awaiting_permission"
+        no_sideways_scroll(page)
+        page.screenshot(path=str(ARTIFACTS / f"session-waiting-{size}.png"), full_page=True)
+        pages[size] = (context, page)
+    context, page = pages["desktop"]
+    page.fill("#transcript .ask .deny-message", "not today")
+    page.click("#transcript .ask button.deny")
+    page.locator("#status").filter(has_text=f"Denied Bash: {COMMAND}").wait_for(timeout=WAIT_MS)
+    for context, page in pages.values():  # both pages: the phone's only through its live stream
+        page.locator("#send").wait_for(state="visible", timeout=WAIT_MS)
+        wait_for(lambda p=page: p.locator("#state").inner_text() == "idle", 60, what="the state to say idle")
+        assert page.locator("#cancel-button").is_hidden()
+        assert page.locator("#transcript .ask .decide").is_hidden()
+        assert "denied by user (token:alice): not today" in page.locator("#transcript .decision").inner_text()
+    assert not (world.ws2 / "hi.txt").exists()
+    pages["phone"][1].screenshot(path=str(ARTIFACTS / "session-denied-phone.png"), full_page=True)
+    for context, _ in pages.values():
+        context.close()
+    assert errors == [], errors
+
+
+def test_a_read_only_token_gets_no_actions(world, chromium):
+    reader, _ = TokenStore(world.cluster.store.r).create("reader", read_only=True)
+    errors: list[str] = []
+    context = signed_in(chromium, world, "phone", token=reader)
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{world.url}/sessions/{world.sid['needle']}")
+    page.locator("#transcript .closing").wait_for(timeout=WAIT_MS)
+    assert page.locator("#send, #cancel-button, .decide").count() == 0
+    context.close()
+    assert errors == [], errors
