@@ -10,13 +10,13 @@
 
 (function () {
   const M = window.Mainsail;
+  const { icon, marked, oneLine, summary, shownName, callBody, resultText, text } = window.MainsailTranscript;
   const page = document.getElementById("session-page");
   const sid = page.dataset.session;
   const out = document.getElementById("transcript");
   const live = document.getElementById("live");
   const stateLabel = document.getElementById("state");
   const writer = page.dataset.writer === "1";
-  const SVG = "http://www.w3.org/2000/svg";
   // A turn runs in these states: Cancel stops it (idle: nothing to stop; extracting: the answer is given).
   const RUNNING = ["querying", "running_tools", "awaiting_permission", "compacting"];
   const AGENT_TOOLS = ["Agent", "Task"];  // the sub-agent tool (Claude Code 2.1 calls it Agent; Task before)
@@ -27,54 +27,9 @@
   // Steps whose reply is recorded: a delta of theirs arriving after the entry (the deltas and the
   // transcript are separate streams) must not start a second copy of the text.
   const recorded = new Set();
-  const SUMMARY_KEYS = ["file_path", "notebook_path", "pattern", "command", "path", "url", "query", "description",
-                        "bash_id", "shell_id"];
-  const PATH_KEYS = ["file_path", "notebook_path", "path", "pattern"];
   const agentLines = new Map();  // Agent call id -> the <div> its sub-agent's lines go in
   const early = new Map();       // Agent call id -> sub-agent lines that came before the call's own line
   const labels = new Set();      // the Agent labels given so far (two calls with one description: "x", "x #2")
-
-  function icon(name) {
-    const svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("class", "icon icon-" + name);
-    svg.setAttribute("aria-hidden", "true");
-    const use = document.createElementNS(SVG, "use");
-    use.setAttribute("href", "#i-" + name);
-    svg.append(use);
-    return svg;
-  }
-
-  // <tag class=cls> holding its icon, then text.
-  function marked(tag, cls, name, text) {
-    const node = M.el(tag, cls);
-    node.append(icon(name), text);
-    return node;
-  }
-
-  function oneLine(text, max) {
-    const s = M.visible(String(text).split(/\s+/).join(" ").trim());
-    return s.length <= max ? s : s.slice(0, max - 3) + "...";
-  }
-
-  // A path inside the session's directory, relative to it (as Claude Code shows it); others as given.
-  function shownPath(path, cwd) {
-    const base = String(cwd || "").replace(/\/+$/, "");
-    if (!base || typeof path !== "string" || !path.startsWith("/")) return path;
-    if (path === base) return ".";
-    return path.startsWith(base + "/") ? path.slice(base.length + 1) || "." : path;
-  }
-
-  function summary(name, input, cwd) {
-    input = input && typeof input === "object" ? input : {};
-    if (name === "TodoWrite" && Array.isArray(input.todos)) return input.todos.length + " todos";
-    for (const key of SUMMARY_KEYS) {
-      if (key in input) {
-        const value = name !== "Bash" && PATH_KEYS.includes(key) ? shownPath(input[key], cwd) : input[key];
-        return oneLine(value, 80);
-      }
-    }
-    return "";
-  }
 
   function taskLabel(input) {
     const base = oneLine((input && input.description) || "sub-agent", 80);
@@ -84,41 +39,11 @@
     return label;
   }
 
-  function shownName(name) {
-    if (!name.startsWith("mcp__")) return name;
-    const [server, ...tool] = name.slice(5).split("__");
-    return server + " - " + tool.join("__") + " (MCP)";
-  }
-
   function add(node) {
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     out.append(node);
     if (atBottom) node.scrollIntoView({ block: "end" });
     return node;
-  }
-
-  // -/+ lines of an edit's input, shown as a unified diff reads (M.diff, as the inbox shows its diffs).
-  function diff(oldText, newText) {
-    const lines = [];
-    if (oldText !== null) for (const line of String(oldText || "").split("\n")) lines.push("-" + line);
-    for (const line of String(newText || "").split("\n")) lines.push("+" + line);
-    return M.diff(lines.join("\n"));
-  }
-
-  function callBody(name, input) {
-    const body = M.el("div", "call-body");
-    if (name === "Edit") body.append(diff(input.old_string, input.new_string));
-    else if (name === "MultiEdit" && Array.isArray(input.edits)) {
-      for (const e of input.edits) body.append(diff(e && e.old_string, e && e.new_string));
-    } else if (name === "Write") body.append(diff(null, input.content));
-    else if (name === "Bash") body.append(M.el("pre", "input", "$ " + M.visible(input.command || "")));
-    else if (name === "TodoWrite" && Array.isArray(input.todos)) {
-      for (const t of input.todos) {
-        const mark = t && t.status === "completed" ? "todo-done" : t && t.status === "in_progress" ? "todo-doing" : "todo";
-        body.append(marked("div", "todo", mark, String(t && t.content)));
-      }
-    } else body.append(M.el("pre", "input", JSON.stringify(input, null, 2)));
-    return body;
   }
 
   function toolCall(tu, cwd) {
@@ -150,12 +75,6 @@
     out.append(details);
   }
 
-  function resultText(block) {
-    if (typeof block.content === "string") return block.content;
-    // An image or a PDF (Read: workflows/tools/media.py) is named by its type, as ToolResultBlock.text names it.
-    return (block.content || []).map((b) => b.text || (b.source ? "[" + b.source.media_type + "]" : "")).join("\n");
-  }
-
   function toolResult(entry) {
     const blocks = Array.isArray(entry.message.content) ? entry.message.content : [];
     for (const block of blocks) {
@@ -172,11 +91,6 @@
       details.classList.toggle("failed", Boolean(block.is_error));
       details.append(pre);
     }
-  }
-
-  function text(content) {
-    if (typeof content === "string") return content;
-    return (content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
   }
 
   function assistant(entry) {

@@ -6,23 +6,13 @@
 
 (function () {
   const M = window.Mainsail;
-  const SVG = "http://www.w3.org/2000/svg";
+  const icon = window.MainsailTranscript.icon;
   const FILTERS = ["q", "state", "workspace", "token", "schedule"];
   const rows = document.getElementById("rows");
   const empty = document.getElementById("empty");
   const count = document.getElementById("count");
   const form = document.getElementById("filters");
   let selected = null;  // the id of the selected row
-
-  function icon(name) {
-    const svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("class", "icon");
-    svg.setAttribute("aria-hidden", "true");
-    const use = document.createElementNS(SVG, "use");
-    use.setAttribute("href", "#i-" + name);
-    svg.append(use);
-    return svg;
-  }
 
   function cell(cls, ...children) {
     const td = M.el("td", cls);
@@ -78,7 +68,10 @@
     }
     if (mine !== asked) return;
     rows.replaceChildren(...sessions.map(row));
-    empty.textContent = "No sessions match.";
+    const f = current();
+    const others = ["q", "workspace", "token", "schedule"].some((k) => f[k].trim());
+    empty.textContent = "No sessions" + (f.state ? " in state " + f.state : "") +
+      (others ? " match the search and filters" : "") + ".";
     empty.hidden = sessions.length > 0;
     count.textContent = sessions.length + " shown";
     M.status("");
