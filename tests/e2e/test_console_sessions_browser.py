@@ -33,7 +33,11 @@ pytestmark = pytest.mark.e2e
 
 HOSTILE = 'Fix <img src=x onerror="document.title=1"><script>document.title=2</script> now'
 HOSTILE_TITLE = '<b onclick="x()">Bold</b> <img src=x onerror="document.title=4">'
-COMMAND = "echo hi > hi.txt"
+WAITING = ("asking", "approving", "cancelling")  # bob's sessions in ws2, each waiting for its Bash
+
+
+def command(name: str) -> str:
+    return f"echo hi > {name}.txt"
 AGENT = {"description": "read a file", "prompt": "child: read the file you are given", "subagent_type": "general-purpose"}
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
@@ -51,8 +55,9 @@ class Model:
             if turns == 0:
                 return Turn(tool_uses=[ToolUse(name="Read", input={"file_path": str(self.ws / next(self.files))})])
             return Turn(text="I read it.")
-        if prompt.startswith("bash") and turns == 0:
-            return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": COMMAND})])
+        if prompt.startswith("bash: ") and turns == 0:
+            name = prompt.removeprefix("bash: ")
+            return Turn(text="Running it.", tool_uses=[ToolUse(name="Bash", input={"command": command(name)})])
         if prompt.startswith("agents") and turns == 0:
             return Turn(text="Two agents.", tool_uses=[ToolUse(id="toolu_one", name="Agent", input=AGENT),
                                                        ToolUse(id="toolu_two", name="Agent", input=AGENT)])
@@ -66,7 +71,8 @@ class Model:
 def world(redis_server, tmp_path_factory):
     """One server, one worker and these sessions, for every test of the module:
     hostile (alice, ws, idle), needle (alice, ws, idle, titled "Tidy work"), agents (alice, ws, idle, two
-    Agent calls), asking (bob, ws2, awaiting a Bash approval), scheduled (alice, ws, fired by hand)."""
+    Agent calls), asking, approving and cancelling (bob, ws2, each awaiting a Bash approval), scheduled
+    (alice, ws, fired by hand)."""
     tmp = tmp_path_factory.mktemp("consolelist")
     client = redis_server.client()
     client.flushall()
@@ -94,7 +100,8 @@ def world(redis_server, tmp_path_factory):
 
             sid = {"hostile": start(a, ws, HOSTILE), "needle": start(a, ws, "needle: parse the numbers"),
                    "agents": start(a, ws, "agents: read two files")}
-            sid["asking"] = start(b, ws2, "bash: say hi", approval_timeout_seconds=600)
+            for name in WAITING:
+                sid[name] = start(b, ws2, f"bash: {name}", approval_timeout_seconds=600)
             sched = a.post("/api/schedules", json={"cron": "0 3 * * *", "workspace": str(ws),
                                                    "prompt": "nightly: check", "name": "nightly"})
             assert sched.status_code == 201, sched.text
@@ -104,8 +111,8 @@ def world(redis_server, tmp_path_factory):
 
             def settled():
                 recs = {k: cluster.store.get_session(v) for k, v in sid.items()}
-                return all(r.state.value == ("awaiting_permission" if k == "asking" else "idle") and
-                           (k == "asking" or r.title in ("Tidy work", HOSTILE_TITLE)) for k, r in recs.items())
+                return all(r.state.value == ("awaiting_permission" if k in WAITING else "idle") and
+                           (k in WAITING or r.title in ("Tidy work", HOSTILE_TITLE)) for k, r in recs.items())
 
             wait_for(settled, 120, 0.2, "every session to settle and be titled")
             yield SimpleNamespace(url=srv.url, alice=alice, bob=bob, a=a, b=b, sid=sid, ws=ws, ws2=ws2,
@@ -135,10 +142,11 @@ def listed(client, **params) -> list[str]:
 def test_api_filters_narrow_what_the_token_sees(world):
     a, b, sid = world.a, world.b, world.sid
     assert set(listed(a)) == set(sid.values())
-    assert listed(a, state="awaiting_permission") == [sid["asking"]]
-    assert listed(a, workspace=str(world.ws2)) == [sid["asking"]]
-    assert listed(a, token="bob") == [sid["asking"]]
-    assert set(listed(a, token="alice")) == set(sid.values()) - {sid["asking"]}
+    waiting = {sid[k] for k in WAITING}
+    assert set(listed(a, state="awaiting_permission")) == waiting
+    assert set(listed(a, workspace=str(world.ws2))) == waiting
+    assert set(listed(a, token="bob")) == waiting
+    assert set(listed(a, token="alice")) == set(sid.values()) - waiting
     assert listed(a, schedule=world.schedule) == [sid["scheduled"]]
     assert listed(a, schedule="nightly") == [sid["scheduled"]]  # by name, as `mainsail schedule` takes it
     assert listed(a, q="NEEDLE") == [sid["needle"]]  # its first prompt (its title is "Tidy work")
@@ -146,10 +154,10 @@ def test_api_filters_narrow_what_the_token_sees(world):
     assert listed(a, q="bold") == [sid["hostile"]]  # the title
     assert set(listed(a, q="tidy", state="idle", token="alice")) == {sid["needle"], sid["agents"], sid["scheduled"]}
     assert listed(a, q="no such text anywhere") == []
-    row = a.get("/api/sessions", params={"token": "bob"}).json()[0]
+    row = a.get("/api/sessions", params={"q": "bash: asking"}).json()[0]
     assert (row["token"], row["state"]) == ("bob", "awaiting_permission")
     # bob's token sees ws2 only: no filter shows him more, alice's schedule is not his to name
-    assert listed(b) == [sid["asking"]]
+    assert set(listed(b)) == waiting
     assert listed(b, token="alice") == [] and listed(b, workspace=str(world.ws)) == []
     assert listed(b, q=sid["needle"][:8]) == []
     hidden = b.get("/api/sessions", params={"schedule": world.schedule})
@@ -228,9 +236,10 @@ def test_session_list_search_filters_keys(world, chromium, size):
     assert page.url == f"{world.url}/"
 
     # each filter, by itself, reflected in the URL
-    for name, value, want in (("state", "awaiting_permission", [sid["asking"]]),
-                              ("workspace", str(world.ws2), [sid["asking"]]),
-                              ("token", "bob", [sid["asking"]]),
+    waiting = [sid[k] for k in WAITING]
+    for name, value, want in (("state", "awaiting_permission", waiting),
+                              ("workspace", str(world.ws2), waiting),
+                              ("token", "bob", waiting),
                               ("schedule", world.schedule, [sid["scheduled"]])):
         page.select_option(f"#{name}", value)
         wait_rows(page, want)
@@ -245,7 +254,7 @@ def test_session_list_search_filters_keys(world, chromium, size):
         wait_rows(page, sid.values())
     page.select_option("#token", "alice")
     page.fill("#q", "tidy")
-    wait_rows(page, [s for k, s in sid.items() if k not in ("asking", "hostile")])
+    wait_rows(page, [s for k, s in sid.items() if k not in (*WAITING, "hostile")])
     assert set(httpx.URL(page.url).params.items()) == {("token", "alice"), ("q", "tidy")}
     page.screenshot(path=str(ARTIFACTS / f"sessions-filtered-{size}.png"), full_page=True)
     page.goto(f"{world.url}/")
@@ -277,7 +286,7 @@ def test_a_token_sees_only_its_sessions_in_the_list(world, chromium):
     assert shown_ids(page) == []
     assert page.locator("#empty").is_visible()
     page.goto(f"{world.url}/")
-    wait_rows(page, [world.sid["asking"]])
+    wait_rows(page, [world.sid[k] for k in WAITING])
     assert page.locator("#workspace option").all_inner_texts() == ["any workspace", str(world.ws2)]
     assert "nightly" not in page.locator("#schedule").inner_text()
     context.close()
@@ -362,7 +371,7 @@ def test_actions_follow_the_state_live(world, chromium):
         context, page = open_session(chromium, world, size, "asking", errors)
         ask = page.locator("#transcript .ask")
         ask.locator(".decide button.approve").wait_for(state="visible", timeout=WAIT_MS)
-        assert COMMAND in ask.inner_text()
+        assert command("asking") in ask.inner_text()
         assert page.locator("#cancel-button").is_visible()
         assert page.locator("#send").is_hidden()
         assert page.locator("#state").inner_text() == "awaiting_permission"
@@ -372,17 +381,51 @@ def test_actions_follow_the_state_live(world, chromium):
     context, page = pages["desktop"]
     page.fill("#transcript .ask .deny-message", "not today")
     page.click("#transcript .ask button.deny")
-    page.locator("#status").filter(has_text=f"Denied Bash: {COMMAND}").wait_for(timeout=WAIT_MS)
+    page.locator("#status").filter(has_text=f"Denied Bash: {command('asking')}").wait_for(timeout=WAIT_MS)
     for context, page in pages.values():  # both pages: the phone's only through its live stream
-        page.locator("#send").wait_for(state="visible", timeout=WAIT_MS)
-        wait_for(lambda p=page: p.locator("#state").inner_text() == "idle", 60, what="the state to say idle")
-        assert page.locator("#cancel-button").is_hidden()
-        assert page.locator("#transcript .ask .decide").is_hidden()
+        idle_actions(page)
         assert "denied by user (token:alice): not today" in page.locator("#transcript .decision").inner_text()
-    assert not (world.ws2 / "hi.txt").exists()
+    assert not (world.ws2 / "asking.txt").exists()
     pages["phone"][1].screenshot(path=str(ARTIFACTS / "session-denied-phone.png"), full_page=True)
     for context, _ in pages.values():
         context.close()
+    assert errors == [], errors
+
+
+def idle_actions(page) -> None:
+    """Once the session is idle: the message box, no Cancel, no approve / deny."""
+    page.locator("#send").wait_for(state="visible", timeout=WAIT_MS)
+    wait_for(lambda: page.locator("#state").inner_text() == "idle", 60, what="the state to say idle")
+    assert page.locator("#cancel-button").is_hidden()
+    for decide in page.locator("#transcript .ask .decide").all():
+        decide.wait_for(state="hidden", timeout=WAIT_MS)
+
+
+def test_approve_from_the_session_page(world, chromium):
+    errors: list[str] = []
+    context, page = open_session(chromium, world, "phone", "approving", errors)
+    page.locator("#transcript .ask button.approve").click()
+    page.locator("#status").filter(has_text=f"Approved Bash: {command('approving')}").wait_for(timeout=WAIT_MS)
+    page.locator("#transcript .closing").wait_for(timeout=WAIT_MS)
+    idle_actions(page)
+    assert (world.ws2 / "approving.txt").read_text() == "hi\n"
+    assert "approved by user (token:alice)" in page.locator("#transcript .decision").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "session-approved-phone.png"), full_page=True)
+    context.close()
+    assert errors == [], errors
+
+
+def test_cancel_from_the_session_page(world, chromium):
+    errors: list[str] = []
+    context, page = open_session(chromium, world, "desktop", "cancelling", errors)
+    page.locator("#cancel-button").wait_for(state="visible", timeout=WAIT_MS)
+    page.click("#cancel-button")
+    idle_actions(page)
+    assert not page.locator("#status").evaluate("s => s.classList.contains('error')")
+    assert not (world.ws2 / "cancelling.txt").exists()
+    assert world.cluster.store.get_session(world.sid["cancelling"]).pending_requests() == []
+    page.screenshot(path=str(ARTIFACTS / "session-cancelled-desktop.png"), full_page=True)
+    context.close()
     assert errors == [], errors
 
 

@@ -197,6 +197,7 @@
     const send = document.getElementById("send");
     if (cancel) cancel.hidden = !RUNNING.includes(state);
     if (send) send.hidden = state !== "idle";
+    if (state !== "awaiting_permission") pendingIds = new Set();  // (this session's requests wait only in it)
     for (const box of asks.values()) settle(box);
   }
 
