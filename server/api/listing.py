@@ -10,11 +10,13 @@ see (else 404, as ``GET /api/schedules/{id}``); its sessions are those its kept 
 from __future__ import annotations
 
 import json
+import threading
 
 from fastapi import Request
 
 from server.api.schedules import found
 from server.auth import Caller
+from workflows.store import keys
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries
 
@@ -31,9 +33,35 @@ def schedule_sessions(request: Request, caller: Caller, schedule: str) -> set[st
     return ids | {last} if last else ids
 
 
-def first_prompt(store, sid: str) -> str:
-    """The text of the session's first prompt ("" when its first rows hold none)."""
-    for row, fields in store.log_rows(sid, None, PROMPT_ROWS):
+#: First prompts found, by session id: a transcript is never rewritten, so a first prompt once found is
+#: the session's for good (a rewind appends; a deleted session's entry only goes stale). Bounded: cleared
+#: when full (a search then reads them again, in one round trip).
+_PROMPTS: dict[str, str] = {}
+PROMPTS_KEPT = 20_000
+_lock = threading.Lock()
+
+
+def first_prompts(store, ids: list[str]) -> dict[str, str]:
+    """The text of each session's first prompt ("" when its first rows hold none): those not known yet
+    read in one round trip."""
+    with _lock:
+        known = {sid: _PROMPTS[sid] for sid in ids if sid in _PROMPTS}
+    missing = [sid for sid in ids if sid not in known]
+    if not missing:
+        return known
+    with store.r.pipeline(transaction=False) as pipe:
+        for sid in missing:
+            pipe.xrange(keys.log(sid), min="-", max="+", count=PROMPT_ROWS)
+        read = {sid: _prompt(sid, rows) for sid, rows in zip(missing, pipe.execute(), strict=True)}
+    with _lock:
+        if len(_PROMPTS) + len(read) > PROMPTS_KEPT:
+            _PROMPTS.clear()
+        _PROMPTS.update({sid: text for sid, text in read.items() if text})  # ("": no prompt yet, asked again)
+    return {**known, **read}
+
+
+def _prompt(sid: str, rows) -> str:
+    for row, fields in rows:
         row = row.decode() if isinstance(row, bytes) else row
         for i, raw in enumerate(stream_entries(fields)):
             entry = json.loads(entry_text(sid, raw, row, i))
@@ -45,10 +73,13 @@ def first_prompt(store, sid: str) -> str:
     return ""
 
 
-def matches(store, rec, text: str) -> bool:
-    """Whether ``text`` (case-insensitive) is in the session's title, its id, or its first prompt."""
+def search(store, recs: list, text: str) -> list:
+    """Those of ``recs`` with ``text`` (case-insensitive) in the title, the id or the first prompt; the
+    first prompts are read only for the sessions whose title and id do not match."""
     needle = text.casefold()
-    return needle in rec.title.casefold() or needle in rec.id or needle in first_prompt(store, rec.id).casefold()
+    by_record = {r.id for r in recs if needle in r.title.casefold() or needle in r.id}
+    prompts = first_prompts(store, [r.id for r in recs if r.id not in by_record])
+    return [r for r in recs if r.id in by_record or needle in prompts[r.id].casefold()]
 
 
-__all__ = ["PROMPT_ROWS", "first_prompt", "matches", "schedule_sessions"]
+__all__ = ["PROMPTS_KEPT", "PROMPT_ROWS", "first_prompts", "schedule_sessions", "search"]

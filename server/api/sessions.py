@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from server.api.common import BadRequest, engine, reach, service, visible_session
-from server.api.listing import matches, schedule_sessions
+from server.api.listing import schedule_sessions, search
 from server.api.stream import parse_event_id
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import (
@@ -61,11 +61,12 @@ def list_sessions(request: Request, caller: Caller = READER, state: State | None
     def wanted(rec) -> bool:
         return not ((state and rec.state is not state) or (ws and rec.workspace != ws) or not caller.sees(rec)
                     or (rec.parent_session_id and not children) or (token is not None and rec.token != token)
-                    or (fired is not None and rec.id not in fired)) and (not text or matches(store, rec, text))
+                    or (fired is not None and rec.id not in fired))
 
     rows = []
     for chunk in _id_chunks(store, limit):
-        rows += [rec for rec in store.get_sessions(chunk) if wanted(rec)]
+        found = [rec for rec in store.get_sessions(chunk) if wanted(rec)]
+        rows += search(store, found, text) if text else found
         if len(rows) >= limit:
             break
     rows = rows[:limit]
