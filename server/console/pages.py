@@ -57,6 +57,8 @@ def sessions_page(request: Request, state: str | None = None, q: str | None = No
         "tokens": sorted({*(r.token for r in everything if r.token), *([given["token"]] if given["token"] else [])}),
         "schedules": [(s.id, s.name) for s in list_schedules(request, caller) if not s.broken],
     }
+    if given["schedule"] and given["schedule"] not in {i for i, _ in options["schedules"]}:  # a name or a prefix
+        options["schedules"].append((given["schedule"], given["schedule"]))
     # bypassPermissions only for a token that may start such a session (else the API's 403 would answer)
     modes = MODES if caller.token.allow_bypass else [m for m in MODES if m != PermissionMode.BYPASS.value]
     return page("sessions.html", caller=caller, rows=rows, states=STATES, state=chosen.value if chosen else "",

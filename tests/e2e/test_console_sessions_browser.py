@@ -178,6 +178,23 @@ def test_session_list_search_filters_keys(world, chromium, size):
     assert errors == [], errors
 
 
+def test_a_link_naming_a_schedule_keeps_it_through_other_filters(world, chromium):
+    """``/?schedule=nightly`` (a name, as `mainsail schedule` takes it): the select keeps it, so changing
+    another filter does not drop it."""
+    errors: list[str] = []
+    context = signed_in(chromium, world, "desktop")
+    page = context.new_page()
+    watch_errors(page, errors)
+    page.goto(f"{world.url}/?schedule=nightly")
+    wait_rows(page, [world.sid["scheduled"]])
+    assert page.locator("#schedule").input_value() == "nightly"
+    page.select_option("#state", "idle")
+    wait_rows(page, [world.sid["scheduled"]])
+    assert set(httpx.URL(page.url).params.items()) == {("schedule", "nightly"), ("state", "idle")}
+    context.close()
+    assert errors == [], errors
+
+
 def test_a_token_sees_only_its_sessions_in_the_list(world, chromium):
     errors: list[str] = []
     context = signed_in(chromium, world, "desktop", token=world.bob)
