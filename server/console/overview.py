@@ -7,7 +7,8 @@ cost on its day (UTC; workflows/store/metrics.py, the figure /metrics reads). Th
 workspace, so for a token limited to workspaces a session's cost counts on the day of its last
 activity (records keep totals, not a ledger per day).
 
-Charts are horizontal bars drawn as inline SVG by the template: no script and no chart library.
+Charts are horizontal bars drawn by the template (text labels, each bar an inline SVG that stretches to its
+column, so a chart fits a phone): no script and no chart library.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tasks.app import QUEUES, queue_key
 router = APIRouter(include_in_schema=False)
 
 DAYS = 14
-BAR_WIDTH = 260  # px of the longest bar
+BAR_WIDTH = 260  # units of the longest bar (its SVG stretches to the column)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, 
         watch_errors(overview, errors)
         overview.goto(f"{server}/overview")
         assert "1 live worker(s)" in overview.locator("#workers").inner_text()
-        assert overview.locator("svg.chart").count() == 4
+        assert overview.locator(".chart").count() == 4
         overview.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
 
         # Signing out clears the cookie: the pages send the browser back to sign in.

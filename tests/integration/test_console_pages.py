@@ -158,7 +158,7 @@ def test_the_overview_counts_sessions_queues_and_workers(client, token, app, ws,
     text = client.get("/overview").text
     assert "1 live worker(s)" in text
     assert "claude-test-model" in text and "$0.2500" in text
-    assert 'aria-label="Sessions by state"' in text and ">idle</text>" in text
+    assert 'aria-label="Sessions by state"' in text and ">idle</span>" in text
 
 
 def test_the_new_session_form_offers_bypass_only_to_a_token_that_may_use_it(client, token, real_redis):

@@ -1,5 +1,6 @@
 // What every console page shares: building elements from data (always as text, never as markup),
-// calling the API with the console's cookie, formatting money and times, the status line.
+// calling the API with the console's cookie, formatting money and times, icons, the status line (whose
+// errors stay until dismissed). The header's live counts, notifications and shortcuts are shell.js.
 "use strict";
 
 window.Mainsail = (function () {
@@ -46,11 +47,41 @@ window.Mainsail = (function () {
     return secs + "s ago";
   }
 
+  // The status line under the header. A message replaces the one before it and "" clears it, but not an
+  // error: that stays (whatever a page's refresh clears) until the person dismisses it or a newer message
+  // (the outcome of something done since) replaces it.
   function status(text, isError) {
     const line = document.getElementById("status");
     if (!line) return;
-    line.textContent = text || "";
-    line.classList.toggle("error", Boolean(isError));
+    if (!text && line.classList.contains("error")) return;
+    show(line, text, isError);
+  }
+
+  function show(line, text, isError) {
+    const words = document.getElementById("status-text") || line;
+    words.textContent = text || "";
+    line.classList.toggle("error", Boolean(isError && text));
+    line.setAttribute("role", isError && text ? "alert" : "status");
+    const dismiss = document.getElementById("status-dismiss");
+    if (dismiss) dismiss.hidden = !(isError && text);
+  }
+
+  function dismissStatus() {
+    const line = document.getElementById("status");
+    if (line) show(line, "", false);
+  }
+
+  // <svg class=icon><use href="#i-NAME"></svg>: an icon of the page's sprite (templates/sprite.html).
+  function icon(name, cls) {
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("class", cls || "icon");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("focusable", "false");
+    const use = document.createElementNS(NS, "use");
+    use.setAttribute("href", "#i-" + name);
+    svg.append(use);
+    return svg;
   }
 
   function signIn() {
@@ -91,39 +122,10 @@ window.Mainsail = (function () {
     return tick;
   }
 
-  // The Approvals link's count, kept live; with the browser's permission (asked by "Notify me", a click),
-  // a notification when more requests wait than before, while the page is open (the Notification API).
-  function watchApprovals() {
-    const badge = document.getElementById("approvals-count");
-    if (!badge) return;
-    const button = document.getElementById("notify-me");
-    const canNotify = "Notification" in window;
-    if (button && canNotify && Notification.permission === "default") {
-      button.hidden = false;
-      button.addEventListener("click", async () => {
-        await Notification.requestPermission();
-        button.hidden = Notification.permission !== "default";
-      });
-    }
-    let seen = null;
-    async function tick() {
-      let waiting;
-      try { waiting = await api("GET", "/api/approvals"); } catch (e) { return; }
-      badge.textContent = String(waiting.length);
-      badge.hidden = waiting.length === 0;
-      if (seen !== null && waiting.length > seen && canNotify && Notification.permission === "granted") {
-        const first = waiting[waiting.length - 1].request || {};
-        const note = new Notification("Mainsail: " + waiting.length + " request(s) waiting for approval",
-          { body: visible((first.tool || "") + ": " + (first.summary || "")).slice(0, 200), tag: "mainsail-approvals" });
-        note.onclick = () => { window.focus(); window.location.assign("/approvals"); };
-      }
-      seen = waiting.length;
-    }
-    tick();
-    window.setInterval(tick, 5000);
-  }
+  document.addEventListener("DOMContentLoaded", () => {
+    const dismiss = document.getElementById("status-dismiss");
+    if (dismiss) dismiss.addEventListener("click", dismissStatus);
+  });
 
-  document.addEventListener("DOMContentLoaded", watchApprovals);
-
-  return { visible, el, diff, money, ago, status, api, every, signIn };
+  return { visible, el, icon, diff, money, ago, status, dismissStatus, api, every, signIn };
 })();

@@ -10,7 +10,8 @@
 
 (function () {
   const M = window.Mainsail;
-  const { icon, marked, oneLine, summary, shownName, callBody, resultText, text } = window.MainsailTranscript;
+  const { marked, oneLine, summary, shownName, callBody, resultText, text } = window.MainsailTranscript;
+  const icon = M.icon;
   const page = document.getElementById("session-page");
   const sid = page.dataset.session;
   const out = document.getElementById("transcript");
@@ -143,7 +144,7 @@
     const box = M.el("div", "ask");
     box.dataset.request = e.request_id;
     const what = e.tool === "Bash" ? M.visible((e.input || {}).command || "") : summary(e.tool, e.input);
-    box.append(icon("ask"), e.tool + ": ", M.el("code", null, what));
+    box.append(icon("bolt"), e.tool + ": ", M.el("code", null, what));
     if (e.diff || e.diff_note) box.append(M.diff(e.diff, e.diff_note));  // the file as it was when it asked
     const note = M.el("div", "dim note", "waiting for approval (request " + e.request_id + ") · ");
     const link = M.el("a", null, "open the inbox");
@@ -223,7 +224,7 @@
       default: break;
     }
     if (Array.isArray(e.repaired) && e.repaired.length) {  // text UTF-8 cannot encode was stored as U+FFFD
-      add(marked("div", "system warning", "warning", "text repaired: characters UTF-8 cannot encode (lone surrogates) " +
+      add(marked("div", "system warning", "warn", "text repaired: characters UTF-8 cannot encode (lone surrogates) " +
         "were stored as U+FFFD in " + e.repaired.join(", ")));
     }
   }
@@ -258,7 +259,7 @@
       line(block.is_error ? "child result error" : "child result dim", "result",
         (e.display || resultText(block).split("\n")[0] || "").slice(0, 150));
     } else if (e.type === "permission_request") {
-      line("child ask", "ask", e.tool + ": " + summary(e.tool, e.input, e.cwd) + " (waits for approval)");
+      line("child ask", "bolt", e.tool + ": " + summary(e.tool, e.input, e.cwd) + " (waits for approval)");
     } else if (e.type === "result") {
       line("child dim end", e.is_error ? "fail" : "ok", (e.is_error ? e.subtype : "answered") + " · " +
         e.num_turns + " turns · " + M.money(e.total_cost_usd));

@@ -6,7 +6,7 @@
 
 (function () {
   const M = window.Mainsail;
-  const icon = window.MainsailTranscript.icon;
+  const icon = M.icon;
   const FILTERS = ["q", "state", "workspace", "token", "schedule"];
   const rows = document.getElementById("rows");
   const empty = document.getElementById("empty");
@@ -106,7 +106,7 @@
   }
 
   document.addEventListener("keydown", (ev) => {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || (M.keysBusy && M.keysBusy())) return;
     const typing = ev.target.closest && ev.target.closest("input, textarea, select, [contenteditable]");
     if (typing) {
       if (ev.key === "Escape") ev.target.blur();

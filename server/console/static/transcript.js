@@ -1,29 +1,18 @@
-// How a session's transcript shows one thing, shared by session.js: an icon (the page's SVG sprite, never a
-// font glyph), a tool call's one-line summary (paths inside the session's directory relative to it, as
+// How a session's transcript shows one thing, shared by session.js: a line with its icon (Mainsail.icon: the
+// pages' SVG sprites, never a font glyph), a tool call's one-line summary (paths inside the session's directory relative to it, as
 // Claude Code shows them), its body (an edit as a diff, a command, the todos), a result's text. Text only.
 "use strict";
 
 window.MainsailTranscript = (function () {
   const M = window.Mainsail;
-  const SVG = "http://www.w3.org/2000/svg";
   const SUMMARY_KEYS = ["file_path", "notebook_path", "pattern", "command", "path", "url", "query", "description",
                         "bash_id", "shell_id"];
   const PATH_KEYS = ["file_path", "notebook_path", "path", "pattern"];
 
-  function icon(name) {
-    const svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("class", "icon icon-" + name);
-    svg.setAttribute("aria-hidden", "true");
-    const use = document.createElementNS(SVG, "use");
-    use.setAttribute("href", "#i-" + name);
-    svg.append(use);
-    return svg;
-  }
-
   // <tag class=cls> holding its icon, then text.
   function marked(tag, cls, name, text) {
     const node = M.el(tag, cls);
-    node.append(icon(name), text);
+    node.append(M.icon(name), text);
     return node;
   }
 
@@ -93,5 +82,5 @@ window.MainsailTranscript = (function () {
     return (content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
   }
 
-  return { icon, marked, oneLine, shownPath, summary, shownName, diff, callBody, resultText, text };
+  return { marked, oneLine, shownPath, summary, shownName, diff, callBody, resultText, text };
 })();
