@@ -114,6 +114,8 @@ def test_session_list_search_filters_keys(world, chromium, size):
     assert page.locator("#rows img, #rows script, #rows b").count() == 0
     assert page.title() not in ("1", "2", "3", "4")
     no_sideways_scroll(page)
+    assert page.evaluate("document.getElementById('list').getBoundingClientRect().right <= "
+                         "document.querySelector('main').getBoundingClientRect().right")  # the table fits its page
     if size == "phone":  # rows are cards: the table's head is hidden, each row a grid
         assert page.locator("#list thead").is_hidden()
         assert row.evaluate("tr => getComputedStyle(tr).display") == "grid"
@@ -161,9 +163,13 @@ def test_session_list_search_filters_keys(world, chromium, size):
     page.goto(f"{world.url}/")
     wait_rows(page, sid.values())
 
-    # j / k move the selection, Enter opens the selected session
+    # j / k move the selection, Enter opens the selected session (the shortcuts list, "?", names them)
     order = shown_ids(page)
     page.locator("h1").click()  # (the focus out of any field)
+    page.keyboard.press("?")
+    assert "Next / previous session" in page.locator("#help").inner_text()
+    page.keyboard.press("Escape")
+    page.locator("#help").wait_for(state="hidden")
     page.keyboard.press("j")
     page.keyboard.press("j")
     assert page.locator("#rows tr.selected").get_attribute("data-id") == order[1]
