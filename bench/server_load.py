@@ -12,8 +12,10 @@
    entry's commit time (its stream id is Redis's clock in ms; same machine, same clock). Prints
    p50/p95/max over all (watcher, entry) pairs, entries missed by any watcher, the serve process's
    CPU over the phase and its peak RSS, and Redis's connected clients (peak).
-3. **Listing.** Seeds ``--sessions`` session records directly through the engine and times
-   ``GET /api/sessions?limit=N`` ``--requests`` times (p50/p95), and ``limit=50`` for comparison.
+3. **Listing.** Seeds ``--sessions`` session records (each with a first prompt) directly through the
+   engine and times ``GET /api/sessions?limit=N`` ``--requests`` times (p50/p95), ``limit=50`` for
+   comparison, and two searches (``q``): one nothing matches (every record and first prompt read)
+   and one only the last prompt matches.
 
 The watchers' own process also parses 200 streams: its CPU is printed, since a saturated client
 adds to the latencies it measures. Exit status 0 whatever the figures.
@@ -182,21 +184,30 @@ def seed_sessions(redis_url: str, tmp: Path, count: int) -> None:
 
     ws = tmp / "seeded"
     ws.mkdir()
+    from workflows.models.content import Message
+    from workflows.models.entries import UserEntry
+
     engine = Engine(Store(redis.Redis.from_url(redis_url + "/0")), load_settings(data_dir=tmp / "data"))
     for i in range(count):
-        engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5" if i % 2 else "claude-haiku-4-5"))
+        rec = engine.create_session(str(ws), SessionOptions(model="claude-sonnet-4-5" if i % 2 else "claude-haiku-4-5"))
+        with engine.store.pipeline() as pipe:  # a first prompt, for the search (q) to read
+            engine.store.append(rec.id, [UserEntry(session_id=rec.id, message=Message(
+                role="user", content=f"seeded prompt number {i}: fix the failing test"))], pipe)
+            pipe.execute()
 
 
-def listing_phase(url: str, token: str, limit: int, requests: int) -> list[float]:
-    walls = []
+def listing_phase(url: str, token: str, limit: int, requests: int, q: str | None = None,
+                  rows: int | None = None) -> list[float]:
+    """Walls of ``GET /api/sessions?limit=LIMIT[&q=Q]``, each answering ``rows`` sessions (default ``limit``)."""
+    walls, params = [], {"limit": limit, **({"q": q} if q else {})}
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-        client.get("/api/sessions", params={"limit": limit}).raise_for_status()  # warm-up
+        client.get("/api/sessions", params=params).raise_for_status()  # warm-up
         for _ in range(requests):
             t0 = time.perf_counter()
-            resp = client.get("/api/sessions", params={"limit": limit})
+            resp = client.get("/api/sessions", params=params)
             walls.append(time.perf_counter() - t0)
             resp.raise_for_status()
-            assert len(resp.json()) == limit, len(resp.json())
+            assert len(resp.json()) == (limit if rows is None else rows), len(resp.json())
     return walls
 
 
@@ -207,7 +218,7 @@ def ms(v: float) -> str:
     return f"{v * 1000:.0f} ms" if v >= 0.1 else f"{v * 1000:.1f} ms"
 
 
-def report(args, w: dict, lists: dict[int, list[float]]) -> None:
+def report(args, w: dict, lists: dict[str, list[float]]) -> None:
     lat = w["latencies"]
     print(f"\n== {args.watchers} SSE watchers on one session ({w['entries']} entries in {w['wall']:.1f} s) ==")
     print(f"commit -> watcher latency: p50 {ms(percentile(lat, 50))}, p95 {ms(percentile(lat, 95))}, "
@@ -217,8 +228,8 @@ def report(args, w: dict, lists: dict[int, list[float]]) -> None:
           f"{w['rss']:.0f} MB; Redis connected clients (peak, all processes) {w['clients']}; "
           f"the watchers' own process CPU {w['client_cpu']:.1f} s")
     print(f"\n== listing, {args.sessions} sessions seeded ==")
-    for limit, walls in lists.items():
-        print(f"GET /api/sessions?limit={limit}: p50 {ms(percentile(walls, 50))}, p95 {ms(percentile(walls, 95))}, "
+    for query, walls in lists.items():
+        print(f"GET /api/sessions?{query}: p50 {ms(percentile(walls, 50))}, p95 {ms(percentile(walls, 95))}, "
               f"max {ms(max(walls))} over {len(walls)} requests")
     print("\nload average: " + " ".join(Path("/proc/loadavg").read_text().split()[:3]))
 
@@ -250,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
         w = asyncio.run(watchers_phase(url, token, args.watchers, serve_pid, r, ws))
         print(f"seeding {args.sessions} sessions ...", file=sys.stderr)
         seed_sessions(redis_url, tmp, args.sessions)
-        lists = {limit: listing_phase(url, token, limit, args.requests) for limit in (args.sessions, 50)}
+        lists = {f"limit={limit}": listing_phase(url, token, limit, args.requests) for limit in (args.sessions, 50)}
+        # a search no title, id or prompt matches: every record and every first prompt read (the worst case)
+        lists["limit=50&q=nothing-matches"] = listing_phase(url, token, 50, args.requests, "nothing-matches", 0)
+        lists[f"limit=50&q=number {args.sessions - 1}:"] = listing_phase(url, token, 50, args.requests,
+                                                                        f"number {args.sessions - 1}:", 1)
         report(args, w, lists)
         return 0
     except KeyboardInterrupt:

@@ -69,6 +69,7 @@ class SessionSummary(BaseModel):
     parent_session_id: str | None = None
     agent_type: str | None = None
     children: list[str] = Field(default_factory=list)
+    token: str = Field(default="", description="The API token that started it (\"\": a person at the server).")
 
     @classmethod
     def of(cls, rec: SessionRecord, queued: int = 0) -> SessionSummary:
@@ -76,7 +77,7 @@ class SessionSummary(BaseModel):
                    permission_mode=effective_mode(rec), turns=rec.turns, cost_usd=rec.cost_usd,
                    tokens=rec.usage.total, created_at=rec.created_at, updated_at=rec.updated_at, queued=queued,
                    pending=len(rec.pending_requests()), parent_session_id=rec.parent_session_id,
-                   agent_type=rec.agent_type, children=list(rec.children))
+                   agent_type=rec.agent_type, children=list(rec.children), token=rec.token)
 
 
 class SessionDetail(SessionSummary):
@@ -89,7 +90,6 @@ class SessionDetail(SessionSummary):
     cost_by_kind: dict[str, float | None] = Field(default_factory=dict)
     max_turns: int | None = None
     max_budget_usd: float | None = None
-    token: str = Field(default="", description="The API token that started it (\"\": a person at the server).")
     budget_stop: str | None = Field(default=None, description="Why its last prompt was refused: a budget of its "
                                                               "token or workspace is spent (None: none was).")
     fallback_model: str | None = None
@@ -107,7 +107,7 @@ class SessionDetail(SessionSummary):
         base = SessionSummary.of(rec, len(inbox or [])).model_dump()
         return cls(**base, git_branch=rec.git_branch, inbox=inbox or [], usage=rec.usage,
                    cost_by_model=rec.cost_by_model, cost_by_kind=rec.cost_by_kind, max_turns=rec.max_turns,
-                   max_budget_usd=rec.max_budget_usd, token=rec.token, budget_stop=rec.budget_stop,
+                   max_budget_usd=rec.max_budget_usd, budget_stop=rec.budget_stop,
                    fallback_model=rec.fallback_model,
                    additional_directories=rec.additional_directories,
                    rules={"allow": [r.rule for r in rec.rules.allow], "ask": [r.rule for r in rec.rules.ask],

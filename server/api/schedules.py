@@ -78,7 +78,8 @@ def _sees(caller: Caller, s: Schedule | BrokenSchedule) -> bool:
     return caller.token.allows_workspace(s.workspace) if s.workspace else not caller.token.workspaces
 
 
-def _found(request: Request, caller: Caller, schedule: str) -> tuple[Schedule | BrokenSchedule, ScheduleStore]:
+def found(request: Request, caller: Caller, schedule: str) -> tuple[Schedule | BrokenSchedule, ScheduleStore]:
+    """The schedule ``schedule`` names (id, unique id prefix or name) and the store; 404 unless this token sees it."""
     store = engine(request).store.schedules()
     try:
         s = store.record(store.resolve(schedule))
@@ -91,7 +92,7 @@ def _found(request: Request, caller: Caller, schedule: str) -> tuple[Schedule | 
 
 def _visible(request: Request, caller: Caller, schedule: str) -> tuple[Schedule, ScheduleStore]:
     """The schedule ``schedule`` names, readable (a broken one: ``ScheduleBroken``, a 400 naming the fix)."""
-    s, store = _found(request, caller, schedule)
+    s, store = found(request, caller, schedule)
     if isinstance(s, BrokenSchedule):
         raise ScheduleBroken(s.problem())
     return s, store
@@ -107,7 +108,7 @@ def list_schedules(request: Request, caller: Caller = READER):
 @router.get("/schedules/{schedule}", response_model=ScheduleView)
 def get_schedule(schedule: str, request: Request, caller: Caller = READER):
     """One schedule (id, unique id prefix or name) and its latest runs."""
-    s, store = _found(request, caller, schedule)
+    s, store = found(request, caller, schedule)
     return _view(s, store, runs=50)
 
 
@@ -127,7 +128,7 @@ def add_schedule(body: NewSchedule, request: Request, caller: Caller = WRITER):
 @router.delete("/schedules/{schedule}", status_code=204)
 def remove_schedule(schedule: str, request: Request, caller: Caller = WRITER):
     """Remove a schedule (its sessions stay), a broken one too."""
-    s, _ = _found(request, caller, schedule)
+    s, _ = found(request, caller, schedule)
     scheduling.remove(engine(request), get_settings(), s.id)
 
 

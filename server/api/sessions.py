@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from server.api.common import BadRequest, engine, reach, service, visible_session
+from server.api.listing import schedule_sessions, search
 from server.api.stream import parse_event_id
 from server.auth import Caller, require_reader, require_writer
 from server.schemas import (
@@ -44,18 +45,28 @@ WRITER = Depends(require_writer)
 @router.get("/sessions", response_model=list[SessionSummary])
 def list_sessions(request: Request, caller: Caller = READER, state: State | None = None,
                   workspace: PathText | None = None, limit: int = Query(50, ge=1, le=10_000),
-                  children: bool = Query(False, description="Also list sub-agents (child sessions).")):
-    """Sessions, newest activity first."""
+                  children: bool = Query(False, description="Also list sub-agents (child sessions)."),
+                  q: str | None = Query(None, max_length=200, description="Text (case-insensitive) in the title, "
+                                                                         "the id or the first prompt."),
+                  token: str | None = Query(None, max_length=200, description="Only sessions this token (its "
+                                                                             "name) started."),
+                  schedule: str | None = Query(None, max_length=200, description="Only sessions this schedule "
+                                                                                "(id, id prefix or name) started.")):
+    """Sessions the token may see, newest activity first; each filter given narrows the list."""
     store = engine(request).store
     ws = os.path.realpath(workspace) if workspace else None
+    fired = schedule_sessions(request, caller, schedule) if schedule else None
+    text = (q or "").strip()
 
     def wanted(rec) -> bool:
         return not ((state and rec.state is not state) or (ws and rec.workspace != ws) or not caller.sees(rec)
-                    or (rec.parent_session_id and not children))
+                    or (rec.parent_session_id and not children) or (token is not None and rec.token != token)
+                    or (fired is not None and rec.id not in fired))
 
     rows = []
     for chunk in _id_chunks(store, limit):
-        rows += [rec for rec in store.get_sessions(chunk) if wanted(rec)]
+        found = [rec for rec in store.get_sessions(chunk) if wanted(rec)]
+        rows += search(store, found, text) if text else found
         if len(rows) >= limit:
             break
     rows = rows[:limit]

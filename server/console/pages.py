@@ -9,10 +9,11 @@ table and the inbox poll ``/api/sessions`` and ``/api/approvals``, the session p
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from server.api.approvals import pending
 from server.api.costs import budgets, costs
+from server.api.schedules import list_schedules
 from server.api.sessions import get_session, list_sessions
 from server.console.web import page, signed_in, to_signin
 from statemachines import State
@@ -30,17 +31,38 @@ MODES = [m.value for m in PermissionMode]
 
 
 @router.get("/")
-def sessions_page(request: Request, state: str | None = None):
-    """Every session the token may see, filtered by state; refreshed every few seconds."""
+def sessions_page(request: Request, state: str | None = None, q: str | None = None, workspace: str | None = None,
+                  token: str | None = None, schedule: str | None = None):
+    """Every session the token may see, searched and filtered as the query says (so a filtered view is a
+    link to share); refreshed every few seconds."""
     caller = signed_in(request)
     if caller is None:
         return to_signin(request)
     chosen = State(state) if state in STATES else None
-    rows = list_sessions(request, caller, state=chosen, workspace=None, limit=TABLE_ROWS, children=False)
+    given = {"q": (q or "").strip()[:200], "workspace": workspace or "", "token": token or "",
+             "schedule": schedule or ""}
+    problem = ""
+    try:
+        rows = list_sessions(request, caller, state=chosen, workspace=given["workspace"] or None, limit=TABLE_ROWS,
+                             children=False, q=given["q"] or None, token=given["token"] or None,
+                             schedule=given["schedule"] or None)
+    except HTTPException as exc:  # a schedule this token does not see (or none of that name)
+        rows, problem = [], str(exc.detail)
+    everything = rows if not (chosen or any(given.values())) else list_sessions(
+        request, caller, state=None, workspace=None, limit=TABLE_ROWS, children=False, q=None, token=None,
+        schedule=None)
+    options = {
+        "workspaces": sorted({*(caller.token.workspaces or []), *(r.workspace for r in everything),
+                              *([given["workspace"]] if given["workspace"] else [])}),
+        "tokens": sorted({*(r.token for r in everything if r.token), *([given["token"]] if given["token"] else [])}),
+        "schedules": [(s.id, s.name) for s in list_schedules(request, caller) if not s.broken],
+    }
+    if given["schedule"] and given["schedule"] not in {i for i, _ in options["schedules"]}:  # a name or a prefix
+        options["schedules"].append((given["schedule"], given["schedule"]))
     # bypassPermissions only for a token that may start such a session (else the API's 403 would answer)
     modes = MODES if caller.token.allow_bypass else [m for m in MODES if m != PermissionMode.BYPASS.value]
     return page("sessions.html", caller=caller, rows=rows, states=STATES, state=chosen.value if chosen else "",
-                modes=modes, active="sessions")
+                given=given, options=options, problem=problem, modes=modes, active="sessions")
 
 
 @router.get("/sessions/{session}")

@@ -121,7 +121,7 @@ def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, 
         assert session.locator("#transcript img, #transcript script").count() == 0
         assert session.title() != "1" and session.title() != "2"
         edit = transcript.locator('details.call[data-tool="Edit"]')
-        assert edit.locator("summary").inner_text().startswith("⏺ Edit(calc.py)")
+        assert edit.locator("summary").inner_text().startswith("Edit(calc.py)")
         assert edit.locator(".diff .del").text_content().strip() == "-    return a - b"
         assert edit.locator(".diff .add").text_content().strip() == "+    return a + b"
         assert f"Bash: {COMMAND}" in transcript.locator(".ask").inner_text()
@@ -144,9 +144,9 @@ def test_sign_in_follow_live_approve_from_the_inbox(cluster, workspace, server, 
         transcript.locator(".closing").wait_for(timeout=WAIT_MS)
         assert "Finished: the command ran and calc.py adds." in transcript.inner_text()
         assert "approved by user (token:alice)" in transcript.locator(".decision").inner_text()
-        assert transcript.locator(".closing").inner_text().startswith(f"✓ session {sid[:8]} · 4 turns")
+        assert transcript.locator(".closing").inner_text().startswith(f"session {sid[:8]} · 4 turns")
         bash = transcript.locator('details.call[data-tool="Bash"]')
-        assert bash.locator("summary").inner_text().startswith(f"⏺ Bash({COMMAND})")
+        assert bash.locator("summary").inner_text().startswith(f"Bash({COMMAND})")
         wait_for(lambda: session.locator("#state").inner_text() == "idle", 60, what="the state label to say idle")
         wait_for(lambda: session.locator("#waiting").inner_text() == "0 request(s) in the inbox", 60,
                  what="the header to say nothing waits")

@@ -2,52 +2,35 @@
 // on a dropped connection the browser reconnects with Last-Event-ID and misses nothing). Rendered as
 // `mainsail watch` renders it: prompts, the model's text (streamed as it arrives, then replaced by the
 // recorded entry), each tool call folded with its result, Edit as a diff, permission requests and
-// decisions, the closing line with the cost. Everything from the stream is written as text.
+// decisions, the closing line with the cost; each sub-agent's lines nested (and foldable) under its
+// Agent/Task call. Only the actions that apply now are shown (Cancel while a turn runs, approve / deny
+// while a request of this session waits, the message box while idle), kept so as the state changes.
+// Everything from the stream is written as text; the marks are the page's SVG icons, never font glyphs.
 "use strict";
 
 (function () {
   const M = window.Mainsail;
+  const { marked, oneLine, summary, shownName, callBody, resultText, text } = window.MainsailTranscript;
+  const icon = M.icon;
   const page = document.getElementById("session-page");
   const sid = page.dataset.session;
   const out = document.getElementById("transcript");
   const live = document.getElementById("live");
   const stateLabel = document.getElementById("state");
+  const writer = page.dataset.writer === "1";
+  // A turn runs in these states: Cancel stops it (idle: nothing to stop; extracting: the answer is given).
+  const RUNNING = ["querying", "running_tools", "awaiting_permission", "compacting"];
+  const AGENT_TOOLS = ["Agent", "Task"];  // the sub-agent tool (Claude Code 2.1 calls it Agent; Task before)
+  const asks = new Map();       // request id -> its .ask box (approve / deny shown while it waits)
+  let pendingIds = new Set();   // the requests of this session waiting now (GET /api/sessions/{id})
   const calls = new Map();      // tool_use id -> <details> of the call
   const streaming = new Map();  // step id -> <div> holding the streamed text so far
   // Steps whose reply is recorded: a delta of theirs arriving after the entry (the deltas and the
   // transcript are separate streams) must not start a second copy of the text.
   const recorded = new Set();
-  const SUMMARY_KEYS = ["file_path", "notebook_path", "pattern", "command", "path", "url", "query", "description",
-                        "bash_id", "shell_id"];
-  const PATH_KEYS = ["file_path", "notebook_path", "path", "pattern"];
-  const agentLines = new Map();  // Task call id -> the <div> its sub-agent's lines go in
-  const early = new Map();       // Task call id -> sub-agent lines that came before the call's own line
-  const labels = new Set();      // the Task labels given so far (two calls with one description: "x", "x #2")
-
-  function oneLine(text, max) {
-    const s = M.visible(String(text).split(/\s+/).join(" ").trim());
-    return s.length <= max ? s : s.slice(0, max - 3) + "...";
-  }
-
-  // A path inside the session's directory, relative to it (as Claude Code shows it); others as given.
-  function shownPath(path, cwd) {
-    const base = String(cwd || "").replace(/\/+$/, "");
-    if (!base || typeof path !== "string" || !path.startsWith("/")) return path;
-    if (path === base) return ".";
-    return path.startsWith(base + "/") ? path.slice(base.length + 1) || "." : path;
-  }
-
-  function summary(name, input, cwd) {
-    input = input && typeof input === "object" ? input : {};
-    if (name === "TodoWrite" && Array.isArray(input.todos)) return input.todos.length + " todos";
-    for (const key of SUMMARY_KEYS) {
-      if (key in input) {
-        const value = name !== "Bash" && PATH_KEYS.includes(key) ? shownPath(input[key], cwd) : input[key];
-        return oneLine(value, 80);
-      }
-    }
-    return "";
-  }
+  const agentLines = new Map();  // Agent call id -> the <div> its sub-agent's lines go in
+  const early = new Map();       // Agent call id -> sub-agent lines that came before the call's own line
+  const labels = new Set();      // the Agent labels given so far (two calls with one description: "x", "x #2")
 
   function taskLabel(input) {
     const base = oneLine((input && input.description) || "sub-agent", 80);
@@ -57,41 +40,11 @@
     return label;
   }
 
-  function shownName(name) {
-    if (!name.startsWith("mcp__")) return name;
-    const [server, ...tool] = name.slice(5).split("__");
-    return server + " - " + tool.join("__") + " (MCP)";
-  }
-
   function add(node) {
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     out.append(node);
     if (atBottom) node.scrollIntoView({ block: "end" });
     return node;
-  }
-
-  // -/+ lines of an edit's input, shown as a unified diff reads (M.diff, as the inbox shows its diffs).
-  function diff(oldText, newText) {
-    const lines = [];
-    if (oldText !== null) for (const line of String(oldText || "").split("\n")) lines.push("-" + line);
-    for (const line of String(newText || "").split("\n")) lines.push("+" + line);
-    return M.diff(lines.join("\n"));
-  }
-
-  function callBody(name, input) {
-    const body = M.el("div", "call-body");
-    if (name === "Edit") body.append(diff(input.old_string, input.new_string));
-    else if (name === "MultiEdit" && Array.isArray(input.edits)) {
-      for (const e of input.edits) body.append(diff(e && e.old_string, e && e.new_string));
-    } else if (name === "Write") body.append(diff(null, input.content));
-    else if (name === "Bash") body.append(M.el("pre", "input", "$ " + M.visible(input.command || "")));
-    else if (name === "TodoWrite" && Array.isArray(input.todos)) {
-      for (const t of input.todos) {
-        const mark = t && t.status === "completed" ? "☒ " : t && t.status === "in_progress" ? "◐ " : "☐ ";
-        body.append(M.el("div", "todo", mark + (t && t.content)));
-      }
-    } else body.append(M.el("pre", "input", JSON.stringify(input, null, 2)));
-    return body;
   }
 
   function toolCall(tu, cwd) {
@@ -100,13 +53,20 @@
     details.dataset.call = tu.id;
     const head = M.el("summary");
     const shown = shownName(tu.name);
-    const arg = tu.name === "Task" ? taskLabel(tu.input) : summary(tu.name, tu.input, cwd);
-    head.append(M.el("span", "dot", "⏺ "), M.el("strong", null, shown), "(" + arg + ")");
+    const isAgent = AGENT_TOOLS.includes(tu.name);
+    const arg = isAgent ? taskLabel(tu.input) : summary(tu.name, tu.input, cwd);
+    head.append(icon("call"), M.el("strong", null, shown), "(" + arg + ")");
     head.append(M.el("span", "outcome"));
     details.append(head, callBody(tu.name, tu.input || {}));
-    if (tu.name === "Task") {  // its sub-agent's lines go here, under the call (open while it works)
+    if (isAgent) {  // its sub-agent's lines go here, under the call, in a block of their own that folds
+      const agent = M.el("details", "agent");
+      const what = (tu.input && tu.input.subagent_type) || "sub-agent";
+      const fold = M.el("summary");
+      fold.append(icon("agent"), M.el("span", "agent-title", oneLine(what, 40)), M.el("span", "agent-count", ""));
       const box = M.el("div", "agent-lines");
-      details.append(box);
+      agent.append(fold, box);
+      agent.open = true;
+      details.append(agent);
       details.open = true;
       agentLines.set(tu.id, box);
       for (const line of early.get(tu.id) || []) box.append(line);
@@ -114,12 +74,6 @@
     }
     calls.set(tu.id, details);
     out.append(details);
-  }
-
-  function resultText(block) {
-    if (typeof block.content === "string") return block.content;
-    // An image or a PDF (Read: workflows/tools/media.py) is named by its type, as ToolResultBlock.text names it.
-    return (block.content || []).map((b) => b.text || (b.source ? "[" + b.source.media_type + "]" : "")).join("\n");
   }
 
   function toolResult(entry) {
@@ -131,18 +85,13 @@
       const details = calls.get(block.tool_use_id);
       const pre = M.el("pre", block.is_error ? "result error" : "result", text);
       if (!details) {
-        add(M.el("div", block.is_error ? "line error" : "line dim", "  ⎿  " + line.slice(0, 160)));
+        add(marked("div", block.is_error ? "line error" : "line dim", "result", line.slice(0, 160)));
         continue;
       }
-      details.querySelector(".outcome").textContent = "  ⎿  " + line.slice(0, 160);
+      details.querySelector(".outcome").replaceChildren(icon("result"), line.slice(0, 160));
       details.classList.toggle("failed", Boolean(block.is_error));
       details.append(pre);
     }
-  }
-
-  function text(content) {
-    if (typeof content === "string") return content;
-    return (content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
   }
 
   function assistant(entry) {
@@ -172,8 +121,8 @@
       " · " + tokens(e.usage).toLocaleString("en-US") + " tokens · " + M.money(e.total_cost_usd) + " · " +
       (e.duration_ms / 1000).toFixed(1) + "s";
     const line = M.el("div", e.is_error ? "closing error" : "closing");
-    if (e.is_error) line.append(M.el("span", "mark", "✗ "), e.subtype + ": " + e.result + " · " + facts);
-    else line.append(M.el("span", "mark", "✓ "), facts);
+    if (e.is_error) line.append(icon("fail"), e.subtype + ": " + e.result + " · " + facts);
+    else line.append(icon("ok"), facts);
     add(line);
   }
 
@@ -184,19 +133,73 @@
     const added = (e.rules_added || []).length ? "; always allowed now: " + e.rules_added.join(", ") : "";
     const said = e.message ? ": " + e.message : "";
     add(M.el("div", "decision " + (e.decision === "allow" ? "allow" : "deny"), "  " + verb + " by " + who + added + said));
+    if (e.request_id && asks.has(e.request_id)) {
+      pendingIds.delete(e.request_id);
+      settle(asks.get(e.request_id));
+    }
   }
 
+  // A permission request: what it asks, and (for a token that may decide, while it waits) approve / deny.
   function request(e) {
     const box = M.el("div", "ask");
+    box.dataset.request = e.request_id;
     const what = e.tool === "Bash" ? M.visible((e.input || {}).command || "") : summary(e.tool, e.input);
-    box.append(M.el("span", "dot", "⚡ "), e.tool + ": ", M.el("code", null, what));
+    box.append(icon("bolt"), e.tool + ": ", M.el("code", null, what));
     if (e.diff || e.diff_note) box.append(M.diff(e.diff, e.diff_note));  // the file as it was when it asked
-    const note = M.el("div", "dim", "waiting for approval (request " + e.request_id + ") · ");
+    const note = M.el("div", "dim note", "waiting for approval (request " + e.request_id + ") · ");
     const link = M.el("a", null, "open the inbox");
     link.href = "/approvals";
     note.append(link);
     box.append(note);
+    if (writer) {
+      const decide = M.el("div", "decide");
+      const why = M.el("input", "deny-message");
+      why.type = "text";
+      why.placeholder = "Deny: why not, or what to do instead";
+      const yes = M.el("button", "approve", "Approve");
+      const no = M.el("button", "deny danger", "Deny");
+      yes.type = no.type = "button";
+      yes.addEventListener("click", () => decideOn(box, "approve", {}));
+      no.addEventListener("click", () => decideOn(box, "deny", why.value.trim() ? { message: why.value.trim() } : {}));
+      decide.append(yes, why, no);
+      box.append(decide);
+    }
+    asks.set(e.request_id, box);
+    settle(box);
     add(box);
+  }
+
+  // A request's box shows its buttons only while the server says it waits.
+  function settle(box) {
+    const waiting = pendingIds.has(box.dataset.request);
+    box.classList.toggle("settled", !waiting);
+    box.querySelector(".note").hidden = !waiting;
+  }
+
+  async function decideOn(box, verb, body) {
+    for (const b of box.querySelectorAll("button")) b.disabled = true;
+    try {
+      const done = await M.api("POST", "/api/sessions/" + encodeURIComponent(sid) + "/" + verb,
+                               Object.assign({ request: box.dataset.request }, body));
+      M.status((done.approved ? "Approved " : "Denied ") + done.tool + ": " + done.summary + ".");
+      pendingIds.delete(box.dataset.request);
+      settle(box);
+    } catch (e) { M.status(e.message, true); }
+    for (const b of box.querySelectorAll("button")) b.disabled = false;
+    refreshSoon();
+  }
+
+  // The state's label and icon, and the actions that apply in it.
+  function showState(state) {
+    page.dataset.state = state;
+    stateLabel.className = "state state-" + state;
+    stateLabel.replaceChildren(icon(state), M.el("span", "label", state));
+    const cancel = document.getElementById("cancel-button");
+    const send = document.getElementById("send");
+    if (cancel) cancel.hidden = !RUNNING.includes(state);
+    if (send) send.hidden = state !== "idle";
+    if (state !== "awaiting_permission") pendingIds = new Set();  // (this session's requests wait only in it)
+    for (const box of asks.values()) settle(box);
   }
 
   function entry(e) {
@@ -210,30 +213,31 @@
       case "permission_request": request(e); break;
       case "permission_decision": decision(e); break;
       case "state":
-        stateLabel.textContent = e.dest;
-        stateLabel.className = "state state-" + e.dest;
+        showState(e.dest);
         refreshSoon();
         break;
-      case "compact_boundary": add(M.el("div", "system info", "── conversation compacted (" + e.trigger + ") ──")); break;
-      case "rewind": add(M.el("div", "system warning", "⏪ rewound the " +
+      case "compact_boundary": add(M.el("div", "system info divider", "conversation compacted (" + e.trigger + ")")); break;
+      case "rewind": add(marked("div", "system warning", "rewind", "rewound the " +
         [e.code && "code", e.conversation && "conversation"].filter(Boolean).join(" and ") +
         " to before “" + e.prompt.slice(0, 60) + "”")); break;
       case "result": result(e); break;
       default: break;
     }
     if (Array.isArray(e.repaired) && e.repaired.length) {  // text UTF-8 cannot encode was stored as U+FFFD
-      add(M.el("div", "system warning", "⚠ text repaired: characters UTF-8 cannot encode (lone surrogates) " +
+      add(marked("div", "system warning", "warn", "text repaired: characters UTF-8 cannot encode (lone surrogates) " +
         "were stored as U+FFFD in " + e.repaired.join(", ")));
     }
   }
 
-  // A sub-agent's line: inside its Task call's block (kept until the call's line comes, if it is first);
+  // A sub-agent's line: inside its Agent call's block (kept until the call's line comes, if it is first);
   // at the end of the transcript, with the sub-agent's id, when its call is not known.
   function childLine(sessionId, call, node) {
     const box = call ? agentLines.get(call) : null;
     if (box) {
       const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
       box.append(node);
+      const n = box.children.length;
+      box.parentNode.querySelector(".agent-count").textContent = " · " + n + " line" + (n === 1 ? "" : "s");
       if (atBottom) node.scrollIntoView({ block: "end" });
     } else if (call) {
       if (!early.has(call)) early.set(call, []);
@@ -245,20 +249,20 @@
   }
 
   function child(sessionId, call, e) {
-    const line = (cls, text) => childLine(sessionId, call, M.el("div", cls, text));
+    const line = (cls, mark, text) => childLine(sessionId, call, marked("div", cls, mark, text));
     if (e.type === "assistant" && Array.isArray(e.message.content)) {
       for (const tu of e.message.content.filter((b) => b.type === "tool_use")) {
-        line("child", "⏺ " + shownName(tu.name) + "(" + summary(tu.name, tu.input, e.cwd) + ")");
+        line("child", "call", shownName(tu.name) + "(" + summary(tu.name, tu.input, e.cwd) + ")");
       }
     } else if (e.type === "user" && e.origin === "tool_result") {
       const block = (Array.isArray(e.message.content) ? e.message.content : [])[0] || {};
-      line(block.is_error ? "child error" : "child dim",
-        "  ⎿  " + (e.display || resultText(block).split("\n")[0] || "").slice(0, 150));
+      line(block.is_error ? "child result error" : "child result dim", "result",
+        (e.display || resultText(block).split("\n")[0] || "").slice(0, 150));
     } else if (e.type === "permission_request") {
-      line("child ask", "⚡ " + e.tool + ": " + summary(e.tool, e.input, e.cwd) + " (waits for approval)");
+      line("child ask", "bolt", e.tool + ": " + summary(e.tool, e.input, e.cwd) + " (waits for approval)");
     } else if (e.type === "result") {
-      line("child dim", (e.is_error ? "✗ " + e.subtype : "✓ answered") + " · " + e.num_turns + " turns · " +
-        M.money(e.total_cost_usd));
+      line("child dim end", e.is_error ? "fail" : "ok", (e.is_error ? e.subtype : "answered") + " · " +
+        e.num_turns + " turns · " + M.money(e.total_cost_usd));
     }
   }
 
@@ -275,6 +279,8 @@
       document.getElementById("turns").textContent = s.turns;
       document.getElementById("cost").textContent = M.money(s.cost_usd) + " · " + s.tokens.toLocaleString("en-US") + " tokens";
       document.getElementById("waiting").textContent = s.pending + " request(s) in the inbox";
+      pendingIds = new Set((s.pending_requests || []).map((r) => r.id));
+      showState(s.state);
     } catch (e) { M.status(e.message, true); }
   }
 
@@ -301,7 +307,8 @@
     });
   }
 
-  document.getElementById("send").addEventListener("submit", async (ev) => {
+  const sendForm = document.getElementById("send");
+  if (sendForm) sendForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const box = document.getElementById("message");
     if (!box.value.trim()) return;
@@ -312,12 +319,15 @@
     } catch (e) { M.status(e.message, true); }
   });
 
-  document.getElementById("cancel-button").addEventListener("click", async () => {
+  const cancelButton = document.getElementById("cancel-button");
+  if (cancelButton) cancelButton.addEventListener("click", async () => {
     try {
       const done = await M.api("POST", "/api/sessions/" + encodeURIComponent(sid) + "/cancel", {});
       M.status(done.message);
     } catch (e) { M.status(e.message, true); }
   });
 
+  showState(page.dataset.state);
   follow();
+  refreshFacts();
 })();
