@@ -254,6 +254,8 @@ def test_sub_agents_nest_under_their_agent_call_and_fold(world, chromium, size):
     assert page.locator("#transcript > .closing ~ *").count() == 0
     assert page.locator("#transcript > .closing").evaluate(
         "c => [...document.querySelectorAll('.child')].every(l => l.compareDocumentPosition(c) & 4)")
+    # a foreground agent's start and end notices (the stream's task lines) are not lines of their own here
+    assert transcript.locator(".system.task").count() == 0
     # fold one sub-agent and unfold it: its call's head stays
     first = calls.nth(0).locator("details.agent")
     assert first.locator(".agent-lines").is_visible()

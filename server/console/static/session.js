@@ -209,7 +209,10 @@
         else if (!e.command && e.origin !== "interrupt") add(M.el("div", "prompt", "> " + text(e.message.content)));
         break;
       case "assistant": assistant(e); break;
-      case "system": add(M.el("div", "system " + e.subtype, (e.subtype === "command" ? "" : e.subtype + ": ") + e.content)); break;
+      case "system":
+        // a foreground agent's start and end: its Agent call's nested block already shows both
+        if (e.subtype === "task" && e.task && e.task.is_backgrounded === false) break;
+        add(M.el("div", "system " + e.subtype, (e.subtype === "command" ? "" : e.subtype + ": ") + e.content)); break;
       case "permission_request": request(e); break;
       case "permission_decision": decision(e); break;
       case "state":
