@@ -175,10 +175,10 @@ class Round:
         clients, carry the sessions on."""
         done = unknown = 0
         for sid in client.zrange("mainsail:sessions", 0, -1):
-            text = b"".join(v for _, fields in client.xrange(f"mainsail:session:{sid.decode()}:log")
-                            for v in fields.values())
-            done += b"All steps done" in text
-            unknown += text.count(b"outcome is unknown")
+            values = [v.replace(b" ", b"") for _, fields in client.xrange(f"mainsail:session:{sid.decode()}:log")
+                      for v in fields.values()]
+            done += any(b"Allstepsdone" in v for v in values)
+            unknown += sum(b'"origin":"tool_result"' in v and b"outcomeisunknown" in v for v in values)
         return done, unknown
 
 
