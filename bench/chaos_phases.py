@@ -1,7 +1,8 @@
 """Where a chaos run's recovery time goes (bench/chaos.py): per step a killed worker held, the kill, then
 
 - **found dead**: a reaper's recorded verdict on the killed worker (``mainsail:workers:events``);
-- **taken back**: the step no longer under the dead worker's claim (pending again, or another's);
+- **taken back**: the step no longer under the dead worker's claim (pending again, or another's; only
+  steps it had claimed, not messages it had taken from a queue);
 - **claimed**: the step running under another worker's claim (the re-dispatch and its pickup);
 - **committed**: its result recorded (the step's own run: a model call made again, or a command);
 
@@ -113,11 +114,11 @@ class PhaseWatch:
         now = time.time()
         if step.finished:
             w.committed = step.updated_at if step.updated_at > w.kill_at else now
-            w.taken = w.taken or w.committed
+            w.taken = w.taken or (w.committed if w.token else None)
             w.claimed = w.claimed or w.committed
             return
         mine = bool(w.token) and step.owner == w.token
-        if w.taken is None and not mine:
+        if w.taken is None and w.token and not mine:  # (a message taken but not claimed has no claim to lose)
             w.taken = now
         if w.claimed is None and not mine and step.status.value == "running" and step.owner:
             w.claimed = now
