@@ -1,7 +1,7 @@
 """How a real Redis makes a mutating call's claim durable (workflows/store/durable.py): ``appendfsync always``
 is found and trusted, ``everysec`` without WAITAOF is said to be unsafe, and a Redis with WAITAOF (a
 valkey-server or redis-server 7.2+ named by ``MAINSAIL_TEST_WAITAOF_SERVER``) waits for the fsync, unless its
-WAITAOF answers before the fsync (Valkey, Redis 7.4): then it is unsafe under ``everysec``."""
+WAITAOF answers before the fsync (Valkey, Redis before 8.0): then it is unsafe under ``everysec``."""
 
 from __future__ import annotations
 

@@ -12,11 +12,11 @@ disk (:meth:`Durability.wait`):
   ``mainsail:metrics``), then ``WAITAOF 1 0 timeout``. The AOF is one log, so the fsync that covers this
   write covers the claim written before it, by whatever connection. Cost: one fsync per mutating call, no
   cost to any other write (bench/README.md).
-- **A WAITAOF that answers early**: under ``everysec``, Redis 7.4 and Valkey (8.1, 9.1) acknowledge a WAITAOF
+- **A WAITAOF that answers early**: under ``everysec``, Redis 7.x and Valkey (8.1, 9.1) acknowledge a WAITAOF
   once the write is in the file, before its fsync, when the last fsync is less than a second old (the flaw
-  redis/redis#13793 fixed in Redis 8.0; seen here with strace: the reply came in 2 ms with no fsync call).
-  Their WAITAOF is not trusted under ``everysec``: such a Redis counts as one without it (below). Redis 7.2
-  (before the flaw) and 8.0 and later are trusted.
+  redis/redis#13793 fixed in Redis 8.0, brought in by the fix of redis/redis#12620, which 7.2.2 shipped; seen
+  here with strace: the reply came in 2 ms with no fsync call). Their WAITAOF is not trusted under
+  ``everysec``: such a Redis counts as one without it (below). Redis 8.0 and later is trusted.
 - **Older Redis** (7.0 has no per-write fsync): ``appendfsync always`` makes every write durable before
   its reply, so the claim already is; the check is one ``CONFIG GET`` per process. docs/deploying.md says
   which to choose and what each costs.
@@ -134,7 +134,7 @@ class Durability:
 
 def early_waitaof(r: redis.Redis) -> str | None:
     """The server's name and version when its WAITAOF can answer before the fsync (see the module docstring):
-    Valkey, or Redis 7.4; also when INFO is refused (fail closed). None for Redis 7.2 and 8.0 or later."""
+    Valkey, or Redis before 8.0; also when INFO is refused (fail closed). None for Redis 8.0 or later."""
     try:
         info = r.info("server")
     except redis.ResponseError:
@@ -146,7 +146,7 @@ def early_waitaof(r: redis.Redis) -> str | None:
         major_minor = tuple(int(x) for x in version.split(".")[:2])
     except ValueError:
         return f"Redis {version}"
-    return f"Redis {version}" if (7, 4) <= major_minor < (8, 0) else None
+    return f"Redis {version}" if major_minor < (8, 0) else None
 
 
 __all__ = ["ALWAYS", "Durability", "NotDurable", "UNSAFE", "WAITAOF", "early_waitaof", "report_unsafe_at"]
