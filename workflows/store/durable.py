@@ -14,9 +14,10 @@ disk (:meth:`Durability.wait`):
   cost to any other write (bench/README.md).
 - **A WAITAOF that answers early**: under ``everysec``, Redis 7.x and Valkey (8.1, 9.1) acknowledge a WAITAOF
   once the write is in the file, before its fsync, when the last fsync is less than a second old (the flaw
-  redis/redis#13793 fixed in Redis 8.0, brought in by the fix of redis/redis#12620, which 7.2.2 shipped; seen
-  here with strace: the reply came in 2 ms with no fsync call). Their WAITAOF is not trusted under
-  ``everysec``: such a Redis counts as one without it (below). Redis 8.0 and later is trusted.
+  redis/redis#13793 fixed in Redis 8.0; brought in by redis/redis#12622, in 7.4, and whether a 7.2 patch
+  release took that is not known here; seen here with strace: the reply came in 2 ms with no fsync call).
+  Their WAITAOF is not trusted under ``everysec`` (7.2's neither: fail closed): such a Redis counts as one
+  without it (below). Redis 8.0 and later is trusted.
 - **Older Redis** (7.0 has no per-write fsync): ``appendfsync always`` makes every write durable before
   its reply, so the claim already is; the check is one ``CONFIG GET`` per process. docs/deploying.md says
   which to choose and what each costs.
