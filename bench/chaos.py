@@ -104,6 +104,7 @@ class Chaos:
         self.redis_down_at = self.redis_up_at = None
         self.busy_at_restart: list[str] = []
         self._n = 0
+        self.orphans: list[str] = []
 
     # ------------------------------------------------------------------ processes
 
@@ -272,6 +273,9 @@ class Chaos:
         finally:
             api.stop()
             self.procs.stop_all()
+            self.orphans = left_running(self.tmp)
+            if self.orphans:
+                self.say(f"left running after the run, killed now: {'; '.join(self.orphans)[:600]}")
 
     def _loop(self) -> None:
         cfg = self.cfg
@@ -323,6 +327,24 @@ class Chaos:
         return report
 
 
+def left_running(tmp: Path) -> list[str]:
+    """Processes still running whose command line names the run's directory (a killed worker's commands or
+    sandboxes that outlived it), each as ``pid: program``; SIGKILLed."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(pid) != os.getpid() and any(str(tmp).encode() in a for a in argv):
+            out.append(f"{pid}: {argv[0].decode(errors='replace')}")
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=50)
@@ -350,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mainsail-chaos-"))
     os.environ.pop("ANTHROPIC_API_KEY", None)
     try:
-        report = Chaos(cfg, tmp, log=lambda m: print(m, file=sys.stderr, flush=True)).run()
+        chaos = Chaos(cfg, tmp, log=lambda m: print(m, file=sys.stderr, flush=True))
+        report = chaos.run()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -362,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         print("\n".join(sorted(report.details)))
     print(render(report))
+    print(f"left running           {len(chaos.orphans)} processes after the run (killed by the bench)")
     return 0 if report.ok else 1
 
 
