@@ -23,6 +23,11 @@ One run:
    is dead (``mainsail:workers:events``); per step it held, from the kill to the step's commit
    elsewhere; per busy session, from Redis answering again to its next entry.
 
+``--burn`` processes spin on the CPU meanwhile (each takes a core): the moderate load of
+bench/README.md is ``--burn 1`` on this 2-core machine, one core taken from the workers. The
+recovery of each step is split into its phases (bench/chaos_phases.py): found dead, taken back,
+claimed elsewhere, committed; and per killed process of a supervisor, kill -> its replacement registered.
+
 Exit status 1 on any unfinished session, duplicate, re-run or lost message (the recovery times are
 reported, not asserted). ``tests/e2e/test_chaos.py`` runs the same with a handful of sessions.
 """
@@ -47,6 +52,7 @@ if str(ROOT) not in sys.path:
 
 import redis  # noqa: E402
 
+from bench.chaos_phases import PhaseWatch  # noqa: E402
 from bench.chaos_report import (  # noqa: E402
     Kill,
     Report,
@@ -78,6 +84,7 @@ class ChaosConfig:
     seed: int = 1
     min_live: int = 1  # kill only while at least this many workers are registered
     processes: int = 1  # worker processes per supervisor (1: a plain `mainsail worker`, replaced by the bench)
+    burn: int = 0  # CPU burners (a busy loop each) running meanwhile: the load
     worker_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -97,6 +104,7 @@ class Chaos:
         self.redis_down_at = self.redis_up_at = None
         self.busy_at_restart: list[str] = []
         self._n = 0
+        self.orphans: list[str] = []
 
     # ------------------------------------------------------------------ processes
 
@@ -168,8 +176,10 @@ class Chaos:
             held = self.store.workers.held(name)
         except redis.RedisError:
             held = {}
+        registered = self.phases.registered()
         os.kill(victim, signal.SIGKILL)
         self.kills.append(Kill(at=time.time(), name=name, held=held))
+        self.phases.watch(self.kills[-1].at, held, registered)
         if self.cfg.processes == 1:  # (a supervisor starts another child itself)
             proc = next(p for p in self.workers if p.pid == victim)
             proc.wait(10)
@@ -241,6 +251,7 @@ class Chaos:
             configure(self.url)
             self.engine = runtime.engine(settings)
             self.store = self.engine.store
+            self.phases = PhaseWatch(self.store, replacements=cfg.processes > 1)
             for _ in range(cfg.workers):
                 self.start_worker()
             deadline = time.monotonic() + 60
@@ -250,12 +261,21 @@ class Chaos:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"workers did not register; see {self.tmp}/worker-*.log")
                 time.sleep(0.1)
+            burners = [self.procs.start(f"burn-{i}", [sys.executable, "-c", "while True: pass"])
+                       for i in range(cfg.burn)]
+            self.load = [os.getloadavg()[0]]
             self._loop()
+            self.load.append(os.getloadavg()[0])
+            for p in burners:
+                p.kill()
             time.sleep(1.0)
             return self._report(time.monotonic() - started)
         finally:
             api.stop()
             self.procs.stop_all()
+            self.orphans = left_running(self.tmp)
+            if self.orphans:
+                self.say(f"left running after the run, killed now: {'; '.join(self.orphans)[:600]}")
 
     def _loop(self) -> None:
         cfg = self.cfg
@@ -302,7 +322,27 @@ class Chaos:
             report.redis_resumes = redis_resume_times(self.store, self.busy_at_restart, self.redis_down_at,
                                                       self.redis_up_at)
         report.sessions = max(report.sessions, len(self.sessions))
+        report.phases = self.phases.stop()
+        report.load = self.load
         return report
+
+
+def left_running(tmp: Path) -> list[str]:
+    """Processes still running whose command line names the run's directory (a killed worker's commands or
+    sandboxes that outlived it), each as ``pid: program``; SIGKILLed."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(pid) != os.getpid() and any(str(tmp).encode() in a for a in argv):
+            out.append(f"{pid}: {argv[0].decode(errors='replace')}")
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -317,18 +357,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ramp", type=float, default=40.0, help="seconds over which the sessions start")
     ap.add_argument("--timeout", type=float, default=400.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--burn", type=int, default=0, help="CPU burners (a busy loop each) meanwhile: the load")
+    ap.add_argument("--worker-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for the workers (e.g. MAINSAIL_WORKER_HEARTBEAT_SECONDS=0.2); repeatable")
     ap.add_argument("-v", "--verbose", action="store_true", help="list each recovered step")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (worker logs) for inspection")
     args = ap.parse_args(argv)
     cfg = ChaosConfig(sessions=args.sessions, workers=args.workers, processes=args.processes, turns=args.turns,
                       kill_every=args.kill_every,
                       redis_restart_at=args.redis_restart_at if args.redis_restart_at >= 0 else None,
-                      redis_down=args.redis_down, ramp=args.ramp, timeout=args.timeout, seed=args.seed)
+                      redis_down=args.redis_down, ramp=args.ramp, timeout=args.timeout, seed=args.seed,
+                      burn=args.burn, worker_env=dict(kv.split("=", 1) for kv in args.worker_env))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     tmp = Path(tempfile.mkdtemp(prefix="mainsail-chaos-"))
     os.environ.pop("ANTHROPIC_API_KEY", None)
     try:
-        report = Chaos(cfg, tmp, log=lambda m: print(m, file=sys.stderr, flush=True)).run()
+        chaos = Chaos(cfg, tmp, log=lambda m: print(m, file=sys.stderr, flush=True))
+        report = chaos.run()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -340,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         print("\n".join(sorted(report.details)))
     print(render(report))
+    print(f"left running           {len(chaos.orphans)} processes after the run (killed by the bench)")
     return 0 if report.ok else 1
 
 

@@ -40,6 +40,8 @@ class Report:
     wall: float = 0.0
     warnings: Counter = field(default_factory=Counter)
     details: list[str] = field(default_factory=list)
+    phases: object = None  # bench.chaos_phases.Phases
+    load: list[float] = field(default_factory=list)  # the 1-minute load average at the start and the end
 
     @property
     def ok(self) -> bool:
@@ -163,6 +165,20 @@ def _ended_before(store: Store, sid: str, when: float) -> bool:
     return False
 
 
+def _phase_lines(report: Report, fmt) -> list[str]:
+    """Recovery split into its phases (bench/chaos_phases.py), and the replacements' start."""
+    ph = report.phases
+    if ph is None:
+        return []
+    span = lambda vs: f"p50 {fmt(pct(vs, 50))}  p90 {fmt(pct(vs, 90))}  max {fmt(max(vs, default=None))}"  # noqa: E731
+    out = [f"  kill -> taken back    {span(ph.taken)}",
+           f"  kill -> claimed       {span(ph.claimed)}",
+           f"  claimed -> committed  {span(ph.run)}  (the step's own run)"]
+    if ph.replaced:
+        out.append(f"replacement registered {span(ph.replaced)}  ({len(ph.replaced)} forked processes, after the kill)")
+    return out
+
+
 def render(report: Report) -> str:
     """The figures, one per line."""
     fmt = lambda v: "n/a" if v is None else f"{v:.2f} s"  # noqa: E731
@@ -178,12 +194,15 @@ def render(report: Report) -> str:
         f"{', '.join(f'{k} {n}' for k, n in report.detected_how.most_common()) or 'none'})",
         f"recovery after a kill  p50 {fmt(pct(report.recoveries, 50))}  p90 {fmt(pct(report.recoveries, 90))}  "
         f"max {fmt(max(report.recoveries, default=None))}  ({len(report.recoveries)} steps)",
+        *_phase_lines(report, fmt),
         f"resume after Redis     p50 {fmt(pct(report.redis_resumes, 50))}  p90 {fmt(pct(report.redis_resumes, 90))}"
         f"  max {fmt(max(report.redis_resumes, default=None))}  ({len(report.redis_resumes)} sessions)",
         f"longest stall          {report.longest_stall:.2f} s (largest gap between two entries of a session: "
         f"{report.longest_stall_at})",
         f"wall                   {report.wall:.1f} s",
     ]
+    if report.load:
+        lines.append("load average           " + " -> ".join(f"{v:.1f}" for v in report.load) + " (start -> end)")
     if report.warnings:
         lines.append("recovery entries       " + ", ".join(f"{k}: {n}" for k, n in report.warnings.most_common()))
     for title, items in (("DUPLICATE", report.duplicates), ("RE-RUN", report.reruns), ("LOST", report.lost)):

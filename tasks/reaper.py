@@ -2,7 +2,7 @@
 
 Every worker runs a :class:`Housekeeper` once its Celery consumer is up: a
 :class:`~tasks.liveness.Beacon` that keeps its registration fresh, and a
-:class:`Reaper` that, every ``worker_heartbeat_seconds``:
+:class:`Reaper` that, every tick (:data:`TICK_SECONDS`):
 
 - finds workers whose registration expired (they died without unregistering) and,
   once it has stayed expired for ``worker_dead_confirm_seconds`` (a live worker starved
@@ -73,6 +73,10 @@ SWEEP_LOCK_SECONDS = 10.0
 ORPHAN_AGE_SECONDS = 3.0
 #: How often a reaper checks whether Redis restarted (its run id changed).
 RESTART_CHECK_SECONDS = 1.0
+#: A reaper's tick (at most; half the heartbeat if that is shorter): each tick it looks for dead workers, and
+#: one reaper per tick lists Redis's clients. A dead worker is found within a tick: at the 0.25 s of half a
+#: heartbeat, the tick was most of the time from a kill to the take-back (bench/README.md, "chaos.py").
+TICK_SECONDS = 0.1
 
 
 def sweep_once(engine: Engine, stalled: frozenset[str] = frozenset()) -> int:
@@ -314,7 +318,7 @@ class Reaper(threading.Thread):
         self.worker_name = name
         self.health = health
         self.check_restarts = check_restarts
-        tick = engine.settings.worker_heartbeat_seconds / 2
+        self.tick = tick = min(engine.settings.worker_heartbeat_seconds / 2, TICK_SECONDS)
         self.watch = Watch(engine.store.workers, name, tether, tick,
                            fallback=engine.settings.worker_ttl_seconds + engine.settings.worker_dead_confirm_seconds)
         self._stop_event = threading.Event()
@@ -327,7 +331,7 @@ class Reaper(threading.Thread):
         suspects: set[tuple[str, str]] = set()
         lapsed: dict[str, float] = {}  # workers found without their registration, and since when
         check_restarts = self.check_restarts
-        while not self._stop_event.wait(s.worker_heartbeat_seconds / 2):
+        while not self._stop_event.wait(self.tick):
             try:
                 if check_restarts and time.monotonic() - last_check >= RESTART_CHECK_SECONDS:
                     last_check = time.monotonic()

@@ -94,7 +94,8 @@ def _own_store(settings: Settings | None) -> Store:
         return _store[1]
     client = redis_client(url, s.redis_ca_file, health_check_interval=30, socket_keepalive=True,
                           once_transactions=True, max_connections=pool_size())
-    built = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds)
+    built = Store(client, lock_timeout=s.lock_timeout_seconds, lock_wait=s.lock_wait_seconds,
+                  durable_claims=s.durable_claims)
     built.lock_owner = _worker
     built.keep_transcripts(2 * _concurrency)
     from workflows.store.metrics import TALLY

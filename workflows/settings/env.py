@@ -202,6 +202,11 @@ class Settings(BaseSettings):
         description="A worker whose registration stays expired this long while its Redis connection stays open "
                     "is taken for a lost host (whose connections never close) and its steps are taken back; "
                     "a worker whose process dies closes its connection and is taken back at once.")
+    durable_claims: bool = Field(
+        default=True,
+        description="Before a mutating call's effect (Bash, Edit...), wait until its step's claim is on Redis's "
+                    "disk (WAITAOF, or appendfsync always). Off, a host crash that loses the AOF's last second can "
+                    "run a command twice: only for measuring that (bench/host_crash.py --no-durable).")
     redis_retry_seconds: float = Field(
         default=30.0, ge=0,
         description="How long the step path (claim, commit, dispatch) retries a Redis error, and a CLI command waits "

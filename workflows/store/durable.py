@@ -12,9 +12,17 @@ disk (:meth:`Durability.wait`):
   ``mainsail:metrics``), then ``WAITAOF 1 0 timeout``. The AOF is one log, so the fsync that covers this
   write covers the claim written before it, by whatever connection. Cost: one fsync per mutating call, no
   cost to any other write (bench/README.md).
+- **A WAITAOF that answers early**: under ``everysec``, Redis 7.x and Valkey (8.1, 9.1) acknowledge a WAITAOF
+  once the write is in the file, before its fsync, when the last fsync is less than a second old (the flaw
+  redis/redis#13793 fixed in Redis 8.0; brought in by redis/redis#12622, in 7.4, and whether a 7.2 patch
+  release took that is not known here; seen here with strace: the reply came in 2 ms with no fsync call).
+  Their WAITAOF is not trusted under ``everysec`` (7.2's neither: fail closed): such a Redis counts as one
+  without it (below). Redis 8.0 and later is trusted.
 - **Older Redis** (7.0 has no per-write fsync): ``appendfsync always`` makes every write durable before
   its reply, so the claim already is; the check is one ``CONFIG GET`` per process. docs/deploying.md says
   which to choose and what each costs.
+- **Turned off** (``MAINSAIL_DURABLE_CLAIMS=false``): no wait, one warning per process; for measuring what
+  the wait prevents (bench/host_crash.py ``--no-durable``).
 - **Neither** (AOF off, or ``everysec`` on a Redis without WAITAOF, or CONFIG refused): the command runs as
   it would have (refusing every Bash call of a laptop's embedded Redis would be worse than the risk), with
   one warning per ``mainsail worker`` process naming the setting that would close the window (the CLI's
@@ -59,11 +67,14 @@ class NotDurable(MainsailError):
 class Durability:
     """How this process makes a claim durable, found out at the first wait (see the module docstring)."""
 
-    def __init__(self, r: redis.Redis, *, say: bool = True) -> None:
+    def __init__(self, r: redis.Redis, *, say: bool = True, enabled: bool = True) -> None:
         self.r = r
         self.say = say  # log :attr:`why` when unsafe (``mainsail doctor`` shows it itself)
-        self.mode: str | None = None
-        self.why = ""
+        self.mode: str | None = None if enabled else UNSAFE
+        self.why = "" if enabled else ("MAINSAIL_DURABLE_CLAIMS is off: a host crash that loses the AOF's last "
+                                       "second can run a command twice.")
+        if not enabled and say:
+            log.warning("%s", self.why)
         self._lock = threading.Lock()
 
     def wait(self) -> str:
@@ -95,12 +106,15 @@ class Durability:
     def _detect(self) -> tuple[str, str]:
         try:
             self._waitaof()
-            return WAITAOF, ""
+            early = early_waitaof(self.r)
         except redis.ResponseError as exc:
-            text = str(exc).lower()
-        if "appendonly" in text:  # WAITAOF exists, the AOF is off
-            return UNSAFE, ("Redis has its AOF off (appendonly no): a Redis restart or host crash loses sessions, "
-                            "and a command whose claim is lost may run twice. Set appendonly yes.")
+            text, early = str(exc).lower(), None
+            if "appendonly" in text:  # WAITAOF exists, the AOF is off
+                return UNSAFE, ("Redis has its AOF off (appendonly no): a Redis restart or host crash loses sessions, "
+                                "and a command whose claim is lost may run twice. Set appendonly yes.")
+        else:
+            if early is None:
+                return WAITAOF, ""
         try:
             fsync = self.r.config_get("appendfsync").get("appendfsync")
             aof = self.r.config_get("appendonly").get("appendonly")
@@ -109,9 +123,31 @@ class Durability:
         if aof == "yes" and fsync == "always":
             return ALWAYS, ""
         said = "cannot be read (CONFIG refused)" if fsync is None else f"appendonly {aof}, appendfsync {fsync}"
+        if early is not None:
+            return UNSAFE, (f"{early} acknowledges WAITAOF before the fsync under appendfsync everysec (the flaw Redis "
+                            f"8.0 fixed, redis/redis#13793), and its AOF settings {said}: a host crash can lose the "
+                            "claim of a running command, which may then run twice. Use Redis 8.0 or later, or set "
+                            "appendfsync always (docs/deploying.md).")
         return UNSAFE, (f"Redis has no WAITAOF (before 7.2) and its AOF settings {said}: a host crash can lose the "
                         "last second of writes, and with it the claim of a running command, which may then run "
-                        "twice. Use Redis 7.2 or later, or set appendfsync always (docs/deploying.md).")
+                        "twice. Use Redis 8.0 or later, or set appendfsync always (docs/deploying.md).")
 
 
-__all__ = ["ALWAYS", "Durability", "NotDurable", "UNSAFE", "WAITAOF", "report_unsafe_at"]
+def early_waitaof(r: redis.Redis) -> str | None:
+    """The server's name and version when its WAITAOF can answer before the fsync (see the module docstring):
+    Valkey, or Redis before 8.0; also when INFO is refused (fail closed). None for Redis 8.0 or later."""
+    try:
+        info = r.info("server")
+    except redis.ResponseError:
+        return "A Redis whose INFO is refused (its version unknown)"
+    if str(info.get("server_name", "")).lower() == "valkey":
+        return f"Valkey {info.get('valkey_version', '?')}"
+    version = str(info.get("redis_version", "0"))
+    try:
+        major_minor = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return f"Redis {version}"
+    return f"Redis {version}" if major_minor < (8, 0) else None
+
+
+__all__ = ["ALWAYS", "Durability", "NotDurable", "UNSAFE", "WAITAOF", "early_waitaof", "report_unsafe_at"]

@@ -63,7 +63,8 @@ class Store(Transcripts, Steps):
     """Session records, transcripts, live deltas, the step ledger, locks and leases (the transcripts and the
     ledger from its two pieces, :class:`Transcripts` and :class:`Steps`)."""
 
-    def __init__(self, client: redis.Redis, *, lock_timeout: float = 30.0, lock_wait: float = 10.0) -> None:
+    def __init__(self, client: redis.Redis, *, lock_timeout: float = 30.0, lock_wait: float = 10.0,
+                 durable_claims: bool = True) -> None:
         super().__init__(client)
         self.lock_timeout = lock_timeout
         self.lock_wait = lock_wait
@@ -73,7 +74,7 @@ class Store(Transcripts, Steps):
         self._unreleased: dict[str, bytes] = {}  # lock key -> our token, whose release Redis never got
         self.workers = Workers(client)
         self.scripts = Scripts(client)
-        self.durability = Durability(client)
+        self.durability = Durability(client, enabled=durable_claims)
 
     # ------------------------------------------------------------------ plumbing
 
