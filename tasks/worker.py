@@ -24,7 +24,7 @@ from celery.exceptions import CPendingDeprecationWarning
 from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models: workers run them too)
 from tasks import runtime
 from tasks.app import QUEUES, app
-from tasks.reaper import Housekeeper
+from tasks.housekeeper import Housekeeper
 from workflows import shells
 from workflows.commit.kinds import STEP_TASKS
 from workflows.mcp.pool import close_all as close_mcp

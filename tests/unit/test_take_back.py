@@ -8,6 +8,7 @@ import pytest
 
 from demo.scripted import DEMO_PROMPT, Script, ToolUse, Turn
 from tasks import reaper
+from tasks.housekeeper import retire
 from tests.inline import Inline, scripted_model
 from workflows.models import StepStatus, SystemEntry, UserEntry
 from workflows.models.options import SessionOptions
@@ -164,7 +165,7 @@ def test_leaving_hands_back_what_the_worker_took(engine, ws, sent):
     (step,) = engine.submit(rec.id, DEMO_PROMPT)
     engine.store.workers.register("leaving#1", ["model"], ttl=30)
     engine.store.workers.note_taken("leaving#1", rec.id, step.id)
-    assert reaper.retire(engine, "leaving#1") == 1
+    assert retire(engine, "leaving#1") == 1
     assert [s.id for s in sent] == [step.id]
     assert engine.store.workers.live() == {} and engine.store.workers.dead() == []
 
