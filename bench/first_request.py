@@ -100,6 +100,7 @@ def run(args, procs: Procs, tmp: Path, claude: Path | None) -> dict[str, list[tu
     mainsail = shutil.which("mainsail") or "mainsail"
     log = tmp / "mainsail-worker.log"
     env = child_env(tmp, MAINSAIL_REDIS_URL=url, ANTHROPIC_BASE_URL=api, ANTHROPIC_API_KEY="test-key")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # (an installed package has its bytecode: the warm-up writes it)
     worker = procs.start("mainsail worker", [mainsail, "worker", "-l", "WARNING"],
                          env=env, cwd=ROOT, log=log)
     wait_for_worker(procs, worker, url, log)

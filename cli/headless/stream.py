@@ -35,7 +35,7 @@ from cli.headless.partial import StreamEvents
 from cli.headless.sdk_mcp import SdkServers, sdk_handlers
 from cli.headless.updates import apply_updates
 from cli.output import StreamJson, parse_input_line, user_text
-from cli.render import follow
+from cli.follow import follow
 from cli.session_service import service
 from cli.slash_commands import sdk_commands, unknown_command_note
 from workflows.context.assemble import offered_tools
