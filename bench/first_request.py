@@ -1,14 +1,14 @@
 """``mainsail -p`` against Claude Code's own CLI: the first model request's latency and a whole session.
 
 A private ``redis-server``, the fake Messages API in a process of its own (``read_loop:N``: N turns that
-each Read ``bench.txt``, then an answer) and one ``mainsail worker`` (all its queues, so ``-p`` runs none of its own), registered before
+each Read ``bench.txt``, then an answer; one for each side) and one ``mainsail worker`` (all its queues, so ``-p`` runs none of its own), registered before
 anything is timed. Then, R rounds, in turn: ``mainsail -p`` and the bundled Claude Code CLI
 (``claude_agent_sdk/_bundled/claude``, HOME in a temp dir) on the same prompt, each in a workspace of its
 own, in bypassPermissions. Per run: the wall of the whole process, and the time from its start to the
 fake API receiving its first Messages API request (``GET /_arrivals``). Prints the medians, the median
 of the paired ratios (Mainsail / Claude Code, pair by pair) and every round. Stops everything at the end.
 
-    python bench/first_request.py [--turns 20] [--rounds 5] [--keep-tmp]
+    python bench/first_request.py [--turns 20] [--rounds 5] [--mainsail-only] [--keep-tmp]
 """
 
 from __future__ import annotations
@@ -70,8 +70,22 @@ def wait_for_worker(procs: Procs, worker: subprocess.Popen, url: str, log: Path)
         time.sleep(0.1)
 
 
+def quiet(api: str, settle: float = 0.5, limit: float = 30.0) -> None:
+    """Wait until ``api`` has received nothing for ``settle`` seconds: the worker's memory forks of the last
+    run call it after that run's result, and must not count as the next run's first request."""
+    deadline = time.monotonic() + limit
+    seen = -1
+    while time.monotonic() < deadline:
+        now = len(_get(api + "/_arrivals"))
+        if now == seen:
+            return
+        seen = now
+        time.sleep(settle)
+
+
 def timed_run(argv: list[str], env: dict, cwd: Path, api: str, turns: int) -> tuple[float, float]:
     """(wall, start -> first Messages API request) of one CLI run; the run must answer after ``turns`` Reads."""
+    quiet(api)
     _reset(api)
     t0 = time.time()
     start = time.perf_counter()
@@ -108,16 +122,19 @@ def run(args, procs: Procs, tmp: Path, claude: Path | None) -> dict[str, list[tu
     flags = ["-p", prompt, "--model", MODEL, "--permission-mode", "bypassPermissions", "--output-format", "json"]
     (tmp / "home-ours").mkdir()
     (tmp / "home-claude").mkdir()
-    sides = {"mainsail": ([mainsail, *flags], {**env, "HOME": str(tmp / "home-ours")}, workspace(tmp, "ours"))}
+    sides = {"mainsail": ([mainsail, *flags], {**env, "HOME": str(tmp / "home-ours")}, workspace(tmp, "ours"), api)}
     if claude is not None:
-        claude_env = {**child_env(tmp), **CLAUDE_ENV, "HOME": str(tmp / "home-claude"), "ANTHROPIC_BASE_URL": api}
-        sides["claude"] = ([str(claude), *flags], claude_env, workspace(tmp, "theirs"))
+        # A fake API of its own: the worker's memory forks of Mainsail's last run may still be calling its API.
+        (tmp / "claude-api").mkdir()
+        theirs = start_fake_api(procs, tmp / "claude-api", args.turns, keep_requests=1)
+        claude_env = {**child_env(tmp), **CLAUDE_ENV, "HOME": str(tmp / "home-claude"), "ANTHROPIC_BASE_URL": theirs}
+        sides["claude"] = ([str(claude), *flags], claude_env, workspace(tmp, "theirs"), theirs)
     out: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
-    for name, (argv, env_, ws) in sides.items():  # warm-up: page cache, Claude Code's first-run files
-        timed_run(argv, env_, ws, api, args.turns)
+    for name, (argv, env_, ws, api_) in sides.items():  # warm-up: page cache, Claude Code's first-run files
+        timed_run(argv, env_, ws, api_, args.turns)
     for _ in range(args.rounds):
-        for name, (argv, env_, ws) in sides.items():
-            out[name].append(timed_run(argv, env_, ws, api, args.turns))
+        for name, (argv, env_, ws, api_) in sides.items():
+            out[name].append(timed_run(argv, env_, ws, api_, args.turns))
     return out
 
 
@@ -143,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=20, help="Reads in the session (default 20)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep-tmp", action="store_true")
+    ap.add_argument("--mainsail-only", action="store_true", help="time Mainsail alone (no Claude Code runs between)")
     args = ap.parse_args(argv)
-    claude = claude_cli()
-    if claude is None:
+    claude = None if args.mainsail_only else claude_cli()
+    if claude is None and not args.mainsail_only:
         print("no bundled Claude Code CLI (pip install claude-agent-sdk): timing Mainsail alone", file=sys.stderr)
     signal.signal(signal.SIGTERM, _interrupt)
     tmp = Path(tempfile.mkdtemp(prefix="mainsail-first-request-"))
