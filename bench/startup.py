@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mainsail-startup-"))
     server, url = start_redis(tmp)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))
+               and k != "PYTHONDONTWRITEBYTECODE"}  # (an installed package has its bytecode: the warm-up writes it)
         env.update(MAINSAIL_REDIS_URL=url, MAINSAIL_DATA_DIR=str(tmp / "data"), HOME=str(tmp),
                    MAINSAIL_EMBEDDED_WORKER="false", ANTHROPIC_API_KEY="unused")
         made = subprocess.run([mainsail, "submit", "hello"], env=env, cwd=tmp, capture_output=True, text=True)

@@ -13,19 +13,22 @@ from __future__ import annotations
 import select
 import sys
 from collections import deque
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 import click
 
 from cli.connect import Runtime
 from cli.diff_view import echo_diff
-from cli.render import Renderer, follow
+from cli.follow import follow
 from cli.session_service import service
 from workflows.exceptions import RequestClosed, RequestNotFound
 from workflows.hooks.session_hooks import is_entry_of_prompt
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, parse_entry
 from workflows.permissions import always_offered, answer_choices, prompt_text
 from workflows.store.redis_store import stream_entries
+
+if TYPE_CHECKING:  # (the renderer, and rich, load for a run that prints its transcript: never for -p)
+    from cli.render import Renderer
 
 YES = {"y", "yes"}
 NO = {"n", "no"}
@@ -146,7 +149,12 @@ def submit_and_watch(rt: Runtime, sid: str, prompt: str, *, print_mode: bool = F
     service(rt).submit(sid, prompt)
     if interactive is None:
         interactive = not print_mode
-    r = None if print_mode else (renderer or Renderer(show_prompts=False, show_requests=False))
+    if print_mode:
+        r = None
+    else:
+        from cli.render import Renderer
+
+        r = renderer or Renderer(show_prompts=False, show_requests=False)
     prompter = Prompter(rt, sid, interactive=interactive)
 
     ours = {"started": False}

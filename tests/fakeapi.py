@@ -10,7 +10,8 @@ SDK in worker subprocesses can reach it through ``ANTHROPIC_BASE_URL``::
 
 Endpoints: ``POST /v1/messages`` (streaming SSE with chunked transfer encoding,
 one flush per event, or JSON), ``POST /v1/messages/count_tokens``, and the
-controls ``GET /_requests`` (JSON list of the bodies received; ``?all=1`` with the side calls': the
+controls ``GET /_arrivals`` (when each API request arrived, ``{"path", "at"}`` with ``at`` from
+``time.time()``: a client's latency from its own start), ``GET /_requests`` (JSON list of the bodies received; ``?all=1`` with the side calls': the
 memory forks' and session titles', which a script answers with its ``session_memory``, ``extract`` and
 ``title`` turns, never with its ``turns``), ``POST /_script``
 (replace the script with a JSON Script body) and ``POST /_reset`` (forget
@@ -72,12 +73,15 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         if path == "/_requests":  # ?all=1: the memory forks' requests too
             self._send_json(200, owner.all_requests if "all=1" in query else owner.requests)
+        elif path == "/_arrivals":  # when each API request arrived (time.time()), in order
+            self._send_json(200, owner.arrivals)
         elif path == "/_health":
             self._send_json(200, {"ok": True})
         else:
             self._send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
 
     def do_POST(self) -> None:
+        arrived = time.time()  # (before the body is read: the moment the client's request came in)
         owner = self.server.owner
         raw = self._read_body()
         path = self.path.split("?", 1)[0]
@@ -94,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"ok": True})
             return
 
-        owner._record_headers(self.path, dict(self.headers.items()))
+        owner._record_headers(self.path, dict(self.headers.items()), arrived)
         reply = owner.api.handle("POST", self.path, raw)
         if reply.head_delay:
             time.sleep(reply.head_delay)
@@ -202,9 +206,15 @@ class FakeMessagesServer:
 
     @property
     def request_headers(self) -> list[dict]:
-        """``{"path", "headers"}`` of each API request received (header names lower-case)."""
+        """``{"path", "headers", "at"}`` of each API request received (header names lower-case; ``at``: when
+        it arrived, ``time.time()``)."""
         with self._headers_lock:
             return list(self._headers)
+
+    @property
+    def arrivals(self) -> list[dict]:
+        """``{"path", "at"}`` of each API request received, in order of arrival (``GET /_arrivals``)."""
+        return [{"path": h["path"], "at": h["at"]} for h in sorted(self.request_headers, key=lambda h: h["at"])]
 
     def set_script(self, script: Script | Callable[[dict], Turn] | dict) -> None:
         self.api.set_script(script)
@@ -214,9 +224,9 @@ class FakeMessagesServer:
         with self._headers_lock:
             self._headers.clear()
 
-    def _record_headers(self, path: str, headers: dict) -> None:
+    def _record_headers(self, path: str, headers: dict, at: float) -> None:
         with self._headers_lock:
-            self._headers.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}})
+            self._headers.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}, "at": at})
 
 
 def first_prompt(body: dict) -> str:

@@ -24,28 +24,18 @@ import click
 
 from cli.attach import _last_id
 from cli.connect import Runtime
-from cli.headless.control import (
-    Control,
-    ControlError,
-    context_usage,
-    initialize_response,
-)
+from cli.follow import follow
+from cli.headless.control import Control, ControlError, context_usage, initialize_response
 from cli.headless.hook_callbacks import HookCallbacks, callback_hooks
 from cli.headless.partial import StreamEvents
 from cli.headless.sdk_mcp import SdkServers, sdk_handlers
 from cli.headless.updates import apply_updates
 from cli.output import StreamJson
-from cli.stream_input import parse_input_line, user_text
-from cli.render import follow
 from cli.session_service import service
 from cli.slash_commands import sdk_commands, unknown_command_note
+from cli.stream_input import parse_input_line, user_text
 from workflows.context.assemble import offered_tools
-from workflows.exceptions import (
-    BypassDisabled,
-    RequestClosed,
-    RequestNotFound,
-    ToolInputError,
-)
+from workflows.exceptions import BypassDisabled, RequestClosed, RequestNotFound, ToolInputError
 from workflows.hooks.session_hooks import is_entry_of_prompt, starts_run
 from workflows.models import (
     HookCallbackEntry,

@@ -27,6 +27,26 @@ finally:
 """
 
 NEVER_AT_START = ("celery", "kombu", "anthropic", "httpx", "rich", "workflows.engine", "fastapi", "mcp")
+#: Loaded when first used, never at a command's start: the JSON Schema checker (``--json-schema`` only), the bash
+#: grammar (the first Bash check), git (a session's opening).
+LOADED_WHEN_USED = ("jsonschema", "tree_sitter", "tree_sitter_bash", "pygit2")
+#: What no command needs before it talks to Redis: its client, the records, the settings.
+BEFORE_REDIS = ("redis", "pydantic", "pydantic_settings", "workflows.models", "workflows.store", "workflows.settings")
+
+#: Each command -> the modules it must not load (issue 29: start like a native tool). A new import that
+#: pulls one of them in fails here, with the command's name.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "--version": NEVER_AT_START + LOADED_WHEN_USED + BEFORE_REDIS,
+    "--help": NEVER_AT_START + LOADED_WHEN_USED + BEFORE_REDIS,
+    "sessions --help": NEVER_AT_START + LOADED_WHEN_USED,
+    "sessions": NEVER_AT_START + LOADED_WHEN_USED,
+    "show SID --no-transcript": NEVER_AT_START + LOADED_WHEN_USED,
+    "show 0000": NEVER_AT_START + LOADED_WHEN_USED,  # (no such session: the message, nothing more)
+    "pending": NEVER_AT_START + LOADED_WHEN_USED,
+    # Verbs that send a step to the workers load Celery and the engine, not the model SDK or the renderer.
+    "approve 0000": ("anthropic", "httpx", "rich", "fastapi", "mcp") + LOADED_WHEN_USED,
+    "send SID hi": ("anthropic", "httpx", "rich", "fastapi", "mcp") + LOADED_WHEN_USED,
+}
 
 
 def loaded(args: list[str], env: dict, tmp_path) -> set[str]:
@@ -44,19 +64,30 @@ def env(redis_server, real_redis, tmp_path):
     return env
 
 
+def with_session(args: list[str], env: dict, tmp_path) -> list[str]:
+    """``args`` with SID replaced by a real session's id (submitted with no worker: it waits in Redis)."""
+    if "SID" not in args:
+        return args
+    made = subprocess.run([sys.executable, "-m", "cli", "submit", "hello"], env={**env, "MAINSAIL_EMBEDDED_WORKER": "false"},
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    return [made.stdout.strip()[:8] if a == "SID" else a for a in args]
+
+
 def packages(modules: set[str], names: tuple[str, ...]) -> set[str]:
     return {name for name in names if name in modules}
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["sessions"], ["show", "0000"], ["pending"],
-                                  ["sessions", "--help"]], ids=" ".join)
-def test_reading_commands_load_no_celery_no_sdk_no_engine(args, env, tmp_path):
+@pytest.mark.parametrize("command", sorted(FORBIDDEN))
+def test_each_command_loads_none_of_its_forbidden_modules(command, env, tmp_path):
+    args = with_session(command.split(), env, tmp_path)
     modules = loaded(args, env, tmp_path)
-    assert "cli.main" in modules and (args[0].startswith("-") or "redis" in modules)  # (the command did run)
-    assert packages(modules, NEVER_AT_START) == set()
+    assert "cli.main" in modules and (args[0].startswith("-") or "--help" in args or "redis" in modules)  # (it ran)
+    assert packages(modules, FORBIDDEN[command]) == set()
 
 
-@pytest.mark.parametrize("args", [["approve", "0000"], ["send", "0000", "hi"]], ids=" ".join)
-def test_verbs_that_dispatch_load_celery_but_not_the_model_sdk(args, env, tmp_path):
-    modules = loaded(args, env, tmp_path)
-    assert packages(modules, ("anthropic", "httpx", "rich", "fastapi", "mcp")) == set()
+def test_the_forbidden_lists_can_fail(env, tmp_path):
+    """The probe sees what a command loads: ``send`` does load Celery and the engine (so an empty list above
+    is the command's, not a blind probe's)."""
+    modules = loaded(with_session(["send", "SID", "hi"], env, tmp_path), env, tmp_path)
+    assert packages(modules, ("celery", "workflows.engine", "redis")) == {"celery", "workflows.engine", "redis"}

@@ -76,6 +76,18 @@ def test_streams_text_and_tool_use(server):
     assert "test-key" in (headers.get("x-api-key", "") + headers.get("authorization", ""))
 
 
+def test_each_request_s_arrival_is_recorded_in_order(server):
+    client = _client(server)
+    before = time.time()
+    _stream(client)
+    _stream(client)
+    after = time.time()
+    arrivals = _http("GET", server.url + "/_arrivals")
+    assert [a["path"] for a in arrivals] == ["/v1/messages", "/v1/messages"]
+    assert before <= arrivals[0]["at"] <= arrivals[1]["at"] <= after
+    assert arrivals == server.arrivals and server.request_headers[1]["at"] == arrivals[1]["at"]
+
+
 def test_stream_is_read_incrementally(server):
     server.set_script(_script({"text": "one two three four", "stream_delay_seconds": 0.05}))
     events, message = _stream(_client(server))

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
-from jsonschema import Draft7Validator, validators
-from jsonschema.exceptions import SchemaError, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from workflows.exceptions import ToolInputError
 from workflows.tools.base import Tool, ToolContext, ToolInput, ToolOutput, register
+
+if TYPE_CHECKING:  # (jsonschema, ~100 ms of imports, loads when a schema is checked: not in every command's start)
+    from jsonschema.exceptions import ValidationError
 
 NAME = "StructuredOutput"
 DESCRIPTION = ("Use this tool to return your final response in the requested structured format. You MUST call this "
@@ -45,6 +45,9 @@ def check_schema(schema: Any) -> dict[str, Any]:
     """
     if not isinstance(schema, dict):
         raise ValueError("--json-schema must be a JSON object")
+    from jsonschema import Draft7Validator, validators
+    from jsonschema.exceptions import SchemaError
+
     try:
         validators.validator_for(schema, default=Draft7Validator).check_schema(schema)
     except SchemaError as exc:
@@ -60,6 +63,8 @@ def check_schema(schema: Any) -> dict[str, Any]:
 def problems(schema: dict[str, Any], value: Any) -> str | None:
     """Every way ``value`` fails ``schema``, in Claude Code's words (``/answer: must be integer, root: ...``);
     None when it matches."""
+    from jsonschema import Draft7Validator, validators
+
     validator = validators.validator_for(schema, default=Draft7Validator)(schema)
     errors = sorted(validator.iter_errors(value), key=_ajv_order)
     return ", ".join(_describe(e, value) for e in errors) or None

@@ -28,20 +28,20 @@ import re
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
-
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+from typing import TYPE_CHECKING
 
 from workflows.permissions.shell.bash_model import Command, Parsed, Redirect, Word
 from workflows.permissions.shell.bash_splice import splice
 from workflows.permissions.shell.bash_vote import vote
+
+if TYPE_CHECKING:  # (the grammar loads with the first parse, not with every command that imports the checker)
+    from tree_sitter import Node, Parser
 
 __all__ = ["Command", "Parsed", "Redirect", "Word", "parse"]
 
 MAX_COMMAND_CHARS = 100_000
 MAX_DEPTH = 64
 
-_LANGUAGE = Language(tree_sitter_bash.language())
 _local = threading.local()
 
 # Characters bash reads as something other than text when unquoted.
@@ -103,8 +103,22 @@ class _Walk:
 def _parser() -> Parser:
     p = getattr(_local, "parser", None)
     if p is None:
-        p = _local.parser = Parser(_LANGUAGE)
+        p = _local.parser = _new_parser()
     return p
+
+
+@lru_cache(maxsize=1)
+def _language():
+    import tree_sitter_bash
+    from tree_sitter import Language
+
+    return Language(tree_sitter_bash.language())
+
+
+def _new_parser() -> Parser:
+    from tree_sitter import Parser
+
+    return Parser(_language())
 
 
 @lru_cache(maxsize=2048)
