@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.fakeapi import FakeMessagesServer
 from workflows.store.redis_store import Store
 
 MAINSAIL = shutil.which("mainsail")
@@ -67,6 +69,14 @@ class Cluster:
         assert proc.poll() is None, (self.tmp / f"worker-{len(self.procs) - 1}.log").read_text()
         return proc
 
+    @contextmanager
+    def serving(self, turn):
+        """The fake Messages API answering with ``turn``, and a worker of this cluster's that calls it."""
+        with FakeMessagesServer(turn) as api:
+            self.env["ANTHROPIC_BASE_URL"] = api.url
+            self.start_worker()
+            yield api
+
     def kill(self, proc: subprocess.Popen) -> None:
         """SIGKILL, as a crash would: no shutdown, no ack, no unregistration."""
         proc.send_signal(signal.SIGKILL)
@@ -111,12 +121,51 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(real_redis, redis_server, tmp_path):
+def private_cluster(real_redis, redis_server, tmp_path):
+    """Worker processes of the test's own, on the session's private Redis (flushed). In a module whose
+    ``cluster`` is :func:`shared_cluster`, the tests that kill, freeze or restart workers, or start one with
+    another environment, take this."""
     if MAINSAIL is None:
         pytest.skip("the mainsail command is not installed (pip install -e .)")
     c = Cluster(cluster_env(redis_server.url, tmp_path / "data"), Store(real_redis), tmp_path)
     yield c
     c.stop()
+
+
+@pytest.fixture
+def cluster(private_cluster):
+    return private_cluster
+
+
+@pytest.fixture(scope="module")
+def shared_worker(tmp_path_factory):
+    """One worker process, a private Redis and a routing fake Messages API for a module's tests
+    (tests/e2e/shared_worker.py)."""
+    from tests.conftest import RedisServer
+    from tests.e2e.shared_worker import SharedWorker
+
+    if MAINSAIL is None:
+        pytest.skip("the mainsail command is not installed (pip install -e .)")
+    server = RedisServer()
+    try:
+        shared = SharedWorker(server, tmp_path_factory.mktemp("shared-worker"))
+    except BaseException:
+        server.stop()
+        raise
+    yield shared
+    shared.stop()
+    server.stop()
+
+
+@pytest.fixture
+def shared_cluster(shared_worker, tmp_path):
+    """This test's view of its module's shared worker: the ``cluster`` API, its own sessions and script."""
+    from tests.e2e.shared_worker import SharedCluster
+
+    c = SharedCluster(shared_worker, tmp_path)
+    yield c
+    c.stop()
+    c.settle()
 
 
 def cluster_env(redis_url: str, data_dir: Path) -> dict:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from demo.scripted import ToolUse, Turn
 from tests.e2e.conftest import MAINSAIL, wait_for
-from tests.fakeapi import FakeMessagesServer, last_prompt
+from tests.fakeapi import last_prompt
 
 sdk = pytest.importorskip("claude_agent_sdk")
 from claude_agent_sdk import (  # noqa: E402
@@ -57,13 +56,15 @@ def collect(prompt: str, opts: ClaudeAgentOptions) -> list:
     return asyncio.run(asyncio.wait_for(go(), 90))
 
 
-@contextmanager
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
+
 def serving(cluster, turn):
-    """The fake Messages API with ``turn``, and a worker that calls it."""
-    with FakeMessagesServer(turn) as api:
-        cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        cluster.start_worker()
-        yield api
+    """The fake Messages API answering this test with ``turn``, and the worker that calls it."""
+    return cluster.serving(turn)
 
 
 def test_query_streams_claude_codes_messages_and_runs_the_command(cluster, workspace, recwarn):
