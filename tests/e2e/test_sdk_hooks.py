@@ -19,6 +19,12 @@ from claude_agent_sdk import ClaudeSDKClient, HookMatcher, ResultMessage  # noqa
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
 #: The keys Claude Code sends to every callback (``transcript_path`` is Mainsail's documented exception).
 COMMON = {"session_id", "cwd", "hook_event_name"}
 
@@ -97,7 +103,8 @@ def compacting(body: dict) -> Turn:
 
 
 @pytest.mark.parametrize("block", [False, True])
-def test_a_pre_compact_callback_sees_the_auto_trigger_and_can_block_it(cluster, workspace, block):
+def test_a_pre_compact_callback_sees_the_auto_trigger_and_can_block_it(private_cluster, workspace, block):
+    cluster = private_cluster  # its worker reads the compaction threshold from its environment
     answer = {"decision": "block", "reason": "not now"} if block else {}
     cluster.env["MAINSAIL_AUTOCOMPACT_PCT_OVERRIDE"] = "50"
     seen, msgs, api = run(cluster, workspace, {"PreCompact": answer}, script=compacting,

@@ -30,6 +30,12 @@ from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, S
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
 SLOW = "echo started > started.txt; sleep 600.2828; echo late > late.txt"
 
 
@@ -50,7 +56,8 @@ def comparable(line: dict) -> dict:
 
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="the SDK package has no bundled Claude Code CLI")
-def test_every_stream_event_of_text_and_tool_use_replies_as_claude_codes(cluster, tmp_path):
+def test_every_stream_event_of_text_and_tool_use_replies_as_claude_codes(private_cluster, tmp_path):
+    cluster = private_cluster  # run_both starts a worker on its own fake API
     args = ["-p", "run it", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model",
             MODEL, "--permission-mode", "bypassPermissions"]
     ours, theirs = run_both(cluster, tmp_path, text_then_tool, args)

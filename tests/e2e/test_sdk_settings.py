@@ -22,6 +22,12 @@ from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate  # noqa
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
 MEMOS = {"CLAUDE.md": "PROJECT-MEMO", "CLAUDE.local.md": "LOCAL-MEMO"}
 
 
@@ -79,11 +85,12 @@ def test_disallowed_tools_removes_the_tool_from_the_offer(cluster, workspace):
         assert "Bash" in tool_names(api.requests[0])
 
 
-def test_env_reaches_the_sessions_commands_and_model_calls(cluster, workspace, tmp_path):
+def test_env_reaches_the_sessions_commands_and_model_calls(private_cluster, workspace, tmp_path):
     """ClaudeAgentOptions.env is Claude Code's process environment: its Bash sees the variables and its model
     calls go to ANTHROPIC_BASE_URL with ANTHROPIC_CUSTOM_HEADERS. Mainsail's worker (whose own endpoint leads
     nowhere here, and whose MY_VAR differs) applies the session's; a settings file's env never moves the calls,
     and the API key is not stored with the session."""
+    cluster = private_cluster  # a worker of its own, with an environment of its own
     with_home(cluster, tmp_path, {".claude/settings.json": json.dumps(
         {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "FROM_SETTINGS": "s"}})})
     with FakeMessagesServer(bash_turn('echo "$MY_VAR $FROM_SETTINGS $SHOULD_NOT_TOKEN" > env.txt')) as api:
