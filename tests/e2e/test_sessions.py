@@ -14,7 +14,6 @@ import pytest
 from demo.scripted import Script, ScriptUsage, ToolUse, Turn
 from tests.conftest import running
 from tests.e2e.conftest import wait_for
-from tests.fakeapi import FakeMessagesServer
 from workflows.engine import STOPPED_WHILE_RUNNING
 from workflows.models import ResultEntry, UserEntry
 
@@ -45,10 +44,14 @@ def results(cluster, sid):
 
 
 @pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
+
+@pytest.fixture
 def echo(cluster):
-    with FakeMessagesServer(echo_model) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(echo_model) as server:
         yield server
 
 
@@ -128,16 +131,17 @@ def test_messages_sent_while_busy_are_answered_in_order(cluster, workspace, echo
 def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, workspace):
     script = Script(turns=[Turn(tool_uses=[ToolUse(name="Bash", input={
         "command": "echo started > pid.txt; sleep 30.4242; echo late > late.txt"})]), Turn(text="never")])
-    with FakeMessagesServer(script) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(script) as server:
         sid = cluster.mainsail("submit", *BYPASS, "sleep", cwd=workspace).stdout.strip()
         wait_for(lambda: (workspace / "pid.txt").exists() and (workspace / "pid.txt").read_text().strip(), 30,
                  what="the command to start")
         out = cluster.mainsail("cancel", sid[:8], cwd=workspace)
         assert out.returncode == 0 and "it was running_tools" in out.stdout, out.stdout
         wait_for(lambda: not running("30.4242"), 10, what="the command to be killed")
-        time.sleep(2)  # the killed step's late result arrives and must change nothing
+        # The killed step's late result arrives (its step leaves "running": recorded or superseded) and must
+        # change nothing.
+        wait_for(lambda: not any(s.status.value in ("pending", "running") for s in cluster.store.steps(sid)), 60,
+                 what="the killed step's late result")
         entries = cluster.store.entries(sid)
         tool_results = [e for e in entries if isinstance(e, UserEntry) and e.origin == "tool_result"]
         assert len(tool_results) == 1 and tool_results[0].message.blocks()[0].text == STOPPED_WHILE_RUNNING
@@ -153,9 +157,7 @@ def test_cancel_mid_command_kills_it_and_keeps_the_transcript_valid(cluster, wor
 def test_max_turns_and_budget_stop_with_their_subtypes(cluster, workspace):
     loop = Script(turns=[Turn(tool_uses=[ToolUse(name="Read", input={"file_path": "calc.py"})],
                               usage=ScriptUsage(input_tokens=100_000, output_tokens=1000))] * 6)
-    with FakeMessagesServer(loop) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(loop) as server:
         out = cluster.mainsail("run", "-p", "--max-turns", "2", "--output-format", "json", "loop", cwd=workspace)
         assert out.returncode == 1
         data = json.loads(out.stdout)
