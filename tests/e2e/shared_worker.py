@@ -57,7 +57,7 @@ class Router(ScriptedMessagesAPI):
         return api.handle(method, path, raw_body)
 
 
-class TestAPI(ScriptedMessagesAPI):
+class ScriptAPI(ScriptedMessagesAPI):
     """One test's part of the module's fake API: its script and the requests routed to it."""
 
     def __init__(self, turn, url: str) -> None:
@@ -118,7 +118,7 @@ class SharedCluster(Cluster):
     @contextmanager
     def serving(self, turn):
         """The module's fake API answering this test with ``turn``; the shared worker calls it."""
-        api = TestAPI(turn, self.shared.api.url)
+        api = ScriptAPI(turn, self.shared.api.url)
         self.shared.router.route(str(self.tmp), api)
         self.env["ANTHROPIC_BASE_URL"] = api.url
         yield api

@@ -9,10 +9,15 @@ import json
 import pytest
 
 from demo.scripted import ToolUse, Turn
-from tests.fakeapi import FakeMessagesServer
 from workflows.models import RewindEntry
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
 
 
 def model(ws):
@@ -34,10 +39,8 @@ def model(ws):
 
 
 def test_rewind_from_a_fresh_process_restores_the_file_and_the_conversation(cluster, workspace):
-    with FakeMessagesServer(model(workspace)) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
-        cluster.start_worker()
+    cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"  # (read where the session is made: the CLI)
+    with cluster.serving(model(workspace)) as server:
         out = cluster.mainsail("run", "-p", "--permission-mode", "acceptEdits", "first message", cwd=workspace)
         assert out.returncode == 0, out.stderr
         sid = cluster.session_id()
@@ -68,10 +71,8 @@ def test_rewind_from_a_fresh_process_restores_the_file_and_the_conversation(clus
 
 
 def test_rewind_refuses_to_overwrite_a_file_changed_since_unless_forced(cluster, workspace):
-    with FakeMessagesServer(model(workspace)) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
-        cluster.start_worker()
+    cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"  # (read where the session is made: the CLI)
+    with cluster.serving(model(workspace)) as server:
         out = cluster.mainsail("run", "-p", "--permission-mode", "acceptEdits", "first message", cwd=workspace)
         assert out.returncode == 0, out.stderr
         sid = cluster.session_id()
@@ -88,10 +89,8 @@ def test_rewind_refuses_to_overwrite_a_file_changed_since_unless_forced(cluster,
 def test_a_teammate_rewinds_through_the_team_server(cluster, workspace, tmp_path):
     from tests.e2e.test_remote_cli import Server
 
-    with FakeMessagesServer(model(workspace)) as api:
-        cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
-        cluster.start_worker()
+    cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"  # (read where the session is made: the CLI)
+    with cluster.serving(model(workspace)) as api:
         for prompt in ("first message", "second message"):
             resume = ("--resume", cluster.session_id()) if prompt.startswith("second") else ()
             out = cluster.mainsail("run", "-p", "--permission-mode", "acceptEdits", *resume, prompt, cwd=workspace)
@@ -116,10 +115,8 @@ def test_the_agent_sdks_rewind_files_restores_the_code(cluster, workspace):
     sdk = pytest.importorskip("claude_agent_sdk")
     from tests.e2e.conftest import MAINSAIL
 
-    with FakeMessagesServer(model(workspace)) as api:
-        cluster.env["ANTHROPIC_BASE_URL"] = api.url
-        cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"
-        cluster.start_worker()
+    cluster.env["MAINSAIL_AUTO_MEMORY"] = "false"  # (read where the session is made: the CLI)
+    with cluster.serving(model(workspace)) as api:
         opts = sdk.ClaudeAgentOptions(cli_path=MAINSAIL, cwd=str(workspace), env=dict(cluster.env),
                                       permission_mode="acceptEdits", enable_file_checkpointing=True,
                                       extra_args={"replay-user-messages": None})
