@@ -16,6 +16,12 @@ from workflows.models import PermissionDecisionEntry, PermissionRequestEntry
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's one worker, shared by its tests (tests/e2e/shared_worker.py)."""
+    return shared_cluster
+
 COMMAND = "echo approved > approved.txt"
 
 
@@ -30,7 +36,8 @@ def entries(cluster, kind):
     return [e for e in cluster.store.entries(cluster.session_id()) if isinstance(e, kind)]
 
 
-def test_approve_from_another_process_after_the_worker_was_replaced(cluster, workspace):
+def test_approve_from_another_process_after_the_worker_was_replaced(private_cluster, workspace):
+    cluster = private_cluster  # its worker is killed and replaced
     with FakeMessagesServer(script()) as server:
         cluster.env["ANTHROPIC_BASE_URL"] = server.url
         first = cluster.start_worker()
@@ -58,9 +65,7 @@ def test_approve_from_another_process_after_the_worker_was_replaced(cluster, wor
 
 
 def test_deny_with_a_message_reaches_the_model(cluster, workspace):
-    with FakeMessagesServer(script()) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(script()) as server:
         run = cluster.mainsail("run", "-p", "--approval-timeout", "600", "Run the command", cwd=workspace,
                                background=True)
         sid = cluster.wait_state("awaiting_permission")
@@ -76,9 +81,7 @@ def test_deny_with_a_message_reaches_the_model(cluster, workspace):
 
 
 def test_the_approval_timeout_denies_on_its_own(cluster, workspace):
-    with FakeMessagesServer(script()) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(script()) as server:
         out = cluster.mainsail("run", "-p", "--approval-timeout", "1", "Run the command", cwd=workspace,
                                timeout=60)
         assert out.returncode == 0, out.stderr
@@ -88,9 +91,7 @@ def test_the_approval_timeout_denies_on_its_own(cluster, workspace):
 
 
 def test_always_stops_later_identical_requests_from_asking(cluster, workspace):
-    with FakeMessagesServer(script(times=3)) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(script(times=3)) as server:
         run = cluster.mainsail("run", "-p", "--approval-timeout", "600", "Run it three times", cwd=workspace,
                                background=True)
         sid = cluster.wait_state("awaiting_permission")
@@ -103,9 +104,7 @@ def test_always_stops_later_identical_requests_from_asking(cluster, workspace):
 
 
 def test_the_attached_prompt_takes_y_and_a_typed_message_denies(cluster, workspace):
-    with FakeMessagesServer(script(times=2)) as server:
-        cluster.env["ANTHROPIC_BASE_URL"] = server.url
-        cluster.start_worker()
+    with cluster.serving(script(times=2)) as server:
         run = cluster.mainsail("run", "Run it twice", cwd=workspace, background=True, stdin=subprocess.PIPE)
         cluster.wait_state("awaiting_permission")
         run.stdin.write("y\n")
