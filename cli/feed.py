@@ -54,7 +54,8 @@ class Feed:
     ``SessionRecord.stream_events``; ``deltas`` is implied)."""
 
     def __init__(self, store: Store, sid: str, *, after: str | None = None, deltas: bool = False,
-                 children: bool = False, children_shown: set[str] | None = None, events: bool = False) -> None:
+                 children: bool = False, children_shown: set[str] | None = None, events: bool = False,
+                 live_after: str | None = None) -> None:
         self.store = store
         self.sid = sid
         self.deltas = deltas or events
@@ -75,9 +76,10 @@ class Feed:
         # Where the deltas start: now, before the follower's reads begin (a reader thread's first read
         # may come after the first deltas of the call it follows, which must not be lost). Older deltas
         # are not news. When Redis does not answer yet, the first read asks again.
-        self.last_live: str | None = None
+        # ``live_after``: the id the caller took before it started the turn it follows (its first events).
+        self.last_live: str | None = live_after if self.deltas else None
         self.backoff = 0.1
-        if self.deltas:
+        if self.deltas and self.last_live is None:
             try:
                 self.last_live = store.last_live_id(sid)
             except (RedisError, OSError):

@@ -26,6 +26,7 @@ def follow(
     on_delta: Callable[[str, int, str], None] | None = None,
     *,
     after: str | None = None,
+    live_after: str | None = None,
     stop: Callable[[object], bool] = lambda e: isinstance(e, ResultEntry),
     block_ms: int = 2000,
     timeout: float | None = None,
@@ -52,12 +53,13 @@ def follow(
     ``children_shown``: sub-agents a replay showed already (cli/replay.py); every other one is followed
     from its start, running or not (without it: those running now, and those started from now on).
     ``on_event`` (if given) gets the live entries that carry a raw event of a reply (their fields, the
-    event's JSON in ``event``: published when the session asks for them); ``on_delta`` the other deltas.
+    event's JSON in ``event``: published when the session asks for them); ``on_delta`` the other deltas,
+    those after the live stream's id ``live_after`` (default: from now).
     """
     if on_silence is None:
         on_silence = _wait_notes(store, sid)
     feed = Feed(store, sid, after=after, deltas=on_delta is not None, children=on_child is not None,
-                children_shown=children_shown, events=on_event is not None)
+                children_shown=children_shown, events=on_event is not None, live_after=live_after)
     if poll is not None:
         feed = FeedThread(feed)
         feed.start()

@@ -94,6 +94,7 @@ class StreamServer:
         self.results = 0
         self.eof = False
         self.after: str | None = None
+        self.live_after: str | None = None  # the live stream's last id when the turn followed was submitted
         self.notified = 0  # the session's background-agent notifications when serving began
         self.last: ResultEntry | None = None
         self.asked: dict[str, str] = {}  # permission request id -> our can_use_tool request id
@@ -119,7 +120,8 @@ class StreamServer:
             try:
                 follow(self.rt.store, self.sid, on_entry=self._on_entry,
                        on_delta=(self._on_delta if self.out.partial_messages else None), after=self.after,
-                       poll=self._poll, stop=lambda e: isinstance(e, ResultEntry) and self._done(),
+                       live_after=self.live_after, poll=self._poll,
+                       stop=lambda e: isinstance(e, ResultEntry) and self._done(),
                        on_child=self._on_child, on_link=self.out.link_child,
                        on_event=(self._on_event if self.out.partial_messages else None))
             except _ClientGone:
@@ -186,8 +188,9 @@ class StreamServer:
         if note:
             click.echo(f"mainsail: {note}", err=True)
         busy = self.results < self.submitted
-        if not busy:  # idle: follow from here
-            self.after = _last_id(self.rt, self.sid)
+        if not busy:  # idle: follow from here (the reply's live events too: a worker may stream its
+            self.after = _last_id(self.rt, self.sid)  # message_start before the follower starts)
+            self.live_after = self.rt.store.last_live_id(self.sid)
         service(self.rt).submit(self.sid, prompt)
         if busy:
             self.waiting.append((prompt, uuid))
