@@ -16,7 +16,6 @@ from fastapi import Request
 
 from server.api.schedules import found
 from server.auth import Caller
-from workflows.store import keys
 from workflows.store.entry_read import entry_text
 from workflows.store.redis_store import stream_entries
 
@@ -49,10 +48,7 @@ def first_prompts(store, ids: list[str]) -> dict[str, str]:
     missing = [sid for sid in ids if sid not in known]
     if not missing:
         return known
-    with store.r.pipeline(transaction=False) as pipe:
-        for sid in missing:
-            pipe.xrange(keys.log(sid), min="-", max="+", count=PROMPT_ROWS)
-        read = {sid: _prompt(sid, rows) for sid, rows in zip(missing, pipe.execute(), strict=True)}
+    read = {sid: _prompt(sid, rows) for sid, rows in store.first_log_rows(missing, PROMPT_ROWS).items()}
     with _lock:
         if len(_PROMPTS) + len(read) > PROMPTS_KEPT:
             _PROMPTS.clear()

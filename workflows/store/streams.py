@@ -73,6 +73,13 @@ class Transcripts:
         """The transcript's stream rows (id, fields) after ``after`` (exclusive), oldest first, undecoded."""
         return self.r.xrange(keys.log(sid), min=f"({after}" if after else "-", max="+", count=count)
 
+    def first_log_rows(self, sids: list[str], count: int) -> dict[str, list]:
+        """The first ``count`` stream rows (undecoded) of each session's transcript, in one round trip."""
+        with self.r.pipeline(transaction=False) as pipe:
+            for sid in sids:
+                pipe.xrange(keys.log(sid), min="-", max="+", count=count)
+            return dict(zip(sids, pipe.execute(), strict=True))
+
     def last_log_id(self, sid: str) -> str | None:
         """The id of the transcript's newest stream entry (None: empty)."""
         rows = self.r.xrevrange(keys.log(sid), count=1)
