@@ -17,6 +17,7 @@ from rich.text import Text
 from cli.diff_view import diff_text
 from cli.follow import POLL_MS, follow  # noqa: F401 (where callers found them first)
 from cli.figures import memory_note, money, tokens
+from cli.shown import shown_path
 from workflows.agents.labels import TaskLabels
 from workflows.mcp.tools import is_mcp_name
 from workflows.mcp.tools import summary as mcp_summary
@@ -39,18 +40,6 @@ from workflows.tools.task import SUBAGENT_NAMES
 
 #: Input fields that name a file or directory: shown relative to the session's directory when inside it.
 PATH_KEYS = ("file_path", "notebook_path", "path", "pattern")
-
-
-def shown_path(path: str, cwd: str) -> str:
-    """``path`` as Claude Code shows it: relative to ``cwd`` when it is inside it, else as given."""
-    if not cwd or not path.startswith("/"):
-        return path
-    base = cwd.rstrip("/") or "/"
-    if path == base:
-        return "."
-    if path.startswith(base + "/" if base != "/" else "/"):
-        return path[len(base):].lstrip("/") or "."
-    return path
 
 
 def _summary(name: str, tool_input: dict, cwd: str = "") -> str:

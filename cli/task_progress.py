@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cli.render import shown_path
+from cli.shown import shown_path
 from workflows.engine.background import progress
 from workflows.models import AssistantEntry
 

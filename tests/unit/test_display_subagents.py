@@ -9,7 +9,8 @@ import io
 
 from rich.console import Console
 
-from cli.render import Renderer, shown_path
+from cli.render import Renderer
+from cli.shown import shown_path
 from cli.replay import replay
 from demo.scripted import ToolUse, Turn
 from tests.fakeapi import assistant_turns, first_prompt
