@@ -151,7 +151,7 @@ def result_json(result: ResultEntry, stop_reason: str | None = None) -> dict:
         out["origin"] = result.origin
     if is_error:  # (Claude Code's error results have no api_error_status)
         out.pop("api_error_status")
-        out["errors"] = ([interrupt_diagnostic(stop_reason)] if result.terminal_reason == "aborted_tools"
+        out["errors"] = ([interrupt_diagnostic(stop_reason)] if result.terminal_reason in ("aborted_tools", "aborted_streaming")
                          else [result.result] if result.result else [])
     else:
         out["result"] = result.result

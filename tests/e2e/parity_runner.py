@@ -178,7 +178,8 @@ def drive(cmd: list[str], conv: Conversation, cwd: Path, env: dict) -> tuple[str
             tool_use = line.get("type") == "assistant" and any(
                 b.get("type") == "tool_use" for b in line["message"]["content"])
             if pending and ((pending[0][0] == "result" and line.get("type") == "result")
-                            or (pending[0][0] == "tool_use" and tool_use)):
+                            or (pending[0][0] == "tool_use" and tool_use)
+                            or (pending[0][0] == "stream_event" and line.get("type") == "stream_event")):
                 pending[0] = ("start", pending[0][1])
                 send()
         proc.wait(30)

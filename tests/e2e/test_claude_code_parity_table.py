@@ -99,6 +99,10 @@ TABLE = [
                  [*BYPASS, "--input-format", "stream-json"],  # (the next prompt: what the model is sent after it)
                  feed=[("start", user_message("[interrupt] go")), ("tool_use", INTERRUPT),
                        ("result", user_message("and again"))]),
+    Conversation("interrupt-streaming", [[]],  # a reply with no call, interrupted while it streams
+                 [*BYPASS, "--input-format", "stream-json", "--include-partial-messages"],
+                 feed=[("start", user_message("[interrupt-streaming] go")), ("stream_event", INTERRUPT),
+                       ("result", user_message("and again"))], slow=0.5),
     Conversation("interrupt-queued", one(("Bash", {"command": WAIT})), [*BYPASS, "--input-format", "stream-json"],
                  feed=[("start", user_message("[interrupt-queued] go")), ("tool_use", QUEUED), ("start", INTERRUPT)]),
 ]
@@ -179,6 +183,13 @@ ALLOWED: list[Allowed] = [
             "Claude Code streams command_lifecycle lines (queued, started, completed) for a message sent with a uuid "
             "and names it in its turn's lines; Mainsail keeps no client uuids but for an interrupt's still_queued "
             "(docs/claude-code.md)", conversations=("interrupt-queued",)),
+    Allowed("partial messages around an interrupt", r"stream_event(\..+)?|system/status|result\.begun_message_ids|"
+            r"result\.modelUsage\.[\w.-]+",
+            "Mainsail's stream events carry the API's events only (no ttft_ms, api_message_id, thinking_display, "
+            "status lines or begun_message_ids); a reply cut by an interrupt is not charged (its worker's record of "
+            "it is fenced off), and the events its worker had already read still reach the client, where Claude "
+            "Code closes the stream at once with its own message_delta and message_stop (docs/claude-code.md)",
+            conversations=("interrupt-streaming",)),
     Allowed("denial texts", rf"system/permission_denied\.message|{RESULT_LINE}",
             "Mainsail's refusals name the rule or mode that refused and the way to allow it (docs/permissions.md)",
             conversations=("print-deny", "deny-rule")),

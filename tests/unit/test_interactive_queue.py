@@ -38,6 +38,7 @@ def test_ctrl_c_during_a_turn_runs_the_next_queued_message(rt, ws, capsys, monke
     assert "Interrupted." in out
     assert "The next queued message runs now: 'from another shell'. /clear-queue drops what waits" in out
     assert rt.store.get_session(ui.sid).state is State.QUERYING
-    prompts = [e.message.text() for e in rt.store.entries(ui.sid) if isinstance(e, UserEntry)]
-    assert prompts == ["Do something slow", "from another shell"]
+    prompts = [(e.origin, e.message.text()) for e in rt.store.entries(ui.sid) if isinstance(e, UserEntry)]
+    assert prompts == [("prompt", "Do something slow"), ("interrupt", "[Request interrupted by user]"),
+                       ("prompt", "from another shell")], prompts
     assert len(sent) == 2, "the second run's first step was dispatched too"

@@ -15,6 +15,7 @@ from cli.render import Renderer
 from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from tests.session_kw import create as create_session
+from workflows.commit.support import INTERRUPTED_REPLY
 from workflows.context.claude_lines import claude_lines
 from workflows.context.transcript import import_entries
 from workflows.engine import INTERRUPTED, REJECTED, REJECTED_RESULT, STOPPED_WHILE_RUNNING
@@ -124,6 +125,34 @@ def test_the_claude_code_transcript_copy_has_claude_codes_lines(engine, ws):
 def test_claude_codes_interrupt_message_is_imported_as_one():
     line = {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "cwd": "/",
             "message": {"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]}}
+    prompt = dict(line, uuid="u1", parentUuid=None, message={"role": "user", "content": "go"})
+    entries, _ = import_entries([json.dumps(prompt), json.dumps(line)])
+    assert [e.origin for e in entries] == ["prompt", "interrupt"]
+
+
+def test_an_interrupt_with_no_call_open_ends_aborted_streaming_as_claude_code(engine, ws):
+    """The model call still running (a reply streaming): "[Request interrupted by user]", two turns,
+    aborted_streaming; the next request carries it between the prompts."""
+    rec = session(engine, ws, [Turn(text="Step 0."), Turn(text="Done.")])
+    inline = Inline(engine)
+    inline.dispatch(engine.submit(rec.id, "go"))  # the model step is queued, not run: the call is under way
+    assert engine.cancel(rec.id)
+    prompt, interrupt = users(engine, rec.id)
+    assert interrupt.origin == "interrupt" and interrupt.message.text() == INTERRUPTED_REPLY
+    (result,) = [e for e in engine.store.entries(rec.id) if isinstance(e, ResultEntry)]
+    assert (result.subtype, result.num_turns, result.terminal_reason) == ("cancelled", 2, "aborted_streaming")
+    assert result_json(result)["errors"] == ["[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null"]
+    inline.queue.clear()  # (the superseded step would only be skipped)
+    inline.dispatch(engine.submit(rec.id, "and again"))
+    inline.drain()
+    (request,) = api_of(engine.store.get_session(rec.id).model).requests
+    texts = [b.get("text") for b in request["messages"][-1]["content"]]
+    assert texts[-3:] == ["go", INTERRUPTED_REPLY, "and again"], texts
+
+
+def test_the_import_reads_the_streaming_interrupt_back_as_the_interrupt():
+    line = {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "cwd": "/",
+            "message": {"role": "user", "content": [{"type": "text", "text": INTERRUPTED_REPLY}]}}
     prompt = dict(line, uuid="u1", parentUuid=None, message={"role": "user", "content": "go"})
     entries, _ = import_entries([json.dumps(prompt), json.dumps(line)])
     assert [e.origin for e in entries] == ["prompt", "interrupt"]

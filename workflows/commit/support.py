@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 
 INTERRUPTED = "[Request interrupted by user for tool use]"
+#: The user message an interrupt adds when no tool call was open (a reply streaming, a step waiting to start).
+INTERRUPTED_REPLY = "[Request interrupted by user]"
 
 #: What Claude Code 2.1.332 answers for a call the user's interrupt closed: the rejection text, for a call that
 #: had not started (waiting for its batch or for an approval) ...

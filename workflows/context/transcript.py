@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from workflows.commit.support import INTERRUPTED, _git_branch
+from workflows.commit.support import INTERRUPTED, INTERRUPTED_REPLY, _git_branch
 from workflows.context.export import COMMON
 from workflows.model.pricing import add_cost
 from workflows.models import (
@@ -110,7 +110,7 @@ def _entry_from_line(n: int, obj: dict):
             message = Message(role="user", content=content)
             origin = extras.get("origin") or (
                 "tool_result" if any(b.type == "tool_result" for b in message.blocks())
-                else "interrupt" if message.text() == INTERRUPTED else "prompt")
+                else "interrupt" if message.text() in (INTERRUPTED, INTERRUPTED_REPLY) else "prompt")
             return UserEntry.model_validate({**common, **extras, "origin": origin, "message": message})
         data = dict(msg)
         data["content"] = _clean_blocks(data.get("content", []))

@@ -13,6 +13,7 @@ from workflows.commit import Part, Tx, peers
 from workflows.commit.charges import charge
 from workflows.commit.support import (
     INTERRUPTED,
+    INTERRUPTED_REPLY,
     _reset_run_figures,
     _title,
     context_size,
@@ -243,8 +244,9 @@ class TurnLogic(Part):
 
         The user's interrupt (``cancel``) closes them as Claude Code 2.1.332 does: each call's result is its
         rejection text (:func:`~workflows.commit.support.stopped_output`), then a user message of its own says
-        :data:`INTERRUPTED`, and the result counts those two turns and ends ``aborted_tools``. A failure or a
-        hook's stop closes them with :data:`INTERRUPTED` as their result."""
+        :data:`INTERRUPTED`, and the result counts those two turns and ends ``aborted_tools``; with no call open
+        (a reply streaming) the message says :data:`INTERRUPTED_REPLY` and the run ends ``aborted_streaming``. A
+        failure or a hook's stop closes them with :data:`INTERRUPTED` as their result."""
         rec = tx.rec
         rec.epoch += 1
         self.subagents.release_children(tx)
@@ -258,14 +260,15 @@ class TurnLogic(Part):
             self.add_tool_result(tx, call.tool_use_id, stopped_output(call.status is ToolCallStatus.DISPATCHED)
                                  if user else ToolOutput(content=INTERRUPTED, is_error=True, display="interrupted"))
         rec.tool_calls = []
-        if user and open_calls:
-            tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=[TextBlock(text=INTERRUPTED)]),
+        if user:  # (with no call open the reply was streaming, or its step waiting: Claude Code's other text)
+            said = INTERRUPTED if open_calls else INTERRUPTED_REPLY
+            tx.add(UserEntry(session_id=rec.id, message=Message(role="user", content=[TextBlock(text=said)]),
                              origin="interrupt"))
-            rec.context_added += estimate_tokens(INTERRUPTED)
+            rec.context_added += estimate_tokens(said)
         tx.fire(trigger)
-        if user and open_calls:  # (the results' turn and the interrupt's, as Claude Code counts them)
+        if user:  # (the results' turn, or the cut reply's, and the interrupt's, as Claude Code counts them)
             self.add_result(tx, subtype, reason, is_error=True, num_turns=rec.run_turns + 2,
-                            terminal_reason="aborted_tools")
+                            terminal_reason="aborted_tools" if open_calls else "aborted_streaming")
         else:
             self.add_result(tx, subtype, reason, is_error=True)
         self.after_idle(tx)  # the inbox is a queue: a cancel or a failure does not drop it
