@@ -112,10 +112,18 @@ class Feed:
                         batch.deltas.append(f)
                         ordered.append((_stream_order(i), 0, "delta", f))
             elif key in self.child_logs:
-                child = self.child_logs[key][0]
+                child, seen = self.child_logs[key]
                 self.child_logs[key] = (child, items[-1][0])
-                raws = [raw for _, f in items for raw in stream_entries(f)]
-                batch.children.extend((child, raw) for raw in raws)
+                # In commit order with the session's own entries (stream ids are Redis's clock). A tie is one
+                # commit, or two in one millisecond: a child's first entries are written by the commit that
+                # starts it, after its task_started notice; later ones come before the parent's that follow.
+                tie = 2 if seen == "0-0" else 0
+                raws = []
+                for i, f in items:
+                    for raw in stream_entries(f):
+                        raws.append(raw)
+                        batch.children.append((child, raw))
+                        ordered.append((_stream_order(i), tie, "child", (child, raw)))
                 if any('"type":"result"' in raw for raw in raws):  # its run is over
                     del self.child_logs[key]
             else:

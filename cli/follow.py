@@ -74,9 +74,10 @@ def follow(
                 heard = time.monotonic()
                 for child, call in batch.links if on_link is not None else ():
                     on_link(child, call)
-                for child, raw in batch.children:
-                    on_child(child, read_entry(child, raw))
-                for kind, item in batch.items:  # deltas and entries in the order they happened
+                for kind, item in batch.items:  # deltas, entries and sub-agents' entries in the order they happened
+                    if kind == "child":
+                        on_child(item[0], read_entry(item[0], item[1]))
+                        continue
                     if kind == "delta":
                         if on_event is not None and "event" in item:
                             on_event(item)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import MAINSAIL, Cluster, cluster_env
-from tests.e2e.parity_runner import INTERRUPT, Allowed, Conversation, attach_requests, differences, router, \
-    run_all, unexplained, user_message
+from tests.e2e.parity_runner import INTERRUPT, Allowed, Conversation, attach_requests, differences, label, \
+    router, run_all, unexplained, user_message
 from tests.fakeapi import FakeMessagesServer
 from workflows.store.redis_store import Store
 
@@ -233,7 +233,11 @@ def test_conversation_matches_claude_codes(parity, conv):
     ours, theirs = parity[0][conv]
     assert ours.returncode == theirs.returncode, (ours.stderr[-2000:], theirs.stderr[-2000:])
     left = unexplained(conv, differences(ours, theirs), ALLOWED, USED)
-    assert not left, f"{conv}: differences from Claude Code no allowance names:\n" + "\n".join(left)
+    assert not left, f"{conv}: differences from Claude Code no allowance names:\n" + "\n".join(left) + (
+        "\n" + "\n".join(f"{side} lines: " + ", ".join(label(x) + ("<sub" if x.get("parent_tool_use_id") else "")
+                                                       for x in run.lines)
+                           for side, run in (("ours", ours), ("theirs", theirs)))
+        if any(what.endswith("only line") for what in left) else "")
 
 
 def test_every_allowance_is_needed(parity):

@@ -89,6 +89,7 @@ def test_resume_by_prefix_continue_and_fork(cluster, workspace, echo):
     cont = cluster.mainsail("run", "-p", "--continue", "three", cwd=workspace)
     assert cont.returncode == 0 and cluster.store.session_ids() == [sid]
     assert prompts(cluster, sid) == ["one", "two", "three"]
+    cluster.settle()  # (the run's memory extraction, after its answer, adds its line to the original too)
     before = cluster.store.log_length(sid)
     forked = cluster.mainsail("run", "-p", "--continue", "--fork-session", "four", cwd=workspace)
     assert forked.returncode == 0, forked.stderr
