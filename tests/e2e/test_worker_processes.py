@@ -8,8 +8,15 @@ import signal
 import time
 
 from demo.scripted import Script, Turn
+from tasks.supervisor import MIN_RUN_SECONDS
 from tests.e2e.conftest import children, wait_for
 from tests.fakeapi import FakeMessagesServer
+
+
+def age(pid: int) -> float:
+    """Seconds since process ``pid`` started (/proc: its start in clock ticks since boot)."""
+    started = int(open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[19]) / os.sysconf("SC_CLK_TCK")
+    return float(open("/proc/uptime").read().split()[0]) - started
 
 
 def registered(cluster) -> set[int]:
@@ -29,9 +36,14 @@ def test_supervised_processes_register_are_replaced_and_stop_together(cluster, w
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "answered"
 
+        # a child that dies after its first second is replaced at once (sooner is a start-up failing: a delay)
+        wait_for(lambda: age(kids[0]) > MIN_RUN_SECONDS, 30, what="the child past its first second")
         os.kill(kids[0], signal.SIGKILL)  # a child dies: another takes its place
         wait_for(lambda: (lambda k: len(k) == 2 and kids[0] not in k and set(k) <= registered(cluster))(
             children(supervisor.pid)), 60, what="a replacement child")
+        # the dead one is taken out (by the other child's reaper, or when its registration lapses): it could not
+        # unregister itself, and stopping the others must not be what hides it
+        wait_for(lambda: kids[0] not in registered(cluster), 60, what="the killed child out of the registry")
         log = (cluster.tmp / "worker-0.log").read_text()
         assert "process 1 of 2 exited with status -9; starting another now" in log  # killed: not a crash loop
 
