@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from cli.output import StreamJson, result_json
@@ -122,9 +123,10 @@ def test_the_claude_code_transcript_copy_has_claude_codes_lines(engine, ws):
     assert lines[-1]["message"] == {"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]}
 
 
-def test_claude_codes_interrupt_message_is_imported_as_one():
+@pytest.mark.parametrize("said", [INTERRUPTED, INTERRUPTED_REPLY])
+def test_claude_codes_interrupt_message_is_imported_as_one(said):
     line = {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "cwd": "/",
-            "message": {"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]}}
+            "message": {"role": "user", "content": [{"type": "text", "text": said}]}}
     prompt = dict(line, uuid="u1", parentUuid=None, message={"role": "user", "content": "go"})
     entries, _ = import_entries([json.dumps(prompt), json.dumps(line)])
     assert [e.origin for e in entries] == ["prompt", "interrupt"]
@@ -148,11 +150,3 @@ def test_an_interrupt_with_no_call_open_ends_aborted_streaming_as_claude_code(en
     (request,) = api_of(engine.store.get_session(rec.id).model).requests
     texts = [b.get("text") for b in request["messages"][-1]["content"]]
     assert texts[-3:] == ["go", INTERRUPTED_REPLY, "and again"], texts
-
-
-def test_the_import_reads_the_streaming_interrupt_back_as_the_interrupt():
-    line = {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "cwd": "/",
-            "message": {"role": "user", "content": [{"type": "text", "text": INTERRUPTED_REPLY}]}}
-    prompt = dict(line, uuid="u1", parentUuid=None, message={"role": "user", "content": "go"})
-    entries, _ = import_entries([json.dumps(prompt), json.dumps(line)])
-    assert [e.origin for e in entries] == ["prompt", "interrupt"]
