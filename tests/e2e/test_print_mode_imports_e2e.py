@@ -1,7 +1,7 @@
 """What ``mainsail -p`` loads while a worker is already running (issue 29: start like a native tool): the model
 calls are the worker's, so the command loads neither the model SDK nor its HTTP client, nor the transcript
 renderer (rich: -p prints no transcript), nor anything a first use loads later (the JSON Schema checker, the
-bash grammar). Checked on ``sys.modules`` of the real command, never by timing (bench/first_request.py)."""
+bash grammar, libgit2 outside a repository). Checked on ``sys.modules`` of the real command, never by timing (bench/first_request.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import sys
 from tests.e2e.conftest import wait_for
 from tests.integration.test_start_imports import PROBE, packages
 
-FORBIDDEN = ("anthropic", "httpx", "rich", "cli.render", "fastapi", "mcp", "jsonschema", "tree_sitter", "tree_sitter_bash")
+#: (pygit2: the workspace here is no repository, and libgit2 loads only where there is one: workflows/git/locate.py.)
+FORBIDDEN = ("anthropic", "httpx", "rich", "cli.render", "fastapi", "mcp", "jsonschema", "tree_sitter", "tree_sitter_bash",
+             "pygit2")
 
 
 def test_print_mode_with_a_worker_running_loads_no_model_sdk(cluster, tmp_path):

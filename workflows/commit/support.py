@@ -9,20 +9,9 @@ from typing import NamedTuple
 
 from statemachines import State
 from workflows.commit.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
-from workflows.exceptions import (
-    RequestClosed,
-    RequestNotFound,
-    SessionBusy,
-)
+from workflows.exceptions import RequestClosed, RequestNotFound, SessionBusy
 from workflows.model.pricing import add_cost
-from workflows.models import (
-    PermissionRequest,
-    RequestStatus,
-    SessionRecord,
-    StepRecord,
-    Usage,
-    new_id,
-)
+from workflows.models import PermissionRequest, RequestStatus, SessionRecord, StepRecord, Usage, new_id
 from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
@@ -210,7 +199,11 @@ def _title(prompt: str) -> str:
 
 def _git_branch(path: str) -> str | None:
     """The workspace's branch, read through libgit2 (no program of the repository runs)."""
-    from workflows.git import state as git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+    from workflows.git.locate import may_hold_repository
+
+    if not may_hold_repository(path):
+        return None  # (libgit2 costs ~30 ms to load: only where there is a repository to read)
+    from workflows.git import state as git_state
 
     return git_state.current_branch(path)
 

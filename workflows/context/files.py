@@ -107,7 +107,11 @@ GIT_LEFT_OUT = "gitStatus: (left out: {why}; Mainsail reads no repository that l
 
 def _snapshot(workspace: str) -> tuple[str, str]:
     """The ``gitStatus: ...`` text and "" , or "" and why the repository was refused ("" for none)."""
-    import pygit2  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+    from workflows.git.locate import may_hold_repository
+
+    if not may_hold_repository(workspace):
+        return "", ""  # (libgit2 costs ~30 ms to load: only where there is a repository to read)
+    import pygit2
 
     from workflows.git import state as git_state
 
@@ -153,6 +157,10 @@ def _snapshot_within(workspace: str) -> tuple[str, str]:
 
 def is_git_repo(workspace: str) -> bool:
     """Whether ``workspace`` is inside a git work tree Mainsail may read (False for a .git dir or a bare repo)."""
+    from workflows.git.locate import may_hold_repository
+
+    if not may_hold_repository(workspace):
+        return False
     from workflows.git import state as git_state
 
     return git_state.open_repo(workspace).repo is not None

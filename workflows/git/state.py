@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import ConfigLevel, FileStatus, RepositoryOpenFlag, SortMode
 
+from workflows.git.locate import find_top as _find_top
+
 __all__ = ["Repo", "open_repo", "current_branch", "toplevel"]
 
 _INCLUDE = re.compile(rb"^\s*\[\s*include(if)?\b", re.IGNORECASE | re.MULTILINE)
@@ -56,19 +58,6 @@ def _read_line(path: str) -> str | None:
             return fh.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
-
-
-def _find_top(ws: str) -> str | None:
-    """The nearest directory from ``ws`` up holding a ``.git``, within git's ceiling directories."""
-    ceilings = {os.path.realpath(c) for c in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if c}
-    d = ws
-    while True:
-        if os.path.lexists(os.path.join(d, ".git")):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d or parent in ceilings:
-            return None
-        d = parent
 
 
 def _gitdir(top: str) -> tuple[str | None, str, str]:

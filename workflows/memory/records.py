@@ -186,7 +186,11 @@ def index_markdown(records: list[MemoryRecord]) -> str:
 
 def project_root(workspace: str) -> str:
     """The project a workspace belongs to: its git root, else the workspace itself."""
-    from workflows.git import state as git_state  # (libgit2 costs ~30 ms to load: not on the CLI's start-up path)
+    from workflows.git.locate import may_hold_repository
+
+    if not may_hold_repository(workspace):
+        return os.path.realpath(workspace)  # (libgit2 costs ~30 ms to load: only where there is a repository)
+    from workflows.git import state as git_state
 
     return git_state.toplevel(workspace) or os.path.realpath(workspace)
 

@@ -24,4 +24,4 @@ def new_id() -> str:
 
 
 class _Model(valid_text.ValidJson):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from statemachines import State
 from workflows.models import valid_text
@@ -216,7 +216,7 @@ Entry = Annotated[
           PermissionDecisionEntry, CompactBoundaryEntry, SummaryEntry, HookEntry, HookCallbackEntry, RewindEntry],
     Field(discriminator="type"),
 ]
-ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry)
+ENTRY_ADAPTER: TypeAdapter = TypeAdapter(Entry, config=ConfigDict(defer_build=True))
 
 
 def entry_json(entry: _Entry) -> str:

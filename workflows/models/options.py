@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.models import AgentDefinition, OutputStyle, PathText, Plugin, PermissionMode, RuleSet, SandboxSettings
+from workflows.models import AgentDefinition, OutputStyle, PathText, PermissionMode, Plugin, RuleSet, SandboxSettings
 from workflows.models.hooks import HookSet
 from workflows.models.mcp import McpServer
 

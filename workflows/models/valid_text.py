@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticSerializationError
 
 REPLACEMENT = "\ufffd"
@@ -97,6 +97,8 @@ class ValidJson(BaseModel):
     Where pydantic's encoder refuses a string (a lone surrogate), the model's data is repaired
     (:func:`repair`), :meth:`note_repair` may note where, and that is the JSON. The plain path costs
     nothing (a ``try``). Every model Mainsail writes to Redis derives from it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     def model_dump_json(self, **dump: Any) -> str:
         try:
