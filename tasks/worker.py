@@ -112,7 +112,9 @@ def preload(queues: list[str]) -> None:
     its threads' first calls waiting behind it."""
     import tasks.schedules  # noqa: F401  (the modules Celery's worker imports: tasks.app's include)
     import tasks.steps  # noqa: F401
+    from workflows.models import build_schemas
 
+    build_schemas()  # (the record models build their schemas on first use: here, once, not in a step)
     if MODEL_QUEUES & set(queues):
         import anthropic  # noqa: F401
         import anthropic.lib.streaming  # noqa: F401

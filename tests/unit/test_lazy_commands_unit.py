@@ -44,3 +44,25 @@ def test_a_command_leaves_its_heap_to_the_exit_uncollected():
             "sys.argv = ['mainsail', '--version']\nfrom cli.main import main\nmain()\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "mainsail" in out.stdout and "frozen True" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_worker_builds_the_deferred_record_schemas_before_it_serves():
+    """The record models build their pydantic schemas on first use (a reading command builds one); a worker's
+    preload builds them all, so no step pays for it."""
+    import subprocess
+    import sys
+
+    probe = ("from pydantic import BaseModel\n"
+             "import workflows.models as m\n"
+             "def subs(c):\n"
+             "    for s in c.__subclasses__():\n"
+             "        yield s; yield from subs(s)\n"
+             "def waiting():\n"
+             "    return sorted(c.__name__ for c in subs(BaseModel)\n"
+             "                  if c.__module__.startswith('workflows.') and not c.__pydantic_complete__)\n"
+             "before = waiting()\n"
+             "from tasks.worker import preload\n"
+             "preload(['tools'])\n"
+             "print(len(before), 'SessionRecord' in before, waiting(), m.ENTRY_ADAPTER.core_schema is not None)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) > 10 and out[1] == "True" and out[2:] == ["[]", "True"], out

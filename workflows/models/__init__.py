@@ -68,8 +68,26 @@ from workflows.models.steps import (
     ToolCallStatus,
 )
 
+
+def build_schemas() -> int:
+    """Build now every record model's pydantic schema that waits for its first use (``defer_build``: a command
+    that reads one record builds only that one). A worker calls it before it forks its children, so no step
+    pays for it. Returns how many were built."""
+    from pydantic import BaseModel
+
+    built, todo = 0, list(BaseModel.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("workflows.") and not cls.__pydantic_complete__:
+            cls.model_rebuild()
+            built += 1
+    ENTRY_ADAPTER.rebuild()
+    return built
+
+
 __all__ = [
-    "AgentDefinition", "OutputStyle", "Plugin", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
+    "build_schemas", "AgentDefinition", "OutputStyle", "Plugin", "AssistantEntry", "AssistantMessage", "BACKGROUND_HOOK_EVENTS", "BACKGROUND_KINDS",
     "COST_KINDS", "CompactBoundaryEntry", "ContentBlock", "DocumentBlock", "ENTRY_ADAPTER", "Entry", "HookCallbackEntry", "HookEntry",
     "ImageBlock", "MediaSource", "Message", "PathText", "PermissionDecisionEntry", "PermissionMode",
     "PermissionRequest", "PermissionRequestEntry", "RequestStatus", "ResultContent", "ResultEntry", "RewindEntry",
