@@ -29,7 +29,6 @@ import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from workflows.context.claude_lines import claude_lines
 from workflows.models import SessionRecord
 
 log = logging.getLogger(__name__)
@@ -131,6 +130,9 @@ def write(path: str, rec: SessionRecord, entries: list, read_all: Callable[[], l
         if todo[0].parent_uuid != last:  # not where the file ends: compare it all
             seen, _, torn = _scan(f, 0, size)
             todo = [e for e in read_all() if e.uuid not in seen]
+        from workflows.context.claude_lines import claude_lines  # (the request builder's: a client opening a
+        # session, which only needs projects_dir, does not load it)
+
         text = "".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n"
                        for line in claude_lines(todo, rec))
         f.write((b"\n" if torn else b"") + text.encode("utf-8", "replace"))
