@@ -8,7 +8,8 @@ import pytest
 from tests.unit.test_rules import ruleset
 from workflows.models import PermissionMode
 from workflows.permissions import always_rules, evaluate, prompt_text, summary
-from workflows.permissions.rules.rules import EDIT_TOOLS, Decision
+from workflows.permissions.rules.results import Decision
+from workflows.permissions.rules.rules import EDIT_TOOLS
 from workflows.tools import REGISTRY
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK

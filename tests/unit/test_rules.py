@@ -6,7 +6,8 @@ import pytest
 
 from workflows.models import PermissionMode
 from workflows.permissions import always_rules, evaluate, summary
-from workflows.permissions.rules.rules import Decision, RuleSet, RuleSyntaxError, parse_rule
+from workflows.permissions.rules.results import Decision
+from workflows.permissions.rules.rules import RuleSet, RuleSyntaxError, parse_rule
 
 A, D, Q = Decision.ALLOW, Decision.DENY, Decision.ASK
 READ_ONLY = {"Read": True, "Glob": True, "Grep": True, "Edit": False, "Write": False, "Bash": False}

@@ -33,7 +33,6 @@ def test_a_bare_agent_deny_rule_removes_the_sub_agent_tool(tmp_path):
     # disallowed_tools=["Agent"]: Claude Code 2.1's name for the tool Mainsail calls Task internally.
     from workflows.agents.definitions import GENERAL_PURPOSE
     from workflows.context.assemble import build_request
-
     from workflows.permissions.rules import removal
     from workflows.tools.task import AGENT_ALIASES
 
@@ -134,7 +133,7 @@ def test_a_permission_update_with_an_unknown_destination_is_refused(tmp_path):
 def test_a_path_outside_the_work_area_asks_in_claude_codes_words(tmp_path):
     from workflows.models import PermissionMode
     from workflows.permissions.evaluate import evaluate
-    from workflows.permissions.rules.rules import Decision, nobody_to_ask
+    from workflows.permissions.rules.results import Decision, nobody_to_ask
 
     ws, added = tmp_path / "ws", tmp_path / "added"
     ws.mkdir()

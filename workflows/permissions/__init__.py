@@ -22,7 +22,7 @@ Modules:
 from workflows.permissions.decide import decide, read_denied_for
 from workflows.permissions.evaluate import evaluate
 from workflows.permissions.prompt import always_offered, always_rules, answer_choices, prompt_text, summary
-from workflows.permissions.rules.rules import Decision, PermissionResult
+from workflows.permissions.rules.results import Decision, PermissionResult
 
 __all__ = ["Decision", "PermissionResult", "always_offered", "always_rules", "answer_choices", "decide", "evaluate",
            "prompt_text", "read_denied_for", "summary"]

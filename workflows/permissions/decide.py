@@ -25,7 +25,7 @@ from typing import Protocol
 from workflows.models import PermissionMode, RuleSet, SessionRecord
 from workflows.permissions.bypass import effective_mode
 from workflows.permissions.evaluate import evaluate, read_denied
-from workflows.permissions.rules.rules import Decision, PermissionResult, nobody_to_ask
+from workflows.permissions.rules.results import Decision, PermissionResult, nobody_to_ask
 
 __all__ = ["CheckedTool", "decide", "read_denied_for"]
 

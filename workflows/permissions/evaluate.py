@@ -23,10 +23,8 @@ from typing import Callable
 from workflows.models import PermissionMode, RuleSet
 from workflows.permissions.rules import paths
 from workflows.permissions.rules.hosts import host_of
-from workflows.permissions.rules.rules import (
-    EDIT_TOOLS,
+from workflows.permissions.rules.results import (
     PROTECTED_TEXT,
-    Compiled,
     Decision,
     PermissionResult,
     allow_by_mode,
@@ -34,13 +32,12 @@ from workflows.permissions.rules.rules import (
     ask,
     ask_by_mode,
     ask_by_rule,
-    compile_rules,
     deny_by_rule,
-    outside_work_area,
     deny_plan,
     dont_ask,
-    path_regex,
+    outside_work_area,
 )
+from workflows.permissions.rules.rules import EDIT_TOOLS, Compiled, compile_rules, path_regex
 from workflows.permissions.shell.bash_check import evaluate_bash
 
 __all__ = ["evaluate", "read_denied"]

@@ -34,7 +34,8 @@ from workflows.exceptions import ConfigurationError
 from workflows.models import SessionRecord
 from workflows.permissions.evaluate import PATH_TOOLS
 from workflows.permissions.rules import paths
-from workflows.permissions.rules.rules import EDIT_TOOLS, Decision
+from workflows.permissions.rules.results import Decision
+from workflows.permissions.rules.rules import EDIT_TOOLS
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_parse import Command, Word, parse
 from workflows.permissions.shell.bash_paths import (

@@ -23,13 +23,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from workflows.models import SessionRecord
 from workflows.permissions.evaluate import PATH_TOOLS
-from workflows.permissions.protected_writes import (
-    NO_FILE_WRITES,
-    parts,
-    runs_unknown_program,
-    unsandboxed,
-    word_paths,
-)
+from workflows.permissions.protected_writes import NO_FILE_WRITES, parts, runs_unknown_program, unsandboxed, word_paths
 from workflows.permissions.rules import paths
 from workflows.permissions.shell.bash_parse import parse
 

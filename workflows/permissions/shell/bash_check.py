@@ -30,19 +30,18 @@ from dataclasses import dataclass, field
 
 from workflows.models import PermissionMode
 from workflows.permissions.rules import paths
-from workflows.permissions.rules.rules import (
+from workflows.permissions.rules.results import (
     PROTECTED_TEXT,
-    Compiled,
     Decision,
     PermissionResult,
     allow_by_mode,
     allow_by_rule,
     ask,
     ask_by_mode,
-    bash_matches,
     deny_plan,
     rule_source,
 )
+from workflows.permissions.rules.rules import Compiled, bash_matches
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_deny import asked, denied, scan
 from workflows.permissions.shell.bash_parse import Command, Word, parse

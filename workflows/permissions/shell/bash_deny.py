@@ -18,16 +18,8 @@ import os
 from dataclasses import dataclass
 
 from workflows.permissions.rules import paths
-from workflows.permissions.rules.rules import (
-    EDIT_TOOLS,
-    Compiled,
-    Decision,
-    PermissionResult,
-    ask_by_rule,
-    bash_matches,
-    deny_by_rule,
-    rule_source,
-)
+from workflows.permissions.rules.results import Decision, PermissionResult, ask_by_rule, deny_by_rule, rule_source
+from workflows.permissions.rules.rules import EDIT_TOOLS, Compiled, bash_matches
 from workflows.permissions.shell import commands
 from workflows.permissions.shell.bash_parse import Command, Parsed, Word, parse
 from workflows.permissions.shell.bash_paths import MAX_GLOB_MATCHES, Cwds, cd_targets, path_texts, resolve_all
