@@ -219,7 +219,7 @@ def run_agent_phase(procs: Procs, tmp: Path, base_url: str, steps: int, rounds: 
     os.environ["MAINSAIL_REDIS_URL"] = url
     os.environ["MAINSAIL_DATA_DIR"] = str(tmp / "data")
 
-    from cli.render import follow
+    from cli.follow import follow
     from tasks import runtime
     from tasks.app import configure
     from tasks.dispatch import dispatch

@@ -39,9 +39,10 @@ from cli.attach import Prompter, run_start_id, wait_for_memory
 from cli.connect import Runtime, connect
 from cli.esc import EscWatch
 from cli.figures import memory_saved_line
+from cli.follow import follow
 from cli.interactive_open import end_session, open_interactive_session
 from cli.opening import warn_about_model
-from cli.render import Renderer, follow
+from cli.render import Renderer
 from cli.repl_text import PROMPT, Exit, LineReader, cut, say_error
 from cli.session_service import service
 from cli.standby import ensure_worker, require_model_access

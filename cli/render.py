@@ -1,9 +1,4 @@
-"""Rendering a session for a person at a terminal (rich), and following it live.
-
-:func:`follow` reads the transcript from a given id and then tails both the
-transcript and the live-delta stream, one XREAD BLOCK per batch from the last
-ids seen, never ``$``, so nothing written between two reads is lost (cli/feed.py).
-"""
+"""Rendering a session for a person at a terminal (rich). Following it live is :func:`cli.follow.follow`'s."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ from rich.console import Console
 from rich.text import Text
 
 from cli.diff_view import diff_text
-from cli.follow import POLL_MS, follow  # noqa: F401 (where callers found them first)
 from cli.figures import memory_note, money, tokens
 from cli.shown import shown_path
 from workflows.agents.labels import TaskLabels
@@ -33,8 +27,6 @@ from workflows.models import (
 )
 from workflows.models.valid_text import repair_note
 from workflows.permissions import prompt_text
-from workflows.store.entry_read import read_entry
-from workflows.store.redis_store import Store
 from workflows.tools import REGISTRY
 from workflows.tools.task import SUBAGENT_NAMES
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 import click
@@ -197,7 +196,8 @@ def _watch(rt: Runtime, settings, sid: str, forever: bool) -> None:
     from rich.console import Console
 
     from cli.attach import wait_for_memory
-    from cli.render import Renderer, follow
+    from cli.follow import follow
+    from cli.render import Renderer
     from cli.replay import replay
     from cli.standby import ensure_worker
 

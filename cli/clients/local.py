@@ -85,7 +85,8 @@ class LocalClient:
     def compact(self, session: str, instructions: str | None) -> None:
         from rich.console import Console
 
-        from cli.render import Renderer, follow
+        from cli.follow import follow
+        from cli.render import Renderer
         from cli.standby import ensure_worker
         from workflows.models import ResultEntry
 

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 import redis
 
-from cli.render import follow
+from cli.follow import follow
 from workflows.models import ResultEntry, SystemEntry
 from workflows.store.redis_store import Store
 

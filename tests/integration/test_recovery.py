@@ -159,7 +159,7 @@ def test_an_in_process_worker_registers_once_consuming_and_leaves_in_millisecond
         info = engine.store.workers.live()[worker.name]
         assert info["api_key"] == "no" and info["queues"] == "model,tools,memory"
         rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
-        from cli.render import follow
+        from cli.follow import follow
         from tasks.dispatch import dispatch
         from workflows.models import ResultEntry
 

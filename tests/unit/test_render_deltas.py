@@ -38,7 +38,7 @@ def test_a_late_read_of_a_prompt_and_its_replys_first_deltas_renders_them_in_ord
     """A follower whose first read comes after the model began streaming gets the prompt's entry and the
     reply's first deltas in one batch: printed by their stream ids, the prompt's line does not cut the
     reply in two ("Answer\\n to: x")."""
-    from cli.render import follow
+    from cli.follow import follow
     from workflows.models import Message, ResultEntry, UserEntry, entry_json
     from workflows.store import keys
     from workflows.store.redis_store import Store
