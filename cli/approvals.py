@@ -21,7 +21,7 @@ def _ago(t: float) -> str:
 @click.command("pending")
 def pending() -> None:
     """List permission requests waiting for a decision, across sessions."""
-    rt = existing_runtime(what="no pending permission requests", broker=False)
+    rt = existing_runtime(what="no pending permission requests")
     rows = 0
     for sid in rt.store.awaiting_sessions():
         rec = rt.store.get_session(sid)

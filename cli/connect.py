@@ -113,18 +113,18 @@ class Runtime:
 
 
 def connect(settings: Settings, dispatching: bool = False) -> Runtime:
-    """Resolve Redis, configure Celery and the task runtime, and return the engine.
+    """Resolve Redis, point the task runtime at it, and return the engine (Celery stays unloaded: a command sends
+    without it, tasks/dispatch.py; a worker or a beat configures it, tasks.app.configure_here).
 
     ``dispatching``: the command will send steps; the first send's set-up starts now, in the background
-    (:func:`tasks.dispatch.prepare`), so that it is done by the time the prompt is committed.
+    (:func:`tasks.send.prepare`), so that it is done by the time the prompt is committed.
     """
     from tasks import runtime
-    from tasks.app import configure
 
     url = resolve_redis_url(settings)
-    configure(url, settings.redis_ca_file)
+    runtime.set_redis_url(url)  # (Celery is configured only where a worker or a beat runs: tasks.app.configure_here)
     if dispatching:
-        from tasks.dispatch import prepare
+        from tasks.send import prepare
 
         prepare()
     engine = runtime.engine(settings)
@@ -154,23 +154,15 @@ def existing_redis_url(settings: Settings) -> str | None:
     return None
 
 
-def connect_existing(settings: Settings, *, broker: bool = True) -> Runtime | None:
-    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here.
-
-    ``broker``: configure Celery to send steps; a command that only reads (``sessions``, ``show``, ``pending``)
-    passes False and never imports Celery (a send would then fail closed: tasks.dispatch.dispatch).
-    """
+def connect_existing(settings: Settings) -> Runtime | None:
+    """Like :func:`connect`, but never starts a Redis (nor a worker): None when no server runs here. Its
+    sends, if the command makes any, go without Celery (tasks/dispatch.py)."""
     from tasks import runtime
 
     url = existing_redis_url(settings)
     if url is None:
         return None
-    if broker:
-        from tasks.app import configure
-
-        configure(url, settings.redis_ca_file)
-    else:
-        runtime.set_redis_url(url)
+    runtime.set_redis_url(url)  # (its sends, if any, go without Celery: tasks/dispatch.py)
     rt = Runtime(url, settings=settings)  # (its engine is built if the command asks for it)
     rt.store.ping()
     return rt

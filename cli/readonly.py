@@ -18,14 +18,12 @@ def no_server(what: str) -> str:
 
 
 def existing_runtime(settings: Settings | None = None, *, what: str = "nothing to show",
-                     code: int = 0, broker: bool = True) -> Runtime:
+                     code: int = 0) -> Runtime:
     """The runtime of the server running here; without one, say so and exit with ``code``.
-
-    ``broker``: as :func:`cli.connect.connect_existing` (False: the command only reads).
 
     A message for exit code 0 goes to stdout (it is the answer), for any other to stderr.
     """
-    rt = connect_existing(settings or load_settings(), broker=broker)
+    rt = connect_existing(settings or load_settings())
     if rt is None:
         click.echo(no_server(what), err=code != 0)
         click.get_current_context().exit(code)

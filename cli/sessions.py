@@ -50,7 +50,7 @@ def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -
 
     Sub-agents (the child sessions of Task calls) are counted on their parent's row (AGENTS); --tree
     lists them under it, indented."""
-    rt = existing_runtime(broker=False)
+    rt = existing_runtime()
     ws = os.path.realpath(workspace) if workspace else None
     rows = []
     for rec in rt.store.get_sessions(rt.store.session_ids(limit=10_000)):
@@ -155,7 +155,7 @@ def _queue_note(rec: SessionRecord, inbox: list[str]) -> str:
 @click.option("--no-transcript", is_flag=True, help="Only the session's facts.")
 def show(session: str, no_transcript: bool) -> None:
     """Print a session's facts and its transcript."""
-    rt = existing_runtime(what=f"no session {session!r} to show", code=1, broker=False)
+    rt = existing_runtime(what=f"no session {session!r} to show", code=1)
     sid = rt.store.resolve_session(session)
     rec = rt.store.get_session(sid)
     for line in describe(rec, rt.store.inbox(sid)):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import click
 
 from cli.connect import connect
-from tasks.app import QUEUES
+from tasks.routes import QUEUES
 from workflows.settings import load_settings
 
 #: Per queue: pool, threads per process, processes per core, prefetch multiplier. Model calls and memory

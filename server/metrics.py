@@ -68,7 +68,7 @@ class Collector:
         yield from self._gauges()
 
     def _gauges(self):
-        from tasks.app import QUEUES, queue_key
+        from tasks.routes import QUEUES, queue_key
 
         now = time.time()
         states = GaugeMetricFamily("mainsail_sessions", "Sessions by state (sub-agents included).", labels=["state"])

@@ -12,10 +12,7 @@ import os
 from celery import Celery
 from kombu import Queue
 
-QUEUES = ("model", "tools", "memory")
-
-#: Prefix of Celery's own keys in Redis (never mixed with Mainsail's ``mainsail:...``).
-BROKER_PREFIX = "mainsail-celery:"
+from tasks.routes import BROKER_PREFIX, DEFAULT_QUEUE, QUEUES, ROUTES
 
 app = Celery("mainsail", include=["tasks.steps", "tasks.reaper", "tasks.schedules", "tasks.notify"])
 
@@ -28,16 +25,9 @@ app.conf.update(
     task_ignore_result=True,
     task_serializer="json",
     accept_content=["json"],
-    task_default_queue="model",
+    task_default_queue=DEFAULT_QUEUE,
     task_queues=[Queue(q, routing_key=q) for q in QUEUES],
-    task_routes={
-        "mainsail.model.*": {"queue": "model"},
-        "mainsail.tools.*": {"queue": "tools"},
-        "mainsail.memory.*": {"queue": "memory"},
-        "mainsail.reaper.*": {"queue": "model"},
-        "mainsail.notify.*": {"queue": "model"},  # a webhook's POST: I/O, as a model call
-        "mainsail.schedule.*": {"queue": "tools"},  # a firing reads the workspace's settings files
-    },
+    task_routes={pattern: {"queue": queue} for pattern, queue in ROUTES.items()},
     broker_transport_options={
         # Well above the longest step: lost workers are found by the ledger's
         # leases within seconds; the broker's redelivery is only a backstop.
@@ -59,19 +49,36 @@ app.conf.update(
 )
 
 
-def queue_key(queue: str) -> str:
-    """The Redis list kombu keeps ``queue``'s waiting messages in (messages without a priority)."""
-    return f"{BROKER_PREFIX}{queue}"
-
-
 def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celery:
-    """Point the app's broker at ``redis_url``; call once per process before use.
+    """Point the task runtime and the app's broker at ``redis_url`` (the process then sends through Celery).
 
     Args:
         redis_url: ``redis://`` or ``rediss://``, with ``user:password@`` if Redis requires it.
         ca_file: for ``rediss://``, the CA certificates (PEM) that signed the server's
             certificate (MAINSAIL_REDIS_CA_FILE), unless the URL's ``ssl_ca_certs`` names them.
     """
+    from tasks import runtime
+
+    runtime.set_redis_url(redis_url)
+    _point_broker(redis_url, ca_file)
+    runtime.mark_celery()
+    return app
+
+
+def configure_here() -> Celery:
+    """Point the app's broker at the Redis this process already uses (:func:`tasks.runtime.current_url`),
+    keeping its engine: what a process that starts a worker or a beat does. A command that only sends never
+    calls it, and never loads Celery (tasks/dispatch.py)."""
+    from tasks import runtime
+    from workflows.settings import get_settings
+
+    if not runtime.celery_configured():
+        _point_broker(runtime.current_url(), get_settings().redis_ca_file)
+        runtime.mark_celery()
+    return app
+
+
+def _point_broker(redis_url: str, ca_file: str | os.PathLike | None) -> None:
     from tasks import runtime
 
     url = runtime.without_tls_query(redis_url)
@@ -83,8 +90,6 @@ def configure(redis_url: str, ca_file: str | os.PathLike | None = None) -> Celer
 
     if get_settings().task_events:  # MAINSAIL_TASK_EVENTS: what Flower shows (tasks, workers, rates)
         app.conf.update(worker_send_task_events=True, task_send_sent_event=True, worker_enable_remote_control=True)
-    runtime.set_redis_url(redis_url)
-    return app
 
 
 def _drop_connections() -> None:

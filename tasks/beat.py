@@ -35,8 +35,12 @@ FIRE_TASK = "mainsail.schedule.fire"
 
 
 def configure_beat(redis_url: str, settings) -> None:
-    """Point redbeat at ``redis_url`` (the broker's Redis) with Mainsail's key prefix and timings."""
+    """Point redbeat at ``redis_url`` (the broker's Redis) with Mainsail's key prefix and timings, and Celery's
+    broker at this process's Redis (the beat sends its firings through Celery)."""
     from tasks import runtime
+    from tasks.app import configure_here
+
+    configure_here()
 
     lock_timeout = settings.beat_lock_timeout_seconds or 5 * settings.beat_max_interval_seconds
     app.conf.update(

@@ -1,6 +1,6 @@
 """The webhook delivery task: one event to one subscription, once, with retries and exponential backoff.
 
-:func:`send` sends one task per (event, subscription): the outbox's dispatcher calls it
+:func:`send` (tasks/notify_send.py) sends one task per (event, subscription): the outbox's dispatcher calls it
 (workflows/notify/outbox.py), in the process whose commit recorded the event or in the reaper's :func:`sweep`.
 The task claims the delivery (:meth:`workflows.store.notify.NotifyStore.claim`): one already made is not made
 again, however often the message arrives (a broker redelivery, a retry that crossed a late answer). A POST
@@ -15,21 +15,12 @@ import logging
 
 from tasks import runtime
 from tasks.app import app
+from tasks.notify_send import TASK, send, sweep
 from workflows.notify.events import NotifyEvent
-from workflows.notify.outbox import Outbox
-from workflows.notify.subscriptions import Subscription, shown_url
+from workflows.notify.subscriptions import shown_url
 from workflows.settings import get_settings
 
 log = logging.getLogger(__name__)
-
-TASK = "mainsail.notify.deliver"
-
-
-def send(event: NotifyEvent, sub: Subscription) -> None:
-    """Send the task that delivers ``event`` to ``sub`` (the event travels in the message; the subscription is
-    read again when it runs, so a removed one gets nothing)."""
-    app.send_task(TASK, args=[event.model_dump_json(), sub.id], ignore_result=True, add_to_parent=False)
-
 
 @app.task(name=TASK, bind=True, ignore_result=True)
 def deliver(self, event_json: str, sub_id: str) -> str:
@@ -61,15 +52,6 @@ def deliver(self, event_json: str, sub_id: str) -> str:
         raise self.retry(countdown=_backoff(settings, attempt), max_retries=settings.notify_attempts) from None
     store.delivered(event.id, sub.id)
     return f"delivered ({status})"
-
-
-def sweep(engine) -> int:
-    """Send the outbox events a dead process left (the reaper's periodic sweep). Returns how many tasks."""
-    return Outbox(engine.store.notify(), send).sweep()
-
-
-# Every process that commits sends the events its commits recorded, at once (workflows/notify/outbox.py).
-runtime.on_engine(lambda engine: engine.committer.outboxes.append(Outbox(engine.store.notify(), send).landed))
 
 
 def _backoff(settings, attempt: int) -> float:

@@ -41,10 +41,11 @@ import threading
 import time
 
 from tasks import runtime
-from tasks.app import app, queue_key
+from tasks.app import app
 from tasks.dispatch import dispatch, dispatch_first
 from tasks.liveness import Health, Tether, Verdicts, Watch, note_stalled
-from tasks.notify import sweep as notify_sweep
+from tasks.notify_send import sweep as notify_sweep
+from tasks.routes import queue_key
 from workflows.engine import Engine, display_worker
 from workflows.models import StepRecord, StepStatus
 from workflows.store import keys

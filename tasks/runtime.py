@@ -33,6 +33,9 @@ _draining = threading.Event()
 _running: dict[str, float] = {}  # "sid/step" -> monotonic start, for the steps this process runs now
 _queues: frozenset[str] = frozenset()  # the queues this process's worker consumes
 _concurrency = 0  # steps this process may run at once (0: not a worker)
+#: Celery's app points at :data:`_redis_url` (tasks.app.configure): the process sends through Celery. A command
+#: that only sends never configures it, and sends without loading Celery (tasks/dispatch.py).
+_celery = False
 
 #: Connections past the worker's concurrency: the lease keeper, the reaper, the consumer's
 #: note of each message taken, the retention gc.
@@ -41,10 +44,22 @@ POOL_MARGIN = 8
 DEFAULT_POOL = 64
 
 def set_redis_url(url: str) -> None:
-    global _redis_url, _engine, _store
+    global _redis_url, _engine, _store, _celery
     with _lock:
         _redis_url = url
         _engine = _store = None
+        _celery = False  # (Celery's app still points at the previous URL, if at any: tasks.app.configure again)
+
+
+def mark_celery() -> None:
+    """Celery's app now points at this process's Redis (called by :func:`tasks.app.configure`)."""
+    global _celery
+    _celery = True
+
+
+def celery_configured() -> bool:
+    """Whether this process sends through Celery (it configured the app: a worker, a beat, a test)."""
+    return _celery
 
 
 def current_url() -> str:

@@ -23,7 +23,7 @@ from celery.exceptions import CPendingDeprecationWarning
 
 from demo import PROVIDER as _SCRIPTED  # noqa: F401  (registers the scripted models: workers run them too)
 from tasks import runtime
-from tasks.app import QUEUES, app
+from tasks.app import QUEUES, app, configure_here
 from tasks.housekeeper import Housekeeper
 from workflows import shells
 from workflows.commit.kinds import STEP_TASKS
@@ -123,6 +123,7 @@ def preload(queues: list[str]) -> None:
 def run_worker(queues: list[str], concurrency: int, pool: str, loglevel: str = "INFO", prefetch: int = 1) -> None:
     """Run a Celery worker in this process until it is told to stop (blocks). ``prefetch``: messages
     it reserves per task slot (Celery's prefetch multiplier)."""
+    configure_here()  # (the command connected without Celery: tasks/dispatch.py)
     node = worker_name()
     name = registry_name(node)
     check_sandbox()
@@ -173,6 +174,8 @@ class InProcessWorker:
     def __init__(self, queues: list[str] | None = None, concurrency: int = 8, in_process_redis: bool = False) -> None:
         """``in_process_redis``: Redis is the CLI's own fakeredis server (no INFO; it never restarts)."""
         from celery.worker import WorkController
+
+        configure_here()  # (the command connected without Celery: tasks/dispatch.py)
 
         self.queues = list(queues or QUEUES)
         node = worker_name("embedded")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from server.api.common import engine
 from server.auth import Caller, require_reader
-from tasks.app import QUEUES
+from tasks.routes import QUEUES
 
 router = APIRouter(tags=["status"])
 

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 
 from server.console.web import money, page, signed_in, to_signin
 from statemachines import State
-from tasks.app import QUEUES, queue_key
+from tasks.routes import QUEUES, queue_key
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,4 +1,4 @@
-"""A command's first send, prepared in the background (tasks.dispatch.prepare), on a real Redis broker."""
+"""A Celery process's first send, prepared in the background (tasks.send.prepare), on a real Redis broker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 
 from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
-from tasks.app import configure, queue_key
+from tasks import send as send_mod
+from tasks.app import app, configure
+from tasks.routes import queue_key
 from workflows.engine import Engine
 from workflows.models.options import SessionOptions
 from workflows.store.redis_store import Store
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def fresh_warm_up(monkeypatch):
-    monkeypatch.setattr(dispatch_mod, "_warming", None)
+    monkeypatch.setattr(send_mod, "_warming", None)
 
 
 def _queued(client, queue: str) -> list[dict]:
@@ -36,10 +38,10 @@ def _queued(client, queue: str) -> list[dict]:
 def test_a_prepared_process_sends_its_first_step_once_to_the_model_queue(real_redis, redis_server, settings,
                                                                           ws, fresh_warm_up):
     configure(redis_server.url)
-    dispatch_mod.prepare()
-    first = dispatch_mod._warming
-    dispatch_mod.prepare()  # a second call starts nothing more
-    assert dispatch_mod._warming is first
+    send_mod.prepare()
+    first = send_mod._warming
+    send_mod.prepare()  # a second call starts nothing more
+    assert send_mod._warming is first
     engine = Engine(Store(real_redis), settings)
     rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     steps = engine.submit(rec.id, DEMO_PROMPT)
@@ -60,7 +62,7 @@ def test_a_send_from_a_new_thread_leaves_the_result_backend_alone(real_redis, re
 
     def send() -> None:
         dispatch_mod.dispatch([step])
-        seen["backend resolved"] = hasattr(dispatch_mod.app._local, "backend")
+        seen["backend resolved"] = hasattr(app._local, "backend")
 
     thread = threading.Thread(target=send)
     thread.start()

@@ -14,7 +14,8 @@ import redis
 
 from demo.scripted import DEMO_PROMPT
 from tasks import reaper, runtime
-from tasks.app import configure, queue_key
+from tasks.app import configure
+from tasks.routes import queue_key
 from tests.conftest import free_port
 from tests.inline import Inline
 from workflows.engine import Engine

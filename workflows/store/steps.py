@@ -230,6 +230,11 @@ class Steps:
             p.llen(name)
         return [int(n) for n in p.execute()]
 
+    def push_message(self, name: str, payload: str) -> None:
+        """Put a task message on queue list ``name`` where kombu's Redis transport puts one (consumed last):
+        a command's send without Celery (tasks/message.py)."""
+        self.r.lpush(name, payload)
+
     def move_to_front(self, name: str, task_id: str, search: int) -> bool:
         """Move the message of task ``task_id`` (among the newest ``search`` + 1 of queue list ``name``) to the
         end consumed next; False when it is not there (a worker took it meanwhile)."""
