@@ -22,7 +22,7 @@ from cli.diff_view import echo_diff
 from cli.follow import follow
 from cli.session_service import service
 from workflows.exceptions import RequestClosed, RequestNotFound
-from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.hooks.prompt_entries import is_entry_of_prompt
 from workflows.models import PermissionDecisionEntry, PermissionRequestEntry, ResultEntry, parse_entry
 from workflows.permissions import always_offered, answer_choices, prompt_text
 from workflows.store.redis_store import stream_entries

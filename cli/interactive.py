@@ -48,7 +48,7 @@ from cli.session_service import service
 from cli.standby import ensure_worker, require_model_access
 from statemachines import InvalidTransition, State
 from workflows.exceptions import MainsailError, StoreUnavailable
-from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.hooks.prompt_entries import is_entry_of_prompt
 from workflows.models import ResultEntry, SessionRecord
 from workflows.models.model_names import describe_model
 from workflows.models.options import SessionOptions

@@ -41,7 +41,7 @@ from cli.repl_complete import ReplCompleter
 from cli.session_service import service
 from statemachines import State
 from workflows.exceptions import MainsailError
-from workflows.hooks.session_hooks import is_entry_of_prompt
+from workflows.hooks.prompt_entries import is_entry_of_prompt
 from workflows.models.valid_text import valid_str
 from workflows.permissions import answer_choices
 from workflows.permissions.bypass import effective_mode

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 
 
@@ -29,6 +27,8 @@ def yaml_mapping(block: str, where: str, error: type[Exception]) -> dict:
     Raises:
         error: the block is not YAML, or not ``key: value`` lines; the message names ``where``.
     """
+    import yaml  # (~20 ms to load: where a frontmatter is read, not in every process that imports this)
+
     try:
         fields = yaml.safe_load(block) if block.strip() else {}
     except yaml.YAMLError as exc:

@@ -36,7 +36,7 @@ from cli.slash_commands import sdk_commands, unknown_command_note
 from cli.stream_input import parse_input_line, user_text
 from workflows.context.assemble import offered_tools
 from workflows.exceptions import BypassDisabled, RequestClosed, RequestNotFound, ToolInputError
-from workflows.hooks.session_hooks import is_entry_of_prompt, starts_run
+from workflows.hooks.prompt_entries import is_entry_of_prompt, starts_run
 from workflows.models import (
     HookCallbackEntry,
     PermissionDecisionEntry,

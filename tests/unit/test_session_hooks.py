@@ -165,7 +165,7 @@ def test_the_cli_warns_only_about_events_that_still_do_not_run():
 
 
 def test_a_blocked_prompts_hook_entry_names_it_by_digest_only(engine, ws):
-    from workflows.hooks.session_hooks import is_entry_of_prompt
+    from workflows.hooks.prompt_entries import is_entry_of_prompt
 
     cmd = hook_script(ws, "ups", "exit 2")
     sid, _, _ = start(engine, ws, [Turn(text="never")], session_hooks(UserPromptSubmit=cmd), prompt="secret 42")

@@ -14,7 +14,7 @@ from demo.scripted import Script, ToolUse, Turn
 from tests.inline import Inline, api_of, scripted_model
 from workflows.context.assemble import build_request
 from workflows.context.export import export_jsonl
-from workflows.hooks.session_hooks import is_entry_of_prompt, prompt_digest
+from workflows.hooks.prompt_entries import is_entry_of_prompt, prompt_digest
 from workflows.model.request_json import Block, body
 from workflows.models import AssistantEntry, Message, ResultEntry, SystemEntry, UserEntry
 from workflows.models.options import SessionOptions

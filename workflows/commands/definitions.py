@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from workflows.frontmatter import flag, split_frontmatter
 from workflows.models.commands import CommandDefinition
 
@@ -75,6 +73,8 @@ def _unquote(text: str) -> str:
 
 def _frontmatter(block: str, where: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The frontmatter as YAML values (falling back to the raw lines) and as the raw lines."""
+    import yaml  # (~20 ms to load: where a command file is read)
+
     raw = _raw_lines(block) or {}
     try:
         fields = yaml.safe_load(block) if block.strip() else {}

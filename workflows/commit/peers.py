@@ -8,7 +8,7 @@ methods other parts call, with the concrete method's signature; the concrete cla
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from workflows.commit.support import Stopped
 from workflows.commit.tx import Tx
@@ -16,7 +16,9 @@ from workflows.models import PermissionRequest, SessionRecord, StepRecord, ToolC
 from workflows.models.commands import CommandRun
 from workflows.models.hook_outcome import HookOutcome
 from workflows.models.hooks import HookEvent
-from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:  # (Protocols' annotations: the tool belt loads where tools run)
+    from workflows.tools.base import ToolOutput
 
 __all__ = ["Approvals", "Commands", "Compaction", "Forks", "Hooks", "Mcp", "Prompts", "Subagents", "Titles",
            "Tools", "Turns"]

@@ -5,14 +5,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from statemachines import State
 from workflows.commit.kinds import QUEUE_FOR_KIND  # noqa: F401  (the engine's name for the table's queues)
 from workflows.exceptions import RequestClosed, RequestNotFound, SessionBusy
 from workflows.model.pricing import add_cost
 from workflows.models import PermissionRequest, RequestStatus, SessionRecord, StepRecord, Usage, new_id
-from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.tools.base import ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ def stopped_output(running: bool) -> ToolOutput:
     """The result of a call the user's interrupt (a cancel) closed: ``running`` when its step was dispatched
     (it may have run), else it never started. Other ends of a run (a failure, a hook's stop) close their calls
     with :data:`INTERRUPTED` instead."""
+    from workflows.tools.base import ToolOutput  # (the tool belt: a client's commit of a prompt needs none of it)
+
     return ToolOutput(content=STOPPED_WHILE_RUNNING if running else REJECTED, is_error=True, result=REJECTED_RESULT,
                       display="interrupted" if running else "interrupted before it ran")
 
@@ -58,6 +62,8 @@ BACKGROUND_LOST = (" It was to run in the background; if it started, its shell i
 
 def unknown_outcome(call) -> ToolOutput:
     """The result of a mutating call whose worker died mid-run: not run again; the model is told why."""
+    from workflows.tools.base import ToolOutput
+
     text = UNKNOWN_OUTCOME.format(tool=call.name)
     if call.name == "Bash" and isinstance(call.input, dict) and call.input.get("run_in_background") is True:
         text += BACKGROUND_LOST

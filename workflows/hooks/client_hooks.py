@@ -22,6 +22,8 @@ they can turn into a question for a person.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workflows.commit import Part, Tx, peers, retry_on_conflict
 from workflows.commit.support import new_id
 from workflows.exceptions import RequestClosed
@@ -29,7 +31,9 @@ from workflows.models import HookCallbackEntry, SessionRecord, StepKind, StepRec
 from workflows.models.hook_outcome import ClientHookRequest, HookOutcome, HookRun, interpret
 from workflows.models.hooks import CallbackHook, HookEvent
 from workflows.models.steps import BACKGROUND_HOOK_EVENTS
-from workflows.tools.base import ToolOutput
+
+if TYPE_CHECKING:
+    from workflows.tools.base import ToolOutput
 
 __all__ = ["ClientHookCommits", "answered_runs", "client_callbacks"]
 
@@ -127,6 +131,7 @@ class ClientHookCommits(Part):
 
     def _settle_post_tool(self, tx: Tx, req: ClientHookRequest, runs: list[HookRun]) -> None:
         from workflows.hooks.tool_hooks import with_post_notes
+        from workflows.tools.base import ToolOutput  # (the tool belt: where a tool's hooks settle, not at import)
 
         call = next((c for c in tx.rec.tool_calls if c.tool_use_id == req.tool_use_id), None)
         if call is None or call.status is ToolCallStatus.DONE or call.held_output is None:

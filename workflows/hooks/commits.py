@@ -12,23 +12,10 @@ from typing import TYPE_CHECKING
 
 from workflows.commit import Tx, peers, retry_on_conflict
 from workflows.hooks.lifecycle import LifecycleHooks
-from workflows.hooks.session_hooks import (
-    STOP_BLOCK_LIMIT,
-    context_text,
-    prompt_digest,
-    prompt_event,
-)
+from workflows.hooks.prompt_entries import prompt_digest
+from workflows.hooks.session_hooks import STOP_BLOCK_LIMIT, context_text, prompt_event
 from workflows.model.tokens import estimate_tokens
-from workflows.models import (
-    HookEntry,
-    Message,
-    StepKind,
-    StepRecord,
-    SystemEntry,
-    ToolCall,
-    ToolCallStatus,
-    UserEntry,
-)
+from workflows.models import HookEntry, Message, StepKind, StepRecord, SystemEntry, ToolCall, ToolCallStatus, UserEntry
 from workflows.models.hook_outcome import HookOutcome, HookRun
 from workflows.models.hooks import HookEvent, HookSet
 from workflows.tools.base import ToolOutput

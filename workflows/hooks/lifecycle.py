@@ -11,13 +11,7 @@ from __future__ import annotations
 from workflows.commit import Tx, peers, retry_on_conflict
 from workflows.hooks.client_hooks import ClientHookCommits
 from workflows.hooks.session_hooks import NOTIFICATION_TYPE, permission_message
-from workflows.models import (
-    PermissionRequest,
-    StepKind,
-    StepRecord,
-    StepStatus,
-    SystemEntry,
-)
+from workflows.models import PermissionRequest, StepKind, StepRecord, StepStatus, SystemEntry
 from workflows.models.hook_outcome import HookOutcome
 from workflows.models.hooks import HookEvent
 

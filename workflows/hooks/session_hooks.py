@@ -11,16 +11,14 @@ hooks and all; after it, the step is done and a redelivery runs nothing.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 
 from workflows.hooks.client_hooks import answered_runs, client_callbacks
 from workflows.hooks.runner import hook_input, run_event
-from workflows.models import AssistantEntry, HookEntry, SessionRecord, StepRecord, SystemEntry, UserEntry
+from workflows.models import AssistantEntry, SessionRecord, StepRecord
 from workflows.models.hooks import HookEvent
-from workflows.models.valid_text import valid_str
 
-__all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "is_entry_of_prompt", "prompt_digest", "prompt_event", "run_hook_step", "starts_run"]
+__all__ = ["END_REASONS", "NOTIFICATION_TYPE", "STOP_BLOCK_LIMIT", "context_text", "permission_message", "prompt_event", "run_hook_step"]
 
 #: Stop blocks in one run before Mainsail ends it anyway (beside the run's max turns): a Stop hook that
 #: ignores ``stop_hook_active`` must not keep the model answering forever.
@@ -45,32 +43,6 @@ def prompt_event(rec: SessionRecord) -> HookEvent | None:
     if not rec.prompt_checked and rec.hooks.for_event(HookEvent.USER_PROMPT_SUBMIT):
         return HookEvent.USER_PROMPT_SUBMIT
     return None
-
-
-def prompt_digest(prompt: str) -> str:
-    """What a UserPromptSubmit ``hook`` entry keeps of its prompt: enough for a client to know its own."""
-    return hashlib.sha256(valid_str(prompt).encode()).hexdigest()
-
-
-def is_entry_of_prompt(entry, prompt: str) -> bool:
-    """Whether ``entry`` shows that the run of ``prompt`` began: its user entry, its prompt hooks' verdict
-    (a blocked prompt has no user entry), or, for a custom command, the entry that marks its start (its
-    prompt comes once its lines ran, if they do). ``prompt`` as sent: the stored text is valid UTF-8
-    (workflows/models/valid_text.py), so it is compared repaired as well."""
-    prompt = valid_str(prompt)
-    if isinstance(entry, UserEntry):
-        return entry.origin in ("prompt", "inbox") and (entry.command or entry.message.text()) == prompt
-    if isinstance(entry, SystemEntry):
-        return entry.subtype == "command" and entry.content == prompt
-    return isinstance(entry, HookEntry) and entry.prompt_sha256 == prompt_digest(prompt)
-
-
-def starts_run(entry) -> bool:
-    """Whether ``entry`` is where a run's own entries begin: its prompt, or a custom command's start."""
-    if isinstance(entry, UserEntry):
-        return entry.origin in ("prompt", "inbox") and entry.command is None
-    return isinstance(entry, SystemEntry) and entry.subtype == "command" and entry.content.startswith(("/",
-                                                                                                     "<bash-input>"))
 
 
 def context_text(event: HookEvent, text: str) -> str:

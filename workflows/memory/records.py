@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
 from workflows.exceptions import MemoryRecordError
@@ -119,6 +118,8 @@ class MemoryRecord(ValidJson):
 
     def markdown(self) -> str:
         """The record as Claude Code stores one: YAML frontmatter, then the body."""
+        import yaml  # (where a record is written: a client that commits a prompt does not load it)
+
         head = yaml.safe_dump({"name": self.name, "description": self.description, "type": self.type},
                               sort_keys=False, allow_unicode=True, width=1000)
         body = self.body.strip()
