@@ -10,6 +10,8 @@ import subprocess
 import pytest
 
 from demo.scripted import Script, ToolUse, Turn
+from tests.e2e.conftest import wait_for
+from tests.e2e.shared_worker import BUSY
 from tests.fakeapi import FakeMessagesServer
 
 pytestmark = pytest.mark.e2e
@@ -41,7 +43,11 @@ def test_export_then_import_through_the_cli(cluster, workspace, tmp_path):
         cluster.start_worker()
         run = cluster.mainsail("run", "--permission-mode", "bypassPermissions", "Fix calc.py", cwd=workspace)
         assert run.returncode == 0, run.stderr
-    sid = cluster.session_id()
+        sid = cluster.session_id()
+        # The run's answer does not wait for its title and memory steps (the worker's, after `run` left): the
+        # transcript is whole once they are done.
+        wait_for(lambda: not any(s.status in BUSY for s in cluster.store.steps(sid)), 60, 0.1,
+                 "the session's title and memory steps")
     original = cluster.store.entries(sid)
 
     out_file = tmp_path / "session.jsonl"
