@@ -12,17 +12,13 @@ Where each figure comes from (so that they agree):
 
 from __future__ import annotations
 
+from cli.session_table import money  # noqa: F401 (its home: importers find it here too)
 from workflows.model.pricing import add_cost
 from workflows.models import COST_KINDS, ResultEntry, SessionRecord, Usage
 
 
 def tokens(u: Usage) -> int:
     return u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
-
-
-def money(usd: float | None) -> str:
-    """``$0.0123``; ``?`` for a cost that is unknown (a model without a price, workflows.model.pricing)."""
-    return "?" if usd is None else f"${usd:.4f}"
 
 
 def memory_note(e: ResultEntry) -> str:

@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cli.run:run", "Run PROMPT in a session and watch it until it finishes."),
     "submit": ("cli.run:submit",
                "Submit PROMPT and return at once, printing the session id (watch it with `mainsail watch`)."),
-    "sessions": ("cli.sessions:sessions", "List sessions, newest first (QUEUED: messages waiting to run next, in order)."),
+    "sessions": ("cli.sessions_list:sessions", "List sessions, newest first (QUEUED: messages waiting to run next, in order)."),
     "show": ("cli.sessions:show", "Print a session's facts and its transcript."),
     "watch": ("cli.sessions:watch",
               "Replay a session's transcript and follow it live; Ctrl-C detaches (it never cancels)."),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from workflows.exceptions import ConfigurationError, MainsailError, StoreUnavailable
 from workflows.store.resilience import (
@@ -24,20 +24,7 @@ from workflows.store.resilience import (
     retrying,
 )
 from workflows.store.server import RedisServer
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (``redis://alice:***@host:6379/0``)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "<an invalid URL>"
-    if password is not None:
-        userinfo, _, host = parts.netloc.rpartition("@")
-        parts = parts._replace(netloc=f"{userinfo.partition(':')[0]}:***@{host}")
-    query = [(k, "***" if "password" in k.lower() else v) for k, v in parse_qsl(parts.query)]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="*/")))
+from workflows.store.urls import mask_url
 
 
 @dataclass(frozen=True)

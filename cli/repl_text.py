@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import click
 
+from cli.session_table import ago  # noqa: F401 (its home: importers find it here too)
 from workflows.models import Usage
 
 PROMPT = "> "
@@ -61,18 +61,6 @@ class LineReader:
         line = line.rstrip("\r\n")
         click.echo(f"{text}{line}")  # the transcript reads as if it had been typed
         return line
-
-
-def ago(t: float, older: str = "%Y-%m-%d %H:%M") -> str:
-    """``12s ago``, ``5m ago``, ``3h ago``; a day or more: the local time in the ``older`` format."""
-    age = max(0.0, time.time() - t)
-    if age < 60:
-        return f"{int(age)}s ago"
-    if age < 3600:
-        return f"{int(age // 60)}m ago"
-    if age < 86400:
-        return f"{int(age // 3600)}h ago"
-    return time.strftime(older, time.localtime(t))
 
 
 def duration(ms: int) -> str:

@@ -18,6 +18,7 @@ from cli.clients.protocol import cut as _cut
 from cli.figures import breakdown_lines, money, run_figures
 from cli.readonly import existing_runtime
 from cli.repl_text import ago
+from cli.session_table import listed, none_listed, print_table
 from cli.worker_note import unserved_note
 from statemachines import State
 from workflows.model.tokens import describe_usage
@@ -40,27 +41,19 @@ def _tokens(rec: SessionRecord) -> int:
     return rec.usage.total
 
 
-@click.command("sessions")
-@click.option("--state", type=click.Choice([s.value for s in State]), help="Only sessions in this state.")
-@click.option("--workspace", type=click.Path(file_okay=False), help="Only sessions of this directory.")
-@click.option("-n", "--limit", type=click.IntRange(1), default=50, show_default=True)
-@click.option("--tree", is_flag=True, help="Show each session's sub-agents (child sessions) under it.")
-def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -> None:
-    """List sessions, newest first (QUEUED: messages waiting to run next, in order).
-
-    Sub-agents (the child sessions of Task calls) are counted on their parent's row (AGENTS); --tree
-    lists them under it, indented."""
+def list_sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -> None:
+    """``mainsail sessions`` on the full path (cli/sessions_list.py tries the lean one first)."""
     rt = existing_runtime()
     ws = os.path.realpath(workspace) if workspace else None
     rows = []
     for rec in rt.store.get_sessions(rt.store.session_ids(limit=10_000)):
-        if (state and rec.state.value != state) or (ws and rec.workspace != ws) or rec.parent_session_id:
+        if not listed(rec, state, ws):
             continue
         rows.append(rec)
         if len(rows) >= limit:
             break
     if not rows:
-        click.echo("No sessions" + (" match." if state or ws else " yet: start one with `mainsail run \"...\"`."))
+        click.echo(none_listed(state, ws))
         return
     if tree:
         from workflows.engine.subagents import tree as family
@@ -72,18 +65,6 @@ def sessions(state: str | None, workspace: str | None, limit: int, tree: bool) -
     live = rt.store.live_queues()
     for note in filter(None, (unserved_note(rt.store, rec, live) for _, rec in rows)):
         click.secho(note, fg="yellow")
-
-
-def print_table(rows: list[tuple[int, SessionRecord]], queued: dict[str, int]) -> None:
-    """The ``sessions`` table: ``(depth, record)`` rows (depth > 0: a sub-agent, indented under its parent)."""
-    click.echo(f"{'ID':<9} {'STATE':<19} {'QUEUED':>6} {'AGENTS':>6}  {'TITLE':<32} {'MODEL':<18} {'TURNS':>5} "
-               f"{'COST':>8}  {'ACTIVE':<9} WORKSPACE")
-    for depth, rec in rows:
-        title = ("  " * depth + ("└ " if depth else "") + (f"[{rec.agent_type}] " if rec.agent_type else "")
-                 + (rec.title or "-"))
-        click.echo(f"{rec.id[:8]:<9} {rec.state.value:<19} {queued.get(rec.id) or '-':>6} "
-                   f"{len(rec.children) or '-':>6}  {_cut(title, 32):<32} {_cut(rec.model, 18):<18} {rec.turns:>5} "
-                   f"{money(rec.cost_usd):>8}  {_when(rec.updated_at):<9} {rec.workspace}")
 
 
 def describe(rec: SessionRecord, inbox: list[str]) -> list[str]:
@@ -267,4 +248,4 @@ def cancel(session: str, clear: bool) -> None:
     client_for().cancel(session, clear=clear)
 
 
-__all__ = ["cancel", "compact", "describe", "print_table", "send", "sessions", "show", "watch"]
+__all__ = ["cancel", "compact", "describe", "list_sessions", "send", "show", "watch"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from cli.session_table import cut  # noqa: F401 (its home: importers find it here too)
+
 
 class SessionClient(Protocol):
     """A session's simple verbs, by id or unique prefix (``session``), and ``submit``."""
@@ -47,11 +49,6 @@ def decided_line(approve: bool, tool: str, summary: str, sid: str, request: str,
         extra = (f" and added the session rule{'s' if len(rules) > 1 else ''} {', '.join(rules)}"
                  if rules else " (once: no rule can cover this call, so none was added)")
     return f"{'Approved' if approve else 'Denied'} {tool}: {summary} (session {sid[:8]}, request {request}){extra}."
-
-
-def cut(s: str, n: int) -> str:
-    """``s`` cut to ``n`` characters, with an ellipsis when it was longer."""
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 __all__ = ["SessionClient", "cut", "decided_line"]

@@ -10,7 +10,8 @@ from cli.approvals import print_request
 from cli.remote.client import Client, open_client, server_path, session_path
 from cli.remote.views import record_of
 from cli.render import Renderer
-from cli.sessions import describe, print_table
+from cli.session_table import print_table
+from cli.sessions import describe
 from workflows.models import PermissionRequest, SessionRecord
 from workflows.store.entry_read import read_entry
 

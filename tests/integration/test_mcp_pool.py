@@ -25,8 +25,18 @@ SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 CONFIG = McpServerConfig(name="srv", command=sys.executable, args=[SERVER])
 
 
+#: Test-server children that were alive before this test's pool (another test in this process may have left
+#: one behind): not this pool's.
+_before: set[int] = set()
+
+
 def servers() -> set[int]:
-    """Live test-server processes that are children of this process (zombies excluded)."""
+    """Live test-server processes that are children of this process (zombies excluded), but those alive before
+    this test's pool."""
+    return _children() - _before
+
+
+def _children() -> set[int]:
     me, found = os.getpid(), set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -46,6 +56,8 @@ def servers() -> set[int]:
 @pytest.fixture
 def pool():
     TALLY.drain()
+    _before.clear()
+    _before.update(_children())
     p = McpPool(idle_seconds=600)
     yield p
     p.close_all()

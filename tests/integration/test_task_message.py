@@ -4,19 +4,26 @@ worker runs it: the same JSON, key for key and in the same order, but for the id
 from __future__ import annotations
 
 import json
+import os
 import re
-import threading
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
+from kombu import pools
 
 from tasks import dispatch as dispatch_mod
 from tasks import runtime
-from tasks.app import app, configure
+from tasks.app import _drop_connections, app, configure
 from tasks.message import task_message
 from tasks.routes import queue_key, queue_of
+from tests.e2e.conftest import wait_for
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -41,6 +48,8 @@ def _private(queue: str) -> str:
 def test_the_message_is_the_one_kombu_pushes(real_redis, redis_server, task, args, queue):
     queue = _private(queue)
     configure(redis_server.url)
+    pools.reset()  # (a producer pool another test closed stays kombu's for this URL: start afresh)
+    _drop_connections()
     app.send_task(task, args=args, queue=queue, ignore_result=True, add_to_parent=False)
     (theirs,) = real_redis.lrange(queue_key(queue), 0, -1)
     ours = task_message(task, args, queue)
@@ -57,29 +66,23 @@ def test_routes_are_celerys(redis_server):
 
 def test_a_process_without_celery_sends_through_the_store_and_a_worker_runs_it(real_redis, redis_server):
     """``dispatch.send_task`` in a process that never configured Celery pushes the message itself; a Celery
-    worker on the queue takes it and runs the task."""
+    worker (a process of its own) on the queue takes it and runs the task."""
     runtime.set_redis_url(redis_server.url)
     assert not runtime.celery_configured()
-    ran = threading.Event()
-    seen = {}
-
-    @app.task(name="mainsail.model.test_probe", bind=True)
-    def probe(self, a, b):
-        seen.update(args=[a, b], id=self.request.id)
-        ran.set()
-
     queue = _private("model")
     dispatch_mod.send_task("mainsail.model.test_probe", ["one", "two"], queue=queue)
     (raw,) = real_redis.lrange(queue_key(queue), 0, -1)
     assert json.loads(raw)["headers"]["task"] == "mainsail.model.test_probe"
-    configure(redis_server.url)  # (now the worker's side: Celery on the same Redis)
-    worker = app.Worker(queues=[queue], pool="solo", concurrency=1, without_mingle=True, without_gossip=True,
-                        without_heartbeat=True, loglevel="WARNING")
-    thread = threading.Thread(target=worker.start, daemon=True)
-    thread.start()
+    env = {**os.environ, "PROBE_REDIS": redis_server.url, "PYTHONPATH": str(ROOT)}
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "tests.integration.celery_probe", "worker",
+                               "-Q", queue, "-P", "solo", "--without-mingle", "--without-gossip",
+                               "--without-heartbeat", "-l", "WARNING"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        assert ran.wait(30), "the worker did not run the task sent without Celery"
+        wait_for(lambda: real_redis.get("probe:ran") or worker.poll() is not None, 60, 0.1,
+                 "the worker to run the task sent without Celery")
+        assert worker.poll() is None, worker.stderr.read().decode()[-2000:]
     finally:
-        worker.stop(in_sighandler=False)
-        thread.join(10)
-    assert seen["args"] == ["one", "two"] and seen["id"] == json.loads(raw)["headers"]["id"]
+        worker.terminate()
+        worker.wait(30)
+    assert json.loads(real_redis.get("probe:ran")) == ["one", "two", json.loads(raw)["headers"]["id"]]
