@@ -25,7 +25,8 @@ from pathlib import Path
 COMMANDS = [
     ("--version", ["--version"]),
     ("--help", ["--help"]),
-    ("sessions", ["sessions"]),
+    ("sessions", ["sessions"]),  # (the session is working: its row's note is the full path's)
+    ("sessions --state idle", ["sessions", "--state", "idle"]),  # (no working row listed: the lean path)
     ("show SID", ["show", "SID", "--no-transcript"]),
     ("pending", ["pending"]),
     ("approve SID", ["approve", "SID"]),
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         sid = made.stdout.strip()[:8]
         if made.returncode or not sid:
             raise SystemExit(f"could not make a session: {made.stderr}")
-        print(f"{'command':<26} {'median wall':>11} {'bare':>7} {'ratio':>6} {'modules':>8}  celery/anthropic")
+        print(f"{'command':<30} {'median wall':>11} {'bare':>7} {'ratio':>6} {'modules':>8}  celery/anthropic")
         for label, cmd in COMMANDS:
             cmd = [sid if a == "SID" else a for a in cmd]
             ours, bare, ratios = [], [], []
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 ours.append(a), bare.append(b), ratios.append(a / b)
             loaded = modules(cmd, env, tmp)
             heavy = ",".join(m for m in ("celery", "anthropic") if m in loaded) or "-"
-            print(f"mainsail {label:<17} {statistics.median(ours) * 1000:>9.0f}ms {statistics.median(bare) * 1000:>5.0f}ms "
+            print(f"mainsail {label:<21} {statistics.median(ours) * 1000:>9.0f}ms {statistics.median(bare) * 1000:>5.0f}ms "
                   f"{statistics.median(ratios):>5.1f}x {len(loaded):>8}  {heavy}")
     finally:
         server.terminate()

@@ -9,6 +9,7 @@ import click
 from cli.clients import client_for
 from cli.diff_view import echo_diff
 from cli.readonly import existing_runtime
+from cli.session_table import NONE_PENDING
 from workflows.models import PermissionRequest
 from workflows.permissions import always_offered, prompt_text
 
@@ -18,9 +19,8 @@ def _ago(t: float) -> str:
     return f"{s}s" if s < 120 else f"{s // 60}m" if s < 7200 else f"{s // 3600}h"
 
 
-@click.command("pending")
-def pending() -> None:
-    """List permission requests waiting for a decision, across sessions."""
+def list_pending() -> None:
+    """``mainsail pending`` on the full path (cli/pending_list.py tries the lean one first)."""
     rt = existing_runtime(what="no pending permission requests")
     rows = 0
     for sid in rt.store.awaiting_sessions():
@@ -30,7 +30,7 @@ def pending() -> None:
             print_request(sid, req, prompt_text(req.tool, req.input, req.always), rec.title, rec.agent_type,
                           rec.parent_session_id)
     if not rows:
-        click.echo("No pending permission requests.")
+        click.echo(NONE_PENDING)
 
 
 def print_request(sid: str, req: PermissionRequest, prompt: str, title: str, agent_type: str | None,

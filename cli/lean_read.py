@@ -127,4 +127,22 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> bool:
     return True
 
 
-__all__ = ["Fallback", "redis_url", "sessions"]
+def nothing_pending() -> bool:
+    """Whether ``mainsail pending`` has nothing to list, known on the lean path; False: not known here (a
+    session waits: its requests are printed by the full path, with their diffs and prompts)."""
+    from workflows.store import keys
+    from workflows.store.wire import Wire, WireError
+
+    try:
+        url, say = redis_url()
+        with Wire(url, timeout=TIMEOUT) as wire:
+            if wire.call("ZCOUNT", keys.awaiting(), "-inf", "+inf") != 0:
+                return False
+    except (Fallback, WireError, OSError, ValueError):
+        return False
+    if say:
+        print(say, file=sys.stderr)
+    return True
+
+
+__all__ = ["Fallback", "nothing_pending", "redis_url", "sessions"]

@@ -67,7 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Re-dispatch steps whose worker died or that nobody picked up (workers do this on their own)."),
     "demo": ("cli.demo:demo", "Run a scripted session (Read, Edit, Bash) through Redis, a worker and the machine."),
     "fsm": ("cli.fsm:fsm", "Print the session state machine as a mermaid diagram."),
-    "pending": ("cli.approvals:pending", "List permission requests waiting for a decision, across sessions."),
+    "pending": ("cli.pending_list:pending", "List permission requests waiting for a decision, across sessions."),
     "approve": ("cli.approvals:approve", "Approve a pending request of SESSION (id or prefix); REQUEST may be "
                                          "omitted when only one waits."),
     "deny": ("cli.approvals:deny",

@@ -44,6 +44,10 @@ def listed(rec, state: str | None, workspace: str | None) -> bool:
                 or rec.parent_session_id)
 
 
+#: What ``mainsail pending`` says when no request waits (the lean and the full path).
+NONE_PENDING = "No pending permission requests."
+
+
 def none_listed(state: str | None, workspace: str | None) -> str:
     return "No sessions" + (" match." if state or workspace else " yet: start one with `mainsail run \"...\"`.")
 
@@ -60,4 +64,4 @@ def print_table(rows: list[tuple[int, object]], queued: dict[str, int]) -> None:
                    f"{money(rec.cost_usd):>8}  {ago(rec.updated_at, '%Y-%m-%d'):<9} {rec.workspace}")
 
 
-__all__ = ["FIELDS", "ago", "cut", "listed", "money", "none_listed", "print_table"]
+__all__ = ["FIELDS", "NONE_PENDING", "ago", "cut", "listed", "money", "none_listed", "print_table"]

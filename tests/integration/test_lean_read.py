@@ -1,4 +1,4 @@
-"""``mainsail sessions`` on the lean path (cli/lean_read.py: the standard library's Redis client, records as
+"""``mainsail sessions`` (and ``pending`` with nothing waiting) on the lean path (cli/lean_read.py: the standard library's Redis client, records as
 stored JSON) prints what the full path prints, byte for byte, stdout and stderr and exit code; and it leaves
 to the full path every case it does not take (a working session's note, a variable in another case, a team
 server), never guessing."""
@@ -116,3 +116,12 @@ def test_what_it_does_not_take_goes_to_the_full_path(real_redis, env, tmp_path):
         assert "Traceback" not in err
     _, modules = both(["sessions", "--tree"], env, tmp_path)  # (--tree reads the family: the full path's)
     assert not lean(modules)
+
+
+def test_pending_with_nothing_waiting_is_said_on_the_lean_path(real_redis, env, tmp_path):
+    (code, out, err), modules = both(["pending"], env, tmp_path)
+    assert (code, out) == (0, "No pending permission requests.\n") and lean(modules)
+    record(Store(real_redis), "s-asks", str(tmp_path), state=State.AWAITING_PERMISSION, title="asks")
+    real_redis.zadd("mainsail:awaiting", {"s-asks": time.time()})
+    (code, out, err), modules = both(["pending"], env, tmp_path)  # (a session waits: the full path lists)
+    assert code == 0 and not lean(modules)

@@ -47,7 +47,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sessions": NEVER_AT_START + LOADED_WHEN_USED + LEAN_READ,
     "show SID --no-transcript": NEVER_AT_START + LOADED_WHEN_USED,
     "show 0000": NEVER_AT_START + LOADED_WHEN_USED,  # (no such session: the message, nothing more)
-    "pending": NEVER_AT_START + LOADED_WHEN_USED,
+    "pending": NEVER_AT_START + LOADED_WHEN_USED + LEAN_READ,  # (nothing waits: said on the lean path)
     # Verbs that send a step to the workers load the engine, not Celery (a send is a message kombu would push,
     # tasks/message.py), the model SDK or the renderer.
     "approve 0000": ("celery", "kombu", "anthropic", "httpx", "rich", "fastapi", "mcp") + LOADED_WHEN_USED,
