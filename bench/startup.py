@@ -25,8 +25,8 @@ from pathlib import Path
 COMMANDS = [
     ("--version", ["--version"]),
     ("--help", ["--help"]),
-    ("sessions", ["sessions"]),  # (the session is working: its row's note is the full path's)
-    ("sessions --state idle", ["sessions", "--state", "idle"]),  # (no working row listed: the lean path)
+    ("sessions", ["sessions"]),  # (the session is working: its row's note reads the steps and the registry)
+    ("sessions --state idle", ["sessions", "--state", "idle"]),  # (no working row listed)
     ("show SID", ["show", "SID", "--no-transcript"]),
     ("pending", ["pending"]),
     ("approve SID", ["approve", "SID"]),

@@ -5,8 +5,8 @@ bench/README.md, ``startup.py``).
 It takes only the plain case and answers ``False`` for anything else, and the command then runs its full
 path, which reads (and reports a problem) as it always has: a team server (``MAINSAIL_SERVER``), a TLS or
 unusual Redis URL, a variable spelled in another case (the settings read them case-blind), a Redis that does
-not answer at once, a record missing a field the table shows (a record of another version), a session that
-is working (its note about unserved queues reads the worker registry and the steps: the full path's).
+not answer at once, a record or a step missing a field it reads (one of another version). The note under a
+working session's row is cli/worker_note.py's own, given the steps and the registry read here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ VARIABLES = ("MAINSAIL_REDIS_URL", "MAINSAIL_LOCAL_REDIS_URL", "MAINSAIL_DATA_DI
 OTHERS = ("MAINSAIL_SERVER", "MAINSAIL_REDIS_CA_FILE", "MAINSAIL_LEAN_READ")
 #: States in which a session's row may carry a note about its queues (cli/worker_note.py's WORKING).
 WORKING = frozenset({"querying", "running_tools", "compacting", "extracting"})
+#: A step record's ``finished`` and ``background`` as workflows/models/steps.py says them (a unit test compares
+#: them over every kind, status and hook event).
+FINISHED = frozenset({"done", "superseded", "failed"})
+BACKGROUND_KINDS = frozenset({"memory", "extract", "title", "bg_agent"})
+BACKGROUND_HOOK_EVENTS = frozenset({"Notification", "SessionEnd"})
 #: How long the lean path waits for Redis before it leaves the question to the full path.
 TIMEOUT = 1.0
 
@@ -70,11 +75,59 @@ def redis_url() -> tuple[str, str | None]:
                  "is unset (set it to use another Redis).")
 
 
+class Step:
+    """A stored step record, as the note about unserved queues reads it (cli/worker_note.py)."""
+
+    __slots__ = ("status", "kind", "event", "epoch", "queue")
+
+    def __init__(self, data: dict) -> None:
+        try:
+            for name in self.__slots__:
+                setattr(self, name, data[name])
+        except KeyError:
+            raise Fallback("a step of another shape") from None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def background(self) -> bool:
+        return self.kind in BACKGROUND_KINDS or (self.kind == "hook" and self.event in BACKGROUND_HOOK_EVENTS)
+
+
+class LeanStore:
+    """What cli/worker_note.py asks of a store, read over the lean client: the steps of a session and the
+    queues live workers serve (workflows/store/registry.py's ``live_queues``)."""
+
+    def __init__(self, wire) -> None:
+        self.wire = wire
+
+    def steps(self, sid: str) -> list[Step]:
+        from workflows.store import keys
+
+        return [Step(json.loads(raw)) for raw in self.wire.call("HVALS", keys.steps(sid))]
+
+    def live_queues(self) -> set[str]:
+        import time
+
+        from workflows.store import keys
+
+        names = self.wire.call("ZRANGEBYSCORE", keys.workers(), repr(time.time()), "+inf")
+        queues: set[str] = set()
+        for fields in self.wire.pipeline([("HGETALL", keys.worker(n.decode())) for n in names]) if names else []:
+            if not isinstance(fields, list):
+                raise Fallback("a registration of another type")
+            info = dict(zip(fields[::2], fields[1::2]))
+            queues.update(q for q in info.get(b"queues", b"").decode().split(",") if q)
+        return queues
+
+
 class Row:
-    """A stored session record, as the table reads it (cli/session_table.py's FIELDS)."""
+    """A stored session record, as the table reads it (cli/session_table.py's FIELDS) and the note (its epoch)."""
 
     __slots__ = ("id", "state", "children", "agent_type", "title", "model", "turns", "cost_usd", "updated_at",
-                 "workspace", "parent_session_id")
+                 "workspace", "parent_session_id", "epoch")
 
     def __init__(self, data: dict) -> None:
         try:
@@ -111,11 +164,16 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> bool:
                             break
                 if len(rows) >= limit:
                     break
-            if any(r.state.value in WORKING for r in rows):
-                raise Fallback("a working session: its note is the full path's")
             queued = wire.pipeline([("LLEN", keys.inbox(r.id)) for r in rows]) if rows else []
             if any(not isinstance(n, int) for n in queued):
                 raise Fallback("an inbox of another type")
+            notes = []
+            if any(r.state.value in WORKING for r in rows):
+                from cli.worker_note import unserved_note
+
+                store = LeanStore(wire)
+                live = store.live_queues()
+                notes = [n for n in (unserved_note(store, r, live) for r in rows) if n]
     except (Fallback, WireError, OSError, ValueError, UnicodeDecodeError):
         return False
     if say:
@@ -124,6 +182,8 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> bool:
         click.echo(none_listed(state, ws))
         return True
     print_table([(0, r) for r in rows], {r.id: n for r, n in zip(rows, queued)})
+    for note in notes:
+        click.secho(note, fg="yellow")
     return True
 
 

@@ -10,8 +10,12 @@ another queue is said to wait, with the command that starts a worker for it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from statemachines import State
-from workflows.models import SessionRecord
+
+if TYPE_CHECKING:  # (the lean reading path passes views of its own: cli/lean_read.py)
+    from workflows.models import SessionRecord
 
 #: States in which a session waits for a worker (``awaiting_permission`` waits for a person).
 WORKING = (State.QUERYING, State.RUNNING_TOOLS, State.COMPACTING, State.EXTRACTING)

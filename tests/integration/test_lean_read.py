@@ -14,7 +14,7 @@ import time
 import pytest
 
 from statemachines import State
-from workflows.models import SessionRecord
+from workflows.models import SessionRecord, StepKind, StepRecord, StepStatus
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
@@ -101,11 +101,26 @@ def test_the_embedded_redis_is_named_as_the_full_path_names_it(redis_server, rea
     assert code == 0 and "using the embedded Redis" in err and lean(modules)
 
 
+def test_a_working_sessions_note_is_the_full_paths(real_redis, env, tmp_path):
+    """A working session whose steps wait on a queue no live worker serves gets the note; once a worker serves
+    it, none: on both paths alike (the lean one reads the steps and the registry itself)."""
+    store = Store(real_redis)
+    record(store, "s-working", str(tmp_path), state=State.QUERYING, title="busy", epoch=2)
+    for step in (StepRecord(id="st-old", session_id="s-working", kind=StepKind.MODEL, epoch=1, queue="gone"),
+                 StepRecord(id="st-1", session_id="s-working", kind=StepKind.TOOL, epoch=2, queue="tools.hostA"),
+                 StepRecord(id="st-2", session_id="s-working", kind=StepKind.MEMORY, epoch=1, queue="memory"),
+                 StepRecord(id="st-3", session_id="s-working", kind=StepKind.MODEL, epoch=2, queue="model",
+                            status=StepStatus.DONE)):
+        store.put_step(step)
+    (code, out, err), modules = both(["sessions"], env, tmp_path)
+    assert "no live worker consumes its queues memory, tools.hostA" in out and lean(modules), out
+    store.workers.register("w1", ["memory", "tools.hostA"], ttl=600)
+    (code, out, err), modules = both(["sessions"], env, tmp_path)
+    assert "no live worker" not in out and lean(modules), out
+
+
 def test_what_it_does_not_take_goes_to_the_full_path(real_redis, env, tmp_path):
     store = Store(real_redis)
-    record(store, "s-working", str(tmp_path), state=State.QUERYING, title="busy")
-    (code, out, err), modules = both(["sessions"], env, tmp_path)  # (its note reads the workers and the steps)
-    assert "s-workin" in out and not lean(modules)
     record(store, "s-working", str(tmp_path), title="done now")
     cases = [{"mainsail_redis_url": env["MAINSAIL_REDIS_URL"]},  # (the settings read names case-blind)
              {"MAINSAIL_REDIS_URL": env["MAINSAIL_REDIS_URL"] + "?socket_timeout=5"},

@@ -11,7 +11,7 @@ from workflows.models import SessionRecord
 
 
 def test_it_reads_what_the_table_shows_and_the_records_hold():
-    assert set(lean_read.Row.__slots__) == set(FIELDS)
+    assert set(lean_read.Row.__slots__) == set(FIELDS) | {"epoch"}
     assert set(FIELDS) <= set(SessionRecord.model_fields)
     assert lean_read.WORKING == {s.value for s in WORKING}
 
@@ -79,3 +79,14 @@ def test_the_table_module_loads_no_records():
              "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'redis', 'workflows.models'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_steps_finished_and_background_are_the_records():
+    from workflows.models import StepKind, StepRecord, StepStatus
+
+    for kind in StepKind:
+        for status in StepStatus:
+            for event in (None, "Notification", "SessionEnd", "PreToolUse", "Stop"):
+                rec = StepRecord(id="st", session_id="s", kind=kind, epoch=1, status=status, event=event, queue="q")
+                view = lean_read.Step(rec.model_dump(mode="json"))
+                assert (view.finished, view.background) == (rec.finished, rec.background), (kind, status, event)

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 __all__ = ["Wire", "WireError", "WireUnsupported"]
 
 #: Commands this client may send: reads only (a typo or a new caller cannot make it write).
-READS = frozenset({"PING", "AUTH", "SELECT", "GET", "MGET", "HGET", "HGETALL", "HMGET", "LLEN", "LRANGE",
+READS = frozenset({"PING", "AUTH", "SELECT", "GET", "MGET", "HGET", "HGETALL", "HMGET", "HVALS", "LLEN", "LRANGE",
                    "ZRANGE", "ZREVRANGE", "ZRANGEBYSCORE", "ZCOUNT", "EXISTS", "XRANGE", "XREVRANGE", "XLEN"})
 
 
