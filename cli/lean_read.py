@@ -15,14 +15,13 @@ import json
 import os
 import sys
 
+from cli.worker_note import WORKING, unserved_note
 from statemachines import State
 
 #: The settings the lean path reads itself (as the full path's settings name them, MAINSAIL_ + the field).
 VARIABLES = ("MAINSAIL_REDIS_URL", "MAINSAIL_LOCAL_REDIS_URL", "MAINSAIL_DATA_DIR")
 #: Settings that make the full path differ: then it is taken.
 OTHERS = ("MAINSAIL_SERVER", "MAINSAIL_REDIS_CA_FILE", "MAINSAIL_LEAN_READ")
-#: States in which a session's row may carry a note about its queues (cli/worker_note.py's WORKING).
-WORKING = frozenset({"querying", "running_tools", "compacting", "extracting"})
 #: A step record's ``finished`` and ``background`` as workflows/models/steps.py says them (a unit test compares
 #: them over every kind, status and hook event).
 FINISHED = frozenset({"done", "superseded", "failed"})
@@ -168,8 +167,7 @@ def sessions(state: str | None, workspace: str | None, limit: int) -> bool:
             if any(not isinstance(n, int) for n in queued):
                 raise Fallback("an inbox of another type")
             notes = []
-            if any(r.state.value in WORKING for r in rows):
-                from cli.worker_note import unserved_note
+            if any(r.state in WORKING for r in rows):  # (else no row has a note: the registry is not read)
 
                 store = LeanStore(wire)
                 live = store.live_queues()

@@ -6,14 +6,12 @@ import pytest
 
 from cli import lean_read
 from cli.session_table import FIELDS
-from cli.worker_note import WORKING
 from workflows.models import SessionRecord
 
 
 def test_it_reads_what_the_table_shows_and_the_records_hold():
     assert set(lean_read.Row.__slots__) == set(FIELDS) | {"epoch"}
     assert set(FIELDS) <= set(SessionRecord.model_fields)
-    assert lean_read.WORKING == {s.value for s in WORKING}
 
 
 @pytest.fixture
