@@ -112,21 +112,13 @@ class Runtime:
             hand_over(worker)
 
 
-def connect(settings: Settings, dispatching: bool = False) -> Runtime:
+def connect(settings: Settings) -> Runtime:
     """Resolve Redis, point the task runtime at it, and return the engine (Celery stays unloaded: a command sends
-    without it, tasks/dispatch.py; a worker or a beat configures it, tasks.app.configure_here).
-
-    ``dispatching``: the command will send steps; the first send's set-up starts now, in the background
-    (:func:`tasks.send.prepare`), so that it is done by the time the prompt is committed.
-    """
+    without it, tasks/send.py; a worker or a beat configures it, tasks.app.configure_here)."""
     from tasks import runtime
 
     url = resolve_redis_url(settings)
     runtime.set_redis_url(url)  # (Celery is configured only where a worker or a beat runs: tasks.app.configure_here)
-    if dispatching:
-        from tasks.send import prepare
-
-        prepare()
     engine = runtime.engine(settings)
     engine.store.ping()
     return Runtime(url=url, engine=engine)

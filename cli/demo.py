@@ -55,7 +55,7 @@ def _run(ws: Path, files: dict[str, str], prompt: str):
     for name, content in files.items():
         (ws / name).write_text(content)
     settings = load_settings(model=f"{PREFIX}demo")
-    rt = connect(settings, dispatching=True)
+    rt = connect(settings)
     try:
         ensure_worker(rt, settings)
         # The scripted demo runs in bypassPermissions, unless a settings file disables it (then it asks).

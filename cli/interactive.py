@@ -349,7 +349,7 @@ def run_interactive(options: SessionOptions, *, resume: str | None, continue_: b
     (a -p run may have left the session asking nobody)."""
     settings = load_settings(model=options.model, auto_memory=False if options.no_memory else None)
     options = options.model_copy(update={"asks": "wait"})
-    rt = connect(settings, dispatching=True)
+    rt = connect(settings)
     try:
         if pick:
             from cli.interactive_habits import pick_recent

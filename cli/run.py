@@ -115,7 +115,7 @@ def run(prompt: str | None, print_mode: bool, output_format: str, input_format: 
     if output_format != "text":
         print_mode = True
     settings = load_settings(model=model)
-    rt = connect(settings, dispatching=True)
+    rt = connect(settings)
     try:
         # Before anything is created: a refusal must not leave an empty session behind.
         require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))

@@ -12,7 +12,6 @@ the second delivery is a no-op at claim.
 from __future__ import annotations
 
 import math
-import threading
 
 from tasks import runtime
 from tasks.routes import queue_key, queue_of
@@ -28,44 +27,6 @@ def retry_policy(budget: float) -> dict:
     """kombu's publish retry policy for about ``budget`` seconds of retrying."""
     return {"max_retries": max(3, math.ceil(budget / RETRY_MAX) + 4), "interval_start": RETRY_START,
             "interval_step": RETRY_STEP, "interval_max": RETRY_MAX}
-
-
-#: How long a send waits for :func:`prepare`'s warm-up before it goes ahead on its own.
-WARM_WAIT_SECONDS = 5.0
-
-_warming: threading.Thread | None = None
-_warming_lock = threading.Lock()
-
-
-def prepare() -> None:
-    """Get this process's first send ready in the background (call early in a command that will dispatch).
-
-    A process's first ``send_task`` pays ~25-45 ms once: kombu's Redis transport imported, the task
-    sender made, the producer pool and its connection made, the ``model`` queue declared. In a
-    short-lived command (``mainsail run``, ``submit``) that cost fell between the prompt's commit and
-    its step reaching a worker; done here, it overlaps the command's own set-up (Redis round trips, a ``git`` subprocess),
-    and :func:`dispatch` waits for it to finish before it sends. A failure is ignored: the send then
-    does the work itself, with its retries.
-    """
-    global _warming
-    with _warming_lock:
-        if _warming is not None:
-            return
-        _warming = threading.Thread(target=_warm, name="mainsail-dispatch-warm-up", daemon=True)
-        _warming.start()
-
-
-def _warm() -> None:
-    if not runtime.celery_configured():  # (a send without Celery has nothing to warm up)
-        return
-    from tasks.app import app
-
-    try:
-        app.amqp.send_task_message  # noqa: B018 (the task sender and its event dispatcher)
-        with app.producer_or_acquire() as producer:  # connects, and declares the queue a prompt goes to
-            producer.maybe_declare(app.amqp.queues["model"])
-    except Exception:  # Redis down, say: the send itself reconnects and retries
-        pass
 
 
 def send_task(task: str, args: list[str], queue: str | None = None) -> None:
@@ -91,8 +52,6 @@ def send_task(task: str, args: list[str], queue: str | None = None) -> None:
             raise ConfigurationError(f"Celery's broker is not configured in this process: task {task} not sent. "
                                      "This is a bug in Mainsail; rerun with MAINSAIL_DEBUG=1 to see where it "
                                      "happened.")
-        if _warming is not None and _warming.is_alive():
-            _warming.join(WARM_WAIT_SECONDS)  # (a warm-up stuck on a Redis that is away: the send retries itself)
         app.send_task(task, args=args, queue=queue, retry=True, retry_policy=retry_policy(budget),
                       ignore_result=True, result_cls=_Sent, add_to_parent=False)
         return
@@ -120,4 +79,4 @@ class _Sent:
         self.ignored = True
 
 
-__all__ = ["prepare", "retry_policy", "send_task"]
+__all__ = ["retry_policy", "send_task"]

@@ -29,7 +29,7 @@ class LocalClient:
         from workflows.mcp.sources import McpFlags
 
         settings = load_settings(model=model)
-        rt = connect(settings, dispatching=True)
+        rt = connect(settings)
         require_model_access(rt, settings, model or session_model(rt, resume, continue_, workspace, settings))
         options = flag_options(
             model=model, permission_mode=permission_mode, allowed_tools=allowed_tools,

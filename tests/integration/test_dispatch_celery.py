@@ -1,4 +1,4 @@
-"""A Celery process's first send, prepared in the background (tasks.send.prepare), on a real Redis broker."""
+"""A Celery process's sends (a worker's, tasks/send.py) on a real Redis broker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 from demo.scripted import DEMO_PROMPT
 from tasks import dispatch as dispatch_mod
-from tasks import send as send_mod
 from tasks.app import app, configure
 from tasks.routes import queue_key
 from workflows.engine import Engine
@@ -18,11 +17,6 @@ from workflows.models.options import SessionOptions
 from workflows.store.redis_store import Store
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def fresh_warm_up(monkeypatch):
-    monkeypatch.setattr(send_mod, "_warming", None)
 
 
 def _queued(client, queue: str) -> list[dict]:
@@ -35,23 +29,16 @@ def _queued(client, queue: str) -> list[dict]:
     return out
 
 
-def test_a_prepared_process_sends_its_first_step_once_to_the_model_queue(real_redis, redis_server, settings,
-                                                                          ws, fresh_warm_up):
+def test_a_celery_process_sends_its_first_step_once_to_the_model_queue(real_redis, redis_server, settings, ws):
     configure(redis_server.url)
-    send_mod.prepare()
-    first = send_mod._warming
-    send_mod.prepare()  # a second call starts nothing more
-    assert send_mod._warming is first
     engine = Engine(Store(real_redis), settings)
     rec = engine.create_session(str(ws), SessionOptions(model="scripted:demo", permission_mode="bypassPermissions"))
     steps = engine.submit(rec.id, DEMO_PROMPT)
     dispatch_mod.dispatch(steps)
-    assert not first.is_alive()  # the send waited for the warm-up
     assert _queued(real_redis, "model") == [{"task": "mainsail.model.call", "args": [rec.id, steps[0].id]}]
 
 
-def test_a_send_from_a_new_thread_leaves_the_result_backend_alone(real_redis, redis_server, settings, ws,
-                                                                  fresh_warm_up):
+def test_a_send_from_a_new_thread_leaves_the_result_backend_alone(real_redis, redis_server, settings, ws):
     """Nothing reads a step's result, so a send makes no ``AsyncResult``: making one resolves Celery's result
     backend, once per thread (an entry-point scan and an import), in every new thread that sends."""
     configure(redis_server.url)
