@@ -5,10 +5,11 @@ each Read ``bench.txt``, then an answer; one for each side) and one ``mainsail w
 anything is timed. Then, R rounds, in turn: ``mainsail -p`` and the bundled Claude Code CLI
 (``claude_agent_sdk/_bundled/claude``, HOME in a temp dir) on the same prompt, each in a workspace of its
 own, in bypassPermissions. Per run: the wall of the whole process, and the time from its start to the
-fake API receiving its first Messages API request (``GET /_arrivals``). Prints the medians, the median
+fake API receiving its first Messages API request (``GET /_arrivals``). ``mainsail`` runs warm (its warm
+server, cli/warm/, is started by the warm-up run and waited for); ``--cold`` adds runs without it. Prints the medians, the median
 of the paired ratios (Mainsail / Claude Code, pair by pair) and every round. Stops everything at the end.
 
-    python bench/first_request.py [--turns 20] [--rounds 5] [--mainsail-only] [--keep-tmp]
+    python bench/first_request.py [--turns 20] [--rounds 5] [--cold] [--mainsail-only] [--keep-tmp]
 """
 
 from __future__ import annotations
@@ -101,6 +102,15 @@ def timed_run(argv: list[str], env: dict, cwd: Path, api: str, turns: int) -> tu
     return wall, min(firsts) - t0
 
 
+def wait_for_warm_server(mainsail: str, env: dict, cwd: Path) -> None:
+    deadline = time.monotonic() + 60
+    while "pid" not in subprocess.run([mainsail, "warm", "status"], env=env, cwd=cwd, capture_output=True,
+                                      text=True).stdout:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warm server did not start (see `mainsail warm status`)")
+        time.sleep(0.2)
+
+
 def workspace(tmp: Path, name: str) -> Path:
     ws = tmp / name
     ws.mkdir()
@@ -122,7 +132,10 @@ def run(args, procs: Procs, tmp: Path, claude: Path | None) -> dict[str, list[tu
     flags = ["-p", prompt, "--model", MODEL, "--permission-mode", "bypassPermissions", "--output-format", "json"]
     (tmp / "home-ours").mkdir()
     (tmp / "home-claude").mkdir()
-    sides = {"mainsail": ([mainsail, *flags], {**env, "HOME": str(tmp / "home-ours")}, workspace(tmp, "ours"), api)}
+    ours = {**env, "HOME": str(tmp / "home-ours")}
+    sides = {"mainsail": ([mainsail, *flags], ours, workspace(tmp, "ours"), api)}
+    if args.cold:
+        sides["mainsail-cold"] = ([mainsail, *flags], {**ours, "MAINSAIL_WARM": "false"}, sides["mainsail"][2], api)
     if claude is not None:
         # A fake API of its own: the worker's memory forks of Mainsail's last run may still be calling its API.
         (tmp / "claude-api").mkdir()
@@ -132,6 +145,7 @@ def run(args, procs: Procs, tmp: Path, claude: Path | None) -> dict[str, list[tu
     out: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     for name, (argv, env_, ws, api_) in sides.items():  # warm-up: page cache, Claude Code's first-run files
         timed_run(argv, env_, ws, api_, args.turns)
+    wait_for_warm_server(mainsail, ours, tmp)  # (the warm-up started it)
     for _ in range(args.rounds):
         for name, (argv, env_, ws, api_) in sides.items():
             out[name].append(timed_run(argv, env_, ws, api_, args.turns))
@@ -145,8 +159,9 @@ def report(args, out: dict[str, list[tuple[float, float]]]) -> None:
         print(f"{name:<10} {statistics.median(w for w, _ in runs) * 1000:>10.0f}ms "
               f"{statistics.median(f for _, f in runs) * 1000:>12.0f}ms")
     if "claude" in out:
-        ratios = [a[0] / b[0] for a, b in zip(out["mainsail"], out["claude"])]
-        print(f"wall mainsail / claude (median of paired ratios): {statistics.median(ratios):.2f}x  (aim <= 0.35x)")
+        for name in [n for n in out if n.startswith("mainsail")]:
+            ratios = [a[0] / b[0] for a, b in zip(out[name], out["claude"])]
+            print(f"wall {name} / claude (median of paired ratios): {statistics.median(ratios):.2f}x  (aim <= 0.35x)")
     for name, runs in out.items():
         print(f"  {name} rounds: " + ", ".join(f"{w * 1000:.0f}ms (first {f * 1000:.0f}ms)" for w, f in runs))
 
@@ -160,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=20, help="Reads in the session (default 20)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep-tmp", action="store_true")
+    ap.add_argument("--cold", action="store_true", help="also time Mainsail without its warm server (MAINSAIL_WARM=false)")
     ap.add_argument("--mainsail-only", action="store_true", help="time Mainsail alone (no Claude Code runs between)")
     args = ap.parse_args(argv)
     claude = None if args.mainsail_only else claude_cli()
@@ -171,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report(args, run(args, procs, tmp, claude))
     finally:
+        subprocess.run([shutil.which("mainsail") or "mainsail", "warm", "stop"], capture_output=True,
+                       env={**child_env(tmp), "HOME": str(tmp / "home-ours")}, cwd=tmp)
         procs.stop_all()
         if not args.keep_tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -1,9 +1,11 @@
-"""Start-up per command: the whole ``mainsail`` process against a bare interpreter.
+"""Start-up per command: the whole ``mainsail`` process against a bare interpreter, cold and warm.
 
 Starts a private ``redis-server`` (no persistence) on a free port, makes one session in it (so ``show``
-and ``approve`` find one), then runs each command and ``python3 -c pass`` in turn, R times each, and
-prints per command the median wall, the median of the paired ratios (command / bare, pair by pair: the
-ratio survives the machine's speed drifting) and the modules it loaded. Stops the server at the end.
+and ``approve`` find one), then runs each command and ``python3 -c pass`` in turn, R times each: first
+cold (``MAINSAIL_WARM=false``: the process imports what it needs), then warm (a warm server, cli/warm/,
+started before and running the command in a fork). Prints per command and way the median wall, the median
+of the paired ratios (command / bare, pair by pair: the ratio survives the machine's speed drifting) and,
+cold, the modules it loaded. Stops the servers at the end.
 
     python bench/startup.py [--rounds R] [--python PATH]
 """
@@ -74,6 +76,17 @@ def modules(args: list[str], env: dict, cwd: Path) -> list[str]:
     return json.loads(out.read_text())
 
 
+def start_warm_server(mainsail: str, env: dict, cwd: Path) -> None:
+    """Start the warm server the commands will find (the first warm command starts it) and wait for it."""
+    subprocess.run([mainsail, "sessions"], env=env, cwd=cwd, capture_output=True)
+    deadline = time.monotonic() + 60
+    while "pid" not in subprocess.run([mainsail, "warm", "status"], env=env, cwd=cwd, capture_output=True,
+                                      text=True).stdout:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not start (see `mainsail warm status`)")
+        time.sleep(0.2)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=10)
@@ -94,19 +107,27 @@ def main(argv: list[str] | None = None) -> int:
         sid = made.stdout.strip()[:8]
         if made.returncode or not sid:
             raise SystemExit(f"could not make a session: {made.stderr}")
-        print(f"{'command':<30} {'median wall':>11} {'bare':>7} {'ratio':>6} {'modules':>8}  celery/anthropic")
+        warm_env = dict(env)
+        start_warm_server(mainsail, warm_env, tmp)
+        cold_env = {**env, "MAINSAIL_WARM": "false"}
+        print(f"{'command':<30} {'cold wall':>9} {'ratio':>6} {'warm wall':>10} {'ratio':>6} {'bare':>6} "
+              f"{'modules':>8}  celery/anthropic (cold)")
         for label, cmd in COMMANDS:
             cmd = [sid if a == "SID" else a for a in cmd]
-            ours, bare, ratios = [], [], []
-            wall([mainsail, *cmd], env, tmp)  # warm-up (page cache)
+            cold, warm, bare, cold_ratios, warm_ratios = [], [], [], [], []
+            wall([mainsail, *cmd], cold_env, tmp)  # warm-up (page cache)
+            wall([mainsail, *cmd], warm_env, tmp)
             for _ in range(args.rounds):
-                a, b = wall([mainsail, *cmd], env, tmp), wall([args.python, "-c", "pass"], env, tmp)
-                ours.append(a), bare.append(b), ratios.append(a / b)
-            loaded = modules(cmd, env, tmp)
+                b = wall([args.python, "-c", "pass"], env, tmp)
+                c, w = wall([mainsail, *cmd], cold_env, tmp), wall([mainsail, *cmd], warm_env, tmp)
+                cold.append(c), warm.append(w), bare.append(b), cold_ratios.append(c / b), warm_ratios.append(w / b)
+            loaded = modules(cmd, cold_env, tmp)
             heavy = ",".join(m for m in ("celery", "anthropic") if m in loaded) or "-"
-            print(f"mainsail {label:<21} {statistics.median(ours) * 1000:>9.0f}ms {statistics.median(bare) * 1000:>5.0f}ms "
-                  f"{statistics.median(ratios):>5.1f}x {len(loaded):>8}  {heavy}")
+            print(f"mainsail {label:<21} {statistics.median(cold) * 1000:>7.0f}ms {statistics.median(cold_ratios):>5.1f}x "
+                  f"{statistics.median(warm) * 1000:>8.0f}ms {statistics.median(warm_ratios):>5.1f}x "
+                  f"{statistics.median(bare) * 1000:>4.0f}ms {len(loaded):>8}  {heavy}")
     finally:
+        subprocess.run([mainsail, "warm", "stop"], env=env, cwd=tmp, capture_output=True)
         server.terminate()
         server.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -97,6 +97,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": ("cli.schedule:schedule",
                  "Cron schedules of unattended sessions (fired by `mainsail beat`; times are UTC)."),
     "beat": ("cli.beat:beat", "Fire the schedules (`mainsail schedule`) on time; several may run, one leads."),
+    "warm": ("cli.warm_command:warm", "Warm start: a server that has Mainsail loaded runs your commands in a fork "
+                                      "(docs/warm-start.md)."),
     "rewind": ("cli.rewind:rewind_cmd", "Rewind a session to before one of its messages: its files (checkpoints "
                                         "taken before each Edit, Write, MultiEdit and NotebookEdit), its "
                                         "conversation, or both."),

@@ -31,6 +31,9 @@ os.environ["MAINSAIL_MANAGED_SETTINGS_DIR"] = "/nonexistent/mainsail-tests/manag
 # Nor may the suite's sessions leave Claude Code transcript copies in the home of whoever runs it: the tests
 # of that copy (tests/e2e/test_claude_transcripts.py) turn it on with a home of their own.
 os.environ["MAINSAIL_CLAUDE_TRANSCRIPTS"] = "false"
+# Nor may every `mainsail` a test runs leave a warm server behind (cli/warm/: one per data dir, each ~160 MB):
+# the warm start's own tests (tests/integration/test_warm_start.py) turn it on with a directory of their own.
+os.environ["MAINSAIL_WARM"] = "false"
 
 
 def running(mark: str) -> list[int]:

@@ -1,0 +1,189 @@
+"""The client half of warm start: hand the command to a warm server, or say it cannot (None).
+
+Standard library only, and little of it: this runs in every ``mainsail`` before anything else is imported.
+Which commands go warm is a fixed list (:data:`WARM`, and print mode ``-p``): those a user or a script runs
+often and that need nothing a forked process lacks. Interactive mode, the long-running servers (worker,
+beat, serve) and the commands that may start an editor run as before.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+
+from cli.warm import place, protocol
+
+#: Every command name of cli/main.py's COMMANDS (a unit test holds the two equal).
+COMMANDS = frozenset({
+    "approve", "beat", "budget", "cancel", "compact", "costs", "demo", "deny", "doctor", "export", "fsm", "gc",
+    "import", "mcp", "memory", "notify", "pending", "reap", "rewind", "rm", "run", "schedule", "send", "serve",
+    "sessions", "show", "submit", "token", "warm", "watch", "worker",
+})
+#: The commands that run warm.
+WARM = frozenset({"approve", "cancel", "compact", "costs", "deny", "export", "pending", "run", "send", "sessions",
+                  "show", "submit", "watch"})
+#: The signals the client passes on to the command (SIGTSTP is handled apart: the command stops with it).
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGWINCH", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCONT")
+
+
+def eligible(args: list[str]) -> bool:
+    """Whether ``mainsail ARGS`` may run warm: one of :data:`WARM`, or Claude Code's print mode."""
+    if not args:
+        return False
+    if args[0] in COMMANDS:
+        return args[0] in WARM
+    words = args[: args.index("--")] if "--" in args else args
+    return "-p" in words or "--print" in words
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``argv`` on a warm server and return its exit status; None when no server took it (then the
+    caller runs the command itself, and a server is started for the next command where none listens)."""
+    if not place.enabled() or not eligible(argv[1:]):
+        return None
+    directory = place.warm_dir()
+    path = place.socket_path(directory)
+    if path is None or not place.own_dir(directory, create=True):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        spawn(path)
+        return None
+    except OSError:
+        sock.close()
+        return None
+    try:
+        return _served(sock, argv, path)
+    finally:
+        sock.close()
+
+
+def _served(sock: socket.socket, argv: list[str], path: str) -> int | None:
+    fds = _descriptors()
+    if fds is None:
+        return None
+    mask = os.umask(0o022)
+    os.umask(mask)
+    request = {"argv": argv, "env": dict(os.environ), "umask": mask, "streams": fds[1]}
+    forwarder = _Forwarder()
+    try:
+        protocol.send_request(sock, request, fds[0])
+    except OSError:
+        forwarder.restore()
+        return None  # (the server went away before it had anything: run here)
+    finally:
+        for fd in fds[0][:1]:
+            os.close(fd)
+    replies = protocol.Replies(sock)
+    try:
+        first = replies.next()
+        if first is None or "refused" in first:
+            forwarder.restore()
+            if first is not None and first.get("stale"):
+                spawn(path)  # (it is leaving: its code changed on disk)
+            return None
+        forwarder.start(int(first["pid"]))
+        end = replies.next()
+    except (protocol.ProtocolError, OSError, KeyError, ValueError) as exc:
+        end = None
+        if not forwarder.pid:
+            forwarder.restore()
+            return None
+        print(f"mainsail: lost the warm server while process {forwarder.pid} ran the command ({exc}).",
+              file=sys.stderr)
+    forwarder.restore()
+    if end is None:
+        print(f"mainsail: the warm server closed without the command's exit status (process {forwarder.pid}); "
+              f"its log is {path[:-5]}.log. Set MAINSAIL_WARM=false to run commands without it.", file=sys.stderr)
+        return 1
+    if "signal" in end:
+        return _die_by(int(end["signal"]))
+    return int(end.get("exit", 1))
+
+
+def _descriptors() -> tuple[list[int], list[bool]] | None:
+    """The current directory (opened) and the standard streams that are open; None if the directory
+    cannot be opened."""
+    try:
+        cwd = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    streams = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            streams.append(True)
+        except OSError:
+            streams.append(False)
+    return [cwd, *(fd for fd, is_open in zip((0, 1, 2), streams) if is_open)], streams
+
+
+class _Forwarder:
+    """Passes the client's signals to the command's process (those that come before it is known wait)."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self._waiting: list[int] = []
+        self._saved: dict[int, object] = {}
+        for name in (*FORWARDED, "SIGTSTP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                self._saved[number] = signal.signal(number, self._on_signal)
+
+    def start(self, pid: int) -> None:
+        self.pid = pid
+        waiting, self._waiting = self._waiting, []
+        for number in waiting:
+            self._on_signal(number, None)
+
+    def _on_signal(self, number: int, frame) -> None:
+        if not self.pid:
+            self._waiting.append(number)
+            return
+        try:
+            if number == signal.SIGTSTP:
+                # The command's process group is orphaned (it lives in the server's session), and the kernel
+                # drops a terminal stop sent there: SIGSTOP is never dropped. Then the client stops too.
+                os.kill(self.pid, signal.SIGSTOP)
+                os.kill(os.getpid(), signal.SIGSTOP)
+            else:
+                os.kill(self.pid, number)
+        except ProcessLookupError:
+            pass
+
+    def restore(self) -> None:
+        for number, handler in self._saved.items():
+            signal.signal(number, handler)
+
+
+def _die_by(number: int) -> int:
+    """End the client as the command ended: killed by signal ``number`` (for the shell's $? and core)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    except (OSError, ValueError):
+        pass
+    return 128 + number  # (a signal whose default is not to end the process)
+
+
+def spawn(path: str) -> None:
+    """Start a warm server for ``path`` in the background (its own session, no terminal, nothing inherited),
+    for the next command; this one runs without it."""
+    import json
+    import subprocess
+
+    boot = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
+            "from cli.warm.server import main; main(sys.argv[1])")
+    argv = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", boot, path, json.dumps(sys.path)]
+    try:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         cwd="/", start_new_session=True, close_fds=True)
+    except OSError:
+        pass

@@ -1,0 +1,362 @@
+"""The warm server: import the engine once, then fork a process per command (see cli/warm/__init__.py).
+
+The **server** (``main``) imports (preload.py) and then waits, single-threaded, on its socket, on the
+connections of the clients whose commands run, and on those commands' processes (pidfds). For a new client
+it reads the request, checks the client (same user, same confinement: confinement.py) and that its own code
+is unchanged on disk, and forks: the **command** process takes the client's descriptors, directory, umask,
+environment and argv, drops what it inherited from the server, and returns out of :func:`serve` into
+:func:`main`, which runs ``cli.main.main`` as the console script would. The server tells the client the
+command's pid, then how it ended; if the client goes away first (killed), the server kills the command, as
+the command would have died with the client.
+
+It leaves after ``MAINSAIL_WARM_IDLE`` seconds without a command (default 1800), on SIGTERM, or once its
+code changed on disk; then it stops listening at once (a new server may start) and leaves when the commands
+it runs have ended.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+from cli.warm import confinement, place, protocol
+
+#: Seconds without a command after which the server leaves (``MAINSAIL_WARM_IDLE``).
+IDLE = 1800.0
+#: How long a new server waits for the lock of one that is leaving.
+LOCK_WAIT = 10.0
+#: How long a client has to send its request once connected.
+REQUEST_TIMEOUT = 2.0
+
+
+class Running:
+    """A command in progress: the client's connection and the command's process."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.client_gone = False
+
+    def fds(self) -> list[int]:
+        return [self.conn.fileno(), self.pidfd]
+
+
+class Server:
+    """The server's state: its socket, lock, log, what it compares clients with, and what runs."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.log_fd = -1
+        self.lock_fd = -1
+        self.listener: socket.socket | None = None
+        self.own: dict[str, str] = {}
+        self.files: dict[str, tuple[int, int]] = {}
+        self.running: dict[int, Running] = {}  # (pidfd -> command)
+        self.signals: dict[int, object] = {}  # (the handlers after the preload: a command's to start with)
+        self.leaving = ""
+
+    def log(self, text: str) -> None:
+        if self.log_fd >= 0:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+            os.write(self.log_fd, f"{stamp} [{os.getpid()}] {text}\n".encode("utf-8", "replace"))
+
+
+def main(path: str) -> None:
+    """Run a server for ``path`` (started by client.spawn). Returns in a command's process only, which then
+    runs the command and leaves (:func:`finish`)."""
+    if serve(path) is None:
+        os._exit(0)
+    from cli.main import main as command
+
+    try:
+        command()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    finish(code)
+
+
+def finish(code: int | str | None) -> None:
+    """Leave the command's process as the interpreter would, without tearing ~4,000 modules down one by
+    one (over 0.1 s): non-daemon threads are waited for, exit handlers run, the streams are flushed."""
+    import atexit
+    import threading
+
+    if isinstance(code, str) or (code is not None and not isinstance(code, int)):
+        print(code, file=sys.stderr)
+        code = 1
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # (as Py_FinalizeEx: a flush that fails at exit)
+    os._exit(code or 0)
+
+
+def serve(path: str) -> dict | None:
+    """Preload, then serve until leaving (None); a command's process returns its request."""
+    server = Server(path)
+    directory = os.path.dirname(path)
+    if place.socket_path(directory) != path or not place.own_dir(directory, create=False):
+        return None  # (this interpreter is not the one the client asked for: leave it be)
+    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    if not _lock(server):
+        server.log("another server holds the lock; leaving")
+        return None
+    from cli.warm import preload
+
+    started = time.monotonic()
+    gc_was = preload.begin()
+    loaded, skipped = preload.load()
+    server.files = preload.snapshot()
+    server.signals = preload.dispositions()
+    try:
+        server.own = confinement.facts("self")
+    except OSError as exc:
+        server.log(f"cannot read this process's confinement ({exc}); leaving")
+        return None
+    if (threads := preload.threads()) != 1:
+        server.log(f"{threads} threads after the preload: a fork would copy a half-held lock; leaving")
+        return None
+    preload.end(gc_was)
+    server.log(f"preloaded {loaded} modules in {time.monotonic() - started:.2f}s"
+               + (f"; not preloaded: {', '.join(skipped)}" if skipped else ""))
+    _listen(server)
+    return _loop(server)
+
+
+def _lock(server: Server) -> bool:
+    server.lock_fd = os.open(server.path[:-5] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(server.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def _listen(server: Server) -> None:
+    try:
+        os.unlink(server.path)  # (a dead server's: the lock says none lives)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(server.path)
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    server.listener = listener
+    _write_pid(server.path[:-5] + ".pid")
+    signal.signal(signal.SIGTERM, lambda *_: _stop(server, "asked to (SIGTERM)"))
+
+
+def _write_pid(path: str) -> None:
+    """The pid, for ``mainsail warm status`` and ``stop`` (written whole, then renamed into place)."""
+    part = f"{path}.{os.getpid()}"
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    os.replace(part, path)
+
+
+def _stop(server: Server, why: str) -> None:
+    """Stop listening (a new server may start at once); the commands running are still tended."""
+    if server.leaving:
+        return
+    server.leaving = why
+    server.log(f"leaving: {why}")
+    for path in (server.path, server.path[:-5] + ".pid"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    server.listener.close()
+    os.close(server.lock_fd)
+    server.lock_fd = -1
+
+
+def _loop(server: Server) -> dict | None:
+    idle = _idle_seconds()
+    last = time.monotonic()
+    while not (server.leaving and not server.running):
+        if not server.leaving and not server.running and time.monotonic() - last >= idle:
+            _stop(server, f"idle for {idle:g}s")
+            continue
+        watched = [] if server.leaving else [server.listener]
+        for pidfd, run in server.running.items():
+            watched += [pidfd] if run.client_gone else [run.conn, pidfd]
+        try:
+            ready, _, _ = select.select(watched, [], [], 1.0)
+        except InterruptedError:
+            continue
+        for item in ready:
+            if item is server.listener:
+                if server.leaving:
+                    continue
+                last = time.monotonic()
+                request = _accept(server)
+                if request is not None:
+                    return request  # (in the command's process)
+            elif isinstance(item, int):
+                _ended(server, server.running.pop(item))
+            else:
+                _client_left(server, item)
+    server.log("left")
+    return None
+
+
+def _idle_seconds() -> float:
+    try:
+        return max(1.0, float(os.environ.get("MAINSAIL_WARM_IDLE", IDLE)))
+    except ValueError:
+        return IDLE
+
+
+def _accept(server: Server) -> dict | None:
+    try:
+        conn, _ = server.listener.accept()
+    except OSError:
+        return None
+    try:
+        conn.settimeout(REQUEST_TIMEOUT)
+        request, fds = _admit(server, conn)
+    except OSError as exc:
+        server.log(f"a client left before its request was read: {exc}")
+        conn.close()
+        return None
+    if request is None:
+        conn.close()
+        return None
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _become(server, conn, request, fds)
+        except BaseException as exc:
+            server.log(f"process {os.getpid()} could not take the command: {type(exc).__name__}: {exc}")
+            os._exit(1)
+        return request
+    for fd in fds:
+        os.close(fd)
+    run = Running(conn, pid)
+    server.running[run.pidfd] = run
+    conn.settimeout(None)
+    try:
+        protocol.send_reply(conn, {"pid": pid})
+    except OSError:
+        _client_left(server, conn)
+    server.log(f"running {' '.join(request['argv'][1:3])!r} as process {pid}")
+    return None
+
+
+def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]:
+    """The request, or None after refusing it (the client then runs the command itself)."""
+    pid, uid, _gid = _peer(conn)
+    try:
+        request, fds = protocol.recv_request(conn)
+    except (protocol.ProtocolError, ValueError) as exc:
+        server.log(f"an unreadable request: {exc}")
+        return None, []
+    why = stale = None
+    if uid != os.getuid():
+        why = f"the client runs as uid {uid}"
+    elif (why := confinement.difference(pid, server.own)) is None:
+        from cli.warm import preload
+
+        if stale := preload.changed(server.files):
+            why = f"the code changed on disk ({stale})"
+    if why is None and not _well_formed(request, fds):
+        why = "the request is malformed"
+    if why is not None:
+        server.log(f"refused client {pid}: {why}")
+        for fd in fds:
+            os.close(fd)
+        protocol.send_reply(conn, {"refused": why, "stale": bool(stale)})
+        if stale:
+            _stop(server, why)
+        return None, []
+    return request, fds
+
+
+def _peer(conn: socket.socket) -> tuple[int, int, int]:
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)
+
+
+def _well_formed(request: dict, fds: list[int]) -> bool:
+    streams = request.get("streams")
+    return (isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
+            and isinstance(request.get("env"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
+            and isinstance(request.get("umask"), int) and isinstance(streams, list) and len(streams) == 3
+            and all(isinstance(s, bool) for s in streams) and len(fds) == 1 + sum(streams))
+
+
+def _client_left(server: Server, conn: socket.socket) -> None:
+    """The client's connection is readable: it never writes after its request, so it is gone (killed);
+    so goes its command, as it would have."""
+    run = next(r for r in server.running.values() if r.conn is conn)
+    try:
+        os.kill(run.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    run.client_gone = True
+    server.log(f"the client of process {run.pid} left; killed the command")
+
+
+def _ended(server: Server, run: Running) -> None:
+    _, status = os.waitpid(run.pid, 0)
+    os.close(run.pidfd)
+    reply = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
+             else {"exit": os.waitstatus_to_exitcode(status)})
+    try:
+        protocol.send_reply(run.conn, reply)
+    except OSError:
+        pass
+    run.conn.close()
+
+
+def _become(server: Server, conn: socket.socket, request: dict, fds: list[int]) -> None:
+    """Make this process the client's command: its descriptors, directory, environment, argv, signals."""
+    os.close(conn.detach())
+    server.listener.close()
+    os.close(server.lock_fd)
+    for pidfd, run in server.running.items():  # (other clients' commands are not this one's business)
+        os.close(pidfd)
+        run.conn.close()
+    from cli.warm import preload
+
+    preload.restore_dispositions(server.signals)
+    os.umask(request["umask"])
+    cwd, streams = fds[0], iter(fds[1:])
+    os.fchdir(cwd)
+    os.close(cwd)
+    for target, is_open in zip((0, 1, 2), request["streams"]):
+        if is_open:
+            fd = next(streams)
+            os.dup2(fd, target)
+            os.close(fd)
+        else:
+            os.close(target)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()
+    sys.argv = list(request["argv"])
+    preload.reopen_streams(request["streams"])
+    preload.after_fork()
+    os.close(server.log_fd)
