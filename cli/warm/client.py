@@ -29,13 +29,24 @@ FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGWINCH", "SIGUSR1", "S
 
 
 def eligible(args: list[str]) -> bool:
-    """Whether ``mainsail ARGS`` may run warm: one of :data:`WARM`, or Claude Code's print mode."""
+    """Whether ``mainsail ARGS`` may run warm: one of :data:`WARM`, or Claude Code's print mode (``-p``, or
+    what implies it as cli/headless/command.py reads it: ``--input-format stream-json``, the Agent SDK's, or
+    an ``--output-format`` other than text)."""
     if not args:
         return False
     if args[0] in COMMANDS:
         return args[0] in WARM
     words = args[: args.index("--")] if "--" in args else args
-    return "-p" in words or "--print" in words
+    if "-p" in words or "--print" in words:
+        return True
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in ("--input-format", "--output-format"):
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            if (name == "--input-format" and value == "stream-json") or (name == "--output-format"
+                                                                         and value not in ("", "text")):
+                return True
+    return False
 
 
 def run(argv: list[str]) -> int | None:

@@ -172,6 +172,7 @@ def cluster_env(redis_url: str, data_dir: Path) -> dict:
     """The environment of a test's workers and CLI runs: this process's, with no Mainsail or Anthropic settings
     but a private Redis and data directory, short leases and a test API key."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+    env["MAINSAIL_WARM"] = "false"  # (no warm server per test: tests/conftest.py)
     env.update({
         "MAINSAIL_REDIS_URL": redis_url,
         "MAINSAIL_DATA_DIR": str(data_dir),

@@ -22,6 +22,7 @@ def bare_env(tmp_path):
     if MAINSAIL is None:
         pytest.skip("the mainsail command is not installed")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+    env["MAINSAIL_WARM"] = "false"  # (no warm server per test: tests/conftest.py)
     env["MAINSAIL_DATA_DIR"] = str(tmp_path / "data")
     # No Redis where a newcomer's machine would have none.
     env["MAINSAIL_LOCAL_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"

@@ -25,6 +25,7 @@ def make_cluster(tmp_path):
 
     def make(url: str, client, **extra: str) -> Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+        env["MAINSAIL_WARM"] = "false"  # (no warm server per test: tests/conftest.py)
         env.update({"MAINSAIL_REDIS_URL": url, "MAINSAIL_DATA_DIR": str(tmp_path / "data"),
                     "MAINSAIL_LEASE_SECONDS": "2", "MAINSAIL_REAPER_INTERVAL_SECONDS": "0.5",
                     "MAINSAIL_EMBEDDED_WORKER": "false", "ANTHROPIC_API_KEY": "test-key",

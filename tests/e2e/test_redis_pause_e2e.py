@@ -32,6 +32,7 @@ def env(server, tmp_path):
     if MAINSAIL is None:
         pytest.skip("the mainsail command is not installed (pip install -e .)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAINSAIL_", "ANTHROPIC_"))}
+    env["MAINSAIL_WARM"] = "false"  # (no warm server per test: tests/conftest.py)
     env.update(MAINSAIL_REDIS_URL=server.url, MAINSAIL_DATA_DIR=str(tmp_path / "data"), HOME=str(tmp_path),
                MAINSAIL_EMBEDDED_WORKER="false", MAINSAIL_CLAUDE_TRANSCRIPTS="false", ANTHROPIC_API_KEY="test-key",
                PYTHONUNBUFFERED="1")

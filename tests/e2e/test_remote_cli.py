@@ -74,7 +74,7 @@ class Server:
         (home / "home").mkdir(parents=True, exist_ok=True)
         return {"PATH": os.environ["PATH"], "HOME": str(home / "home"), "MAINSAIL_DATA_DIR": str(home / "data"),
                 "MAINSAIL_SERVER": url or self.url, "MAINSAIL_TOKEN": token or self.token,
-                "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"}
+                "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "MAINSAIL_WARM": "false"}
 
     def mainsail(self, *args: str, token: str | None = None, url: str | None = None):
         return subprocess.run([MAINSAIL, *args], env=self.env(token, url), cwd=self.tmp, capture_output=True,

@@ -30,6 +30,10 @@ def test_the_client_knows_every_command():
     (["run", "-p"], True),  # (a subcommand decides by its name alone)
     (["worker", "-p"], False),
     (["hi", "--", "-p"], False),  # (after --, -p is a word of the prompt)
+    # The Agent SDK's command lines: print mode without -p.
+    (["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"], True),
+    (["--input-format=stream-json"], True), (["--output-format", "json", "hi"], True),
+    (["--output-format", "text", "hi"], False), (["--output-format=text"], False), (["--input-format", "text"], False),
 ])
 def test_which_commands_go_warm(args, warm):
     assert client.eligible(args) is warm
