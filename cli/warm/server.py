@@ -48,14 +48,13 @@ class Running:
 
 
 class Server:
-    """The server's state: its socket, lock, log, what it compares clients with, and what runs."""
+    """The server's state: its socket, lock, log, its code as loaded, and what runs."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.log_fd = -1
         self.lock_fd = -1
         self.listener: socket.socket | None = None
-        self.own: dict[str, str] = {}
         self.files: dict[str, tuple[int, int]] = {}
         self.running: dict[int, Running] = {}  # (pidfd -> command)
         self.signals: dict[int, object] = {}  # (the handlers after the preload: a command's to start with)
@@ -120,9 +119,10 @@ def serve(path: str) -> dict | None:
     server.files = preload.snapshot()
     server.signals = preload.dispositions()
     try:
-        server.own = confinement.facts("self")
-    except OSError as exc:
-        server.log(f"cannot read this process's confinement ({exc}); leaving")
+        confinement.facts("self")
+        os.close(os.pidfd_open(os.getpid()))
+    except (OSError, AttributeError) as exc:  # (no /proc, or a kernel before 5.3: no warm start)
+        server.log(f"cannot compare confinements or watch processes here ({exc}); leaving")
         return None
     if (threads := preload.threads()) != 1:
         server.log(f"{threads} threads after the preload: a fork would copy a half-held lock; leaving")
@@ -190,31 +190,39 @@ def _stop(server: Server, why: str) -> None:
 
 
 def _loop(server: Server) -> dict | None:
+    """Wait on the socket, the clients and the commands (poll: no descriptor of its own to leak into a fork,
+    and no limit of 1,024 descriptors)."""
     idle = _idle_seconds()
     last = time.monotonic()
+    listening = server.listener.fileno()
     while not (server.leaving and not server.running):
         if not server.leaving and not server.running and time.monotonic() - last >= idle:
             _stop(server, f"idle for {idle:g}s")
             continue
-        watched = [] if server.leaving else [server.listener]
+        poller = select.poll()
+        if not server.leaving:
+            poller.register(listening, select.POLLIN)
+        conns: dict[int, Running] = {}
         for pidfd, run in server.running.items():
-            watched += [pidfd] if run.client_gone else [run.conn, pidfd]
+            poller.register(pidfd, select.POLLIN)
+            if not run.client_gone:
+                conns[run.conn.fileno()] = run
+                poller.register(run.conn.fileno(), select.POLLIN)
         try:
-            ready, _, _ = select.select(watched, [], [], 1.0)
+            ready = poller.poll(1000)
         except InterruptedError:
             continue
-        for item in ready:
-            if item is server.listener:
-                if server.leaving:
-                    continue
+        for fd, _ in ready:
+            if fd == listening and not server.leaving:
                 last = time.monotonic()
                 request = _accept(server)
                 if request is not None:
                     return request  # (in the command's process)
-            elif isinstance(item, int):
-                _ended(server, server.running.pop(item))
-            else:
-                _client_left(server, item)
+            elif fd in server.running:
+                _ended(server, server.running.pop(fd))
+                last = time.monotonic()
+            elif fd in conns and not conns[fd].client_gone:
+                _client_left(server, conns[fd])
     server.log("left")
     return None
 
@@ -257,7 +265,7 @@ def _accept(server: Server) -> dict | None:
     try:
         protocol.send_reply(conn, {"pid": pid})
     except OSError:
-        _client_left(server, conn)
+        _client_left(server, run)
     server.log(f"running {' '.join(request['argv'][1:3])!r} as process {pid}")
     return None
 
@@ -273,7 +281,7 @@ def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]
     why = stale = None
     if uid != os.getuid():
         why = f"the client runs as uid {uid}"
-    elif (why := confinement.difference(pid, server.own)) is None:
+    elif (why := _confined_otherwise(pid)) is None:
         from cli.warm import preload
 
         if stale := preload.changed(server.files):
@@ -289,6 +297,15 @@ def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]
             _stop(server, why)
         return None, []
     return request, fds
+
+
+def _confined_otherwise(pid: int) -> str | None:
+    """Why client ``pid`` is not confined as this server is now (a command forked now would be as it is)."""
+    try:
+        own = confinement.facts("self")
+    except OSError as exc:
+        return f"this server's confinement cannot be read ({exc})"
+    return confinement.difference(pid, own)
 
 
 def _peer(conn: socket.socket) -> tuple[int, int, int]:
@@ -307,10 +324,9 @@ def _well_formed(request: dict, fds: list[int]) -> bool:
             and all(isinstance(s, bool) for s in streams) and len(fds) == 1 + sum(streams))
 
 
-def _client_left(server: Server, conn: socket.socket) -> None:
+def _client_left(server: Server, run: Running) -> None:
     """The client's connection is readable: it never writes after its request, so it is gone (killed);
     so goes its command, as it would have."""
-    run = next(r for r in server.running.values() if r.conn is conn)
     try:
         os.kill(run.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -148,10 +148,12 @@ def test_a_signal_reaches_the_command_and_its_end_is_the_clients(warm):
         before = warm.ran()
         proc = subprocess.Popen([MAINSAIL, "watch", sid], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        first = proc.stdout.readline()  # (it is following once the replay is printed)
+        first = proc.stdout.readline()  # (it is following once the replay is printed,
+        note = proc.stderr.readline()  # and it has said that no worker serves the session)
+        assert "no live worker" in note
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-        outs.append((proc.returncode, first + out, err))
+        outs.append((proc.returncode, first + out, note + err))
         if env is warm.env:
             assert warm.ran() == before + 1
     assert outs[0] == outs[1]
