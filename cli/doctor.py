@@ -8,6 +8,7 @@ The exit code is 1 when any check is ✗.
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 from dataclasses import dataclass
 from typing import Callable
@@ -88,7 +89,30 @@ def run_checks(settings: Settings) -> list[Check]:
 def _other_checks(server: RedisServer | None, settings: Settings) -> list[Check]:
     return [_safely("Workers", lambda: check_workers(server, settings)),
             _safely("API key", lambda: check_api_key(settings)),
-            _safely("Sandbox", check_sandbox)]
+            _safely("Sandbox", check_sandbox),
+            _safely("Warm start", check_warm)]
+
+
+def check_warm() -> Check:
+    """Warm start (cli/warm/): on or off, and the server that runs this user's commands, if one runs."""
+    from cli.warm import place
+    from cli.warm_command import servers
+
+    if not place.enabled():
+        return Check(OK, "Warm start", "off (MAINSAIL_WARM): every command imports what it needs (~0.5 s more "
+                                       "for `show`, `approve`, `-p`)")
+    directory = place.warm_dir()
+    if place.socket_path(directory) is None:
+        return Check(WARN, "Warm start", f"the directory {directory} is too long a path for a Unix socket: "
+                                         "set MAINSAIL_WARM_DIR to a shorter one")
+    if os.path.lexists(directory) and not place.own_dir(directory, create=False):
+        return Check(WARN, "Warm start", f"{directory} is not a directory of yours with mode 0700: no warm start "
+                                         "(fix its mode, or set MAINSAIL_WARM_DIR)")
+    live = [pid for _, pid in servers() if pid]
+    if not live:
+        return Check(OK, "Warm start", "on; no server runs now (the next `-p`, `show`, `approve`... starts one)")
+    return Check(OK, "Warm start", f"on; server pid {', '.join(map(str, live))} in {directory} "
+                                   "(`mainsail warm status`)")
 
 
 def _safely(name: str, check: Callable[[], Check]) -> Check:

@@ -193,8 +193,13 @@ def spawn(path: str) -> None:
     boot = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
             "from cli.warm.server import main; main(sys.argv[1])")
     argv = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", boot, path, json.dumps(sys.path)]
+    # Only what the interpreter reads at start (the fingerprint's) and what the server reads: it holds no
+    # secret of the client's (an API key, a token) for its lifetime; each command brings its environment.
+    keep = ("PATH", "HOME", "MAINSAIL_WARM_IDLE")
+    env = {k: v for k, v in os.environ.items()
+           if k in keep or k.startswith(place.STARTUP_PREFIXES) or k in place.STARTUP_NAMES}
     try:
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         cwd="/", start_new_session=True, close_fds=True)
+                         cwd="/", env=env, start_new_session=True, close_fds=True)
     except OSError:
         pass

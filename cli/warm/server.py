@@ -30,6 +30,8 @@ from cli.warm import confinement, place, protocol
 IDLE = 1800.0
 #: How long a new server waits for the lock of one that is leaving.
 LOCK_WAIT = 10.0
+#: The log is emptied when it grows past this many bytes.
+LOG_LIMIT = 1 << 20
 #: How long a client has to send its request once connected.
 REQUEST_TIMEOUT = 2.0
 
@@ -61,9 +63,14 @@ class Server:
         self.leaving = ""
 
     def log(self, text: str) -> None:
-        if self.log_fd >= 0:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            os.write(self.log_fd, f"{stamp} [{os.getpid()}] {text}\n".encode("utf-8", "replace"))
+        if self.log_fd < 0:
+            return
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        if os.lseek(self.log_fd, 0, os.SEEK_END) > LOG_LIMIT:  # (a long-lived server: keep the log small)
+            os.ftruncate(self.log_fd, 0)
+            os.lseek(self.log_fd, 0, os.SEEK_SET)
+            os.write(self.log_fd, f"{stamp} [{os.getpid()}] (the log was emptied at {LOG_LIMIT} bytes)\n".encode())
+        os.write(self.log_fd, f"{stamp} [{os.getpid()}] {text}\n".encode("utf-8", "replace"))
 
 
 def main(path: str) -> None:
@@ -107,10 +114,11 @@ def serve(path: str) -> dict | None:
     directory = os.path.dirname(path)
     if place.socket_path(directory) != path or not place.own_dir(directory, create=False):
         return None  # (this interpreter is not the one the client asked for: leave it be)
-    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     if not _lock(server):
         server.log("another server holds the lock; leaving")
         return None
+    os.ftruncate(server.log_fd, 0)  # (a log of this server's own: the lock is held)
     from cli.warm import preload
 
     started = time.monotonic()

@@ -196,6 +196,17 @@ def test_the_server_holds_nothing_a_command_could_inherit(warm):
     assert sorted(Path(t).suffix for t in others if not t.startswith("socket:")) == [".lock", ".log"]
 
 
+def test_the_server_keeps_none_of_its_first_clients_secrets(warm):
+    """It lives for long: started with what the interpreter reads at start, PATH and HOME only (each command
+    brings its own environment)."""
+    warm.env.update(ANTHROPIC_API_KEY="sk-first-client", MAINSAIL_TOKEN="tok-first-client", LC_TIME="C")
+    pid = warm.start()
+    names = {entry.split(b"=", 1)[0].decode() for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+             if entry}
+    assert "ANTHROPIC_API_KEY" not in names and "MAINSAIL_TOKEN" not in names and "MAINSAIL_REDIS_URL" not in names
+    assert {"PATH", "HOME", "LC_TIME"} <= names
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_a_sandboxed_client_is_refused(warm):
     """A client in other namespaces (here bwrap's PID namespace, as the Bash sandbox runs commands) would have

@@ -142,3 +142,21 @@ def test_confinement_compares_what_linux_says():
         assert "limits" in confinement.difference(limited.pid, own)
     finally:
         limited.communicate(b"")
+
+
+def test_doctor_says_whether_warm_start_is_on(monkeypatch, tmp_path):
+    from cli import doctor
+
+    monkeypatch.setenv("MAINSAIL_WARM", "false")
+    assert "off" in doctor.check_warm().message
+    monkeypatch.setenv("MAINSAIL_WARM", "true")
+    monkeypatch.setenv("MAINSAIL_WARM_DIR", str(tmp_path / "w"))
+    check = doctor.check_warm()
+    assert check.status == doctor.OK and "no server runs now" in check.message
+    (tmp_path / "w").mkdir(mode=0o755)
+    (tmp_path / "w").chmod(0o755)
+    check = doctor.check_warm()
+    assert check.status == doctor.WARN and "mode 0700" in check.message
+    monkeypatch.setenv("MAINSAIL_WARM_DIR", "/" + "d" * 110)
+    assert "too long" in doctor.check_warm().message
+
