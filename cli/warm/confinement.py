@@ -4,8 +4,8 @@ A command run by the server runs in the server's confinement, not the client's. 
 Bash tool's bwrap, a container, a seccomp filter, another cgroup whose kill must reach the command, tighter
 limits) would otherwise get its command run outside of it: an escape. So the server compares what Linux
 says of both processes (``/proc/PID``): every namespace, the root directory, the cgroup, the user and groups,
-the capabilities, no_new_privs and seccomp, the resource limits, the OOM score adjustment and the security
-label. Anything that differs, or that cannot be read, refuses (fail closed).
+the capabilities, no_new_privs and seccomp, the resource limits, the nice value and scheduling policy, the
+CPUs and memory nodes allowed, the OOM score adjustment and the security label. Anything that differs, or that cannot be read, refuses (fail closed).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 
 #: The lines of /proc/PID/status that must match.
 STATUS_FIELDS = ("Uid", "Gid", "Groups", "NoNewPrivs", "Seccomp", "Seccomp_filters", "CapInh", "CapPrm", "CapEff",
-                 "CapBnd", "CapAmb")
+                 "CapBnd", "CapAmb", "Cpus_allowed_list", "Mems_allowed_list")
 #: Whole files of /proc/PID that must match (a missing one must be missing on both sides).
 FILES = ("cgroup", "limits", "oom_score_adj", "attr/current")
 
@@ -28,6 +28,9 @@ def facts(pid: int | str) -> dict[str, str]:
         status = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
     for name in STATUS_FIELDS:
         out[name] = status.get(name, "(none)").strip()
+    with open(f"{base}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    out["nice"], out["policy"] = fields[16], fields[38]  # (stat's fields 19 and 41: after "pid (comm)", 17 and 39)
     for name in FILES:
         try:
             with open(f"{base}/{name}", "rb") as f:

@@ -225,17 +225,22 @@ def test_a_sandboxed_client_is_refused(warm):
     assert "ns/pid" in warm.log() and "refused client" in warm.log()
 
 
-@pytest.mark.parametrize("wrapper", [["prlimit", "--nofile=256:256"], ["setpriv", "--no-new-privs"]])
-def test_a_client_with_other_limits_or_privileges_is_refused(warm, wrapper):
+@pytest.mark.parametrize("wrapper, differs", [
+    (["prlimit", "--nofile=256:256"], "limits"), (["setpriv", "--no-new-privs"], "NoNewPrivs"),
+    (["nice", "-n", "5"], "nice"), (["taskset", "-c", "0"], "Cpus_allowed_list"),
+])
+def test_a_client_with_other_limits_or_privileges_is_refused(warm, wrapper, differs):
     if shutil.which(wrapper[0]) is None:
         pytest.skip(f"{wrapper[0]} is not installed")
+    if wrapper[0] == "taskset" and (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: no narrower affinity to set")
     warm.start()
     before = warm.ran()
     out = subprocess.run([*wrapper, MAINSAIL, "sessions"], env=warm.env, capture_output=True, text=True,
                          timeout=120, cwd=warm.dir.parent)
     assert out.returncode == 0 and "Traceback" not in out.stderr
     assert warm.ran() == before
-    assert ("limits" if wrapper[0] == "prlimit" else "NoNewPrivs") in warm.log()
+    assert differs in warm.log()
 
 
 def test_changed_code_retires_the_server(warm, tmp_path):
