@@ -23,6 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.first_request import wait_for_warm_server  # noqa: E402
+
 #: (label, mainsail arguments); SID is replaced by the session made at the start.
 COMMANDS = [
     ("--version", ["--version"]),
@@ -79,12 +85,7 @@ def modules(args: list[str], env: dict, cwd: Path) -> list[str]:
 def start_warm_server(mainsail: str, env: dict, cwd: Path) -> None:
     """Start the warm server the commands will find (the first warm command starts it) and wait for it."""
     subprocess.run([mainsail, "sessions"], env=env, cwd=cwd, capture_output=True)
-    deadline = time.monotonic() + 60
-    while "pid" not in subprocess.run([mainsail, "warm", "status"], env=env, cwd=cwd, capture_output=True,
-                                      text=True).stdout:
-        if time.monotonic() > deadline:
-            raise SystemExit("the warm server did not start (see `mainsail warm status`)")
-        time.sleep(0.2)
+    wait_for_warm_server(mainsail, env, cwd)
 
 
 def main(argv: list[str] | None = None) -> int:
