@@ -9,7 +9,11 @@ import sys
 def main() -> None:
     from cli.warm.client import run
 
-    code = run(sys.argv)
+    try:
+        code = run(sys.argv)
+    except KeyboardInterrupt:  # (Ctrl-C before the command began: as cli.main.main says it)
+        print("Interrupted.", file=sys.stderr)
+        sys.exit(130)
     if code is not None:
         sys.exit(code)
     from cli.main import main as command

@@ -75,41 +75,48 @@ def run(argv: list[str]) -> int | None:
 
 
 def _served(sock: socket.socket, argv: list[str], path: str) -> int | None:
-    fds = _descriptors()
-    if fds is None:
-        return None
-    mask = os.umask(0o022)
-    os.umask(mask)
-    request = {"argv": argv, "env": dict(os.environ), "umask": mask, "streams": fds[1]}
-    forwarder = _Forwarder()
-    try:
-        protocol.send_request(sock, request, fds[0])
-    except OSError:
-        forwarder.restore()
-        return None  # (the server went away before it had anything: run here)
-    finally:
-        for fd in fds[0][:1]:
-            os.close(fd)
+    forwarder = _Forwarder(sock)
     replies = protocol.Replies(sock)
+    sock.settimeout(protocol.PID_TIMEOUT)
+    first = None
     try:
+        # Nothing of the client's goes over before the server greets it: a server stopped or swamped would
+        # otherwise hold the client's stdout (in flight, in its accept queue) and whoever reads it to its end.
+        if replies.next() != protocol.HELLO:
+            raise protocol.ProtocolError("no greeting")
+        fds = _descriptors()
+        if fds is None:
+            raise protocol.ProtocolError("the current directory cannot be opened")
+        mask = os.umask(0o022)
+        os.umask(mask)
+        try:
+            protocol.send_request(sock, {"argv": argv, "env": dict(os.environ), "umask": mask, "streams": fds[1]},
+                                  fds[0])
+        finally:
+            os.close(fds[0][0])  # (the directory: opened here for the request)
         first = replies.next()
-        if first is None or "refused" in first:
-            forwarder.restore()
-            if first is not None and first.get("stale"):
-                spawn(path)  # (it is leaving: its code changed on disk)
-            return None
-        forwarder.start(int(first["pid"]))
+        pid = int(first["pid"]) if first is not None and "refused" not in first else 0
+        sock.settimeout(None)
+        if pid:
+            # The command starts only on this byte: a client that gave up (no pid in time, a reply it cannot
+            # read, a signal) closes instead and runs the command itself, so it can never run twice.
+            sock.sendall(protocol.GO)
+    except (protocol.ProtocolError, OSError, KeyError, ValueError, TypeError):
+        pid = 0
+    if not pid:
+        forwarder.restore()
+        if first is not None and first.get("stale"):
+            spawn(path)  # (it is leaving: its code changed on disk)
+        return None
+    forwarder.start(pid)
+    try:
         end = replies.next()
-    except (protocol.ProtocolError, OSError, KeyError, ValueError) as exc:
+    except (protocol.ProtocolError, OSError) as exc:
         end = None
-        if not forwarder.pid:
-            forwarder.restore()
-            return None
-        print(f"mainsail: lost the warm server while process {forwarder.pid} ran the command ({exc}).",
-              file=sys.stderr)
+        print(f"mainsail: lost the warm server while process {pid} ran the command ({exc}).", file=sys.stderr)
     forwarder.restore()
     if end is None:
-        print(f"mainsail: the warm server closed without the command's exit status (process {forwarder.pid}); "
+        print(f"mainsail: the warm server closed without the command's exit status (process {pid}); "
               f"its log is {path[:-5]}.log. Set MAINSAIL_WARM=false to run commands without it.", file=sys.stderr)
         return 1
     if "signal" in end:
@@ -135,11 +142,13 @@ def _descriptors() -> tuple[list[int], list[bool]] | None:
 
 
 class _Forwarder:
-    """Passes the client's signals to the command's process (those that come before it is known wait)."""
+    """Passes the client's signals to the command's process. One that comes before the command runs ends
+    the attempt instead: the connection is closed (the command then never starts) and the client receives
+    the signal as the process it is (Ctrl-C while it starts is a Ctrl-C of a command not begun)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.pid = 0
-        self._waiting: list[int] = []
+        self._sock = sock
         self._saved: dict[int, object] = {}
         for name in (*FORWARDED, "SIGTSTP"):
             number = getattr(signal, name, None)
@@ -148,13 +157,14 @@ class _Forwarder:
 
     def start(self, pid: int) -> None:
         self.pid = pid
-        waiting, self._waiting = self._waiting, []
-        for number in waiting:
-            self._on_signal(number, None)
 
     def _on_signal(self, number: int, frame) -> None:
         if not self.pid:
-            self._waiting.append(number)
+            if number in (signal.SIGWINCH, signal.SIGCONT):
+                return  # (nothing to resize or continue yet)
+            self._sock.close()
+            self.restore()
+            os.kill(os.getpid(), number)  # (delivered again, to the handler the process had before)
             return
         try:
             if number == signal.SIGTSTP:
@@ -170,6 +180,7 @@ class _Forwarder:
     def restore(self) -> None:
         for number, handler in self._saved.items():
             signal.signal(number, handler)
+        self._saved = {}
 
 
 def _die_by(number: int) -> int:

@@ -1,9 +1,11 @@
 """What the client and the warm server say over the socket (standard library only: the client loads it).
 
+The server greets each connection it accepts (:data:`HELLO`): only then does the client send anything.
 The request is one frame: 4 bytes of length, then JSON; the client's descriptors (its current directory and
 its open standard streams) ride on the frame's first byte (SCM_RIGHTS). Each reply is one JSON line:
 
-* ``{"pid": N}``: the command runs as process N (the client forwards its signals there);
+* ``{"pid": N}``: the command is process N, and waits for the client's one byte :data:`GO` before it runs
+  (a client that gave up closes instead: the command then never runs, and the client runs it itself);
 * ``{"exit": N}`` or ``{"signal": N}``: how it ended;
 * ``{"refused": "why"}``: the server will not run it (the client then runs the command itself).
 
@@ -22,6 +24,13 @@ import struct
 VERSION = 1
 #: At most this many descriptors ride on a request (the directory and three streams).
 MAX_FDS = 4
+#: The server's first line on a connection it has accepted.
+HELLO = {"hello": VERSION}
+#: What the client sends once it has the pid: run.
+GO = b"g"
+#: Seconds the client waits for the greeting, then for the pid, before it gives up and runs the command
+#: itself (a server stopped or swamped; the command cannot have started: it waits for GO).
+PID_TIMEOUT = 10.0
 #: A request larger than this is refused (argv and environment are bounded by the OS's ARG_MAX anyway).
 MAX_REQUEST = 8 * 1024 * 1024
 

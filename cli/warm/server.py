@@ -215,7 +215,7 @@ def _loop(server: Server) -> dict | None:
             poller.register(pidfd, select.POLLIN)
             if not run.client_gone:
                 conns[run.conn.fileno()] = run
-                poller.register(run.conn.fileno(), select.POLLIN)
+                poller.register(run.conn.fileno(), select.POLLRDHUP)  # (its GO byte is the command's to read)
         try:
             ready = poller.poll(1000)
         except InterruptedError:
@@ -249,6 +249,7 @@ def _accept(server: Server) -> dict | None:
         return None
     try:
         conn.settimeout(REQUEST_TIMEOUT)
+        protocol.send_reply(conn, protocol.HELLO)
         request, fds = _admit(server, conn)
     except OSError as exc:
         server.log(f"a client left before its request was read: {exc}")
@@ -261,9 +262,11 @@ def _accept(server: Server) -> dict | None:
     if pid == 0:
         try:
             _become(server, conn, request, fds)
-        except BaseException as exc:
-            server.log(f"process {os.getpid()} could not take the command: {type(exc).__name__}: {exc}")
-            os._exit(1)
+        except BaseException as exc:  # (never back into the server's loop: this process is not the server)
+            try:
+                server.log(f"process {os.getpid()} could not take the command: {type(exc).__name__}: {exc}")
+            finally:
+                os._exit(1)
         return request
     for fd in fds:
         os.close(fd)
@@ -333,8 +336,8 @@ def _well_formed(request: dict, fds: list[int]) -> bool:
 
 
 def _client_left(server: Server, run: Running) -> None:
-    """The client's connection is readable: it never writes after its request, so it is gone (killed);
-    so goes its command, as it would have."""
+    """The client closed its connection (it never shuts it down otherwise): it is gone (killed); so goes its
+    command, as it would have."""
     try:
         os.kill(run.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -356,8 +359,8 @@ def _ended(server: Server, run: Running) -> None:
 
 
 def _become(server: Server, conn: socket.socket, request: dict, fds: list[int]) -> None:
-    """Make this process the client's command: its descriptors, directory, environment, argv, signals."""
-    os.close(conn.detach())
+    """Make this process the client's command: its descriptors, directory, environment, argv, signals; then
+    wait for the client's GO (none: the client runs the command itself, so this process must not)."""
     server.listener.close()
     os.close(server.lock_fd)
     for pidfd, run in server.running.items():  # (other clients' commands are not this one's business)
@@ -384,3 +387,9 @@ def _become(server: Server, conn: socket.socket, request: dict, fds: list[int]) 
     preload.reopen_streams(request["streams"])
     preload.after_fork()
     os.close(server.log_fd)
+    server.log_fd = -1
+    conn.settimeout(None)
+    go = conn.recv(1)
+    os.close(conn.detach())
+    if go != protocol.GO:
+        os._exit(0)

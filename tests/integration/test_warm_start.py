@@ -282,3 +282,61 @@ def test_status_and_stop(warm):
     assert warm.run(["warm", "stop"]).stdout.strip() == "stopped 1 warm server"
     assert not _alive(pid)
     assert "none running" in warm.run(["warm", "status", ], env={**warm.env, "MAINSAIL_WARM": "false"}).stdout
+
+
+def test_a_client_that_gives_up_on_a_stopped_server_runs_once(warm, real_redis):
+    """A server that does not answer (here SIGSTOPped) is given up after the greeting's timeout: the client
+    sends the message itself, and returns (its stdout is not held in flight by the stopped server: the
+    client hands nothing over before the greeting). The server, continued, finds the client gone and runs
+    nothing. The oracle is the session's inbox: one message."""
+    from workflows.store import keys
+
+    pid = warm.start()
+    sid = submit(warm)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        out = warm.run(["send", sid, "only once"])
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 60
+    while "a client left before its request was read" not in warm.log():
+        assert time.monotonic() < deadline, warm.log()
+        time.sleep(0.05)
+    assert "running 'send" not in warm.log()
+    assert sum(b"only once" in m for m in real_redis.lrange(keys.inbox(sid), 0, -1)) == 1
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])
+def test_a_signal_before_the_command_began_ends_the_client_and_nothing_runs(warm, real_redis, sig, code):
+    """Ctrl-C (or a SIGTERM) while the client waits for a server (stopped here) ends the client as it would
+    have ended a command that had not begun; the server, continued, runs nothing."""
+    from workflows.store import keys
+
+    pid = warm.start()
+    sid = submit(warm)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        proc = subprocess.Popen([MAINSAIL, "send", sid, "never"], env=warm.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not _connected(proc.pid):  # (it waits for the greeting)
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and ("Interrupted." in err if sig == signal.SIGINT else True)
+    assert warm.run(["sessions"]).returncode == 0
+    assert "running 'send" not in warm.log()
+    assert not any(b"never" in m for m in real_redis.lrange(keys.inbox(sid), 0, -1))
+
+
+def _connected(pid: int) -> bool:
+    """Process ``pid`` holds a Unix socket (the client's connection to the server)."""
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
