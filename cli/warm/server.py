@@ -30,6 +30,8 @@ from cli.warm import confinement, place, protocol
 IDLE = 1800.0
 #: How long a new server waits for the lock of one that is leaving.
 LOCK_WAIT = 10.0
+#: Linux's socket option for a pidfd of the peer (6.5 and later; Python 3.11 has no name for it).
+SO_PEERPIDFD = 77
 #: The log is emptied when it grows past this many bytes.
 LOG_LIMIT = 1 << 20
 #: How long a client has to send its request once connected.
@@ -249,8 +251,13 @@ def _accept(server: Server) -> dict | None:
         return None
     try:
         conn.settimeout(REQUEST_TIMEOUT)
-        protocol.send_reply(conn, protocol.HELLO)
-        request, fds = _admit(server, conn)
+        peer = _peer(conn)  # (before the greeting: the pidfd pins the process that connected)
+        try:
+            protocol.send_reply(conn, protocol.HELLO)
+            request, fds = _admit(server, conn, peer)
+        finally:
+            if peer[2] is not None:
+                os.close(peer[2])
     except OSError as exc:
         server.log(f"a client left before its request was read: {exc}")
         conn.close()
@@ -281,9 +288,9 @@ def _accept(server: Server) -> dict | None:
     return None
 
 
-def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]:
+def _admit(server: Server, conn: socket.socket, peer: tuple[int, int, int | None]) -> tuple[dict | None, list[int]]:
     """The request, or None after refusing it (the client then runs the command itself)."""
-    pid, uid, _gid = _peer(conn)
+    pid, uid, pidfd = peer
     try:
         request, fds = protocol.recv_request(conn)
     except (protocol.ProtocolError, ValueError) as exc:
@@ -292,7 +299,9 @@ def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]
     why = stale = None
     if uid != os.getuid():
         why = f"the client runs as uid {uid}"
-    elif (why := _confined_otherwise(pid)) is None:
+    elif pidfd is None:
+        why = "the process that connected cannot be pinned (no pidfd)"
+    elif (why := _confined_otherwise(pid, pidfd)) is None:
         from cli.warm import preload
 
         if stale := preload.changed(server.files):
@@ -310,20 +319,37 @@ def _admit(server: Server, conn: socket.socket) -> tuple[dict | None, list[int]]
     return request, fds
 
 
-def _confined_otherwise(pid: int) -> str | None:
-    """Why client ``pid`` is not confined as this server is now (a command forked now would be as it is)."""
+def _confined_otherwise(pid: int, pidfd: int) -> str | None:
+    """Why client ``pid`` is not confined as this server is now (a command forked now would be as it is).
+    What /proc says of ``pid`` is that client's only if the process ``pidfd`` pins is still alive after the
+    reading (else the pid may be another process's by now)."""
     try:
         own = confinement.facts("self")
     except OSError as exc:
         return f"this server's confinement cannot be read ({exc})"
-    return confinement.difference(pid, own)
+    why = confinement.difference(pid, own)
+    try:
+        signal.pidfd_send_signal(pidfd, 0)
+    except OSError:
+        return "the process that connected has gone"
+    return why
 
 
-def _peer(conn: socket.socket) -> tuple[int, int, int]:
+def _peer(conn: socket.socket) -> tuple[int, int, int | None]:
+    """The connecting process's pid and uid (SO_PEERCRED), and a pidfd of it: SO_PEERPIDFD (Linux 6.5) pins
+    the very process that connected; before it, a pidfd opened now (a narrow window for a pid reused)."""
     import struct
 
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)
+    pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize("3i")))
+    try:
+        return pid, uid, conn.getsockopt(socket.SOL_SOCKET, getattr(socket, "SO_PEERPIDFD", SO_PEERPIDFD))
+    except OSError:
+        pass
+    try:
+        return pid, uid, os.pidfd_open(pid)
+    except OSError:
+        return pid, uid, None
 
 
 def _well_formed(request: dict, fds: list[int]) -> bool:

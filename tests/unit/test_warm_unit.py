@@ -160,3 +160,35 @@ def test_doctor_says_whether_warm_start_is_on(monkeypatch, tmp_path):
     monkeypatch.setenv("MAINSAIL_WARM_DIR", "/" + "d" * 110)
     assert "too long" in doctor.check_warm().message
 
+
+
+def test_a_client_is_pinned_by_a_pidfd_and_a_gone_one_is_refused(tmp_path):
+    """What /proc says of a pid is the client's only while the process that connected lives: a client that
+    connected and left (its pid free for another process) is refused, never compared."""
+    from cli.warm import server
+
+    if not os.path.isdir("/proc/self/ns") or not hasattr(os, "pidfd_open"):
+        pytest.skip("no /proc or pidfds")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "s"))
+    listener.listen(4)
+    with listener:
+        live = subprocess.Popen([sys.executable, "-c", "import socket, sys; s = socket.socket(socket.AF_UNIX); "
+                                 f"s.connect({str(tmp_path / 's')!r}); sys.stdin.read()"], stdin=subprocess.PIPE)
+        conn, _ = listener.accept()
+        with conn:
+            pid, uid, pidfd = server._peer(conn)
+            assert (pid, uid) == (live.pid, os.getuid()) and pidfd is not None
+            assert server._confined_otherwise(pid, pidfd) is None
+            live.communicate(b"")
+            assert server._confined_otherwise(pid, pidfd) is not None  # (gone: refused)
+            os.close(pidfd)
+        gone = subprocess.run([sys.executable, "-c", "import socket; s = socket.socket(socket.AF_UNIX); "
+                               f"s.connect({str(tmp_path / 's')!r})"])
+        assert gone.returncode == 0
+        conn, _ = listener.accept()
+        with conn:
+            pid, _, pidfd = server._peer(conn)
+            assert pidfd is None or server._confined_otherwise(pid, pidfd) is not None
+            if pidfd is not None:
+                os.close(pidfd)
