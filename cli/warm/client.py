@@ -58,6 +58,16 @@ def run(argv: list[str]) -> int | None:
     path = place.socket_path(directory)
     if path is None or not place.own_dir(directory, create=True):
         return None
+    try:
+        # A process that cannot read the warm directory (a confinement /proc does not show, as Landlock's)
+        # has no key, and so no warm start.
+        with open(path[:-5] + ".key") as f:
+            key = f.read().strip()
+    except FileNotFoundError:
+        spawn(path)  # (no server: the key is written as it starts listening)
+        return None
+    except OSError:
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -69,12 +79,12 @@ def run(argv: list[str]) -> int | None:
         sock.close()
         return None
     try:
-        return _served(sock, argv, path)
+        return _served(sock, argv, path, key)
     finally:
         sock.close()
 
 
-def _served(sock: socket.socket, argv: list[str], path: str) -> int | None:
+def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | None:
     forwarder = _Forwarder(sock)
     replies = protocol.Replies(sock)
     sock.settimeout(protocol.PID_TIMEOUT)
@@ -90,7 +100,8 @@ def _served(sock: socket.socket, argv: list[str], path: str) -> int | None:
         mask = os.umask(0o022)
         os.umask(mask)
         try:
-            protocol.send_request(sock, {"argv": argv, "env": dict(os.environ), "umask": mask, "streams": fds[1]},
+            protocol.send_request(sock, {"key": key, "argv": argv, "env": dict(os.environ), "umask": mask,
+                                         "streams": fds[1]},
                                   fds[0])
         finally:
             os.close(fds[0][0])  # (the directory: opened here for the request)

@@ -17,6 +17,7 @@ it runs have ended.
 from __future__ import annotations
 
 import fcntl
+import hmac
 import os
 import select
 import signal
@@ -63,6 +64,7 @@ class Server:
         self.running: dict[int, Running] = {}  # (pidfd -> command)
         self.signals: dict[int, object] = {}  # (the handlers after the preload: a command's to start with)
         self.leaving = ""
+        self.key = ""  # (what a client must present: it could read this server's files)
 
     def log(self, text: str) -> None:
         if self.log_fd < 0:
@@ -158,6 +160,8 @@ def _lock(server: Server) -> bool:
 
 
 def _listen(server: Server) -> None:
+    server.key = os.urandom(32).hex()
+    _write_private(server.path[:-5] + ".key", server.key)
     try:
         os.unlink(server.path)  # (a dead server's: the lock says none lives)
     except FileNotFoundError:
@@ -170,15 +174,16 @@ def _listen(server: Server) -> None:
         os.umask(old)
     listener.listen(64)
     server.listener = listener
-    _write_pid(server.path[:-5] + ".pid")
+    _write_private(server.path[:-5] + ".pid", str(os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: _stop(server, "asked to (SIGTERM)"))
 
 
-def _write_pid(path: str) -> None:
-    """The pid, for ``mainsail warm status`` and ``stop`` (written whole, then renamed into place)."""
+def _write_private(path: str, text: str) -> None:
+    """A file only this user may read (the pid, for `mainsail warm`; the key clients present), written whole
+    and then renamed into place."""
     part = f"{path}.{os.getpid()}"
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    os.write(fd, f"{text}\n".encode())
     os.close(fd)
     os.replace(part, path)
 
@@ -189,7 +194,7 @@ def _stop(server: Server, why: str) -> None:
         return
     server.leaving = why
     server.log(f"leaving: {why}")
-    for path in (server.path, server.path[:-5] + ".pid"):
+    for path in (server.path, server.path[:-5] + ".pid", server.path[:-5] + ".key"):
         try:
             os.unlink(path)
         except OSError:
@@ -308,6 +313,8 @@ def _admit(server: Server, conn: socket.socket, peer: tuple[int, int, int | None
             why = f"the code changed on disk ({stale})"
     if why is None and not _well_formed(request, fds):
         why = "the request is malformed"
+    if why is None and not hmac.compare_digest(request["key"], server.key):
+        why = "it did not present this server's key (it cannot read the warm directory)"
     if why is not None:
         server.log(f"refused client {pid}: {why}")
         for fd in fds:
@@ -354,7 +361,7 @@ def _peer(conn: socket.socket) -> tuple[int, int, int | None]:
 
 def _well_formed(request: dict, fds: list[int]) -> bool:
     streams = request.get("streams")
-    return (isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
+    return (isinstance(request.get("key"), str) and isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
             and isinstance(request.get("env"), dict)
             and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
             and isinstance(request.get("umask"), int) and isinstance(streams, list) and len(streams) == 3

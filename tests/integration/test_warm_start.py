@@ -340,3 +340,27 @@ def _connected(pid: int) -> bool:
         return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return False
+
+
+def test_a_client_without_the_servers_key_is_refused(warm, tmp_path):
+    """A process that cannot read the warm directory (a confinement /proc does not show, as Landlock's) has
+    no key: refused, whatever else it sends."""
+    import socket as socket_
+
+    from cli.warm import protocol
+
+    warm.start()
+    before = warm.ran()
+    sock_path = next(warm.dir.glob("*.sock"))
+    assert oct(sock_path.with_suffix(".key").stat().st_mode & 0o777) == "0o600"
+    with socket_.socket(socket_.AF_UNIX, socket_.SOCK_STREAM) as sock:
+        sock.connect(str(sock_path))
+        replies = protocol.Replies(sock)
+        assert replies.next() == protocol.HELLO
+        cwd = os.open(str(tmp_path), os.O_RDONLY | os.O_DIRECTORY)
+        protocol.send_request(sock, {"key": "0" * 64, "argv": ["mainsail", "sessions"], "env": {}, "umask": 0o22,
+                                     "streams": [False, False, False]}, [cwd])
+        os.close(cwd)
+        reply = replies.next()
+    assert "refused" in reply and "key" in reply["refused"]
+    assert "did not present this server's key" in warm.log() and warm.ran() == before
