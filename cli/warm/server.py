@@ -25,14 +25,12 @@ import socket
 import sys
 import time
 
-from cli.warm import confinement, place, protocol
+from cli.warm import admission, confinement, place, protocol
 
 #: Seconds without a command after which the server leaves (``MAINSAIL_WARM_IDLE``).
 IDLE = 1800.0
 #: How long a new server waits for the lock of one that is leaving.
 LOCK_WAIT = 10.0
-#: Linux's socket option for a pidfd of the peer (6.5 and later; Python 3.11 has no name for it).
-SO_PEERPIDFD = 77
 #: The log is emptied when it grows past this many bytes.
 LOG_LIMIT = 1 << 20
 #: How long a client has to send its request once connected.
@@ -256,7 +254,7 @@ def _accept(server: Server) -> dict | None:
         return None
     try:
         conn.settimeout(REQUEST_TIMEOUT)
-        peer = _peer(conn)  # (before the greeting: the pidfd pins the process that connected)
+        peer = admission.peer(conn)  # (before the greeting: the pidfd pins the process that connected)
         try:
             protocol.send_reply(conn, protocol.HELLO)
             request, fds = _admit(server, conn, peer)
@@ -306,12 +304,12 @@ def _admit(server: Server, conn: socket.socket, peer: tuple[int, int, int | None
         why = f"the client runs as uid {uid}"
     elif pidfd is None:
         why = "the process that connected cannot be pinned (no pidfd)"
-    elif (why := _confined_otherwise(pid, pidfd)) is None:
+    elif (why := admission.confined_otherwise(pid, pidfd)) is None:
         from cli.warm import preload
 
         if stale := preload.changed(server.files):
             why = f"the code changed on disk ({stale})"
-    if why is None and not _well_formed(request, fds):
+    if why is None and not admission.well_formed(request, fds):
         why = "the request is malformed"
     if why is None and not hmac.compare_digest(request["key"], server.key):
         why = "it did not present this server's key (it cannot read the warm directory)"
@@ -324,48 +322,6 @@ def _admit(server: Server, conn: socket.socket, peer: tuple[int, int, int | None
             _stop(server, why)
         return None, []
     return request, fds
-
-
-def _confined_otherwise(pid: int, pidfd: int) -> str | None:
-    """Why client ``pid`` is not confined as this server is now (a command forked now would be as it is).
-    What /proc says of ``pid`` is that client's only if the process ``pidfd`` pins is still alive after the
-    reading (else the pid may be another process's by now)."""
-    try:
-        own = confinement.facts("self")
-    except OSError as exc:
-        return f"this server's confinement cannot be read ({exc})"
-    why = confinement.difference(pid, own)
-    try:
-        signal.pidfd_send_signal(pidfd, 0)
-    except OSError:
-        return "the process that connected has gone"
-    return why
-
-
-def _peer(conn: socket.socket) -> tuple[int, int, int | None]:
-    """The connecting process's pid and uid (SO_PEERCRED), and a pidfd of it: SO_PEERPIDFD (Linux 6.5) pins
-    the very process that connected; before it, a pidfd opened now (a narrow window for a pid reused)."""
-    import struct
-
-    pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                         struct.calcsize("3i")))
-    try:
-        return pid, uid, conn.getsockopt(socket.SOL_SOCKET, getattr(socket, "SO_PEERPIDFD", SO_PEERPIDFD))
-    except OSError:
-        pass
-    try:
-        return pid, uid, os.pidfd_open(pid)
-    except OSError:
-        return pid, uid, None
-
-
-def _well_formed(request: dict, fds: list[int]) -> bool:
-    streams = request.get("streams")
-    return (isinstance(request.get("key"), str) and isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
-            and isinstance(request.get("env"), dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
-            and isinstance(request.get("umask"), int) and isinstance(streams, list) and len(streams) == 3
-            and all(isinstance(s, bool) for s in streams) and len(fds) == 1 + sum(streams))
 
 
 def _client_left(server: Server, run: Running) -> None:

@@ -165,7 +165,7 @@ def test_doctor_says_whether_warm_start_is_on(monkeypatch, tmp_path):
 def test_a_client_is_pinned_by_a_pidfd_and_a_gone_one_is_refused(tmp_path):
     """What /proc says of a pid is the client's only while the process that connected lives: a client that
     connected and left (its pid free for another process) is refused, never compared."""
-    from cli.warm import server
+    from cli.warm import admission
 
     if not os.path.isdir("/proc/self/ns") or not hasattr(os, "pidfd_open"):
         pytest.skip("no /proc or pidfds")
@@ -177,18 +177,18 @@ def test_a_client_is_pinned_by_a_pidfd_and_a_gone_one_is_refused(tmp_path):
                                  f"s.connect({str(tmp_path / 's')!r}); sys.stdin.read()"], stdin=subprocess.PIPE)
         conn, _ = listener.accept()
         with conn:
-            pid, uid, pidfd = server._peer(conn)
+            pid, uid, pidfd = admission.peer(conn)
             assert (pid, uid) == (live.pid, os.getuid()) and pidfd is not None
-            assert server._confined_otherwise(pid, pidfd) is None
+            assert admission.confined_otherwise(pid, pidfd) is None
             live.communicate(b"")
-            assert server._confined_otherwise(pid, pidfd) is not None  # (gone: refused)
+            assert admission.confined_otherwise(pid, pidfd) is not None  # (gone: refused)
             os.close(pidfd)
         gone = subprocess.run([sys.executable, "-c", "import socket; s = socket.socket(socket.AF_UNIX); "
                                f"s.connect({str(tmp_path / 's')!r})"])
         assert gone.returncode == 0
         conn, _ = listener.accept()
         with conn:
-            pid, _, pidfd = server._peer(conn)
-            assert pidfd is None or server._confined_otherwise(pid, pidfd) is not None
+            pid, _, pidfd = admission.peer(conn)
+            assert pidfd is None or admission.confined_otherwise(pid, pidfd) is not None
             if pidfd is not None:
                 os.close(pidfd)
