@@ -109,6 +109,7 @@ def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | 
         pid = int(first["pid"]) if first is not None and "refused" not in first else 0
         sock.settimeout(None)
         if pid:
+            forwarder.start(pid)  # (from here a signal is the command's)
             # The command starts only on this byte: a client that gave up (no pid in time, a reply it cannot
             # read, a signal) closes instead and runs the command itself, so it can never run twice.
             sock.sendall(protocol.GO)
@@ -119,7 +120,6 @@ def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | 
         if first is not None and first.get("stale"):
             spawn(path)  # (it is leaving: its code changed on disk)
         return None
-    forwarder.start(pid)
     try:
         end = replies.next()
     except (protocol.ProtocolError, OSError) as exc:
