@@ -4,7 +4,6 @@ own checks (server.py ``_admit``)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 
@@ -31,8 +30,9 @@ def confined_otherwise(pid: int, pidfd: int) -> str | None:
 
 
 def peer(conn: socket.socket) -> tuple[int, int, int | None]:
-    """The connecting process's pid and uid (SO_PEERCRED), and a pidfd of it: SO_PEERPIDFD (Linux 6.5) pins
-    the very process that connected; before it, a pidfd opened now (a narrow window for a pid reused)."""
+    """The connected process's pid and uid (SO_PEERCRED), and a pidfd pinning that very process
+    (SO_PEERPIDFD, Linux 6.5); None without it (then no warm start: a pidfd opened later could pin another
+    process that took a freed pid)."""
     import struct
 
     pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
@@ -40,17 +40,17 @@ def peer(conn: socket.socket) -> tuple[int, int, int | None]:
     try:
         return pid, uid, conn.getsockopt(socket.SOL_SOCKET, getattr(socket, "SO_PEERPIDFD", SO_PEERPIDFD))
     except OSError:
-        pass
-    try:
-        return pid, uid, os.pidfd_open(pid)
-    except OSError:
         return pid, uid, None
 
 
 def well_formed(request: dict, fds: list[int]) -> bool:
+    """The request has what the server reads, of the types it reads, and the descriptors it says."""
     streams = request.get("streams")
-    return (isinstance(request.get("key"), str) and isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
+    ignored = request.get("ignored", [])
+    return (isinstance(request.get("key"), str) and isinstance(request.get("argv"), list)
+            and all(isinstance(a, str) for a in request["argv"])
             and isinstance(request.get("env"), dict)
             and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
             and isinstance(request.get("umask"), int) and isinstance(streams, list) and len(streams) == 3
-            and all(isinstance(s, bool) for s in streams) and len(fds) == 1 + sum(streams))
+            and all(isinstance(s, bool) for s in streams) and len(fds) == 1 + sum(streams)
+            and isinstance(ignored, list) and all(type(n) is int and 0 < n < signal.NSIG for n in ignored))

@@ -94,15 +94,17 @@ def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | 
         # otherwise hold the client's stdout (in flight, in its accept queue) and whoever reads it to its end.
         if replies.next() != protocol.HELLO:
             raise protocol.ProtocolError("no greeting")
+        if (why := _not_ours(sock)) is not None:  # (a socket planted in a writable warm directory)
+            raise protocol.ProtocolError(why)
         fds = _descriptors()
         if fds is None:
             raise protocol.ProtocolError("the current directory cannot be opened")
         mask = os.umask(0o022)
         os.umask(mask)
         try:
+            ignored = [n for n in range(1, signal.NSIG) if _ignored(n)]
             protocol.send_request(sock, {"key": key, "argv": argv, "env": dict(os.environ), "umask": mask,
-                                         "streams": fds[1]},
-                                  fds[0])
+                                         "streams": fds[1], "ignored": ignored}, fds[0])
         finally:
             os.close(fds[0][0])  # (the directory: opened here for the request)
         first = replies.next()
@@ -135,6 +137,27 @@ def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | 
     return int(end.get("exit", 1))
 
 
+def _not_ours(sock: socket.socket) -> str | None:
+    """Why the process listening is not a server this client may hand its environment and descriptors to:
+    another user, or confined otherwise (a server some sandboxed process set up in a writable directory)."""
+    from cli.warm import admission
+
+    pid, uid, pidfd = admission.peer(sock)
+    if uid != os.getuid() or pidfd is None:
+        return "the server is another user's, or cannot be pinned"
+    try:
+        return admission.confined_otherwise(pid, pidfd)
+    finally:
+        os.close(pidfd)
+
+
+def _ignored(number: int) -> bool:
+    try:
+        return signal.getsignal(number) == signal.SIG_IGN
+    except (OSError, ValueError):
+        return False
+
+
 def _descriptors() -> tuple[list[int], list[bool]] | None:
     """The current directory (opened) and the standard streams that are open; None if the directory
     cannot be opened."""
@@ -163,7 +186,7 @@ class _Forwarder:
         self._saved: dict[int, object] = {}
         for name in (*FORWARDED, "SIGTSTP"):
             number = getattr(signal, name, None)
-            if number is not None:
+            if number is not None and not _ignored(number):  # (ignored stays ignored: nohup; the command too)
                 self._saved[number] = signal.signal(number, self._on_signal)
 
     def start(self, pid: int) -> None:

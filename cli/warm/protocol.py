@@ -48,9 +48,14 @@ def send_request(sock: socket.socket, request: dict, fds: list[int]) -> None:
     sock.sendall(frame[1:])
 
 
-def recv_request(sock: socket.socket) -> tuple[dict, list[int]]:
-    """The request and the descriptors that came with it (the caller owns and closes them)."""
+def recv_request(sock: socket.socket, seconds: float) -> tuple[dict, list[int]]:
+    """The request and the descriptors that came with it (the caller owns and closes them), all of it within
+    ``seconds`` (a client that trickles its bytes cannot hold the server)."""
+    import time
+
+    deadline = time.monotonic() + seconds
     fds = array.array("i")
+    sock.settimeout(seconds)
     first, ancdata, flags, _ = sock.recvmsg(1, socket.CMSG_LEN(MAX_FDS * fds.itemsize))
     for level, kind, payload in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -61,11 +66,11 @@ def recv_request(sock: socket.socket) -> tuple[dict, list[int]]:
             raise ProtocolError("more descriptors than a request carries")
         if not first:
             raise ProtocolError("the client left before its request")
-        head = first + _read_exactly(sock, 3)
+        head = first + _read_exactly(sock, 3, deadline)
         (length,) = struct.unpack("!I", head)
         if length > MAX_REQUEST:
             raise ProtocolError(f"a request of {length} bytes")
-        request = json.loads(_read_exactly(sock, length))
+        request = json.loads(_read_exactly(sock, length, deadline))
         if not isinstance(request, dict):
             raise ProtocolError("the request is not an object")
         return request, received
@@ -106,9 +111,15 @@ class Replies:
         return reply
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+def _read_exactly(sock: socket.socket, n: int, deadline: float) -> bytes:
+    import time
+
     data = bytearray()
     while len(data) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ProtocolError("the request did not arrive in time")
+        sock.settimeout(left)
         chunk = sock.recv(min(n - len(data), 1 << 20))
         if not chunk:
             raise ProtocolError("the client left in the middle of its request")

@@ -116,7 +116,8 @@ def serve(path: str) -> dict | None:
     directory = os.path.dirname(path)
     if place.socket_path(directory) != path or not place.own_dir(directory, create=False):
         return None  # (this interpreter is not the one the client asked for: leave it be)
-    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                            0o600)
     if not _lock(server):
         server.log("another server holds the lock; leaving")
         return None
@@ -145,7 +146,8 @@ def serve(path: str) -> dict | None:
 
 
 def _lock(server: Server) -> bool:
-    server.lock_fd = os.open(server.path[:-5] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    server.lock_fd = os.open(server.path[:-5] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                             0o600)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
@@ -180,7 +182,11 @@ def _write_private(path: str, text: str) -> None:
     """A file only this user may read (the pid, for `mainsail warm`; the key clients present), written whole
     and then renamed into place."""
     part = f"{path}.{os.getpid()}"
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.unlink(part)  # (a leftover of a crash, or planted: never written through)
+    except FileNotFoundError:
+        pass
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     os.write(fd, f"{text}\n".encode())
     os.close(fd)
     os.replace(part, path)
@@ -228,7 +234,11 @@ def _loop(server: Server) -> dict | None:
         for fd, _ in ready:
             if fd == listening and not server.leaving:
                 last = time.monotonic()
-                request = _accept(server)
+                try:
+                    request = _accept(server)
+                except Exception as exc:  # (one client's trouble must not end the server)
+                    server.log(f"a connection failed: {type(exc).__name__}: {exc}")
+                    continue
                 if request is not None:
                     return request  # (in the command's process)
             elif fd in server.running:
@@ -295,29 +305,29 @@ def _admit(server: Server, conn: socket.socket, peer: tuple[int, int, int | None
     """The request, or None after refusing it (the client then runs the command itself)."""
     pid, uid, pidfd = peer
     try:
-        request, fds = protocol.recv_request(conn)
+        request, fds = protocol.recv_request(conn, REQUEST_TIMEOUT)
     except (protocol.ProtocolError, ValueError) as exc:
         server.log(f"an unreadable request: {exc}")
         return None, []
     why = stale = None
-    if uid != os.getuid():
+    if not admission.well_formed(request, fds):
+        why = "the request is malformed"
+    elif not hmac.compare_digest(request["key"], server.key):  # (first: nothing more is said to a stranger)
+        why = "it did not present this server's key (it cannot read the warm directory)"
+    elif uid != os.getuid():
         why = f"the client runs as uid {uid}"
     elif pidfd is None:
-        why = "the process that connected cannot be pinned (no pidfd)"
+        why = "the process that connected cannot be pinned (no SO_PEERPIDFD: Linux 6.5 or later)"
     elif (why := admission.confined_otherwise(pid, pidfd)) is None:
         from cli.warm import preload
 
         if stale := preload.changed(server.files):
             why = f"the code changed on disk ({stale})"
-    if why is None and not admission.well_formed(request, fds):
-        why = "the request is malformed"
-    if why is None and not hmac.compare_digest(request["key"], server.key):
-        why = "it did not present this server's key (it cannot read the warm directory)"
     if why is not None:
         server.log(f"refused client {pid}: {why}")
         for fd in fds:
             os.close(fd)
-        protocol.send_reply(conn, {"refused": why, "stale": bool(stale)})
+        protocol.send_reply(conn, {"refused": "stale" if stale else "refused", "stale": bool(stale)})
         if stale:
             _stop(server, why)
         return None, []
@@ -358,6 +368,11 @@ def _become(server: Server, conn: socket.socket, request: dict, fds: list[int]) 
     from cli.warm import preload
 
     preload.restore_dispositions(server.signals)
+    for number in request.get("ignored", []):  # (as the client had them ignored: nohup, trap '' HUP)
+        try:
+            signal.signal(number, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
     os.umask(request["umask"])
     cwd, streams = fds[0], iter(fds[1:])
     os.fchdir(cwd)

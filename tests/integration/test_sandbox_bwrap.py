@@ -340,6 +340,10 @@ def test_unix_sockets_are_refused_unless_allowed(ws, outside):
         assert allowed.content == "in"
         pair = bash(ws, "python3 -c 'import socket; print(len(socket.socketpair()))'")
         assert pair.content == "2"  # pipes between the command's own processes still work
+        # io_uring's IORING_OP_SOCKET makes a socket without socket(): no ring can be set up at all.
+        ring = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); params = ctypes.create_string_buffer(120); "
+                "r = libc.syscall(425, 4, params); print(r, os.strerror(ctypes.get_errno()))")
+        assert bash(ws, f"python3 -c '{ring}'").content == "-1 Operation not permitted"
     finally:
         server.close()
 

@@ -222,7 +222,7 @@ def test_a_sandboxed_client_is_refused(warm):
                            env=warm.env, capture_output=True, text=True, timeout=120, cwd=warm.dir.parent)
     assert (boxed.returncode, boxed.stdout, boxed.stderr) == (cold.returncode, cold.stdout, cold.stderr)
     assert warm.ran() == before
-    assert "ns/pid" in warm.log() and "refused client" in warm.log()
+    assert _refused_either_side(warm.log(), "ns/pid")
 
 
 @pytest.mark.parametrize("wrapper, differs", [
@@ -240,7 +240,7 @@ def test_a_client_with_other_limits_or_privileges_is_refused(warm, wrapper, diff
                          timeout=120, cwd=warm.dir.parent)
     assert out.returncode == 0 and "Traceback" not in out.stderr
     assert warm.ran() == before
-    assert differs in warm.log()
+    assert _refused_either_side(warm.log(), differs)
 
 
 def test_changed_code_retires_the_server(warm, tmp_path):
@@ -362,5 +362,31 @@ def test_a_client_without_the_servers_key_is_refused(warm, tmp_path):
                                      "streams": [False, False, False]}, [cwd])
         os.close(cwd)
         reply = replies.next()
-    assert "refused" in reply and "key" in reply["refused"]
+    assert reply == {"refused": "refused", "stale": False}  # (a stranger is told nothing more)
     assert "did not present this server's key" in warm.log() and warm.ran() == before
+
+
+def test_an_ignored_hangup_stays_ignored(warm):
+    """`nohup mainsail ...`: the client leaves an ignored signal alone and the command ignores it too, as a
+    process of its own would (here `watch`, which a SIGHUP would otherwise end)."""
+    warm.start()
+    sid = submit(warm)
+    before = warm.ran()
+    proc = subprocess.Popen(["nohup", MAINSAIL, "watch", sid], env=warm.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        assert warm.ran() == before + 1
+        proc.send_signal(signal.SIGHUP)
+        proc.send_signal(signal.SIGINT)  # (what does end it: the HUP before it was ignored, else -1 here)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Detached" in out + err
+
+
+def _refused_either_side(log: str, field: str) -> bool:
+    """The client saw the server confined otherwise and left before it sent anything (its own check), or
+    the server refused it naming ``field`` (the server's check: what holds against a client that does not
+    look)."""
+    return "left before its request" in log or (field in log and "refused client" in log)

@@ -99,7 +99,7 @@ def test_a_request_travels_with_its_descriptors(tmp_path):
         request = {"argv": ["mainsail", "caf\udce9"], "env": {"K": "v\udcff" * 50000}, "umask": 0o27,
                    "streams": [True, False, False]}
         with ThreadPoolExecutor(1) as pool:  # (the request is larger than the socket's buffer)
-            receiving = pool.submit(protocol.recv_request, right)
+            receiving = pool.submit(protocol.recv_request, right, 30.0)
             protocol.send_request(left, request, [fd, fd])
             got, fds = receiving.result(timeout=60)
         os.close(fd)
@@ -120,7 +120,7 @@ def test_a_truncated_request_is_an_error_not_a_hang():
         left.sendall(b"\x00\x00\x01\x00{")
         left.shutdown(socket.SHUT_WR)
         with pytest.raises(protocol.ProtocolError):
-            protocol.recv_request(right)
+            protocol.recv_request(right, 30.0)
 
 
 def test_confinement_compares_what_linux_says():

@@ -13,7 +13,8 @@ seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}``. System calls of a
 foreign ABI (x32, or 32-bit code on a 64-bit kernel) could bypass a check keyed
 on the native numbers, so they are checked with their own numbers (i386's
 ``socketcall`` multiplexer cannot be inspected and is refused), and any other
-ABI is refused outright.
+ABI is refused outright. io_uring is refused too: its IORING_OP_SOCKET creates
+a socket without calling socket().
 """
 
 from __future__ import annotations
@@ -64,8 +65,16 @@ class _Program:
         return b"".join(out)
 
 
+#: io_uring_setup, io_uring_enter, io_uring_register: the same numbers in every ABI here. io_uring's
+#: IORING_OP_SOCKET makes an AF_UNIX socket without the socket() call this filter checks (Docker's default
+#: profile refuses io_uring too); without a ring there is no such operation.
+_IO_URING = (425, 426, 427)
+
+
 def _check_socket(prog: _Program, socket_nr: int, socketcall_nr: int | None) -> None:
-    """With the syscall number loaded: refuse socket(AF_UNIX, ...) and socketcall(); allow the rest."""
+    """With the syscall number loaded: refuse socket(AF_UNIX, ...), socketcall() and io_uring; allow the rest."""
+    for nr in _IO_URING:
+        prog.op(_JEQ_K, nr, "deny", 0)
     if socketcall_nr is not None:
         prog.op(_JEQ_K, socketcall_nr, "deny", 0)
     prog.op(_JEQ_K, socket_nr, 0, "allow")
