@@ -61,7 +61,7 @@ def run(argv: list[str]) -> int | None:
     try:
         # A process that cannot read the warm directory (a confinement /proc does not show, as Landlock's)
         # has no key, and so no warm start.
-        with open(path[:-5] + ".key") as f:
+        with open(place.beside(path, ".key")) as f:
             key = f.read().strip()
     except FileNotFoundError:
         spawn(path)  # (no server: the key is written as it starts listening)
@@ -130,7 +130,8 @@ def _served(sock: socket.socket, argv: list[str], path: str, key: str) -> int | 
     forwarder.restore()
     if end is None:
         print(f"mainsail: the warm server closed without the command's exit status (process {pid}); "
-              f"its log is {path[:-5]}.log. Set MAINSAIL_WARM=false to run commands without it.", file=sys.stderr)
+              f"its log is {place.beside(path, '.log')}. Set MAINSAIL_WARM=false to run commands without it.",
+              file=sys.stderr)
         return 1
     if "signal" in end:
         return _die_by(int(end["signal"]))

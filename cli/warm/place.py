@@ -64,6 +64,11 @@ def socket_path(directory: str | None = None, print_: str | None = None) -> str 
     return path if len(os.fsencode(path)) <= MAX_PATH else None
 
 
+def beside(socket: str, suffix: str) -> str:
+    """A server's other file (``.log``, ``.lock``, ``.pid``, ``.key``): the socket's path, another suffix."""
+    return socket.removesuffix(".sock") + suffix
+
+
 def own_dir(directory: str, create: bool) -> bool:
     """True when ``directory`` is a real directory of this user that nobody else may enter (created so with
     ``create``). Anything else (a symlink, another owner, group or world access) means no warm start."""

@@ -46,9 +46,6 @@ class Running:
         self.pidfd = os.pidfd_open(pid)
         self.client_gone = False
 
-    def fds(self) -> list[int]:
-        return [self.conn.fileno(), self.pidfd]
-
 
 class Server:
     """The server's state: its socket, lock, log, its code as loaded, and what runs."""
@@ -116,7 +113,7 @@ def serve(path: str) -> dict | None:
     directory = os.path.dirname(path)
     if place.socket_path(directory) != path or not place.own_dir(directory, create=False):
         return None  # (this interpreter is not the one the client asked for: leave it be)
-    server.log_fd = os.open(path[:-5] + ".log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+    server.log_fd = os.open(place.beside(path, ".log"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                             0o600)
     if not _lock(server):
         server.log("another server holds the lock; leaving")
@@ -146,7 +143,7 @@ def serve(path: str) -> dict | None:
 
 
 def _lock(server: Server) -> bool:
-    server.lock_fd = os.open(server.path[:-5] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+    server.lock_fd = os.open(place.beside(server.path, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
                              0o600)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
@@ -161,7 +158,7 @@ def _lock(server: Server) -> bool:
 
 def _listen(server: Server) -> None:
     server.key = os.urandom(32).hex()
-    _write_private(server.path[:-5] + ".key", server.key)
+    _write_private(place.beside(server.path, ".key"), server.key)
     try:
         os.unlink(server.path)  # (a dead server's: the lock says none lives)
     except FileNotFoundError:
@@ -174,7 +171,7 @@ def _listen(server: Server) -> None:
         os.umask(old)
     listener.listen(64)
     server.listener = listener
-    _write_private(server.path[:-5] + ".pid", str(os.getpid()))
+    _write_private(place.beside(server.path, ".pid"), str(os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: _stop(server, "asked to (SIGTERM)"))
 
 
@@ -198,7 +195,7 @@ def _stop(server: Server, why: str) -> None:
         return
     server.leaving = why
     server.log(f"leaving: {why}")
-    for path in (server.path, server.path[:-5] + ".pid", server.path[:-5] + ".key"):
+    for path in (server.path, place.beside(server.path, ".pid"), place.beside(server.path, ".key")):
         try:
             os.unlink(path)
         except OSError:
